@@ -1,0 +1,63 @@
+"""Tiny randomly initialised encoders and a matching tokenizer, built inside the tests."""
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+import torch
+
+SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
+WORDS = ["▁qusqu", "▁llaqta", "pi", "▁the", "▁city", "▁of", "▁lima", "▁peru", "▁juan", "▁maria", "▁wasi", "▁runa"]
+
+
+def tiny_tokenizer():
+    """An XLM-R style Unigram tokenizer over characters and a few whole words."""
+    from tokenizers import AddedToken, Tokenizer, normalizers, pre_tokenizers, processors
+    from tokenizers.models import Unigram
+    from transformers import PreTrainedTokenizerFast
+
+    chars = ["▁"] + [f"▁{c}" for c in string.ascii_lowercase] + list(string.ascii_lowercase + string.digits + ".,'-")
+    vocab = [(p, 0.0) for p in SPECIALS] + [(w, -2.0) for w in WORDS] + [(c, -5.0) for c in chars] + [("<mask>", 0.0)]
+    tok = Tokenizer(Unigram(vocab, unk_id=3, byte_fallback=False))
+    tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", 0), ("</s>", 2)]
+    )
+    tok.add_special_tokens([AddedToken(t, special=True) for t in SPECIALS + ["<mask>"]])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", cls_token="<s>", sep_token="</s>",
+        pad_token="<pad>", unk_token="<unk>", mask_token="<mask>", model_max_length=64,
+    )
+
+
+def tiny_config(arch: str, vocab_size: int):
+    from transformers import BertConfig, DistilBertConfig, XLMRobertaConfig
+
+    if arch == "bert":
+        return BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                          intermediate_size=64, max_position_embeddings=64, pad_token_id=1)
+    if arch == "xlm-roberta":
+        return XLMRobertaConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                                intermediate_size=64, max_position_embeddings=66, pad_token_id=1)
+    if arch == "distilbert":
+        return DistilBertConfig(vocab_size=vocab_size, dim=32, n_layers=3, n_heads=4, hidden_dim=64,
+                                max_position_embeddings=64, pad_token_id=1)
+    raise ValueError(arch)
+
+
+def tiny_model(arch: str, seed: int = 0):
+    from transformers import AutoModel
+
+    tokenizer = tiny_tokenizer()
+    torch.manual_seed(seed)
+    model = AutoModel.from_config(tiny_config(arch, len(tokenizer)))
+    model.eval()
+    return model, tokenizer
+
+
+def save_tiny_model(arch: str, path: Path, seed: int = 0) -> Path:
+    model, tokenizer = tiny_model(arch, seed)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path

@@ -1,0 +1,3 @@
+from xling.cli import main
+
+main()

@@ -1,0 +1,42 @@
+"""Root of the command tree; each command group lives in its own module."""
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from xling import __version__
+from xling.cli import models as models_cli
+from xling.errors import XlingError
+
+app = typer.Typer(
+    name="xling",
+    help="Named-entity recognition for low-resource languages with MAD-X adapters.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(models_cli.app, name="models")
+
+
+def _version(value: bool):
+    if value:
+        print(f"xling {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+):
+    pass
+
+
+def main() -> None:
+    """Entry point: user errors become one line on stderr and exit code 1."""
+    try:
+        app()
+    except XlingError as err:
+        Console(stderr=True).print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
+        sys.exit(1)

