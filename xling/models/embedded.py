@@ -11,8 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 import unicodedata
 from collections import defaultdict
 from pathlib import Path
@@ -22,6 +20,7 @@ import numpy as np
 import torch
 from safetensors.torch import save_file
 
+from xling.fileio import atomic_directory
 from xling.models.e5file import E5File, read_e5_file
 from xling.paths import model_cache_dir
 
@@ -147,13 +146,13 @@ def build_tokenizer(e5: E5File):
 
 
 def convert(source: Path, target: Path, on_step: Callable[[str], None] = lambda step: None) -> None:
-    """Write the Transformers directory for `source` into `target` (a new directory)."""
+    """Write the Transformers directory for `source` into `target`."""
     on_step("reading the 4-bit file")
     e5 = read_e5_file(str(source))
     on_step("dequantising weights")
     state = bert_state_dict(e5)
     on_step("writing model.safetensors")
-    target.mkdir(parents=True)
+    target.mkdir(parents=True, exist_ok=True)
     bert_config(e5).save_pretrained(target)
     save_file(state, str(target / "model.safetensors"), metadata={"format": "pt"})
     os.chmod(target / "model.safetensors", 0o644)  # a shared cache, readable like the other files
@@ -170,18 +169,7 @@ def embedded_dir(on_step: Callable[[str], None] = lambda step: None) -> Path:
     on_step("hashing the source file")
     sha = file_sha256(source)
     final = model_cache_dir() / f"{EMBEDDED_NAME}-{sha[:16]}"
-    if (final / "model.safetensors").is_file():
-        return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".converting-", dir=final.parent))
-    try:
-        convert(source, staging / "model", on_step)
-        try:
-            os.rename(staging / "model", final)
-        except OSError:
-            # Another process finished the same conversion first; theirs is identical.
-            if not (final / "model.safetensors").is_file():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    if not (final / "model.safetensors").is_file():
+        with atomic_directory(final, overwrite=True) as staging:
+            convert(source, staging, on_step)
     return final

@@ -1,0 +1,88 @@
+"""Configuration of bottleneck adapters (Houlsby et al. 2019; Pfeiffer et al. 2020)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, replace
+
+from torch import nn
+
+from xling.errors import XlingError
+
+PLACEMENTS = ("pfeiffer", "houlsby")
+ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "swish": nn.SiLU, "silu": nn.SiLU, "tanh": nn.Tanh}
+
+
+@dataclass
+class BottleneckConfig:
+    """One config dataclass; `houlsby` and `pfeiffer` are presets of it.
+
+    placement: `pfeiffer` puts one adapter after the feed-forward block, reading the
+      block's layer-normalised output; `houlsby` puts two per layer, after the attention
+      output projection and after the feed-forward output, before the residual add.
+    reduction_factor: bottleneck size is hidden_size // reduction_factor.
+    init_std: weights start from a zero-mean normal truncated at two std, so the
+      adapted model starts out (almost) identical to the frozen one.
+    train_layer_norms: give the adapter its own copies of the LayerNorms it feeds.
+    leave_out: layer indices without adapters.
+    share_every: one set of adapter weights serves this many consecutive layers.
+    invertible: add the MAD-X invertible adapter on the embedding output.
+    """
+
+    placement: str = "pfeiffer"
+    reduction_factor: float = 16
+    non_linearity: str = "relu"
+    init_std: float = 1e-2
+    train_layer_norms: bool = False
+    leave_out: list[int] = field(default_factory=list)
+    share_every: int = 1
+    invertible: bool = False
+    invertible_reduction_factor: float = 2
+    invertible_non_linearity: str = "relu"
+
+    def __post_init__(self):
+        if self.placement not in PLACEMENTS:
+            raise XlingError(f"unknown adapter placement {self.placement!r}; choose one of {', '.join(PLACEMENTS)}")
+        for name in (self.non_linearity, self.invertible_non_linearity):
+            if name not in ACTIVATIONS:
+                raise XlingError(f"unknown non-linearity {name!r}; choose one of {', '.join(ACTIVATIONS)}")
+        if self.reduction_factor <= 0 or self.invertible_reduction_factor <= 0:
+            raise XlingError("reduction factors must be positive")
+        if self.share_every < 1:
+            raise XlingError("share_every must be at least 1")
+        self.leave_out = sorted(set(int(i) for i in self.leave_out))
+
+    @property
+    def sites(self) -> tuple[str, ...]:
+        """Where in each layer adapters sit: after attention, after the feed-forward block."""
+        return ("attn", "ffn") if self.placement == "houlsby" else ("ffn",)
+
+    @property
+    def reads_normalised(self) -> bool:
+        """Pfeiffer adapters read the sublayer's layer-normalised sum; Houlsby ones the raw projection."""
+        return self.placement == "pfeiffer"
+
+    @classmethod
+    def preset(cls, name: str, **overrides) -> "BottleneckConfig":
+        if name not in PRESETS:
+            raise XlingError(f"unknown adapter preset {name!r}; choose one of {', '.join(PRESETS)}")
+        return replace(PRESETS[name], **overrides)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "BottleneckConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise XlingError(f"unknown bottleneck adapter options: {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+
+PRESETS = {
+    "pfeiffer": BottleneckConfig(placement="pfeiffer", reduction_factor=16, non_linearity="relu"),
+    "houlsby": BottleneckConfig(placement="houlsby", reduction_factor=16, non_linearity="swish"),
+    # MAD-X language adapter: Pfeiffer placement, reduction 2, plus the invertible adapter.
+    "madx-lang": BottleneckConfig(placement="pfeiffer", reduction_factor=2, non_linearity="relu", invertible=True),
+    # The "3-shared" variant: one adapter per three consecutive layers.
+    "pfeiffer-shared3": BottleneckConfig(placement="pfeiffer", reduction_factor=16, non_linearity="relu", share_every=3),
+}

@@ -1,0 +1,95 @@
+"""Composition blocks: which adapters are active and how they combine.
+
+A setup is a single adapter name, `Stack("qu", "ner")` (the language adapter under the
+task adapter), `Fuse("ner-en", "ner-es")`, or `Stack("qu", Fuse("ner-en", "ner-es"))`.
+"""
+from __future__ import annotations
+
+from typing import Iterator, Union
+
+from xling.errors import XlingError
+
+
+class Fuse:
+    """Combine the outputs of several adapters with an AdapterFusion layer."""
+
+    def __init__(self, *children: str):
+        for child in children:
+            if not isinstance(child, str):
+                raise XlingError(f"Fuse takes adapter names only, not {child!r}: Fuse(Stack(...)) and Fuse(Fuse(...)) are not supported")
+        if len(children) < 2:
+            raise XlingError("Fuse needs at least two adapters")
+        if len(set(children)) != len(children):
+            raise XlingError(f"Fuse names an adapter twice: {children}")
+        self.children = tuple(children)
+
+    @property
+    def name(self) -> str:
+        """The fusion layer's name: its adapters, comma-separated, in order."""
+        return ",".join(self.children)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.children)
+
+    def __eq__(self, other):
+        return isinstance(other, Fuse) and other.children == self.children
+
+    def __hash__(self):
+        return hash(("Fuse", self.children))
+
+    def __repr__(self):
+        return f"Fuse({', '.join(map(repr, self.children))})"
+
+
+class Stack:
+    """Apply adapters one after another, each reading the previous one's output."""
+
+    def __init__(self, *children: Union[str, Fuse]):
+        for child in children:
+            if isinstance(child, Stack):
+                raise XlingError(f"a Stack cannot contain another Stack; write Stack({', '.join(map(repr, children))}) flat")
+            if not isinstance(child, (str, Fuse)):
+                raise XlingError(f"Stack takes adapter names and Fuse blocks, not {child!r}")
+        if not children:
+            raise XlingError("Stack needs at least one adapter")
+        names = [n for c in children for n in ([c] if isinstance(c, str) else c.children)]
+        if len(set(names)) != len(names):
+            raise XlingError(f"Stack uses an adapter twice: {children}")
+        self.children = tuple(children)
+
+    def __iter__(self):
+        return iter(self.children)
+
+    def __eq__(self, other):
+        return isinstance(other, Stack) and other.children == self.children
+
+    def __hash__(self):
+        return hash(("Stack", self.children))
+
+    def __repr__(self):
+        return f"Stack({', '.join(map(repr, self.children))})"
+
+
+Setup = Union[str, Stack, Fuse]
+
+
+def as_stack(setup: Setup) -> Stack:
+    return setup if isinstance(setup, Stack) else Stack(setup)
+
+
+def adapter_names(setup: Setup) -> list[str]:
+    """Every adapter a setup uses, bottom to top."""
+    return [n for c in as_stack(setup) for n in ([c] if isinstance(c, str) else c.children)]
+
+
+def fusion_names(setup: Setup) -> list[str]:
+    return [c.name for c in as_stack(setup) if isinstance(c, Fuse)]
+
+
+def parse_setup(text: str) -> Setup:
+    """The command-line form: `qu+ner` stacks, `ner-en,ner-es` fuses, `qu+ner-en,ner-es` both."""
+    parts = [p.strip() for p in text.split("+")]
+    if any(not p for p in parts):
+        raise XlingError(f"cannot read adapter setup {text!r}: empty part")
+    children = [Fuse(*[n.strip() for n in p.split(",")]) if "," in p else p for p in parts]
+    return children[0] if len(children) == 1 else Stack(*children)

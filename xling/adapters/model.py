@@ -1,0 +1,258 @@
+"""AdaptedModel: a frozen Hugging Face encoder with named adapters, fusions and heads.
+
+Adapters attach through forward hooks on the encoder's own sub-modules (see
+`architectures.py`), so the modelling code is never copied. Per layer and site the
+hooks capture the sublayer's projection output h and its residual input x, and hand
+the LayerNorm `x + o` instead of `x + h`, where o is what the active composition makes
+of h. The arithmetic follows the AdapterHub `adapters` library, so its adapters load
+and give the same outputs:
+
+- Houlsby placement: o = h + A(h) (before the residual add and LayerNorm).
+- Pfeiffer placement: o = h + A(LN(h + x)), i.e. the adapter reads the block's
+  normalised output and the block's LayerNorm is applied again on top.
+- Stack applies these one after another; Fuse mixes several adapters' outputs.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from xling.adapters.architectures import layer_paths
+from xling.adapters.bottleneck import BottleneckAdapter, BottleneckConfig
+from xling.adapters.composition import Fuse, Setup, Stack, adapter_names, as_stack, fusion_names
+from xling.adapters.fusion import AdapterFusion, FusionConfig
+from xling.errors import XlingError
+
+SITES = ("attn", "ffn")
+
+
+@dataclass
+class ParameterCount:
+    trainable: int
+    total: int
+
+    def __str__(self) -> str:
+        return f"{self.trainable:,} trainable of {self.total:,} parameters ({100 * self.trainable / self.total:.2f}%)"
+
+
+def check_name(name: str) -> str:
+    if not name or not all(c.isalnum() or c in "-_" for c in name) or not name[0].isalnum():
+        raise XlingError(f"invalid adapter name {name!r}: use letters, digits, '-' and '_', starting with a letter or digit")
+    return name
+
+
+class AdaptedModel(nn.Module):
+    def __init__(self, encoder: nn.Module):
+        super().__init__()
+        self.encoder = encoder
+        self.paths = layer_paths(encoder)
+        base = encoder.base_model
+        self._layers = base.get_submodule(self.paths.layers)
+        self.adapters = nn.ModuleDict()
+        self.fusions = nn.ModuleDict()
+        self.heads = nn.ModuleDict()
+        self.active: Stack | None = None
+        self._captured: dict = {}
+        self._install_hooks(base)
+
+    # ---- structure -------------------------------------------------------------
+
+    @property
+    def config(self):
+        return self.encoder.config
+
+    @property
+    def hidden_size(self) -> int:
+        return self.encoder.get_input_embeddings().embedding_dim
+
+    @property
+    def num_layers(self) -> int:
+        return len(self._layers)
+
+    def layer_norm_module(self, layer: int, site: str) -> nn.LayerNorm:
+        return self._layers[layer].get_submodule(self.paths.site(site)[1])
+
+    def add_adapter(self, name: str, config: BottleneckConfig) -> BottleneckAdapter:
+        check_name(name)
+        if name in self.adapters:
+            raise XlingError(f"an adapter named {name!r} is already loaded")
+        norms = {(i, s): self.layer_norm_module(i, s) for i in range(self.num_layers) for s in SITES}
+        adapter = BottleneckAdapter(config, self.hidden_size, self.num_layers, norms)
+        self.adapters[name] = adapter.to(self._device_dtype()[0])
+        return adapter
+
+    def add_fusion(self, names: list[str] | tuple[str, ...], config: FusionConfig | None = None) -> AdapterFusion:
+        fuse = Fuse(*names)
+        missing = [n for n in fuse if n not in self.adapters]
+        if missing:
+            raise XlingError(f"cannot fuse adapters that are not loaded: {', '.join(missing)}")
+        configs = [self.adapters[n].config for n in fuse]
+        if len({(c.placement, tuple(c.leave_out)) for c in configs}) > 1:
+            raise XlingError("fused adapters must share placement and leave_out")
+        layers = self.adapters[fuse.children[0]].layers
+        fusion = AdapterFusion(list(fuse), config or FusionConfig(), self.hidden_size, layers, configs[0].sites)
+        self.fusions[fuse.name] = fusion.to(self._device_dtype()[0])
+        return fusion
+
+    def add_head(self, name: str, head: nn.Module) -> None:
+        self.heads[check_name(name) if "," not in name else name] = head.to(self._device_dtype()[0])
+
+    def delete(self, name: str) -> None:
+        """Remove an adapter (or fusion) and its head."""
+        for store in (self.adapters, self.fusions, self.heads):
+            if name in store:
+                del store[name]
+
+    def _device_dtype(self):
+        param = next(self.encoder.parameters())
+        return param.device, param.dtype
+
+    # ---- activation and training ------------------------------------------------
+
+    def set_active(self, setup: Setup | None) -> None:
+        if setup is None:
+            self.active = None
+            return
+        stack = as_stack(setup)
+        missing = [n for n in adapter_names(stack) if n not in self.adapters]
+        missing += [f for f in fusion_names(stack) if f not in self.fusions]
+        if missing:
+            raise XlingError(f"not loaded: {', '.join(missing)} (loaded adapters: {', '.join(self.adapters) or 'none'})")
+        self.active = stack
+
+    @contextmanager
+    def activated(self, setup: Setup | None):
+        previous = self.active
+        self.set_active(setup)
+        try:
+            yield self
+        finally:
+            self.active = previous
+
+    def train_adapter(self, setup: Setup, train: list[str]) -> ParameterCount:
+        """Activate `setup`, freeze everything, then unfreeze the named adapters, fusions and heads."""
+        self.set_active(setup)
+        for param in self.parameters():
+            param.requires_grad_(False)
+        for name in train:
+            found = False
+            for store in (self.adapters, self.fusions, self.heads):
+                if name in store:
+                    store[name].requires_grad_(True)
+                    found = True
+            if not found:
+                raise XlingError(f"nothing named {name!r} to train")
+        self.train()
+        return self.parameter_count()
+
+    def parameter_count(self) -> ParameterCount:
+        params = list(self.parameters())
+        return ParameterCount(sum(p.numel() for p in params if p.requires_grad), sum(p.numel() for p in params))
+
+    def fusion_penalty(self) -> torch.Tensor | float:
+        """The L2 pull of the active fusions' value matrices towards identity."""
+        if self.active is None:
+            return 0.0
+        return sum((self.fusions[f].value_penalty() for f in fusion_names(self.active)), 0.0)
+
+    # ---- forward ------------------------------------------------------------------
+
+    def forward(self, input_ids=None, attention_mask=None, **kwargs) -> torch.Tensor:
+        """Last hidden states of the encoder with the active adapters."""
+        return self.encoder(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
+
+    def first_invertible(self):
+        if self.active is None:
+            return None
+        adapter = self.adapters[adapter_names(self.active)[0]]
+        return adapter.invertible
+
+    def invert_embeddings(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Undo the active invertible adapter, e.g. before a language-model output layer."""
+        invertible = self.first_invertible()
+        return invertible.inverse(hidden) if invertible is not None else hidden
+
+    # ---- hooks ----------------------------------------------------------------------
+
+    def _install_hooks(self, base: nn.Module) -> None:
+        base.get_submodule(self.paths.embeddings).register_forward_hook(self._after_embeddings)
+        for i, layer in enumerate(self._layers):
+            layer.register_forward_pre_hook(partial(self._capture_layer_input, i), with_kwargs=True)
+            for site in SITES:
+                out_path, ln_path = self.paths.site(site)
+                layer.get_submodule(out_path).register_forward_hook(partial(self._capture_projection, i, site))
+                norm = layer.get_submodule(ln_path)
+                norm.register_forward_pre_hook(partial(self._before_layer_norm, i, site))
+                norm.register_forward_hook(partial(self._after_layer_norm, i, site))
+
+    def _after_embeddings(self, module, args, output):
+        invertible = self.first_invertible()
+        return invertible(output) if invertible is not None else None
+
+    def _capture_layer_input(self, i, module, args, kwargs):
+        if self.active is not None:
+            self._captured[(i, "attn", "x")] = args[0] if args else next(iter(kwargs.values()))
+
+    def _capture_projection(self, i, site, module, args, output):
+        if self.active is not None:
+            self._captured[(i, site, "h")] = output
+
+    def _site_layer_norm(self, i: int, site: str) -> nn.LayerNorm | None:
+        """The adapter's own LayerNorm copy (train_layer_norms), last one in the setup wins."""
+        override = None
+        for name in adapter_names(self.active):
+            norm = self.adapters[name].layer_norm(i, site)
+            override = norm if norm is not None else override
+        return override
+
+    def _before_layer_norm(self, i, site, module, args):
+        if self.active is None:
+            return None
+        h = self._captured.pop((i, site, "h"))
+        x = self._captured.pop((i, site, "x"))
+        norm = self._site_layer_norm(i, site) or module
+        return (x + self._compose(i, site, h, x, norm),)
+
+    def _after_layer_norm(self, i, site, module, args, output):
+        if self.active is None:
+            return None
+        norm = self._site_layer_norm(i, site)
+        if norm is not None:
+            output = norm(args[0])
+        if site == "attn":
+            self._captured[(i, "ffn", "x")] = output
+        return output if norm is not None else None
+
+    def _adapter_input(self, config: BottleneckConfig, hidden, x, norm):
+        """(what the adapter reads, what its output is added to)."""
+        if not config.reads_normalised:
+            return hidden, hidden
+        # Functional call: calling the hooked LayerNorm module here would re-enter the hooks.
+        return F.layer_norm(hidden + x, norm.normalized_shape, norm.weight, norm.bias, norm.eps), hidden
+
+    def _compose(self, i: int, site: str, hidden: torch.Tensor, x: torch.Tensor, norm: nn.Module) -> torch.Tensor:
+        for child in self.active:
+            if isinstance(child, Fuse):
+                hidden = self._fuse(child, i, site, hidden, x, norm)
+                continue
+            adapter = self.adapters[child]
+            block = adapter.block(i, site)
+            if block is None:
+                continue
+            inputs, residual = self._adapter_input(adapter.config, hidden, x, norm)
+            hidden = residual + block(inputs)
+        return hidden
+
+    def _fuse(self, fuse: Fuse, i, site, hidden, x, norm):
+        layer = self.fusions[fuse.name].layer(i, site)
+        if layer is None:
+            return hidden
+        last = self.adapters[fuse.children[-1]]
+        inputs, residual = self._adapter_input(last.config, hidden, x, norm)
+        ups = torch.stack([self.adapters[n].block(i, site)(inputs) for n in fuse], dim=-2)
+        return layer(inputs, ups, residual)

@@ -1,0 +1,153 @@
+"""Save and load adapters, fusions and their heads: one directory each.
+
+A directory holds `adapter_config.json` (kind, config, xling version, base model name
+and fingerprint) and `adapter_model.safetensors`; a task adapter's head adds
+`head_config.json` and `head_model.safetensors`. Loading checks the fingerprint
+against the model before any weight is touched.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from xling import __version__
+from xling.adapters.bottleneck import BottleneckConfig
+from xling.adapters.fusion import FusionConfig
+from xling.adapters.heads import build_head
+from xling.adapters.model import AdaptedModel, check_name
+from xling.errors import XlingError
+from xling.fileio import atomic_directory, write_json_atomic
+
+CONFIG_FILE = "adapter_config.json"
+WEIGHTS_FILE = "adapter_model.safetensors"
+HEAD_CONFIG_FILE = "head_config.json"
+HEAD_WEIGHTS_FILE = "head_model.safetensors"
+FINGERPRINT_ROWS = 64
+
+
+def fingerprint(model: AdaptedModel) -> dict:
+    """What identifies a base model: its shape, and a hash of part of its embedding matrix.
+
+    The hash is over rounded values, so the same model in another dtype or device agrees.
+    """
+    embeddings = model.encoder.get_input_embeddings().weight[:FINGERPRINT_ROWS].detach().float().cpu()
+    rounded = torch.round(embeddings * 1e3).to(torch.int32).numpy().tobytes()
+    config = model.config
+    return {
+        "architecture": config.model_type,
+        "hidden_size": model.hidden_size,
+        "num_layers": model.num_layers,
+        "vocab_size": model.encoder.get_input_embeddings().num_embeddings,
+        "embedding_sha256": hashlib.sha256(rounded).hexdigest()[:16],
+    }
+
+
+def _base_model_record(model: AdaptedModel) -> dict:
+    return {"name": getattr(model.encoder, "name_or_path", ""), "fingerprint": fingerprint(model)}
+
+
+def check_base_model(model: AdaptedModel, saved: dict, path: Path) -> None:
+    expected = saved.get("base_model", {})
+    mine = fingerprint(model)
+    differing = [k for k, v in expected.get("fingerprint", {}).items() if mine.get(k) != v]
+    if differing:
+        raise XlingError(
+            f"{path} was trained on base model {expected.get('name') or '?'} and does not fit the loaded model "
+            f"{getattr(model.encoder, 'name_or_path', '') or '?'} (differs in: {', '.join(differing)})"
+        )
+
+
+def read_config(path: Path) -> dict:
+    config_file = Path(path) / CONFIG_FILE
+    if not config_file.is_file():
+        raise XlingError(f"no adapter at {path} ({CONFIG_FILE} missing)")
+    try:
+        return json.loads(config_file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise XlingError(f"{config_file} is not valid JSON: {err}") from err
+
+
+def _write(staging: Path, record: dict, weights: dict, head: torch.nn.Module | None) -> None:
+    write_json_atomic(staging / CONFIG_FILE, record)
+    save_file({k: v.detach().cpu().contiguous() for k, v in weights.items()}, str(staging / WEIGHTS_FILE))
+    if head is not None:
+        write_json_atomic(staging / HEAD_CONFIG_FILE, head.config.to_dict())
+        save_file({k: v.detach().cpu().contiguous() for k, v in head.state_dict().items()}, str(staging / HEAD_WEIGHTS_FILE))
+
+
+def save_adapter(model: AdaptedModel, name: str, directory: Path, overwrite: bool = False, metadata: dict | None = None) -> Path:
+    """Save adapter `name` (and its head, if any) to `directory`, atomically."""
+    if name not in model.adapters:
+        raise XlingError(f"no adapter named {name!r} to save")
+    record = {
+        "kind": "bottleneck",
+        "name": name,
+        "config": model.adapters[name].config.to_dict(),
+        "xling_version": __version__,
+        "base_model": _base_model_record(model),
+        **({"metadata": metadata} if metadata else {}),
+    }
+    with atomic_directory(Path(directory), overwrite=overwrite) as staging:
+        _write(staging, record, model.adapters[name].state_dict(), model.heads[name] if name in model.heads else None)
+    return Path(directory)
+
+
+def save_fusion(model: AdaptedModel, fusion_name: str, directory: Path, overwrite: bool = False, metadata: dict | None = None) -> Path:
+    if fusion_name not in model.fusions:
+        raise XlingError(f"no fusion named {fusion_name!r} to save")
+    fusion = model.fusions[fusion_name]
+    record = {
+        "kind": "fusion",
+        "name": fusion_name,
+        "adapters": fusion.adapter_names,
+        "config": fusion.config.to_dict(),
+        "xling_version": __version__,
+        "base_model": _base_model_record(model),
+        **({"metadata": metadata} if metadata else {}),
+    }
+    head = model.heads[fusion_name] if fusion_name in model.heads else None
+    with atomic_directory(Path(directory), overwrite=overwrite) as staging:
+        _write(staging, record, fusion.state_dict(), head)
+    return Path(directory)
+
+
+def _load_weights(module: torch.nn.Module, file: Path) -> None:
+    state = load_file(str(file))
+    missing, unexpected = module.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise XlingError(f"{file} does not match its config (missing {missing[:3]}, unexpected {unexpected[:3]})")
+
+
+def load(model: AdaptedModel, directory: Path, name: str | None = None) -> str:
+    """Load an adapter or fusion saved by xling (or an AdapterHub adapter) into `model`; returns its name."""
+    from xling.adapters.adapterhub import is_adapterhub, load_adapterhub
+
+    directory = Path(directory)
+    record = read_config(directory)
+    if is_adapterhub(record):
+        return load_adapterhub(model, directory, record, name)
+    kind = record.get("kind")
+    if kind not in ("bottleneck", "fusion"):
+        raise XlingError(f"{directory}: unknown adapter kind {kind!r}")
+    check_base_model(model, record, directory)
+    name = name or record["name"]
+    if kind == "bottleneck":
+        module = model.add_adapter(check_name(name), BottleneckConfig.from_dict(record["config"]))
+    else:
+        module = model.add_fusion(record["adapters"], FusionConfig.from_dict(record["config"]))
+        name = ",".join(record["adapters"])
+    try:
+        _load_weights(module, directory / WEIGHTS_FILE)
+        if (directory / HEAD_CONFIG_FILE).is_file():
+            head_config = json.loads((directory / HEAD_CONFIG_FILE).read_text(encoding="utf-8"))
+            head = build_head(head_config, model.hidden_size)
+            _load_weights(head, directory / HEAD_WEIGHTS_FILE)
+            model.add_head(name, head)
+    except Exception:
+        model.delete(name)
+        raise
+    return name
