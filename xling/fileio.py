@@ -22,6 +22,8 @@ def atomic_directory(target: Path, overwrite: bool = False):
     try:
         yield staging
         staging.chmod(0o755)
+        for file in staging.rglob("*"):
+            file.chmod(0o755 if file.is_dir() else 0o644)
         if target.exists():
             retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
             os.rename(target, retired / "old")

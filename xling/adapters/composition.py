@@ -5,12 +5,28 @@ task adapter), `Fuse("ner-en", "ner-es")`, or `Stack("qu", Fuse("ner-en", "ner-e
 """
 from __future__ import annotations
 
-from typing import Iterator, Union
+from typing import Union
 
 from xling.errors import XlingError
 
 
-class Fuse:
+class _Block:
+    children: tuple
+
+    def __iter__(self):
+        return iter(self.children)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.children == self.children
+
+    def __hash__(self):
+        return hash((type(self).__name__, self.children))
+
+    def __repr__(self):
+        return f"{type(self).__name__}({', '.join(map(repr, self.children))})"
+
+
+class Fuse(_Block):
     """Combine the outputs of several adapters with an AdapterFusion layer."""
 
     def __init__(self, *children: str):
@@ -28,20 +44,8 @@ class Fuse:
         """The fusion layer's name: its adapters, comma-separated, in order."""
         return ",".join(self.children)
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.children)
 
-    def __eq__(self, other):
-        return isinstance(other, Fuse) and other.children == self.children
-
-    def __hash__(self):
-        return hash(("Fuse", self.children))
-
-    def __repr__(self):
-        return f"Fuse({', '.join(map(repr, self.children))})"
-
-
-class Stack:
+class Stack(_Block):
     """Apply adapters one after another, each reading the previous one's output."""
 
     def __init__(self, *children: Union[str, Fuse]):
@@ -56,18 +60,6 @@ class Stack:
         if len(set(names)) != len(names):
             raise XlingError(f"Stack uses an adapter twice: {children}")
         self.children = tuple(children)
-
-    def __iter__(self):
-        return iter(self.children)
-
-    def __eq__(self, other):
-        return isinstance(other, Stack) and other.children == self.children
-
-    def __hash__(self):
-        return hash(("Stack", self.children))
-
-    def __repr__(self):
-        return f"Stack({', '.join(map(repr, self.children))})"
 
 
 Setup = Union[str, Stack, Fuse]

@@ -36,12 +36,55 @@ class TaggingHead(nn.Module):
         return self.classifier(self.dropout(hidden))
 
 
-HEADS = {"tagging": (TaggingHeadConfig, TaggingHead)}
+@dataclass
+class MaskedLMHeadConfig:
+    vocab_size: int
+    layer_norm_eps: float = 1e-12
+    from_checkpoint: bool = False  # the base model's own head, kept frozen
+    kind: str = "mlm"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
 
 
-def build_head(config: dict, hidden: int) -> nn.Module:
+class MaskedLMHead(nn.Module):
+    """Masked-LM output layer: dense, GELU, LayerNorm, then a decoder tied to the input embeddings.
+
+    The decoder weight is the frozen input embedding matrix itself (not a parameter of the
+    head, never saved twice); the transform and the output bias are the head's own.
+    """
+
+    def __init__(self, hidden: int, config: MaskedLMHeadConfig, embeddings: nn.Embedding):
+        super().__init__()
+        self.config = config
+        self.dense = nn.Linear(hidden, hidden)
+        self.act = nn.GELU()
+        self.norm = nn.LayerNorm(hidden, eps=config.layer_norm_eps)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+        nn.init.normal_(self.dense.weight, std=0.02)
+        nn.init.zeros_(self.dense.bias)
+        object.__setattr__(self, "embeddings", embeddings)  # tied, deliberately not a sub-module
+
+    def transform(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.act(self.dense(hidden)))
+
+    def logits(self, transformed: torch.Tensor, vocab_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Scores over the whole vocabulary, or over `vocab_ids` only."""
+        weight, bias = self.embeddings.weight, self.bias
+        if vocab_ids is not None:
+            weight, bias = weight[vocab_ids], bias[vocab_ids]
+        return torch.nn.functional.linear(transformed, weight.to(transformed.dtype), bias.to(transformed.dtype))
+
+
+HEADS = {"tagging": TaggingHeadConfig, "mlm": MaskedLMHeadConfig}
+
+
+def build_head(config: dict, model) -> nn.Module:
+    """A head from its saved config, for `model` (an AdaptedModel)."""
     kind = config.get("kind")
     if kind not in HEADS:
         raise XlingError(f"unknown head kind {kind!r}; known: {', '.join(HEADS)}")
-    config_class, head_class = HEADS[kind]
-    return head_class(hidden, config_class(**config))
+    head_config = HEADS[kind](**config)
+    if kind == "mlm":
+        return MaskedLMHead(model.hidden_size, head_config, model.encoder.get_input_embeddings())
+    return TaggingHead(model.hidden_size, head_config)

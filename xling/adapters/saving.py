@@ -71,7 +71,9 @@ def read_config(path: Path) -> dict:
         raise XlingError(f"{config_file} is not valid JSON: {err}") from err
 
 
-def _write(staging: Path, record: dict, weights: dict, head: torch.nn.Module | None) -> None:
+def _write(staging: Path, record: dict, weights: dict, head: torch.nn.Module | None, extra_files: dict | None) -> None:
+    for file_name, text in (extra_files or {}).items():
+        (staging / file_name).write_text(text, encoding="utf-8")
     write_json_atomic(staging / CONFIG_FILE, record)
     save_file({k: v.detach().cpu().contiguous() for k, v in weights.items()}, str(staging / WEIGHTS_FILE))
     if head is not None:
@@ -79,8 +81,11 @@ def _write(staging: Path, record: dict, weights: dict, head: torch.nn.Module | N
         save_file({k: v.detach().cpu().contiguous() for k, v in head.state_dict().items()}, str(staging / HEAD_WEIGHTS_FILE))
 
 
-def save_adapter(model: AdaptedModel, name: str, directory: Path, overwrite: bool = False, metadata: dict | None = None) -> Path:
-    """Save adapter `name` (and its head, if any) to `directory`, atomically."""
+def save_adapter(
+    model: AdaptedModel, name: str, directory: Path, overwrite: bool = False,
+    metadata: dict | None = None, extra_files: dict[str, str] | None = None,
+) -> Path:
+    """Save adapter `name` (and its head, if any) to `directory`, atomically; `extra_files`: name -> text."""
     if name not in model.adapters:
         raise XlingError(f"no adapter named {name!r} to save")
     record = {
@@ -92,11 +97,14 @@ def save_adapter(model: AdaptedModel, name: str, directory: Path, overwrite: boo
         **({"metadata": metadata} if metadata else {}),
     }
     with atomic_directory(Path(directory), overwrite=overwrite) as staging:
-        _write(staging, record, model.adapters[name].state_dict(), model.heads[name] if name in model.heads else None)
+        _write(staging, record, model.adapters[name].state_dict(), model.heads[name] if name in model.heads else None, extra_files)
     return Path(directory)
 
 
-def save_fusion(model: AdaptedModel, fusion_name: str, directory: Path, overwrite: bool = False, metadata: dict | None = None) -> Path:
+def save_fusion(
+    model: AdaptedModel, fusion_name: str, directory: Path, overwrite: bool = False,
+    metadata: dict | None = None, extra_files: dict[str, str] | None = None,
+) -> Path:
     if fusion_name not in model.fusions:
         raise XlingError(f"no fusion named {fusion_name!r} to save")
     fusion = model.fusions[fusion_name]
@@ -111,7 +119,7 @@ def save_fusion(model: AdaptedModel, fusion_name: str, directory: Path, overwrit
     }
     head = model.heads[fusion_name] if fusion_name in model.heads else None
     with atomic_directory(Path(directory), overwrite=overwrite) as staging:
-        _write(staging, record, fusion.state_dict(), head)
+        _write(staging, record, fusion.state_dict(), head, extra_files)
     return Path(directory)
 
 
@@ -144,7 +152,7 @@ def load(model: AdaptedModel, directory: Path, name: str | None = None) -> str:
         _load_weights(module, directory / WEIGHTS_FILE)
         if (directory / HEAD_CONFIG_FILE).is_file():
             head_config = json.loads((directory / HEAD_CONFIG_FILE).read_text(encoding="utf-8"))
-            head = build_head(head_config, model.hidden_size)
+            head = build_head(head_config, model)
             _load_weights(head, directory / HEAD_WEIGHTS_FILE)
             model.add_head(name, head)
     except Exception:

@@ -8,6 +8,7 @@ from rich.console import Console
 
 from xling import __version__
 from xling.cli import models as models_cli
+from xling.cli import train as train_cli
 from xling.errors import XlingError
 
 app = typer.Typer(
@@ -18,6 +19,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(models_cli.app, name="models")
+app.command("train-lang")(train_cli.train_lang)
 
 
 def _version(value: bool):
@@ -33,8 +35,17 @@ def _root(
     pass
 
 
+def _quiet_transformers() -> None:
+    """The command line shows its own progress; Transformers' load reports and bars are noise here."""
+    from transformers.utils import logging
+
+    logging.set_verbosity_error()
+    logging.disable_progress_bar()
+
+
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit code 1."""
+    _quiet_transformers()
     try:
         app()
     except XlingError as err:

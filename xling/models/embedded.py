@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import unicodedata
 from collections import defaultdict
 from pathlib import Path
@@ -155,7 +154,6 @@ def convert(source: Path, target: Path, on_step: Callable[[str], None] = lambda 
     target.mkdir(parents=True, exist_ok=True)
     bert_config(e5).save_pretrained(target)
     save_file(state, str(target / "model.safetensors"), metadata={"format": "pt"})
-    os.chmod(target / "model.safetensors", 0o644)  # a shared cache, readable like the other files
     on_step("building the tokenizer")
     build_tokenizer(e5).save_pretrained(target)
     (target / "xling-source.json").write_text(

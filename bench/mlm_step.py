@@ -1,0 +1,92 @@
+"""Seconds per masked-LM training step: xling versus the plain Transformers path.
+
+Both train the same MAD-X language adapter (Pfeiffer, reduction 2, invertible) plus the
+same masked-LM head transform and bias, on the same model, batch (8 x 128) and masks.
+The plain path is `AutoModelForMaskedLM` computing vocabulary logits for every token;
+xling computes them only at masked positions, and optionally over the corpus pieces only.
+
+    python bench/mlm_step.py [--rounds 5]
+"""
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from bench.common import corpora_root, setup_threads, time_interleaved
+from xling.adapters import AdaptedModel, BottleneckConfig
+from xling.data.text import read_text
+from xling.models import load_model, resolve_model_dir
+from xling.train.language import mlm_head
+from xling.train.mlm import MaskedLMObjective, MaskingConfig, pack_blocks
+
+BATCH, SEQ = 8, 128
+
+
+def plain_step_fn(model_dir, blocks, objective):
+    from transformers import AutoModelForMaskedLM
+
+    mlm = AutoModelForMaskedLM.from_pretrained(model_dir)
+    adapted = AdaptedModel(mlm)
+    adapted.add_adapter("qu", BottleneckConfig.preset("madx-lang"))
+    adapted.train_adapter("qu", train=["qu"])
+    head = mlm.cls.predictions
+    head.transform.requires_grad_(True)
+    head.bias.requires_grad_(True)
+    # MAD-X: undo the invertible adapter right before the tied output embeddings.
+    head.decoder.register_forward_pre_hook(lambda module, args: (adapted.invert_embeddings(args[0]),))
+    optimizer = torch.optim.AdamW([p for p in mlm.parameters() if p.requires_grad], lr=1e-4)
+    inputs, chosen = objective.mask(blocks, torch.Generator().manual_seed(0))
+    labels = torch.where(chosen, blocks, torch.full_like(blocks, -100))
+
+    def step():
+        loss = mlm(input_ids=inputs, attention_mask=(inputs != 1).long(), labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+def xling_step_fn(encoder, tokenizer, model_dir, train_blocks, held_out, vocab_from_corpus):
+    model = AdaptedModel(encoder)
+    name = "qu-vocab" if vocab_from_corpus else "qu"
+    model.add_adapter(name, BottleneckConfig.preset("madx-lang"))
+    model.add_head(name, mlm_head(model, model_dir))
+    model.train_adapter(name, train=[name])
+    objective = MaskedLMObjective(name, train_blocks, held_out, tokenizer, MaskingConfig(), seed=0, vocab_from_corpus=vocab_from_corpus)
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
+    batch = {"index": torch.arange(BATCH)}
+
+    def step():
+        model.set_active(name)
+        loss, _ = objective.loss(model, batch, step=0)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step, objective
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    setup_threads()
+    lines, _ = read_text([str(corpora_root() / "text" / "qu")])
+    encoder, tokenizer = load_model("e5-small")
+    model_dir = resolve_model_dir("e5-small")
+    train_blocks = pack_blocks(lines, tokenizer, SEQ, allow_partial=False)
+    held_out = train_blocks[-BATCH:]
+    full_step, objective = xling_step_fn(encoder, tokenizer, model_dir, train_blocks, held_out, False)
+    vocab_step, vocab_objective = xling_step_fn(encoder, tokenizer, model_dir, train_blocks, held_out, True)
+    plain_step = plain_step_fn(model_dir, train_blocks[:BATCH], objective)
+    print(f"model e5-small, batch {BATCH} x {SEQ}, threads {torch.get_num_threads()}, "
+          f"corpus vocabulary {len(vocab_objective.vocab_ids):,} of {len(tokenizer):,} pieces")
+    times = time_interleaved({"plain": plain_step, "xling": full_step, "xling --vocab-from-corpus": vocab_step}, args.rounds)
+    for name, seconds in times.items():
+        print(f"{name:28s} {seconds:6.2f} s/step   ratio to plain {seconds / times['plain']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

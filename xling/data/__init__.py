@@ -1,0 +1,1 @@
+"""Data: reading text corpora and CoNLL-style NER files."""

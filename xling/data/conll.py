@@ -1,0 +1,92 @@
+"""CoNLL-style NER files: token first, tag last, blank lines between sentences.
+
+Handles whitespace- or tab-separated columns, `-DOCSTART-` lines, the `lang:` token
+prefix of WikiANN releases (stripped), and IOB1 input (converted to IOB2).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from xling.errors import XlingError
+
+TAG = re.compile(r"^(O|[BIES]-\S+)$")
+WIKIANN_PREFIX = re.compile(r"^[a-z]{2,3}(-[a-z]+)?:(?=.)")
+
+
+@dataclass
+class Sentence:
+    tokens: list[str]
+    tags: list[str]
+
+
+def read_lines(path: Path):
+    """Yield (line number, text) of a UTF-8 file, failing with the file and line of bad bytes."""
+    try:
+        with open(path, "rb") as f:
+            for number, raw in enumerate(f, start=1):
+                try:
+                    yield number, raw.decode("utf-8").rstrip("\r\n")
+                except UnicodeDecodeError as err:
+                    raise XlingError(f"{path}:{number}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    except OSError as err:
+        raise XlingError(f"cannot read {path}: {err.strerror}") from None
+
+
+def looks_like_conll(path: Path, sample: int = 200) -> bool:
+    """Most non-empty lines have at least two columns and end in a NER tag."""
+    seen = tagged = 0
+    for _, line in read_lines(path):
+        if not line.strip() or line.startswith("-DOCSTART-"):
+            continue
+        columns = line.split()
+        seen += 1
+        tagged += len(columns) >= 2 and bool(TAG.match(columns[-1]))
+        if seen >= sample:
+            break
+    return seen > 0 and tagged >= 0.9 * seen
+
+
+def iob1_to_iob2(tags: list[str]) -> list[str]:
+    """An I- tag that starts an entity becomes B-; IOB2 input passes unchanged."""
+    fixed = []
+    for i, tag in enumerate(tags):
+        if tag.startswith("I-"):
+            previous = fixed[i - 1] if i else "O"
+            if previous == "O" or previous[2:] != tag[2:]:
+                tag = "B-" + tag[2:]
+        fixed.append(tag)
+    return fixed
+
+
+def read_conll(path: Path) -> list[Sentence]:
+    path = Path(path)
+    sentences: list[Sentence] = []
+    tokens: list[str] = []
+    tags: list[str] = []
+
+    def flush():
+        if tokens:
+            sentences.append(Sentence(list(tokens), iob1_to_iob2(list(tags))))
+            tokens.clear()
+            tags.clear()
+
+    for number, line in read_lines(path):
+        if not line.strip():
+            flush()
+            continue
+        if line.startswith("-DOCSTART-"):
+            flush()
+            continue
+        columns = line.split("\t") if "\t" in line else line.split()
+        columns = [c.strip() for c in columns]
+        if len(columns) < 2 or not columns[0]:
+            raise XlingError(f"{path}:{number}: expected a token and a tag, got {line!r}")
+        tag = columns[-1]
+        if not TAG.match(tag):
+            raise XlingError(f"{path}:{number}: {tag!r} is not a NER tag (O, B-X, I-X)")
+        tokens.append(WIKIANN_PREFIX.sub("", columns[0], count=1))
+        tags.append(tag)
+    flush()
+    return sentences

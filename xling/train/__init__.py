@@ -1,0 +1,1 @@
+"""Training: one shared loop (`loop.py`) and one file per objective."""

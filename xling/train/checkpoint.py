@@ -1,0 +1,54 @@
+"""Checkpoints: nested state (tensors, numbers, strings) as safetensors plus JSON.
+
+A checkpoint is one directory written atomically, so an interruption at any moment
+(even `kill -9`) leaves the previous checkpoint intact.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from xling.fileio import atomic_directory, write_json_atomic
+
+TENSOR_TAG = "__tensor__"
+
+
+def _split(tree, tensors: dict, prefix: str = ""):
+    """Replace tensors by references, collecting them in `tensors`."""
+    if isinstance(tree, torch.Tensor):
+        tensors[prefix] = tree.detach().cpu().contiguous()
+        return {TENSOR_TAG: prefix}
+    if isinstance(tree, dict):
+        return {"__dict__": [[_split(k, tensors, f"{prefix}.k{i}"), _split(v, tensors, f"{prefix}.{i}")] for i, (k, v) in enumerate(tree.items())]}
+    if isinstance(tree, (list, tuple)):
+        return [_split(v, tensors, f"{prefix}.{i}") for i, v in enumerate(tree)]
+    return tree
+
+
+def _join(tree, tensors: dict):
+    if isinstance(tree, dict) and TENSOR_TAG in tree:
+        return tensors[tree[TENSOR_TAG]]
+    if isinstance(tree, dict) and "__dict__" in tree:
+        return {_join(k, tensors): _join(v, tensors) for k, v in tree["__dict__"]}
+    if isinstance(tree, list):
+        return [_join(v, tensors) for v in tree]
+    return tree
+
+
+def save_checkpoint(directory: Path, state: dict) -> None:
+    with atomic_directory(Path(directory), overwrite=True) as staging:
+        tensors: dict = {}
+        skeleton = _split(state, tensors)
+        save_file(tensors, str(staging / "tensors.safetensors"))
+        write_json_atomic(staging / "state.json", skeleton)
+
+
+def load_checkpoint(directory: Path) -> dict | None:
+    directory = Path(directory)
+    if not (directory / "state.json").is_file():
+        return None
+    tensors = load_file(str(directory / "tensors.safetensors"))
+    return _join(json.loads((directory / "state.json").read_text()), tensors)

@@ -1,0 +1,145 @@
+"""`xling train-lang`: train a language adapter with masked-language modelling."""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from rich.console import Console
+
+from xling import __version__
+from xling.adapters import AdaptedModel, BottleneckConfig
+from xling.adapters.heads import MaskedLMHead, MaskedLMHeadConfig
+from xling.adapters.saving import save_adapter
+from xling.data.text import read_text
+from xling.errors import XlingError
+from xling.models import load_model, resolve_model_dir
+from xling.train.loop import TrainConfig, train
+from xling.train.mlm import MaskedLMObjective, MaskingConfig, checkpoint_mlm_head, pack_blocks
+from xling.workspace import Workspace, check_lang
+
+
+@dataclass
+class LanguageAdapterOptions:
+    lang: str
+    corpus: list[str]
+    model: str = "e5-small"
+    workspace: str | None = None
+    adapter: BottleneckConfig = field(default_factory=lambda: BottleneckConfig.preset("madx-lang"))
+    training: TrainConfig = field(default_factory=lambda: TrainConfig(max_steps=1000, learning_rate=1e-4))
+    seq_len: int = 128
+    masking: MaskingConfig = field(default_factory=MaskingConfig)
+    vocab_from_corpus: bool = False
+    held_out: float = 0.02  # share of lines held out for perplexity, kept within 1-5%
+    overwrite: bool = False
+    restart: bool = False
+
+
+def split_held_out(lines: list[str], share: float, seed: int) -> tuple[list[str], list[str]]:
+    """(training lines, held-out lines): a seeded random `share` of the lines, at least one."""
+    share = min(0.05, max(0.01, share))
+    if len(lines) < 2:
+        raise XlingError("the corpus needs at least two distinct lines (one is held out for perplexity)")
+    count = max(1, round(share * len(lines)))
+    order = torch.randperm(len(lines), generator=torch.Generator().manual_seed(seed)).tolist()
+    held = set(order[:count])
+    return [l for i, l in enumerate(lines) if i not in held], [l for i, l in enumerate(lines) if i in held]
+
+
+def mlm_head(model: AdaptedModel, model_dir: str) -> MaskedLMHead:
+    """The checkpoint's own MLM head, frozen, if it has one; otherwise a new head to train.
+
+    A new head's decoder is tied to the frozen input embeddings, so only its small
+    transform and its output bias are trained, together with the adapter.
+    """
+    embeddings = model.encoder.get_input_embeddings()
+    state = checkpoint_mlm_head(model_dir, model.config.model_type)
+    config = MaskedLMHeadConfig(
+        vocab_size=embeddings.num_embeddings,
+        layer_norm_eps=getattr(model.config, "layer_norm_eps", 1e-12),
+        from_checkpoint=state is not None,
+    )
+    head = MaskedLMHead(model.hidden_size, config, embeddings)
+    if state is not None:
+        head.load_state_dict(state)
+    return head
+
+
+def train_language_adapter(options: LanguageAdapterOptions, console: Console | None = None) -> dict:
+    """Train, save under the workspace, and return the report."""
+    console = console or Console(stderr=True)
+    lang = check_lang(options.lang)
+    workspace = Workspace(options.workspace, options.model)
+    target = workspace.adapter_dir("lang", lang)
+    run_dir = workspace.run_dir("lang", lang)
+    if target.exists() and not options.overwrite:
+        raise XlingError(f"a language adapter already exists at {target} (use --overwrite to replace it)")
+    started = time.perf_counter()
+
+    lines, files = read_text(options.corpus)
+    if not lines:
+        raise XlingError(f"the corpus is empty: no text lines in {', '.join(options.corpus)}")
+    train_lines, held_out_lines = split_held_out(lines, options.held_out, options.training.seed)
+    console.print(f"corpus: {len(lines):,} lines from {len(files)} file(s); {len(held_out_lines):,} held out")
+
+    encoder, tokenizer = load_model(options.model)
+    train_blocks = pack_blocks(train_lines, tokenizer, options.seq_len, allow_partial=False)
+    held_out_blocks = pack_blocks(held_out_lines, tokenizer, options.seq_len, allow_partial=True)
+
+    torch.manual_seed(options.training.seed)  # the adapter's and head's initial weights follow the seed
+    model = AdaptedModel(encoder)
+    model.add_adapter(lang, options.adapter)
+    head = mlm_head(model, resolve_model_dir(options.model))
+    model.add_head(lang, head)
+    counts = model.train_adapter(lang, train=[lang])
+    if head.config.from_checkpoint:
+        head.requires_grad_(False)
+        counts = model.parameter_count()
+    objective = MaskedLMObjective(
+        lang, train_blocks, held_out_blocks, tokenizer, options.masking, options.training.seed, options.vocab_from_corpus
+    )
+    console.print(
+        f"training language adapter [bold]{lang}[/] on {len(train_blocks):,} blocks of {options.seq_len}: {counts}"
+        + (f"; softmax over {len(objective.vocab_ids):,} corpus pieces" if objective.vocab_ids is not None else "")
+    )
+    if options.restart and run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_options = {
+        "kind": "lang", "lang": lang, "model": options.model, "corpus": [str(f) for f in files],
+        "adapter": options.adapter.to_dict(), "seq_len": options.seq_len, "masking": asdict(options.masking),
+        "vocab_from_corpus": options.vocab_from_corpus, "held_out": options.held_out,
+    }
+    result = train(model, objective, options.training, run_dir, run_options, title=f"train-lang {lang}", console=console)
+
+    evaluations = result.evaluations
+    report = {
+        "adapter": lang,
+        "kind": "language",
+        "model": options.model,
+        "xling_version": __version__,
+        "corpus_files": [str(f) for f in files],
+        "lines": {"train": len(train_lines), "held_out": len(held_out_lines)},
+        "steps": result.steps,
+        "training_seconds": round(result.seconds, 1),
+        "total_seconds": round(time.perf_counter() - started, 1),
+        "tokens_seen": result.tokens,
+        "held_out_perplexity_before": evaluations[0]["perplexity"] if evaluations else math.nan,
+        "held_out_perplexity_after": evaluations[-1]["perplexity"] if evaluations else math.nan,
+        "trainable_parameters": counts.trainable,
+        "total_parameters": counts.total,
+        "vocab_from_corpus": options.vocab_from_corpus,
+        "options": run_options,
+        "training": asdict(options.training),
+    }
+    log = (run_dir / "log.jsonl").read_text()
+    save_adapter(
+        model, lang, target, overwrite=options.overwrite, metadata={"role": "language"},
+        extra_files={"report.json": json.dumps(report, indent=2) + "\n", "train_log.jsonl": log},
+    )
+    shutil.rmtree(run_dir, ignore_errors=True)
+    report["saved_to"] = str(target)
+    return report

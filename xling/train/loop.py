@@ -1,0 +1,277 @@
+"""The one training loop every objective shares.
+
+It runs on a GPU with mixed precision when one is present (through `accelerate`, which
+also gives multi-GPU DDP under `accelerate launch`/`torchrun`), and on the CPU
+otherwise. It checkpoints every N steps (trainable weights, optimiser, scheduler, RNG
+state, data position) and on Ctrl-C; rerunning the same command resumes from the last
+checkpoint and finishes exactly as an uninterrupted run would.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterator, Protocol
+
+import torch
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from xling.adapters import AdaptedModel
+from xling.errors import XlingError
+from xling.train.checkpoint import load_checkpoint, save_checkpoint
+
+LOG_FILE = "log.jsonl"
+RUN_FILE = "run.json"
+
+
+@dataclass
+class TrainConfig:
+    max_steps: int | None = None  # optimiser steps; when unset, `epochs` decides
+    epochs: float = 1.0
+    batch_size: int = 8
+    grad_accum: int = 1
+    learning_rate: float = 1e-4
+    warmup: float = 0.06  # a fraction of all steps when below 1, else a number of steps
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    eval_every: int = 100
+    checkpoint_every: int = 100
+    patience: int | None = None  # evaluations without improvement before stopping early
+    seed: int = 42
+    device: str = "auto"  # auto, cpu or cuda
+
+    def __post_init__(self):
+        for name in ("batch_size", "grad_accum", "eval_every", "checkpoint_every"):
+            if getattr(self, name) < 1:
+                raise XlingError(f"{name.replace('_', '-')} must be at least 1")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise XlingError("steps must be at least 1")
+        if self.learning_rate <= 0:
+            raise XlingError("learning rate must be positive")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise XlingError(f"device must be auto, cpu or cuda, not {self.device!r}")
+
+
+class Objective(Protocol):
+    """What the loop needs from a training objective."""
+
+    evaluate_at_start: bool  # e.g. held-out perplexity before training
+    selects_best: bool  # keep the weights of the best evaluation `score`
+
+    def micro_batches_per_epoch(self, batch_size: int) -> int: ...
+
+    def batches(self, epoch: int, batch_size: int) -> Iterator[dict]: ...
+
+    def loss(self, model: AdaptedModel, batch: dict, step: int) -> tuple[torch.Tensor, int]: ...
+
+    def evaluate(self, model: AdaptedModel) -> dict[str, float]: ...
+
+    def describe(self, loss: float) -> str: ...
+
+
+@dataclass
+class TrainResult:
+    steps: int
+    seconds: float
+    tokens: int
+    evaluations: list[dict] = field(default_factory=list)
+    best: dict | None = None
+    stopped_early: bool = False
+
+
+def pick_device(requested: str) -> str:
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise XlingError("--device cuda was asked for, but no CUDA GPU is available")
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return requested
+
+
+def make_accelerator(device: str):
+    from accelerate import Accelerator
+
+    device = pick_device(device)
+    precision = "no"
+    if device == "cuda":
+        precision = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    return Accelerator(cpu=device == "cpu", mixed_precision=precision)
+
+
+def _trainable(model: AdaptedModel) -> dict[str, torch.nn.Parameter]:
+    return {n: p for n, p in model.named_parameters() if p.requires_grad}
+
+
+def _check_run_options(run_dir: Path, options: dict) -> None:
+    run_file = run_dir / RUN_FILE
+    if run_file.is_file():
+        previous = json.loads(run_file.read_text())
+        if previous != options:
+            changed = sorted(k for k in set(previous) | set(options) if previous.get(k) != options.get(k))
+            raise XlingError(
+                f"an interrupted run in {run_dir} used other options ({', '.join(changed)}); "
+                "rerun with the same options to resume, or add --restart to start over"
+            )
+    else:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        run_file.write_text(json.dumps(options, indent=2, sort_keys=True) + "\n")
+
+
+def _read_log(run_dir: Path, up_to_step: int) -> list[dict]:
+    log = run_dir / LOG_FILE
+    entries = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.is_file() else []
+    entries = [e for e in entries if e["step"] <= up_to_step]
+    log.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    return entries
+
+
+def train(
+    model: AdaptedModel,
+    objective: Objective,
+    config: TrainConfig,
+    run_dir: Path,
+    run_options: dict,
+    title: str = "training",
+    console: Console | None = None,
+) -> TrainResult:
+    """Train the model's trainable parameters on `objective`, resuming from `run_dir` if possible."""
+    console = console or Console(stderr=True)
+    run_dir = Path(run_dir)
+    _check_run_options(run_dir, {**run_options, "train": asdict(config)})
+    accelerator = make_accelerator(config.device)
+    torch.manual_seed(config.seed)
+    model.to(accelerator.device)
+    params = _trainable(model)
+    if not params:
+        raise XlingError("nothing to train: no parameter requires gradients")
+    optimizer = torch.optim.AdamW(params.values(), lr=config.learning_rate, weight_decay=config.weight_decay)
+    per_epoch = max(1, objective.micro_batches_per_epoch(config.batch_size) // config.grad_accum)
+    total = config.max_steps or max(1, math.ceil(config.epochs * per_epoch))
+    warmup = int(config.warmup if config.warmup >= 1 else config.warmup * total)
+    from transformers import get_linear_schedule_with_warmup
+
+    scheduler = get_linear_schedule_with_warmup(optimizer, warmup, total)
+    state = {"step": 0, "epoch": 0, "position": 0, "tokens": 0, "seconds": 0.0, "best": None, "stale": 0}
+    best_weights: dict[str, torch.Tensor] | None = None
+
+    saved = load_checkpoint(run_dir / "checkpoint")
+    if saved is not None:
+        with torch.no_grad():
+            for name, value in saved["weights"].items():
+                params[name].copy_(value)
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        torch.set_rng_state(saved["rng"])
+        if torch.cuda.is_available() and saved.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state_all(saved["cuda_rng"])
+        state = saved["state"]
+        best_weights = saved.get("best_weights")
+        console.print(f"[cyan]resuming[/] {title} from step {state['step']} of {total} ({run_dir})")
+    evaluations = _read_log(run_dir, state["step"])
+
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    plain = accelerator.unwrap_model(model)
+
+    def checkpoint(rng_state):
+        save_checkpoint(
+            run_dir / "checkpoint",
+            {
+                "weights": {n: p.detach() for n, p in _trainable(plain).items()},
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "rng": rng_state,
+                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+                "state": dict(state),
+                **({"best_weights": best_weights} if best_weights is not None else {}),
+            },
+        )
+
+    def evaluate() -> dict:
+        nonlocal best_weights
+        plain.eval()
+        with torch.no_grad(), accelerator.autocast():
+            metrics = objective.evaluate(plain)
+        plain.train()
+        entry = {"step": state["step"], "epoch": round(state["epoch"] + state["position"] / max(1, per_epoch * config.grad_accum), 3), "seconds": round(state["seconds"], 1), **metrics}
+        evaluations.append(entry)
+        with open(run_dir / LOG_FILE, "a") as log:
+            log.write(json.dumps(entry) + "\n")
+        if objective.selects_best:
+            if state["best"] is None or metrics["score"] > state["best"]["score"]:
+                state["best"] = entry
+                state["stale"] = 0
+                best_weights = {n: p.detach().clone().cpu() for n, p in _trainable(plain).items()}
+            else:
+                state["stale"] += 1
+        return entry
+
+    if state["step"] == 0 and objective.evaluate_at_start and not evaluations:
+        evaluate()
+
+    columns = (
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
+    )
+    session_start, session_tokens = time.perf_counter(), 0
+    running_loss: list[float] = []
+    stopped_early = False
+    batches = _skip(objective.batches(state["epoch"], config.batch_size), state["position"])
+    boundary_rng = torch.get_rng_state()
+    plain.train()
+    try:
+        with Progress(*columns, console=console, transient=False, disable=not console.is_terminal) as progress:
+            task = progress.add_task(title, total=total, completed=state["step"], info="")
+            while state["step"] < total:
+                step_start = time.perf_counter()
+                step_loss = 0.0
+                for _ in range(config.grad_accum):
+                    batch = next(batches, None)
+                    if batch is None:
+                        state["epoch"], state["position"] = state["epoch"] + 1, 0
+                        batches = objective.batches(state["epoch"], config.batch_size)
+                        batch = next(batches)
+                    state["position"] += 1
+                    with accelerator.autocast():
+                        loss, tokens = objective.loss(plain, batch, state["step"])
+                    accelerator.backward(loss / config.grad_accum)
+                    step_loss += loss.item() / config.grad_accum
+                    state["tokens"] += tokens
+                    session_tokens += tokens
+                if config.max_grad_norm:
+                    accelerator.clip_grad_norm_(list(_trainable(plain).values()), config.max_grad_norm)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                state["step"] += 1
+                state["seconds"] += time.perf_counter() - step_start
+                boundary_rng = torch.get_rng_state()
+                running_loss = (running_loss + [step_loss])[-20:]
+                rate = session_tokens / max(1e-9, time.perf_counter() - session_start)
+                info = f"{objective.describe(sum(running_loss) / len(running_loss))}  {rate:,.0f} tok/s"
+                progress.update(task, completed=state["step"], info=info)
+                if state["step"] % config.eval_every == 0 or state["step"] == total:
+                    entry = evaluate()
+                    progress.console.print(f"step {entry['step']}: " + "  ".join(f"{k} {v:.4g}" for k, v in entry.items() if k not in ("step", "epoch", "seconds") and isinstance(v, (int, float))))
+                    if config.patience is not None and state["stale"] >= config.patience:
+                        stopped_early = True
+                        progress.console.print(f"[yellow]stopping early[/]: no improvement in {config.patience} evaluations")
+                        break
+                if state["step"] % config.checkpoint_every == 0 and state["step"] < total:
+                    checkpoint(boundary_rng)
+    except KeyboardInterrupt:
+        checkpoint(boundary_rng)
+        console.print(f"[yellow]interrupted[/] at step {state['step']}; rerun the same command to resume")
+        raise
+    if objective.selects_best and best_weights is not None:
+        with torch.no_grad():
+            for name, param in _trainable(plain).items():
+                param.copy_(best_weights[name].to(param.device))
+    return TrainResult(state["step"], state["seconds"], state["tokens"], evaluations, state["best"], stopped_early)
+
+
+def _skip(batches: Iterator[dict], count: int) -> Iterator[dict]:
+    for _ in range(count):
+        next(batches, None)
+    return batches

@@ -1,0 +1,217 @@
+"""Masked-language modelling: the objective that trains language adapters.
+
+Speed matters because users train many languages. The vocabulary projection is the
+costliest layer of a small multilingual encoder (250k pieces), so xling computes it only
+at the masked positions, and `vocab_from_corpus` restricts the training softmax to the
+pieces that occur in the training corpus (plus special tokens). Held-out perplexity is
+always computed over the full vocabulary, so both modes report comparable numbers.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterator
+
+import torch
+import torch.nn.functional as F
+
+from xling.adapters import AdaptedModel
+from xling.errors import XlingError
+
+IGNORE = -100
+
+
+@dataclass
+class MaskingConfig:
+    probability: float = 0.15
+    whole_word: bool = False
+
+    def __post_init__(self):
+        if not 0 < self.probability < 1:
+            raise XlingError("mask probability must be between 0 and 1")
+
+
+def word_start_table(tokenizer) -> torch.Tensor:
+    """For each vocabulary id: does this piece begin a word? (SentencePiece, byte-BPE or WordPiece)."""
+    pieces = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+    pieces = [p or "" for p in pieces]
+    if sum(p.startswith("▁") for p in pieces) > len(pieces) / 10:
+        starts = [p.startswith("▁") for p in pieces]
+    elif sum(p.startswith("Ġ") for p in pieces) > len(pieces) / 10:
+        starts = [p.startswith("Ġ") for p in pieces]
+    else:
+        starts = [not p.startswith("##") for p in pieces]
+    return torch.tensor(starts, dtype=torch.bool)
+
+
+def pack_blocks(lines: list[str], tokenizer, seq_len: int, allow_partial: bool) -> torch.Tensor:
+    """Tokenise lines, join them with the separator, cut into blocks of `seq_len` with specials."""
+    if seq_len < 8:
+        raise XlingError("sequence length must be at least 8")
+    body = seq_len - 2
+    stream: list[int] = []
+    for start in range(0, len(lines), 4096):
+        for ids in tokenizer(lines[start : start + 4096], add_special_tokens=False, verbose=False)["input_ids"]:
+            stream.extend(ids)
+            stream.append(tokenizer.sep_token_id)
+    full, rest = divmod(len(stream), body)
+    if full == 0 and not allow_partial:
+        raise XlingError(
+            f"corpus too small: {len(stream)} tokens, but one training block needs {body} (give more text or a smaller --seq-len)"
+        )
+    if allow_partial and rest:
+        stream += [tokenizer.pad_token_id] * (body - rest)
+        full += 1
+    content = torch.tensor(stream[: full * body], dtype=torch.long).view(full, body)
+    blocks = torch.cat([torch.full((full, 1), tokenizer.cls_token_id), content, torch.full((full, 1), tokenizer.pad_token_id)], dim=1)
+    # The closing separator goes right after each block's last real token.
+    lengths = (content != tokenizer.pad_token_id).sum(1) if allow_partial and rest else torch.full((full,), body)
+    blocks[torch.arange(full), lengths + 1] = tokenizer.sep_token_id
+    return blocks
+
+
+class MaskedLMObjective:
+    evaluate_at_start = True
+    selects_best = False
+
+    def __init__(
+        self,
+        name: str,
+        train_blocks: torch.Tensor,
+        held_out_blocks: torch.Tensor,
+        tokenizer,
+        masking: MaskingConfig,
+        seed: int,
+        vocab_from_corpus: bool = False,
+        eval_batch_size: int = 16,
+        max_eval_blocks: int = 64,
+    ):
+        self.name = name
+        self.train_blocks = train_blocks
+        self.held_out_blocks = held_out_blocks[:max_eval_blocks]  # a fixed sample keeps evaluation quick
+        self.masking = masking
+        self.seed = seed
+        self.eval_batch_size = eval_batch_size
+        self.pad_id = tokenizer.pad_token_id
+        self.mask_id = tokenizer.mask_token_id
+        if self.mask_id is None:
+            raise XlingError("the tokenizer has no mask token, so it cannot be used for masked-language modelling")
+        vocab = len(tokenizer)
+        self.special = torch.zeros(vocab, dtype=torch.bool)
+        self.special[tokenizer.all_special_ids] = True
+        self.word_start = word_start_table(tokenizer) | self.special
+        if vocab_from_corpus:
+            present = torch.zeros(vocab, dtype=torch.bool)
+            present[train_blocks.unique()] = True
+            present |= self.special
+            self.vocab_ids = present.nonzero().squeeze(1)
+            self.to_restricted = torch.full((vocab,), -1, dtype=torch.long)
+            self.to_restricted[self.vocab_ids] = torch.arange(len(self.vocab_ids))
+        else:
+            self.vocab_ids = None
+        pool = self.vocab_ids if self.vocab_ids is not None else torch.arange(vocab)
+        self.random_pool = pool[~self.special[pool]]
+
+    # -- data -----------------------------------------------------------------------
+
+    def micro_batches_per_epoch(self, batch_size: int) -> int:
+        return math.ceil(len(self.train_blocks) / batch_size)
+
+    def batches(self, epoch: int, batch_size: int) -> Iterator[dict]:
+        order = torch.randperm(len(self.train_blocks), generator=torch.Generator().manual_seed(self.seed * 7919 + epoch))
+        for start in range(0, len(order), batch_size):
+            yield {"index": order[start : start + batch_size]}
+
+    def mask(self, ids: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """BERT masking: pick 15% of pieces (or of words), then 80% <mask>, 10% random, 10% kept."""
+        candidates = ~self.special[ids]
+        draw = torch.rand(ids.shape, generator=generator)
+        if self.masking.whole_word:
+            starts = self.word_start[ids]
+            positions = torch.arange(ids.shape[1]).expand_as(ids)
+            word_of = torch.where(starts, positions, torch.zeros_like(positions)).cummax(dim=1).values
+            draw = draw.gather(1, word_of)  # every piece of a word shares its first piece's draw
+        chosen = candidates & (draw < self.masking.probability)
+        if not chosen.any():
+            chosen = candidates & (draw == draw[candidates].min())
+        action = torch.rand(ids.shape, generator=generator)
+        inputs = ids.clone()
+        inputs[chosen & (action < 0.8)] = self.mask_id
+        randomised = chosen & (action >= 0.8) & (action < 0.9)
+        picks = torch.randint(len(self.random_pool), (int(randomised.sum()),), generator=generator)
+        inputs[randomised] = self.random_pool[picks]
+        return inputs, chosen
+
+    # -- model ------------------------------------------------------------------------
+
+    def _masked_logits(self, model: AdaptedModel, inputs, chosen, vocab_ids):
+        device = next(model.parameters()).device
+        inputs = inputs.to(device)
+        hidden = model(input_ids=inputs, attention_mask=(inputs != self.pad_id).long())
+        head = model.heads[self.name]
+        transformed = model.invert_embeddings(head.transform(hidden[chosen.to(device)]))
+        return head.logits(transformed, None if vocab_ids is None else vocab_ids.to(device))
+
+    def loss(self, model: AdaptedModel, batch: dict, step: int) -> tuple[torch.Tensor, int]:
+        ids = self.train_blocks[batch["index"]]
+        inputs, chosen = self.mask(ids, torch.Generator().manual_seed(self.seed * 1_000_003 + step))
+        targets = ids[chosen]
+        if self.vocab_ids is not None:
+            targets = self.to_restricted[targets]
+        logits = self._masked_logits(model, inputs, chosen, self.vocab_ids)
+        loss = F.cross_entropy(logits.float(), targets.to(logits.device))
+        return loss, int((ids != self.pad_id).sum())
+
+    def evaluate(self, model: AdaptedModel) -> dict[str, float]:
+        """Held-out masked-LM loss and perplexity over the full vocabulary, with fixed masks."""
+        generator = torch.Generator().manual_seed(self.seed + 12345)
+        total, count = 0.0, 0
+        for start in range(0, len(self.held_out_blocks), self.eval_batch_size):
+            ids = self.held_out_blocks[start : start + self.eval_batch_size]
+            inputs, chosen = self.mask(ids, generator)
+            logits = self._masked_logits(model, inputs, chosen, None)
+            total += float(F.cross_entropy(logits.float(), ids[chosen].to(logits.device), reduction="sum"))
+            count += int(chosen.sum())
+        loss = total / max(1, count)
+        return {"held_out_loss": loss, "perplexity": math.exp(min(loss, 50.0))}
+
+    def describe(self, loss: float) -> str:
+        return f"loss {loss:.3f}  ppl {math.exp(min(loss, 50.0)):,.1f}"
+
+
+# The base model's own masked-LM head, where its checkpoint has one: key prefixes per architecture.
+_CHECKPOINT_HEADS = {
+    "bert": {"cls.predictions.transform.dense.": "dense.", "cls.predictions.transform.LayerNorm.": "norm.", "cls.predictions.bias": "bias"},
+    "roberta": {"lm_head.dense.": "dense.", "lm_head.layer_norm.": "norm.", "lm_head.bias": "bias"},
+    "distilbert": {"vocab_transform.": "dense.", "vocab_layer_norm.": "norm.", "vocab_projector.bias": "bias"},
+}
+_CHECKPOINT_HEADS["xlm-roberta"] = _CHECKPOINT_HEADS["camembert"] = _CHECKPOINT_HEADS["roberta"]
+
+
+def checkpoint_mlm_head(model_dir: str, model_type: str) -> dict[str, torch.Tensor] | None:
+    """The checkpoint's masked-LM head weights, renamed for MaskedLMHead, or None if it has none."""
+    import json
+
+    from safetensors import safe_open
+    from transformers.utils import cached_file
+
+    prefixes = _CHECKPOINT_HEADS.get(model_type.replace("_", "-"))
+    if prefixes is None:
+        return None
+    files = []
+    single = cached_file(model_dir, "model.safetensors", _raise_exceptions_for_missing_entries=False)
+    if single:
+        files = [single]
+    else:
+        index = cached_file(model_dir, "model.safetensors.index.json", _raise_exceptions_for_missing_entries=False)
+        if index:
+            shards = set(json.loads(open(index).read())["weight_map"].values())
+            files = [cached_file(model_dir, shard) for shard in sorted(shards)]
+    state = {}
+    for file in files:
+        with safe_open(file, framework="pt") as weights:
+            for key in weights.keys():
+                for prefix, target in prefixes.items():
+                    if key.startswith(prefix):
+                        state[target + key[len(prefix) :] if target.endswith(".") else target] = weights.get_tensor(key)
+    return state if {"dense.weight", "norm.weight", "bias"} <= set(state) else None

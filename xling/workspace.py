@@ -1,0 +1,40 @@
+"""The workspace: where trained adapters live, per base model.
+
+    <workspace>/<model>/lang/<lang>/        language adapters (with their masked-LM head)
+    <workspace>/<model>/task/<task>-<lang>/ task adapters (with their head and labels)
+    <workspace>/<model>/fusion/<name>/      fusion layers
+    <workspace>/<model>/<kind>/<name>.partial/  an unfinished run: checkpoints and log
+
+The workspace is `--workspace`, else `$XLING_HOME/workspace`, else `./xling-workspace`.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from xling.errors import XlingError
+from xling.models import model_label
+from xling.paths import default_workspace
+
+KINDS = ("lang", "task", "fusion")
+LANG_CODE = re.compile(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$")
+
+
+def check_lang(code: str) -> str:
+    if not LANG_CODE.match(code):
+        raise XlingError(f"invalid language code {code!r}: use an ISO 639 code such as qu, quz, es or en (letters, then optional -subtags)")
+    return code
+
+
+class Workspace:
+    def __init__(self, root: str | Path | None, model: str):
+        self.root = Path(root).expanduser() if root else default_workspace()
+        self.model = model
+        self.model_dir = self.root / model_label(model)
+
+    def adapter_dir(self, kind: str, name: str) -> Path:
+        assert kind in KINDS
+        return self.model_dir / kind / name
+
+    def run_dir(self, kind: str, name: str) -> Path:
+        return self.model_dir / kind / f"{name}.partial"
