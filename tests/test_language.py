@@ -118,12 +118,12 @@ def test_whole_word_masking_masks_all_pieces_of_a_word():
 # ---- head and loss ---------------------------------------------------------------------------
 
 
-def test_masked_only_loss_equals_full_vocabulary_loss():
+def test_masked_only_loss_equals_full_vocabulary_loss(tmp_path):
     """Computing logits at masked positions only gives the plain path's loss exactly."""
     encoder, tokenizer = tiny_model("bert")
     model = AdaptedModel(encoder)
     model.add_adapter("qu", BottleneckConfig.preset("madx-lang"))
-    model.add_head("qu", mlm_head(model, "unused-no-checkpoint"))
+    model.add_head("qu", mlm_head(model, str(tmp_path)))
     model.set_active("qu")
     model.eval()
     blocks = pack_blocks([" ".join(WORDS)] * 40, tokenizer, 32, allow_partial=False)
@@ -141,11 +141,11 @@ def test_masked_only_loss_equals_full_vocabulary_loss():
     assert torch.allclose(loss, plain, atol=1e-5)
 
 
-def test_vocab_from_corpus_restricts_the_softmax():
+def test_vocab_from_corpus_restricts_the_softmax(tmp_path):
     encoder, tokenizer = tiny_model("bert")
     model = AdaptedModel(encoder)
     model.add_adapter("qu", BottleneckConfig.preset("madx-lang"))
-    model.add_head("qu", mlm_head(model, "none"))
+    model.add_head("qu", mlm_head(model, str(tmp_path)))
     model.set_active("qu")
     blocks = pack_blocks(["qusqu llaqta runa"] * 40, tokenizer, 16, allow_partial=False)
     objective = MaskedLMObjective("qu", blocks, blocks, tokenizer, MaskingConfig(), seed=0, vocab_from_corpus=True)
@@ -247,7 +247,7 @@ def run_cli(*args, cwd=None):
 def test_kill_9_then_rerun_resumes(tmp_path, tiny_dir):
     corpus = write_corpus(tmp_path / "qu.txt", lines=2000)
     args = ["train-lang", "qu", str(corpus), "--model", str(tiny_dir), "-w", str(tmp_path / "ws"), "--seq-len", "32",
-            "--steps", "3000", "--checkpoint-every", "10", "--eval-every", "1000", "--batch-size", "4"]
+            "--steps", "400", "--checkpoint-every", "10", "--eval-every", "1000", "--batch-size", "4"]
     process = subprocess.Popen([sys.executable, "-m", "xling", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     state = tmp_path / "ws" / "tinybert" / "lang" / "qu.partial" / "checkpoint" / "state.json"
     deadline = time.time() + 120

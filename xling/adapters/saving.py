@@ -71,14 +71,38 @@ def read_config(path: Path) -> dict:
         raise XlingError(f"{config_file} is not valid JSON: {err}") from err
 
 
-def _write(staging: Path, record: dict, weights: dict, head: torch.nn.Module | None, extra_files: dict | None) -> None:
+def write_head(directory: Path, head: torch.nn.Module) -> None:
+    write_json_atomic(directory / HEAD_CONFIG_FILE, head.config.to_dict())
+    save_file({k: v.detach().cpu().contiguous() for k, v in head.state_dict().items()}, str(directory / HEAD_WEIGHTS_FILE))
+
+
+def load_head(model: AdaptedModel, directory: Path, name: str) -> None:
+    head_config = json.loads((directory / HEAD_CONFIG_FILE).read_text(encoding="utf-8"))
+    head = build_head(head_config, model)
+    _load_weights(head, directory / HEAD_WEIGHTS_FILE)
+    model.add_head(name, head)
+
+
+def _write(staging: Path, record: dict, weights: dict | None, head: torch.nn.Module | None, extra_files: dict | None) -> None:
     for file_name, text in (extra_files or {}).items():
         (staging / file_name).write_text(text, encoding="utf-8")
     write_json_atomic(staging / CONFIG_FILE, record)
-    save_file({k: v.detach().cpu().contiguous() for k, v in weights.items()}, str(staging / WEIGHTS_FILE))
+    if weights is not None:
+        save_file({k: v.detach().cpu().contiguous() for k, v in weights.items()}, str(staging / WEIGHTS_FILE))
     if head is not None:
-        write_json_atomic(staging / HEAD_CONFIG_FILE, head.config.to_dict())
-        save_file({k: v.detach().cpu().contiguous() for k, v in head.state_dict().items()}, str(staging / HEAD_WEIGHTS_FILE))
+        write_head(staging, head)
+
+
+def save_head(
+    model: AdaptedModel, name: str, directory: Path, overwrite: bool = False,
+    metadata: dict | None = None, extra_files: dict[str, str] | None = None,
+) -> Path:
+    """Save a head that works on the frozen base model alone (no adapter)."""
+    record = {"kind": "head", "name": name, "xling_version": __version__, "base_model": _base_model_record(model),
+              **({"metadata": metadata} if metadata else {})}
+    with atomic_directory(Path(directory), overwrite=overwrite) as staging:
+        _write(staging, record, None, model.heads[name], extra_files)
+    return Path(directory)
 
 
 def save_adapter(
@@ -139,10 +163,13 @@ def load(model: AdaptedModel, directory: Path, name: str | None = None) -> str:
     if is_adapterhub(record):
         return load_adapterhub(model, directory, record, name)
     kind = record.get("kind")
-    if kind not in ("bottleneck", "fusion"):
+    if kind not in ("bottleneck", "fusion", "head"):
         raise XlingError(f"{directory}: unknown adapter kind {kind!r}")
     check_base_model(model, record, directory)
     name = name or record["name"]
+    if kind == "head":
+        load_head(model, directory, name)
+        return name
     if kind == "bottleneck":
         module = model.add_adapter(check_name(name), BottleneckConfig.from_dict(record["config"]))
     else:
@@ -151,10 +178,7 @@ def load(model: AdaptedModel, directory: Path, name: str | None = None) -> str:
     try:
         _load_weights(module, directory / WEIGHTS_FILE)
         if (directory / HEAD_CONFIG_FILE).is_file():
-            head_config = json.loads((directory / HEAD_CONFIG_FILE).read_text(encoding="utf-8"))
-            head = build_head(head_config, model)
-            _load_weights(head, directory / HEAD_WEIGHTS_FILE)
-            model.add_head(name, head)
+            load_head(model, directory, name)
     except Exception:
         model.delete(name)
         raise

@@ -69,6 +69,18 @@ def mlm_head(model: AdaptedModel, model_dir: str) -> MaskedLMHead:
     return head
 
 
+def unigram_bias(head: MaskedLMHead, blocks: torch.Tensor, special_ids: list[int]) -> None:
+    """Start a new head's output bias at the corpus's log unigram frequencies.
+
+    Before any training the head then predicts like a unigram model of the language
+    instead of uniformly over 250k pieces, so the first steps go to context, not counts.
+    """
+    counts = torch.bincount(blocks.flatten(), minlength=head.bias.numel()).double()
+    counts[special_ids] = 0
+    with torch.no_grad():
+        head.bias.copy_(torch.log((counts + 0.01) / (counts.sum() + 0.01 * counts.numel())).float())
+
+
 def train_language_adapter(options: LanguageAdapterOptions, console: Console | None = None) -> dict:
     """Train, save under the workspace, and return the report."""
     console = console or Console(stderr=True)
@@ -94,6 +106,8 @@ def train_language_adapter(options: LanguageAdapterOptions, console: Console | N
     model = AdaptedModel(encoder)
     model.add_adapter(lang, options.adapter)
     head = mlm_head(model, resolve_model_dir(options.model))
+    if not head.config.from_checkpoint:
+        unigram_bias(head, train_blocks, tokenizer.all_special_ids)
     model.add_head(lang, head)
     counts = model.train_adapter(lang, train=[lang])
     if head.config.from_checkpoint:

@@ -37,7 +37,7 @@ class TrainConfig:
     warmup: float = 0.06  # a fraction of all steps when below 1, else a number of steps
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
-    eval_every: int = 100
+    eval_every: int | None = 100  # None: once per epoch
     checkpoint_every: int = 100
     patience: int | None = None  # evaluations without improvement before stopping early
     seed: int = 42
@@ -45,7 +45,7 @@ class TrainConfig:
 
     def __post_init__(self):
         for name in ("batch_size", "grad_accum", "eval_every", "checkpoint_every"):
-            if getattr(self, name) < 1:
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise XlingError(f"{name.replace('_', '-')} must be at least 1")
         if self.max_steps is not None and self.max_steps < 1:
             raise XlingError("steps must be at least 1")
@@ -150,6 +150,7 @@ def train(
     per_epoch = max(1, objective.micro_batches_per_epoch(config.batch_size) // config.grad_accum)
     total = config.max_steps or max(1, math.ceil(config.epochs * per_epoch))
     warmup = int(config.warmup if config.warmup >= 1 else config.warmup * total)
+    eval_every = config.eval_every or per_epoch
     from transformers import get_linear_schedule_with_warmup
 
     scheduler = get_linear_schedule_with_warmup(optimizer, warmup, total)
@@ -251,7 +252,7 @@ def train(
                 rate = session_tokens / max(1e-9, time.perf_counter() - session_start)
                 info = f"{objective.describe(sum(running_loss) / len(running_loss))}  {rate:,.0f} tok/s"
                 progress.update(task, completed=state["step"], info=info)
-                if state["step"] % config.eval_every == 0 or state["step"] == total:
+                if state["step"] % eval_every == 0 or state["step"] == total:
                     entry = evaluate()
                     progress.console.print(f"step {entry['step']}: " + "  ".join(f"{k} {v:.4g}" for k, v in entry.items() if k not in ("step", "epoch", "seconds") and isinstance(v, (int, float))))
                     if config.patience is not None and state["stale"] >= config.patience:

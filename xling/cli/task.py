@@ -1,0 +1,114 @@
+"""`xling train-task` and `xling evaluate`: thin commands over `xling.train.task` and `xling.scoring`."""
+from __future__ import annotations
+
+import json
+from enum import Enum
+
+import typer
+from rich.console import Console
+
+from xling.cli.options import DEVICE, MODEL, PRESET_HELP, WORKSPACE, adapter_config
+from xling.data.labels import parse_label_map
+from xling.scoring import scores_table
+from xling.scoring.evaluate import EvaluationOptions, evaluate
+from xling.train.loop import TrainConfig
+from xling.train.task import TaskAdapterOptions, train_task_adapter
+
+console = Console(stderr=True)
+
+
+class Task(str, Enum):
+    ner = "ner"
+
+
+class Method(str, Enum):
+    adapter = "adapter"
+    full = "full"
+    head = "head"
+
+
+def _drop(labels: str | None) -> list[str]:
+    return [l.strip() for l in labels.split(",")] if labels else []
+
+
+def train_task(
+    task: Task = typer.Argument(..., help="The task: ner."),
+    lang: str = typer.Option(..., "--lang", help="Language of the training data; its language adapter is stacked below."),
+    train_data: str = typer.Option(..., "--train", help="Training data: a CoNLL file or a named source such as wikiann:en."),
+    dev_data: str = typer.Option(..., "--dev", help="Dev data for model selection and early stopping."),
+    name: str = typer.Option(None, help="Name of the trained task adapter [default: TASK-LANG, e.g. ner-en]."),
+    model: str = MODEL,
+    workspace: str = WORKSPACE,
+    method: Method = typer.Option(Method.adapter, help="adapter (MAD-X), full (full fine-tuning) or head (only the head)."),
+    no_lang_adapter: bool = typer.Option(False, help="Train the task adapter without a language adapter below it."),
+    lang_adapter: str = typer.Option(None, help="Language adapter to stack below [default: --lang from the workspace]."),
+    init_from: str = typer.Option(None, help="Continue a trained task adapter (few-shot target-language training)."),
+    preset: str = typer.Option("pfeiffer", help=PRESET_HELP),
+    reduction_factor: float = typer.Option(None, help="Override the preset's reduction factor."),
+    non_linearity: str = typer.Option(None, help="Override the preset's non-linearity."),
+    leave_out: str = typer.Option(None, help="Comma-separated layer indices without adapters."),
+    share_every: int = typer.Option(None, help="Share one adapter across this many consecutive layers."),
+    drop_labels: str = typer.Option(None, help="Entity types to turn into O, e.g. MISC."),
+    label_map: str = typer.Option(None, help="Rename entity types, e.g. PERSON=PER,LOCATION=LOC."),
+    epochs: float = typer.Option(3.0, help="Passes over the training data."),
+    steps: int = typer.Option(None, help="Optimiser steps instead of --epochs."),
+    batch_size: int = typer.Option(32),
+    grad_accum: int = typer.Option(1),
+    lr: float = typer.Option(None, help="Learning rate [default: 5e-4 adapter, 5e-5 full, 1e-3 head]."),
+    warmup: float = typer.Option(0.06),
+    eval_every: int = typer.Option(None, help="Evaluate dev F1 every N steps [default: once per epoch]."),
+    patience: int = typer.Option(2, help="Stop after this many evaluations without a better dev F1."),
+    checkpoint_every: int = typer.Option(200),
+    max_len: int = typer.Option(256, help="Longest window in sub-tokens; longer sentences are windowed."),
+    seed: int = typer.Option(42),
+    device: str = DEVICE,
+    overwrite: bool = typer.Option(False, help="Replace an existing task adapter of the same name."),
+    restart: bool = typer.Option(False, help="Discard an interrupted run instead of resuming it."),
+):
+    """Train a NER task adapter (and its head) over the frozen language adapter, or a baseline."""
+    default_lr = {"adapter": 5e-4, "full": 5e-5, "head": 1e-3}[method.value]
+    options = TaskAdapterOptions(
+        lang=lang, train=train_data, dev=dev_data, task=task.value, name=name, model=model, workspace=workspace,
+        method=method.value, use_lang_adapter=not no_lang_adapter, lang_adapter=lang_adapter, init_from=init_from,
+        adapter=adapter_config(preset, reduction_factor, non_linearity, leave_out, share_every),
+        training=TrainConfig(
+            max_steps=steps, epochs=epochs, batch_size=batch_size, grad_accum=grad_accum, learning_rate=lr or default_lr,
+            warmup=warmup, eval_every=eval_every, patience=patience, checkpoint_every=checkpoint_every,
+            seed=seed, device=device,
+        ),
+        drop_labels=_drop(drop_labels), label_map=parse_label_map(label_map), max_len=max_len,
+        overwrite=overwrite, restart=restart,
+    )
+    report = train_task_adapter(options, console)
+    best = report["best"] or {}
+    Console().print(
+        f"[green]saved[/] {report['name']} to {report['saved_to']}: best dev F1 {100 * best.get('f1', 0):.1f} "
+        f"at step {best.get('step', '?')} of {report['steps']} ({report['training_seconds']:.0f} s training)"
+    )
+
+
+def evaluate_command(
+    task: Task = typer.Argument(..., help="The task: ner."),
+    data: str = typer.Argument(..., help="Labelled data: a CoNLL file or a named source such as wikiann:qu."),
+    lang: str = typer.Option(..., "--lang", help="Language of the data: its language adapter is stacked under the task adapter."),
+    task_adapter: str = typer.Option("ner-en", "--task-adapter", "-t", help="Trained task (name in the workspace, or a directory)."),
+    no_lang_adapter: bool = typer.Option(False, help="Evaluate the task adapter without any language adapter."),
+    model: str = MODEL,
+    workspace: str = WORKSPACE,
+    drop_labels: str = typer.Option(None, help="Entity types to turn into O in the gold data, e.g. MISC."),
+    label_map: str = typer.Option(None, help="Rename entity types in the gold data, e.g. PERSON=PER."),
+    batch_size: int = typer.Option(64),
+    as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
+):
+    """Score a trained task on labelled data with seqeval (strict IOB2, entity level)."""
+    result = evaluate(EvaluationOptions(
+        data=data, lang=lang, task_adapter=task_adapter, model=model, workspace=workspace,
+        use_lang_adapter=not no_lang_adapter, drop_labels=_drop(drop_labels), label_map=parse_label_map(label_map),
+        batch_size=batch_size,
+    ))
+    if as_json:
+        print(json.dumps(result, indent=2))
+    else:
+        Console().print(scores_table(result, f"{task.value} on {data}: {result['setup']} ({result['sentences']:,} sentences)"))
+
+

@@ -1,0 +1,37 @@
+"""Entity-level precision, recall and F1 with seqeval in strict IOB2 mode."""
+from __future__ import annotations
+
+from rich.table import Table
+from seqeval.metrics import classification_report
+from seqeval.scheme import IOB2
+
+
+def score(gold: list[list[str]], predicted: list[list[str]]) -> dict:
+    """{"precision", "recall", "f1", "support", "per_type": {type: {...}}}, fractions in [0, 1]."""
+    if len(gold) != len(predicted) or any(len(g) != len(p) for g, p in zip(gold, predicted)):
+        raise ValueError("gold and predicted tag sequences differ in shape")
+    report = classification_report(gold, predicted, mode="strict", scheme=IOB2, output_dict=True, zero_division=0)
+    per_type = {
+        label: {"precision": v["precision"], "recall": v["recall"], "f1": v["f1-score"], "support": int(v["support"])}
+        for label, v in report.items()
+        if not label.endswith(" avg")
+    }
+    micro = report.get("micro avg", {"precision": 0.0, "recall": 0.0, "f1-score": 0.0, "support": 0})
+    return {
+        "precision": micro["precision"],
+        "recall": micro["recall"],
+        "f1": micro["f1-score"],
+        "support": int(micro["support"]),
+        "sentences": len(gold),
+        "per_type": per_type,
+    }
+
+
+def scores_table(result: dict, title: str) -> Table:
+    table = Table(title=title)
+    for column in ("entity type", "precision", "recall", "F1", "support"):
+        table.add_column(column, justify="left" if column == "entity type" else "right")
+    for label, values in sorted(result["per_type"].items()):
+        table.add_row(label, *(f"{100 * values[k]:.1f}" for k in ("precision", "recall", "f1")), str(values["support"]))
+    table.add_row("[bold]overall[/]", *(f"[bold]{100 * result[k]:.1f}[/]" for k in ("precision", "recall", "f1")), str(result["support"]), end_section=True)
+    return table

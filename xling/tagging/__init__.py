@@ -1,0 +1,1 @@
+"""Tagging: sub-word alignment, windowing, batched prediction, valid BIO output."""

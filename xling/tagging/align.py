@@ -1,0 +1,77 @@
+"""Words to sub-word windows and back.
+
+The first sub-token of each word carries the word's label. Sentences longer than the
+model's limit are cut into overlapping windows, never silently truncated; at prediction
+time each word takes its tag from the window where it sits furthest from an edge.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+IGNORE = -100
+
+
+@dataclass
+class Window:
+    sentence: int  # index of the sentence it comes from
+    input_ids: list[int]
+    word_index: list[int]  # per sub-token: the word it starts, or -1 (special, continuation)
+
+
+def windows_for(sentences: list[list[str]], tokenizer, max_len: int, stride: int) -> list[Window]:
+    """Tokenise pre-split sentences (one tokenizer call per batch of sentences) and window them."""
+    body = max_len - 2  # room for the specials
+    if body < 4:
+        raise ValueError("max_len too small")
+    windows: list[Window] = []
+    step = 2048
+    for start in range(0, len(sentences), step):
+        chunk = sentences[start : start + step]
+        encoded = tokenizer(chunk, is_split_into_words=True, add_special_tokens=False, verbose=False)
+        for offset, ids in enumerate(encoded["input_ids"]):
+            word_ids = encoded.word_ids(offset)
+            starts = [w if w is not None and (i == 0 or word_ids[i - 1] != w) else -1 for i, w in enumerate(word_ids)]
+            windows.extend(_cut(start + offset, ids, starts, body, stride, tokenizer))
+    return windows
+
+
+def _cut(sentence: int, ids: list[int], starts: list[int], body: int, stride: int, tokenizer) -> list[Window]:
+    """Windows of at most `body` sub-tokens overlapping by about `stride`, cut at word starts."""
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    pieces = []
+    begin = 0
+    while True:
+        end = min(len(ids), begin + body)
+        # never split a word: move the end back to a word start when possible
+        if end < len(ids):
+            back = end
+            while back > begin + 1 and starts[back] == -1:
+                back -= 1
+            end = back if back > begin + 1 else end
+        pieces.append(Window(sentence, [cls] + ids[begin:end] + [sep], [-1] + starts[begin:end] + [-1]))
+        if end >= len(ids):
+            break
+        nxt = max(begin + 1, end - stride)
+        while nxt < end and starts[nxt] == -1:
+            nxt += 1
+        begin = nxt if nxt < end else end
+    return pieces
+
+
+def window_labels(window: Window, tags: list[str], label_ids: dict[str, int]) -> list[int]:
+    return [label_ids[tags[w]] if w >= 0 else IGNORE for w in window.word_index]
+
+
+def merge_predictions(windows: list[Window], scores: list, n_words: list[int]) -> list[list]:
+    """Per sentence, per word: the score vector from the window where the word is most central."""
+    merged: list[list] = [[None] * n for n in n_words]
+    best_margin: list[list[int]] = [[-1] * n for n in n_words]
+    for window, window_scores in zip(windows, scores):
+        positions = [i for i, w in enumerate(window.word_index) if w >= 0]
+        for rank, position in enumerate(positions):
+            word = window.word_index[position]
+            margin = min(rank, len(positions) - 1 - rank)
+            if margin > best_margin[window.sentence][word]:
+                best_margin[window.sentence][word] = margin
+                merged[window.sentence][word] = window_scores[position]
+    return merged

@@ -1,0 +1,67 @@
+"""Batched prediction of word-level tags with an AdaptedModel and a tagging head."""
+from __future__ import annotations
+
+import torch
+
+from xling.adapters import AdaptedModel
+from xling.data.conll import iob1_to_iob2 as repair_bio
+from xling.tagging.align import Window, merge_predictions, windows_for
+
+
+def max_window(model: AdaptedModel, tokenizer, requested: int | None = None) -> int:
+    """The longest window the model takes (its position limit), or `requested` if smaller."""
+    limit = min(getattr(model.config, "max_position_embeddings", 512), tokenizer.model_max_length or 512, 512)
+    if getattr(model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+        limit -= 2  # their positions start after the padding index
+    return min(limit, requested) if requested else limit
+
+
+def pad_batch(windows: list[Window], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(w.input_ids) for w in windows)
+    ids = torch.full((len(windows), width), pad_id, dtype=torch.long)
+    for row, window in enumerate(windows):
+        ids[row, : len(window.input_ids)] = torch.tensor(window.input_ids)
+    return ids.to(device), (ids != pad_id).long().to(device)
+
+
+def length_batches(windows: list[Window], batch_size: int) -> list[list[int]]:
+    """Indices grouped so that each batch holds windows of similar length (little padding)."""
+    order = sorted(range(len(windows)), key=lambda i: len(windows[i].input_ids))
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+@torch.inference_mode()
+def predict_tags(
+    model: AdaptedModel,
+    tokenizer,
+    sentences: list[list[str]],
+    head: str,
+    batch_size: int = 32,
+    max_len: int | None = None,
+    stride: int = 32,
+) -> list[list[tuple[str, float]]]:
+    """Per sentence, per word: (tag, probability). Output is valid IOB2 (see `repair_bio`)."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    windows = windows_for(sentences, tokenizer, max_window(model, tokenizer, max_len), stride)
+    probabilities: list = [None] * len(windows)
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else torch.autocast("cpu", enabled=False)
+    tagger = model.heads[head]
+    for batch in length_batches(windows, batch_size):
+        ids, mask = pad_batch([windows[i] for i in batch], tokenizer.pad_token_id, device)
+        with autocast:
+            logits = tagger(model(input_ids=ids, attention_mask=mask))
+        probs = logits.float().softmax(-1).cpu()
+        for row, index in enumerate(batch):
+            probabilities[index] = probs[row]
+    merged = merge_predictions(windows, probabilities, [len(s) for s in sentences])
+    labels = tagger.labels
+    outside = labels.index("O") if "O" in labels else 0
+    results = []
+    for words in merged:
+        best = [(labels[outside], 1.0) if p is None else (labels[int(p.argmax())], float(p.max())) for p in words]
+        tags = repair_bio([tag for tag, _ in best])
+        results.append([(tag, prob) for tag, (_, prob) in zip(tags, best)])
+    model.train(was_training)
+    return results

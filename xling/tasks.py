@@ -1,0 +1,71 @@
+"""Trained tasks as saved in the workspace: a task adapter with its head, or a baseline.
+
+Every task directory has `task.json` (name, task, language, method, the language
+adapter it was trained over, labels). `adapter` tasks are adapter directories with a
+head; `head` tasks hold just the head; `full` tasks hold the whole fine-tuned encoder
+(`encoder/`) and the head.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from xling.adapters import AdaptedModel
+from xling.adapters.saving import load, load_head, save_adapter, save_head, write_head
+from xling.errors import XlingError
+from xling.fileio import atomic_directory
+from xling.models import load_model
+
+METHODS = ("adapter", "full", "head")
+TASK_FILE = "task.json"
+
+
+@dataclass
+class TaskRecord:
+    name: str
+    task: str
+    lang: str
+    method: str
+    lang_adapter: str | None
+    labels: list[str]
+
+
+def read_task(directory: Path) -> TaskRecord:
+    file = Path(directory) / TASK_FILE
+    if not file.is_file():
+        raise XlingError(f"no trained task at {directory}; train one with: xling train-task ner --lang LANG --train FILE --dev FILE")
+    return TaskRecord(**json.loads(file.read_text()))
+
+
+def save_task(model: AdaptedModel, tokenizer, record: TaskRecord, target: Path, overwrite: bool, extra_files: dict[str, str]) -> None:
+    extra = {**extra_files, TASK_FILE: json.dumps(asdict(record), indent=2) + "\n"}
+    metadata = {"role": "task", "task": record.task, "lang": record.lang}
+    if record.method == "adapter":
+        save_adapter(model, record.name, target, overwrite, metadata, extra)
+    elif record.method == "head":
+        save_head(model, record.name, target, overwrite, metadata, extra)
+    else:
+        with atomic_directory(Path(target), overwrite=overwrite) as staging:
+            model.encoder.save_pretrained(staging / "encoder")
+            tokenizer.save_pretrained(staging / "encoder")
+            write_head(staging, model.heads[record.name])
+            for file_name, text in extra.items():
+                (staging / file_name).write_text(text, encoding="utf-8")
+
+
+def load_task_model(model_spec: str, directory: Path) -> tuple[AdaptedModel, object, TaskRecord]:
+    """The model with the task loaded (adapter and head, or fine-tuned encoder and head)."""
+    record = read_task(directory)
+    if record.method == "full":
+        encoder, tokenizer = load_model(str(Path(directory) / "encoder"))
+        model = AdaptedModel(encoder)
+        load_head(model, Path(directory), record.name)
+    else:
+        encoder, tokenizer = load_model(model_spec)
+        model = AdaptedModel(encoder)
+        load(model, Path(directory), name=record.name)
+    return model, tokenizer, record
+
+
+

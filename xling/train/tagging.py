@@ -1,0 +1,70 @@
+"""Token classification: the objective that trains NER task adapters (and fusion layers)."""
+from __future__ import annotations
+
+import math
+from typing import Iterator
+
+import torch
+import torch.nn.functional as F
+
+from xling.adapters import AdaptedModel
+from xling.data.conll import Sentence
+from xling.errors import XlingError
+from xling.scoring import score
+from xling.tagging.align import IGNORE, windows_for, window_labels
+from xling.tagging.predict import max_window, pad_batch, predict_tags
+
+
+class TaggingObjective:
+    evaluate_at_start = False
+    selects_best = True  # model selection on dev entity F1
+
+    def __init__(self, head: str, train: list[Sentence], dev: list[Sentence], tokenizer, model: AdaptedModel,
+                 seed: int, max_len: int | None = None, eval_batch_size: int = 64):
+        self.head = head
+        self.tokenizer = tokenizer
+        self.dev = dev
+        self.seed = seed
+        self.eval_batch_size = eval_batch_size
+        self.max_len = max_window(model, tokenizer, max_len)
+        labels = model.heads[head].labels
+        label_ids = {label: i for i, label in enumerate(labels)}
+        unknown = {t for s in train for t in s.tags} - set(label_ids)
+        if unknown:
+            raise XlingError(f"training tags not in the head's label set: {', '.join(sorted(unknown))}")
+        self.windows = windows_for([s.tokens for s in train], tokenizer, self.max_len, stride=32)
+        self.labels = [window_labels(w, train[w.sentence].tags, label_ids) for w in self.windows]
+
+    def micro_batches_per_epoch(self, batch_size: int) -> int:
+        return math.ceil(len(self.windows) / batch_size)
+
+    def batches(self, epoch: int, batch_size: int) -> Iterator[dict]:
+        """Shuffled, then sorted by length within pools of 50 batches: little padding, still random."""
+        generator = torch.Generator().manual_seed(self.seed * 7919 + epoch)
+        order = torch.randperm(len(self.windows), generator=generator).tolist()
+        pool = 50 * batch_size
+        batches = []
+        for start in range(0, len(order), pool):
+            chunk = sorted(order[start : start + pool], key=lambda i: len(self.windows[i].input_ids))
+            batches += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
+        for index in torch.randperm(len(batches), generator=generator).tolist():
+            yield {"windows": batches[index]}
+
+    def loss(self, model: AdaptedModel, batch: dict, step: int) -> tuple[torch.Tensor, int]:
+        device = next(model.parameters()).device
+        windows = [self.windows[i] for i in batch["windows"]]
+        ids, mask = pad_batch(windows, self.tokenizer.pad_token_id, device)
+        labels = torch.full(ids.shape, IGNORE, dtype=torch.long)
+        for row, index in enumerate(batch["windows"]):
+            labels[row, : len(self.labels[index])] = torch.tensor(self.labels[index])
+        logits = model.heads[self.head](model(input_ids=ids, attention_mask=mask))
+        loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.to(device).view(-1), ignore_index=IGNORE)
+        return loss + model.fusion_penalty(), int(mask.sum())
+
+    def evaluate(self, model: AdaptedModel) -> dict[str, float]:
+        predicted = predict_tags(model, self.tokenizer, [s.tokens for s in self.dev], self.head, self.eval_batch_size, self.max_len)
+        result = score([s.tags for s in self.dev], [[tag for tag, _ in sentence] for sentence in predicted])
+        return {"f1": result["f1"], "precision": result["precision"], "recall": result["recall"], "score": result["f1"]}
+
+    def describe(self, loss: float) -> str:
+        return f"loss {loss:.4f}"

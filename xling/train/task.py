@@ -1,0 +1,153 @@
+"""`xling train-task ner`: a NER task adapter (or a baseline) on labelled data.
+
+Methods: `adapter` (MAD-X: a task adapter and head, stacked on the frozen language
+adapter of the training language unless `use_lang_adapter` is off), `full` (full
+fine-tuning of the encoder with the head) and `head` (only the classification head).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from rich.console import Console
+
+from xling import __version__
+from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
+from xling.adapters.saving import load
+from xling.data.labels import label_list, relabel
+from xling.data.sources import load_ner
+from xling.errors import XlingError
+from xling.models import load_model
+from xling.tasks import METHODS, TaskRecord, load_task_model, save_task
+from xling.train.loop import TrainConfig, train
+from xling.train.tagging import TaggingObjective
+from xling.workspace import Workspace, check_lang
+
+
+@dataclass
+class TaskAdapterOptions:
+    lang: str
+    train: str
+    dev: str
+    task: str = "ner"
+    name: str | None = None
+    model: str = "e5-small"
+    workspace: str | None = None
+    method: str = "adapter"
+    use_lang_adapter: bool = True
+    lang_adapter: str | None = None  # a name in the workspace, or a directory; default: --lang
+    init_from: str | None = None  # continue a trained task adapter (few-shot)
+    adapter: BottleneckConfig = field(default_factory=lambda: BottleneckConfig.preset("pfeiffer"))
+    training: TrainConfig = field(default_factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=5e-4, eval_every=None, patience=2))
+    drop_labels: list[str] = field(default_factory=list)
+    label_map: dict[str, str] = field(default_factory=dict)
+    max_len: int | None = 256
+    overwrite: bool = False
+    restart: bool = False
+
+    def default_name(self) -> str:
+        suffix = {"adapter": "" if self.use_lang_adapter else "-nolang", "full": "-full", "head": "-head"}[self.method]
+        return f"{self.task}-{self.lang}{suffix}"
+
+
+def _lang_adapter_dir(workspace: Workspace, name: str) -> Path:
+    path = Path(name)
+    if path.is_dir():
+        return path
+    directory = workspace.adapter_dir("lang", name)
+    if not directory.is_dir():
+        raise XlingError(
+            f"no language adapter {name!r} in {directory.parent}; train it first: xling train-lang {name} CORPUS "
+            f"(or pass --no-lang-adapter)"
+        )
+    return directory
+
+
+def train_task_adapter(options: TaskAdapterOptions, console: Console | None = None) -> dict:
+    console = console or Console(stderr=True)
+    lang = check_lang(options.lang)
+    if options.method not in METHODS:
+        raise XlingError(f"unknown method {options.method!r}; choose one of {', '.join(METHODS)}")
+    workspace = Workspace(options.workspace, options.model)
+    name = options.name or options.default_name()
+    target = workspace.adapter_dir("task", name)
+    run_dir = workspace.run_dir("task", name)
+    if target.exists() and not options.overwrite:
+        raise XlingError(f"a task adapter already exists at {target} (use --overwrite to replace it)")
+    started = time.perf_counter()
+    train_data = relabel(load_ner(options.train, "train"), options.drop_labels, options.label_map)
+    dev_data = relabel(load_ner(options.dev, "validation"), options.drop_labels, options.label_map)
+    if not train_data or not dev_data:
+        raise XlingError("the training and dev data must each hold at least one sentence")
+
+    stacked_lang = options.method == "adapter" and options.use_lang_adapter
+    lang_dir = _lang_adapter_dir(workspace, options.lang_adapter or lang) if stacked_lang else None
+    torch.manual_seed(options.training.seed)
+    if options.init_from:
+        init_dir = Path(options.init_from) if Path(options.init_from).is_dir() else workspace.adapter_dir("task", options.init_from)
+        model, tokenizer, init_record = load_task_model(options.model, init_dir)
+        if init_record.method != options.method:
+            raise XlingError(f"--init-from {options.init_from} was trained with method {init_record.method}, not {options.method}")
+        model.heads[name] = model.heads.pop(init_record.name)
+        if init_record.method == "adapter":
+            model.adapters[name] = model.adapters.pop(init_record.name)
+        labels = model.heads[name].labels
+    else:
+        encoder, tokenizer = load_model(options.model)
+        model = AdaptedModel(encoder)
+        labels = label_list(train_data)
+        model.add_head(name, TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels)))
+        if options.method == "adapter":
+            model.add_adapter(name, options.adapter)
+    lang_name = load(model, lang_dir, name=f"lang-{lang}") if lang_dir else None
+    setup = (Stack(lang_name, name) if lang_name else name) if options.method == "adapter" else None
+    counts = model.train_adapter(setup, train=[name]) if setup else _train_without_adapters(model, name, options.method)
+
+    objective = TaggingObjective(name, train_data, dev_data, tokenizer, model, options.training.seed, options.max_len)
+    console.print(
+        f"training {options.method} [bold]{name}[/] on {len(train_data):,} sentences ({len(objective.windows):,} windows), "
+        f"labels {', '.join(labels)}; {'setup ' + repr(setup) if setup else 'no adapters'}; {counts}"
+    )
+    if options.restart and run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_options = {
+        "kind": "task", "name": name, "lang": lang, "model": options.model, "method": options.method,
+        "train": options.train, "dev": options.dev, "lang_adapter": str(lang_dir) if lang_dir else None,
+        "init_from": options.init_from, "adapter": options.adapter.to_dict(), "labels": labels,
+        "drop_labels": options.drop_labels, "label_map": options.label_map, "max_len": options.max_len,
+    }
+    result = train(model, objective, options.training, run_dir, run_options, title=f"train-task {name}", console=console)
+    report = {
+        "name": name, "task": options.task, "lang": lang, "method": options.method, "model": options.model,
+        "xling_version": __version__, "lang_adapter": lang_name and str(lang_dir), "labels": labels,
+        "train_sentences": len(train_data), "dev_sentences": len(dev_data), "steps": result.steps,
+        "stopped_early": result.stopped_early, "training_seconds": round(result.seconds, 1),
+        "total_seconds": round(time.perf_counter() - started, 1), "best": result.best,
+        "trainable_parameters": counts.trainable, "total_parameters": counts.total, "options": run_options,
+        "training": asdict(options.training),
+    }
+    record = TaskRecord(name=name, task=options.task, lang=lang, method=options.method,
+                        lang_adapter=str(lang_dir) if lang_dir else None, labels=labels)
+    extra = {"report.json": json.dumps(report, indent=2) + "\n", "train_log.jsonl": (run_dir / "log.jsonl").read_text()}
+    save_task(model, tokenizer, record, target, options.overwrite, extra)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    report["saved_to"] = str(target)
+    return report
+
+
+def _train_without_adapters(model: AdaptedModel, name: str, method: str):
+    """Baselines: the whole encoder and the head (`full`), or the head alone (`head`)."""
+    model.set_active(None)
+    model.requires_grad_(False)
+    model.heads[name].requires_grad_(True)
+    if method == "full":
+        model.encoder.requires_grad_(True)
+    model.train()
+    return model.parameter_count()
+
+
+
