@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tiny import save_tiny_model
+from tests.tiny import save_tiny_model, synthetic_conll
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -43,3 +43,24 @@ def embedded(xling_home):
 @pytest.fixture(params=["bert", "xlm-roberta", "distilbert"])
 def tiny_model_dir(request, tmp_path) -> Path:
     return save_tiny_model(request.param, tmp_path / request.param)
+
+
+@pytest.fixture(scope="session")
+def trained_workspace(tmp_path_factory):
+    """A tiny BERT with English and Quechua language adapters and an `ner-en` task adapter."""
+    from xling.train.language import LanguageAdapterOptions, train_language_adapter
+    from xling.train.loop import TrainConfig
+    from xling.train.task import TaskAdapterOptions, train_task_adapter
+
+    root = tmp_path_factory.mktemp("trained")
+    model_dir = save_tiny_model("bert", root / "tinybert")
+    train = synthetic_conll(root / "train", 200, 1)
+    dev = synthetic_conll(root / "dev", 40, 2)
+    for lang in ("en", "qu"):
+        train_language_adapter(LanguageAdapterOptions(
+            lang=lang, corpus=[str(train)], model=str(model_dir), workspace=str(root / "ws"), seq_len=32,
+            training=TrainConfig(max_steps=5, eval_every=5, checkpoint_every=5, batch_size=4)))
+    train_task_adapter(TaskAdapterOptions(
+        lang="en", train=str(train), dev=str(dev), model=str(model_dir), workspace=str(root / "ws"),
+        training=TrainConfig(epochs=4, batch_size=16, learning_rate=5e-3, eval_every=None, patience=2)))
+    return root, model_dir, train, dev

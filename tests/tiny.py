@@ -61,3 +61,25 @@ def save_tiny_model(arch: str, path: Path, seed: int = 0) -> Path:
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+PEOPLE, PLACES, OTHER = ["juan", "maria"], ["lima", "qusqu", "peru"], ["the", "city", "of", "runa", "wasi"]
+
+
+def synthetic_conll(path: Path, sentences: int, seed: int) -> Path:
+    """WikiANN-style NER data over a tiny vocabulary: names are PER, places LOC."""
+    import random
+
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        for _ in range(sentences):
+            for _ in range(rng.randint(3, 9)):
+                r = rng.random()
+                if r < 0.2:
+                    f.write(f"en:{rng.choice(PEOPLE)}\tB-PER\n")
+                elif r < 0.4:
+                    f.write(f"en:{rng.choice(PLACES)}\tB-LOC\n")
+                else:
+                    f.write(f"en:{rng.choice(OTHER)}\tO\n")
+            f.write("\n")
+    return path

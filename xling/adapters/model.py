@@ -57,6 +57,7 @@ class AdaptedModel(nn.Module):
         self.fusions = nn.ModuleDict()
         self.heads = nn.ModuleDict()
         self.active: Stack | None = None
+        self._sites: set[tuple[int, str]] = set()  # (layer, site) pairs the active setup touches
         self._captured: dict = {}
         self._install_hooks(base)
 
@@ -117,6 +118,7 @@ class AdaptedModel(nn.Module):
     def set_active(self, setup: Setup | None) -> None:
         if setup is None:
             self.active = None
+            self._sites = set()
             return
         stack = as_stack(setup)
         missing = [n for n in adapter_names(stack) if n not in self.adapters]
@@ -124,6 +126,13 @@ class AdaptedModel(nn.Module):
         if missing:
             raise XlingError(f"not loaded: {', '.join(missing)} (loaded adapters: {', '.join(self.adapters) or 'none'})")
         self.active = stack
+        self._sites = {
+            (i, site)
+            for name in adapter_names(stack)
+            for i in range(self.num_layers)
+            for site in SITES
+            if self.adapters[name].block(i, site) is not None or self.adapters[name].layer_norm(i, site) is not None
+        }
 
     @contextmanager
     def activated(self, setup: Setup | None):
@@ -132,7 +141,7 @@ class AdaptedModel(nn.Module):
         try:
             yield self
         finally:
-            self.active = previous
+            self.set_active(previous)
 
     def train_adapter(self, setup: Setup, train: list[str]) -> ParameterCount:
         """Activate `setup`, freeze everything, then unfreeze the named adapters, fusions and heads."""
@@ -195,11 +204,11 @@ class AdaptedModel(nn.Module):
         return invertible(output) if invertible is not None else None
 
     def _capture_layer_input(self, i, module, args, kwargs):
-        if self.active is not None:
+        if (i, "attn") in self._sites:
             self._captured[(i, "attn", "x")] = args[0] if args else next(iter(kwargs.values()))
 
     def _capture_projection(self, i, site, module, args, output):
-        if self.active is not None:
+        if (i, site) in self._sites:
             self._captured[(i, site, "h")] = output
 
     def _site_layer_norm(self, i: int, site: str) -> nn.LayerNorm | None:
@@ -211,7 +220,7 @@ class AdaptedModel(nn.Module):
         return override
 
     def _before_layer_norm(self, i, site, module, args):
-        if self.active is None:
+        if (i, site) not in self._sites:
             return None
         h = self._captured.pop((i, site, "h"))
         x = self._captured.pop((i, site, "x"))
@@ -221,10 +230,10 @@ class AdaptedModel(nn.Module):
     def _after_layer_norm(self, i, site, module, args, output):
         if self.active is None:
             return None
-        norm = self._site_layer_norm(i, site)
+        norm = self._site_layer_norm(i, site) if (i, site) in self._sites else None
         if norm is not None:
             output = norm(args[0])
-        if site == "attn":
+        if site == "attn" and (i, "ffn") in self._sites:
             self._captured[(i, "ffn", "x")] = output
         return output if norm is not None else None
 

@@ -8,6 +8,7 @@ from rich.console import Console
 
 from xling import __version__
 from xling.cli import models as models_cli
+from xling.cli import tag as tag_cli
 from xling.cli import task as task_cli
 from xling.cli import train as train_cli
 from xling.errors import XlingError
@@ -23,6 +24,7 @@ app.add_typer(models_cli.app, name="models")
 app.command("train-lang")(train_cli.train_lang)
 app.command("train-task")(task_cli.train_task)
 app.command("evaluate")(task_cli.evaluate_command)
+app.command("tag")(tag_cli.tag)
 
 
 def _version(value: bool):

@@ -90,3 +90,15 @@ def read_conll(path: Path) -> list[Sentence]:
         tags.append(tag)
     flush()
     return sentences
+
+
+def read_tokens(lines) -> list[list[str]]:
+    """Pre-tokenised input: the first column of each line, blank lines between sentences."""
+    sentences: list[list[str]] = [[]]
+    for _, line in lines:
+        if not line.strip():
+            if sentences[-1]:
+                sentences.append([])
+            continue
+        sentences[-1].append(WIKIANN_PREFIX.sub("", line.split()[0], count=1))
+    return [s for s in sentences if s]

@@ -1,0 +1,78 @@
+"""Tagging throughput (sentences per second) on the first 2,000 sentences of wikiann-en/dev.
+
+Three ways, same embedded model, same head weights, batch 32, CPU:
+- xling with Stack(lang, task): a MAD-X language adapter under a task adapter;
+- xling with no adapter active (the bare model plus the head);
+- the Transformers `pipeline("token-classification")` on the bare model plus the same head.
+
+    python bench/tag_throughput.py [--sentences 2000] [--rounds 2]
+"""
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+from bench.common import corpora_root, setup_threads, time_interleaved
+from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
+from xling.data.conll import read_conll
+from xling.data.labels import label_list
+from xling.models import load_model, resolve_model_dir
+from xling.tagging.tagger import Tagger
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sentences", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=32)
+    args = parser.parse_args()
+    setup_threads()
+    sentences = read_conll(corpora_root() / "ner" / "wikiann-en" / "dev")[: args.sentences]
+    texts = [" ".join(s.tokens) for s in sentences]
+    labels = label_list(sentences)
+
+    encoder, tokenizer = load_model("e5-small")
+    model = AdaptedModel(encoder)
+    torch.manual_seed(0)
+    model.add_adapter("en", BottleneckConfig.preset("madx-lang"))
+    model.add_adapter("ner", BottleneckConfig.preset("pfeiffer"))
+    model.add_head("ner", TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels)))
+    model.eval()
+    stacked = Tagger(model, tokenizer, "ner", Stack("en", "ner"), args.batch_size)
+    bare = Tagger(model, tokenizer, "ner", None, args.batch_size)
+
+    from transformers import AutoModelForTokenClassification, pipeline
+
+    hf_model = AutoModelForTokenClassification.from_pretrained(
+        resolve_model_dir("e5-small"), num_labels=len(labels), id2label=dict(enumerate(labels)), label2id={l: i for i, l in enumerate(labels)}
+    ).eval()
+    with torch.no_grad():
+        hf_model.classifier.weight.copy_(model.heads["ner"].classifier.weight)
+        hf_model.classifier.bias.copy_(model.heads["ner"].classifier.bias)
+    hf_pipeline = pipeline("token-classification", model=hf_model, tokenizer=tokenizer, device=-1)
+
+    def run_xling(tagger):
+        def run():
+            model.set_active(tagger.setup)
+            tagger.tag_texts(texts)
+        return run
+
+    def run_pipeline():
+        list(hf_pipeline(texts, batch_size=args.batch_size))
+
+    seconds = time_interleaved(
+        {"xling Stack(lang, task)": run_xling(stacked), "xling bare model + head": run_xling(bare), "transformers pipeline": run_pipeline},
+        rounds=args.rounds,
+    )
+    rate = {name: len(texts) / s for name, s in seconds.items()}
+    print(f"model e5-small, {len(texts):,} sentences of wikiann-en/dev, batch {args.batch_size}, threads {torch.get_num_threads()}")
+    for name, value in rate.items():
+        print(f"{name:26s} {value:8.1f} sentences/s")
+    overhead = rate["xling bare model + head"] / rate["xling Stack(lang, task)"] - 1
+    print(f"adapter overhead over the bare model: {100 * overhead:.1f}%")
+    print(f"xling Stack(lang, task) vs transformers pipeline: {rate['xling Stack(lang, task)'] / rate['transformers pipeline']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

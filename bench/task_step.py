@@ -1,0 +1,98 @@
+"""Seconds per NER training step and peak memory: task adapter versus full fine-tuning.
+
+Same model (the embedded default), same batch (16 sentences padded to 128 sub-tokens).
+The adapter path trains a Pfeiffer task adapter (reduction 16) and its head on top of a
+frozen MAD-X language adapter; full fine-tuning trains the whole encoder and the head.
+Times are measured in one process, interleaved; peak memory (resident set) of each path
+in a fresh process of its own.
+
+    python bench/task_step.py [--rounds 5]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+import torch
+
+from bench.common import corpora_root, setup_threads, time_interleaved
+from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
+from xling.data.conll import read_conll
+from xling.data.labels import label_list
+from xling.models import load_model
+from xling.tagging.align import windows_for, window_labels
+
+BATCH, SEQ = 16, 128
+
+
+def batch_tensors(tokenizer, labels):
+    sentences = read_conll(corpora_root() / "ner" / "conll2002-es" / "train")[:BATCH]
+    label_ids = {l: i for i, l in enumerate(labels)}
+    windows = windows_for([s.tokens for s in sentences], tokenizer, SEQ, 32)[:BATCH]
+    ids = torch.full((BATCH, SEQ), tokenizer.pad_token_id)
+    targets = torch.full((BATCH, SEQ), -100)
+    for row, window in enumerate(windows):
+        ids[row, : len(window.input_ids)] = torch.tensor(window.input_ids)
+        tags = [t if t in label_ids else "O" for t in sentences[window.sentence].tags]
+        targets[row, : len(window.input_ids)] = torch.tensor(window_labels(window, tags, label_ids))
+    return ids, (ids != tokenizer.pad_token_id).long(), targets
+
+
+def step_fn(method: str):
+    encoder, tokenizer = load_model("e5-small")
+    labels = label_list(read_conll(corpora_root() / "ner" / "wikiann-en" / "dev"))
+    model = AdaptedModel(encoder)
+    model.add_head("ner", TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels)))
+    if method == "adapter":
+        model.add_adapter("en", BottleneckConfig.preset("madx-lang"))
+        model.add_adapter("ner", BottleneckConfig.preset("pfeiffer"))
+        model.train_adapter(Stack("en", "ner"), train=["ner"])
+    else:
+        model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=1e-4)
+    ids, mask, targets = batch_tensors(tokenizer, labels)
+
+    def step():
+        logits = model.heads["ner"](model(input_ids=ids, attention_mask=mask))
+        loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1), ignore_index=-100)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step, sum(p.numel() for p in params)
+
+
+def peak_memory(method: str) -> float:
+    """GB of peak resident memory of a fresh process doing 3 steps of `method`."""
+    code = (
+        "import resource, json; from bench.task_step import step_fn; "
+        f"step, _ = step_fn({method!r}); before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; "
+        "[step() for _ in range(3)]; "
+        "print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1]) / 1e6
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    setup_threads()
+    adapter, adapter_params = step_fn("adapter")
+    full, full_params = step_fn("full")
+    times = time_interleaved({"task adapter": adapter, "full fine-tuning": full}, args.rounds)
+    memory = {"task adapter": peak_memory("adapter"), "full fine-tuning": peak_memory("full")}
+    params = {"task adapter": adapter_params, "full fine-tuning": full_params}
+    print(f"model e5-small, batch {BATCH} x {SEQ}, threads {torch.get_num_threads()}")
+    for name in times:
+        print(f"{name:18s} {times[name]:6.3f} s/step  {memory[name]:5.2f} GB peak  {params[name]:>12,} trainable")
+    print(f"adapter / full: time {times['task adapter'] / times['full fine-tuning']:.2f}, "
+          f"memory {memory['task adapter'] / memory['full fine-tuning']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""NER data, alignment, scoring, train-task and evaluate."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from tests.tiny import synthetic_conll, tiny_model
+from xling.adapters import AdaptedModel, TaggingHead, TaggingHeadConfig
+from xling.data.conll import iob1_to_iob2, read_conll
+from xling.data.labels import label_list, parse_label_map, relabel
+from xling.data.sources import load_ner, sentences_from_dataset
+from xling.errors import XlingError
+from xling.scoring import score
+from xling.scoring.evaluate import EvaluationOptions, evaluate
+from xling.tagging.align import windows_for
+from xling.tagging.predict import predict_tags
+from xling.train.loop import TrainConfig
+from xling.train.task import TaskAdapterOptions, train_task_adapter
+
+# ---- data ------------------------------------------------------------------------------------
+
+
+def test_read_conll_formats(tmp_path):
+    file = tmp_path / "data"
+    file.write_text(
+        "-DOCSTART- -X- O O\n\n"
+        "El DA O\nPerú NP B-LOC\nes VS O\n\n"
+        "qu:Qusqu\tB-LOC\nqu:llaqta\tI-LOC\nqu:Juan\tI-PER\n\n"
+        "  \n"
+    )
+    sentences = read_conll(file)
+    assert [s.tokens for s in sentences] == [["El", "Perú", "es"], ["Qusqu", "llaqta", "Juan"]]
+    assert sentences[1].tags == ["B-LOC", "I-LOC", "B-PER"]  # IOB1 I-PER starting an entity becomes B-PER
+
+
+def test_malformed_conll_names_file_and_line(tmp_path):
+    file = tmp_path / "bad"
+    file.write_text("Lima B-LOC\nwasi\n")
+    with pytest.raises(XlingError, match=r"bad:2: expected a token and a tag"):
+        read_conll(file)
+    file.write_text("Lima LOC\n")
+    with pytest.raises(XlingError, match=r"bad:1: 'LOC' is not a NER tag"):
+        read_conll(file)
+
+
+def test_iob1_to_iob2():
+    assert iob1_to_iob2(["I-PER", "I-PER", "O", "I-LOC", "I-ORG", "B-ORG", "I-ORG"]) == [
+        "B-PER", "I-PER", "O", "B-LOC", "B-ORG", "B-ORG", "I-ORG"]
+
+
+def test_labels_drop_map_and_order(tmp_path):
+    sentences = read_conll(synthetic_conll(tmp_path / "d", 20, 0))
+    sentences[0].tags[0] = "B-MISC"
+    assert label_list(sentences) == ["O", "B-LOC", "I-LOC", "B-MISC", "I-MISC", "B-PER", "I-PER"]
+    dropped = relabel(sentences, drop=["MISC"], mapping=parse_label_map("PER=PERSON"))
+    assert label_list(dropped) == ["O", "B-LOC", "I-LOC", "B-PERSON", "I-PERSON"]
+    with pytest.raises(XlingError):
+        parse_label_map("PER")
+
+
+def test_named_source_through_datasets_on_local_files(tmp_path):
+    from datasets import ClassLabel, Features, Sequence, Value, load_dataset
+
+    rows = [{"tokens": ["Qusqu", "llaqta"], "ner_tags": [3, 4]}, {"tokens": ["Juan"], "ner_tags": [1]}]
+    (tmp_path / "qu.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    features = Features({"tokens": Sequence(Value("string")),
+                         "ner_tags": Sequence(ClassLabel(names=["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]))})
+    asked = {}
+
+    def local_loader(name, config, split):
+        asked.update(name=name, config=config, split=split)
+        return load_dataset("json", data_files=str(tmp_path / "qu.jsonl"), features=features, split="train")
+
+    sentences = load_ner("wikiann:qu", "dev", loader=local_loader)
+    assert asked == {"name": "unimelb-nlp/wikiann", "config": "qu", "split": "validation"}
+    assert [(s.tokens, s.tags) for s in sentences] == [(["Qusqu", "llaqta"], ["B-LOC", "I-LOC"]), (["Juan"], ["B-PER"])]
+    assert sentences_from_dataset(local_loader("x", "y", "z"))[1].tags == ["B-PER"]
+    with pytest.raises(XlingError, match="no such file"):
+        load_ner("nowhere/train")
+
+
+# ---- alignment and prediction ------------------------------------------------------------------
+
+
+def test_first_subtoken_carries_the_label_and_long_sentences_are_windowed():
+    _, tokenizer = tiny_model("bert")
+    windows = windows_for([["qusqupi", "lima"]], tokenizer, max_len=16, stride=4)
+    assert len(windows) == 1
+    pieces = tokenizer.convert_ids_to_tokens(windows[0].input_ids)
+    starts = [i for i, w in enumerate(windows[0].word_index) if w >= 0]
+    assert [pieces[i] for i in starts] == ["▁qusqu", "▁lima"] and len(pieces) > 4
+    long_sentence = [["runa", "wasi"][i % 2] + "x" for i in range(100)]
+    windows = windows_for([long_sentence], tokenizer, max_len=24, stride=6)
+    assert len(windows) > 5 and all(len(w.input_ids) <= 24 for w in windows)
+    covered = {w for window in windows for w in window.word_index if w >= 0}
+    assert covered == set(range(100))
+
+
+def test_prediction_covers_every_word_and_is_valid_bio():
+    encoder, tokenizer = tiny_model("xlm-roberta")
+    model = AdaptedModel(encoder)
+    torch.manual_seed(0)
+    model.add_head("ner", TaggingHead(32, TaggingHeadConfig(["O", "B-LOC", "I-LOC", "B-PER", "I-PER"])))
+    with torch.no_grad():
+        model.heads["ner"].classifier.weight.mul_(50)  # confident, varied tags
+    sentences = [["qusqu", "llaqtapi"], ["runa"] * 150, [], ["lima", "peru", "juan"]]
+    predicted = predict_tags(model, tokenizer, sentences, "ner", batch_size=2, max_len=20, stride=4)
+    assert [len(p) for p in predicted] == [2, 150, 0, 3]
+    for tags in predicted:
+        for i, (tag, prob) in enumerate(tags):
+            assert 0 < prob <= 1
+            if tag.startswith("I-"):
+                assert i > 0 and tags[i - 1][0][2:] == tag[2:] and tags[i - 1][0] != "O"
+
+
+def test_seqeval_strict_scores():
+    gold = [["B-PER", "I-PER", "O", "B-LOC"], ["B-ORG", "O"]]
+    predicted = [["B-PER", "I-PER", "O", "B-PER"], ["I-ORG", "O"]]
+    result = score(gold, predicted)
+    assert result["support"] == 3
+    # strict mode: a lone I-ORG is no entity, so 2 predicted entities, 1 right
+    assert result["precision"] == pytest.approx(1 / 2) and result["recall"] == pytest.approx(1 / 3)
+    assert result["per_type"]["PER"]["f1"] == pytest.approx(2 / 3)
+    assert result["per_type"]["ORG"]["f1"] == 0  # strict: an entity must start with B-
+
+
+# ---- training and evaluation -------------------------------------------------------------------
+
+
+@pytest.fixture
+def setup_dirs(trained_workspace):
+    return trained_workspace
+
+
+def task_options(setup_dirs, **overrides):
+    root, model_dir, train, dev = setup_dirs
+    training = overrides.pop("training", TrainConfig(epochs=4, batch_size=16, learning_rate=5e-3, eval_every=None, patience=2))
+    fields = {"lang": "en", "train": str(train), "dev": str(dev), "model": str(model_dir), "workspace": str(root / "ws")}
+    return TaskAdapterOptions(training=training, **{**fields, **overrides})
+
+
+def test_train_task_stacks_on_frozen_lang_adapter_and_selects_best(setup_dirs):
+    root = setup_dirs[0]
+    lang_before = load_file(root / "ws" / "tinybert" / "lang" / "en" / "adapter_model.safetensors")
+    report = train_task_adapter(task_options(setup_dirs, name="ner-check"))
+    saved = Path(report["saved_to"])
+    assert saved == root / "ws" / "tinybert" / "task" / "ner-check"
+    task = json.loads((saved / "task.json").read_text())
+    assert task["method"] == "adapter" and task["labels"] == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+    assert json.loads((saved / "adapter_config.json").read_text())["config"]["reduction_factor"] == 16
+    log = [json.loads(l) for l in (saved / "train_log.jsonl").read_text().splitlines()]
+    assert report["best"]["f1"] == max(e["f1"] for e in log)
+    assert report["best"]["f1"] > 0.5  # the synthetic entities are easy to learn
+    lang_after = load_file(root / "ws" / "tinybert" / "lang" / "en" / "adapter_model.safetensors")
+    assert all(torch.equal(lang_before[k], lang_after[k]) for k in lang_before)
+    result = evaluate(EvaluationOptions(data=str(setup_dirs[3]), lang="en", task_adapter="ner-check",
+                                        model=str(setup_dirs[1]), workspace=str(root / "ws")))
+    assert result["f1"] == pytest.approx(report["best"]["f1"])  # the saved weights are the selected ones
+    assert result["setup"] == "Stack('lang-en', 'ner-check')" and set(result["per_type"]) == {"LOC", "PER"}
+
+
+@pytest.mark.parametrize("method, name", [("full", "ner-en-full"), ("head", "ner-en-head")])
+def test_baselines(setup_dirs, method, name):
+    report = train_task_adapter(task_options(setup_dirs, method=method, training=TrainConfig(
+        epochs=2, batch_size=16, learning_rate=1e-3, eval_every=None)))
+    assert report["name"] == name and report["method"] == method
+    result = evaluate(EvaluationOptions(data=str(setup_dirs[3]), lang="en", task_adapter=name, model=str(setup_dirs[1]),
+                                        workspace=str(setup_dirs[0] / "ws")))
+    assert result["f1"] == pytest.approx(report["best"]["f1"]) and result["setup"] == "no adapters"
+    if method == "full":
+        assert (Path(report["saved_to"]) / "encoder" / "model.safetensors").is_file()
+
+
+def test_no_lang_adapter_and_few_shot_continuation(setup_dirs):
+    report = train_task_adapter(task_options(setup_dirs, use_lang_adapter=False))
+    assert report["name"] == "ner-en-nolang" and report["lang_adapter"] is None
+    few = train_task_adapter(task_options(setup_dirs, lang="qu", name="ner-qu", use_lang_adapter=False,
+                                          init_from="ner-en-nolang", training=TrainConfig(max_steps=2, batch_size=8, eval_every=None)))
+    assert few["name"] == "ner-qu"
+    start = load_file(Path(report["saved_to"]) / "head_model.safetensors")
+    continued = load_file(Path(few["saved_to"]) / "head_model.safetensors")
+    assert continued.keys() == start.keys() and not all(torch.equal(start[k], continued[k]) for k in start)
+
+
+def test_missing_language_adapter_says_how_to_train_it(setup_dirs):
+    with pytest.raises(XlingError, match="xling train-lang de CORPUS"):
+        train_task_adapter(task_options(setup_dirs, lang="de"))
+    with pytest.raises(XlingError, match="xling train-lang de CORPUS"):
+        evaluate(EvaluationOptions(data=str(setup_dirs[3]), lang="de", task_adapter="ner-en", model=str(setup_dirs[1]),
+                                   workspace=str(setup_dirs[0] / "ws")))
+
+
+def test_evaluate_cli_json(setup_dirs):
+    root, model_dir, _, dev = setup_dirs
+    result = subprocess.run([sys.executable, "-m", "xling", "evaluate", "ner", str(dev), "--lang", "en", "--model", str(model_dir),
+                             "-w", str(root / "ws"), "--json"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    scores = json.loads(result.stdout)
+    assert {"precision", "recall", "f1", "per_type", "support"} <= set(scores)
+    table = subprocess.run([sys.executable, "-m", "xling", "evaluate", "ner", str(dev), "--lang", "en", "--model", str(model_dir),
+                            "-w", str(root / "ws")], capture_output=True, text=True, env={"COLUMNS": "120", **__import__("os").environ})
+    assert "overall" in table.stdout and "PER" in table.stdout

@@ -1,0 +1,94 @@
+"""`xling tag`: the thin command over `xling.tagging`."""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from enum import Enum
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from xling.cli.options import DEVICE, MODEL, WORKSPACE
+from xling.data.conll import read_lines, read_tokens
+from xling.errors import XlingError
+from xling.tagging.output import to_conll, to_html, to_jsonl, to_pretty
+from xling.tagging.tagger import Tagger, TaggedText, spans_from_tags
+from xling.tagging.words import Token
+
+
+class Format(str, Enum):
+    pretty = "pretty"
+    jsonl = "jsonl"
+    conll = "conll"
+    html = "html"
+
+
+def _input_lines(source: str) -> list[str]:
+    if source == "-":
+        data = sys.stdin.buffer.read()
+        try:
+            return data.decode("utf-8").splitlines()
+        except UnicodeDecodeError as err:
+            line = data[: err.start].count(b"\n") + 1
+            raise XlingError(f"<stdin>:{line}: not UTF-8 text ({err.reason})") from None
+    path = Path(source)
+    if not path.is_file():
+        raise XlingError(f"no such file: {source}")
+    return [line for _, line in read_lines(path)]
+
+
+def _tag_pretokenised(tagger: Tagger, lines: list[str]) -> list[TaggedText]:
+    sentences = read_tokens(enumerate(lines, start=1))
+    results = []
+    for tokens, tagged in zip(sentences, tagger.tag_words(sentences)):
+        text, words, cursor = " ".join(tokens), [], 0
+        for token in tokens:
+            words.append(Token(token, cursor, cursor + len(token)))
+            cursor += len(token) + 1
+        tags, scores = [t for t, _ in tagged], [p for _, p in tagged]
+        results.append(TaggedText(text, words, tags, scores, spans_from_tags(text, words, tags, scores)))
+    return results
+
+
+def tag(
+    source: str = typer.Argument(..., help="Text file to tag, or - for standard input."),
+    lang: str = typer.Option(..., "--lang", help="Language of the text: its language adapter goes under the task adapter."),
+    task: str = typer.Option("ner", help="The task."),
+    adapter: str = typer.Option(None, "--adapter", "-t", help="Task adapter [default: TASK-LANG if trained, else TASK-en]."),
+    fusion: str = typer.Option(None, help="A trained fusion to use instead of a single task adapter."),
+    output_format: Format = typer.Option(Format.pretty, "--format", "-f", help="pretty, jsonl, conll or html."),
+    output: str = typer.Option(None, "--output", "-o", help="Write here instead of standard output (written whole, or not at all)."),
+    paragraphs: bool = typer.Option(False, help="Lines are running text: split them into sentences first."),
+    conll: bool = typer.Option(False, "--conll", help="Input is pre-tokenised: a token per line, blank lines between sentences."),
+    no_lang_adapter: bool = typer.Option(False, help="Tag without a language adapter."),
+    model: str = MODEL,
+    workspace: str = WORKSPACE,
+    batch_size: int = typer.Option(32),
+    device: str = DEVICE,
+):
+    """Tag entities in text: one sentence per line, or running text with --paragraphs."""
+    lines = _input_lines(source)
+    tagger = Tagger.load(lang=lang, task=task, adapter=adapter, fusion=fusion, model=model, workspace=workspace,
+                         use_lang_adapter=not no_lang_adapter, device=device, batch_size=batch_size)
+    results = _tag_pretokenised(tagger, lines) if conll else tagger.tag_texts(lines, paragraphs)
+    if output_format is Format.pretty and output is None:
+        to_pretty(results, Console(highlight=False, soft_wrap=True))
+        return
+    if output_format is Format.pretty:
+        console = Console(record=True, width=100, file=open(os.devnull, "w"))
+        to_pretty(results, console)
+        text = console.export_text(styles=False)
+    else:
+        text = {"jsonl": to_jsonl, "conll": to_conll, "html": to_html}[output_format.value](results)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    target = Path(output)
+    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent if str(target.parent) else ".")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.chmod(temporary, 0o644)
+    os.replace(temporary, target)
+    Console(stderr=True).print(f"[green]wrote[/] {target}: {len(results)} lines, {sum(len(r.spans) for r in results)} entities")

@@ -1,0 +1,150 @@
+"""The Python API: `Tagger.load(lang="qu", task="ner")`, then `tagger(text)` or `tagger.pipe(texts)`.
+
+Model, workspace and adapters are resolved like the command line. The task adapter is
+`adapter` if given, else `<task>-<lang>` if the workspace has one (e.g. trained few-shot
+on the language), else `<task>-en` (zero-shot transfer from English), else the only
+`<task>-*` adapter there is.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from itertools import islice
+from typing import Iterable, Iterator
+
+from xling.adapters import Stack
+from xling.adapters.saving import load
+from xling.errors import XlingError
+from xling.scoring.evaluate import lang_adapter_dir, task_dir
+from xling.tagging.predict import predict_tags
+from xling.tagging.words import Token, split_sentences, tokenize
+from xling.tasks import load_task_model
+from xling.train.loop import pick_device
+from xling.workspace import Workspace, check_lang
+
+
+@dataclass
+class Span:
+    start: int
+    end: int
+    text: str
+    label: str
+    score: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class TaggedText:
+    """One input text: its words with tags and probabilities, and the entity spans."""
+
+    text: str
+    tokens: list[Token]
+    tags: list[str]
+    scores: list[float]
+    spans: list[Span]
+
+
+def spans_from_tags(text: str, tokens: list[Token], tags: list[str], scores: list[float]) -> list[Span]:
+    """Entities from IOB2 tags; an entity's score is the mean probability of its words."""
+    spans: list[Span] = []
+    begin = None
+    for i, tag in enumerate(tags + ["O"]):
+        if begin is not None and not (tag.startswith("I-") and tag[2:] == tags[begin][2:]):
+            start, end = tokens[begin].start, tokens[i - 1].end
+            mean = sum(scores[begin:i]) / (i - begin)
+            spans.append(Span(start, end, text[start:end], tags[begin][2:], round(mean, 4)))
+            begin = None
+        if tag.startswith("B-"):
+            begin = i
+    return spans
+
+
+def resolve_task_adapter(workspace: Workspace, task: str, lang: str, adapter: str | None) -> str:
+    if adapter:
+        return adapter
+    task_root = workspace.model_dir / "task"
+    for candidate in (f"{task}-{lang}", f"{task}-en"):
+        if (task_root / candidate).is_dir():
+            return candidate
+    trained = sorted(p.name for p in task_root.glob(f"{task}-*") if p.is_dir() and not p.name.endswith(".partial")) if task_root.is_dir() else []
+    if len(trained) == 1:
+        return trained[0]
+    if not trained:
+        raise XlingError(f"no {task} task adapter in {task_root}; train one with: xling train-task {task} --lang en --train FILE --dev FILE")
+    raise XlingError(f"several {task} task adapters in {task_root} ({', '.join(trained)}); choose one with --adapter")
+
+
+class Tagger:
+    def __init__(self, model, tokenizer, head: str, setup, batch_size: int = 32):
+        self.model, self.tokenizer, self.head, self.setup, self.batch_size = model, tokenizer, head, setup, batch_size
+
+    @classmethod
+    def load(
+        cls,
+        lang: str = "qu",
+        task: str = "ner",
+        adapter: str | None = None,
+        fusion: str | None = None,
+        model: str = "e5-small",
+        workspace: str | None = None,
+        use_lang_adapter: bool = True,
+        device: str = "auto",
+        batch_size: int = 32,
+    ) -> "Tagger":
+        """A ready tagger: `Stack(<lang>, <task adapter>)`, or `Stack(<lang>, Fuse(...))` with `fusion`."""
+        check_lang(lang)
+        ws = Workspace(workspace, model)
+        if fusion:
+            from xling.train.fusion import load_fusion_model
+
+            loaded, tokenizer, head, setup = load_fusion_model(model, ws, fusion)
+        else:
+            directory = task_dir(ws, resolve_task_adapter(ws, task, lang, adapter))
+            loaded, tokenizer, record = load_task_model(model, directory)
+            head, setup = record.name, (record.name if record.method == "adapter" else None)
+        if setup is not None and use_lang_adapter:
+            lang_name = load(loaded, lang_adapter_dir(ws, lang), name=f"lang-{lang}")
+            setup = Stack(lang_name, *([setup] if isinstance(setup, str) else parse_setup_children(setup)))
+        loaded.set_active(setup)
+        loaded.to(pick_device(device))
+        loaded.eval()
+        return cls(loaded, tokenizer, head, setup, batch_size)
+
+    def tag_words(self, sentences: list[list[str]]) -> list[list[tuple[str, float]]]:
+        """Pre-tokenised sentences -> per word (tag, probability)."""
+        return predict_tags(self.model, self.tokenizer, sentences, self.head, self.batch_size)
+
+    def tag_texts(self, texts: list[str], paragraphs: bool = False) -> list[TaggedText]:
+        """Raw texts -> tagged texts. With `paragraphs`, each text is split into sentences first."""
+        pieces: list[tuple[int, int, int]] = []  # (text index, start, end)
+        for index, text in enumerate(texts):
+            spans = split_sentences(text) if paragraphs else [(0, len(text))]
+            pieces.extend((index, start, end) for start, end in spans)
+        token_lists = [[Token(t.text, t.start + start, t.end + start) for t in tokenize(texts[i][start:end])] for i, start, end in pieces]
+        predicted = self.tag_words([[t.text for t in tokens] for tokens in token_lists])
+        results = [TaggedText(text, [], [], [], []) for text in texts]
+        for (index, _, _), tokens, tagged in zip(pieces, token_lists, predicted):
+            result = results[index]
+            result.tokens += tokens
+            result.tags += [tag for tag, _ in tagged]
+            result.scores += [score for _, score in tagged]
+        for result in results:
+            result.spans = spans_from_tags(result.text, result.tokens, result.tags, result.scores)
+        return results
+
+    def __call__(self, text: str) -> list[Span]:
+        return self.tag_texts([text])[0].spans
+
+    def pipe(self, texts: Iterable[str], batch_size: int = 256, paragraphs: bool = False) -> Iterator[TaggedText]:
+        """Stream tagged texts, tagging `batch_size` texts at a time."""
+        iterator = iter(texts)
+        while chunk := list(islice(iterator, batch_size)):
+            yield from self.tag_texts(chunk, paragraphs)
+
+
+def parse_setup_children(setup) -> list:
+    """The blocks of a setup, to put a language adapter below them."""
+    return list(setup) if isinstance(setup, Stack) else [setup]
+
+
