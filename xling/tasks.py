@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from xling.adapters import AdaptedModel
+from xling.adapters import AdaptedModel, Fuse
 from xling.adapters.saving import load, load_head, save_adapter, save_head, write_head
 from xling.errors import XlingError
 from xling.fileio import atomic_directory
@@ -69,3 +69,17 @@ def load_task_model(model_spec: str, directory: Path) -> tuple[AdaptedModel, obj
 
 
 
+
+
+def load_fusion_model(model_spec: str, workspace, name: str):
+    """(model, tokenizer, head name, Fuse setup) for a fusion saved in the workspace."""
+    from xling.adapters.saving import read_config
+
+    directory = workspace.fusion(name)
+    record = read_config(directory)
+    encoder, tokenizer = load_model(model_spec)
+    model = AdaptedModel(encoder)
+    for adapter in record["adapters"]:
+        load(model, workspace.task(adapter), name=adapter)
+    fuse_name = load(model, directory)
+    return model, tokenizer, fuse_name, Fuse(*record["adapters"])

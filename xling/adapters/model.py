@@ -58,6 +58,7 @@ class AdaptedModel(nn.Module):
         self.heads = nn.ModuleDict()
         self.active: Stack | None = None
         self._sites: set[tuple[int, str]] = set()  # (layer, site) pairs the active setup touches
+        self._removed_layers: frozenset[int] = frozenset()  # layers whose adapters are switched off
         self._captured: dict = {}
         self._install_hooks(base)
 
@@ -131,7 +132,8 @@ class AdaptedModel(nn.Module):
             for name in adapter_names(stack)
             for i in range(self.num_layers)
             for site in SITES
-            if self.adapters[name].block(i, site) is not None or self.adapters[name].layer_norm(i, site) is not None
+            if i not in self._removed_layers
+            and (self.adapters[name].block(i, site) is not None or self.adapters[name].layer_norm(i, site) is not None)
         }
 
     @contextmanager
@@ -142,6 +144,18 @@ class AdaptedModel(nn.Module):
             yield self
         finally:
             self.set_active(previous)
+
+    @contextmanager
+    def without_layers(self, layers):
+        """Switch off every adapter (and fusion) in `layers`, e.g. for ablations; no retraining."""
+        previous = self._removed_layers
+        self._removed_layers = frozenset(layers)
+        self.set_active(self.active)
+        try:
+            yield self
+        finally:
+            self._removed_layers = previous
+            self.set_active(self.active)
 
     def train_adapter(self, setup: Setup, train: list[str]) -> ParameterCount:
         """Activate `setup`, freeze everything, then unfreeze the named adapters, fusions and heads."""

@@ -7,6 +7,7 @@ import typer
 from rich.console import Console
 
 from xling import __version__
+from xling.cli import analyze as analyze_cli
 from xling.cli import models as models_cli
 from xling.cli import tag as tag_cli
 from xling.cli import task as task_cli
@@ -23,8 +24,10 @@ app = typer.Typer(
 app.add_typer(models_cli.app, name="models")
 app.command("train-lang")(train_cli.train_lang)
 app.command("train-task")(task_cli.train_task)
+app.command("train-fusion")(task_cli.train_fusion_command)
 app.command("evaluate")(task_cli.evaluate_command)
 app.command("tag")(tag_cli.tag)
+app.add_typer(analyze_cli.app, name="analyze")
 
 
 def _version(value: bool):

@@ -12,6 +12,8 @@ from xling.data.labels import parse_label_map
 from xling.scoring import scores_table
 from xling.scoring.evaluate import EvaluationOptions, evaluate
 from xling.train.loop import TrainConfig
+from xling.adapters import FusionConfig
+from xling.train.fusion import FusionOptions, train_fusion
 from xling.train.task import TaskAdapterOptions, train_task_adapter
 
 console = Console(stderr=True)
@@ -87,11 +89,52 @@ def train_task(
     )
 
 
+def train_fusion_command(
+    task: Task = typer.Argument(..., help="The task: ner."),
+    lang: str = typer.Option(..., "--lang", help="Language of the training data; its language adapter goes below the fusion."),
+    adapters: str = typer.Option(..., help="Task adapters to fuse, comma-separated, e.g. ner-en,ner-es."),
+    train_data: str = typer.Option(..., "--train", help="Training data (e.g. the 100 Quechua training sentences)."),
+    dev_data: str = typer.Option(..., "--dev", help="Dev data for model selection and early stopping."),
+    name: str = typer.Option(None, help="Name of the fusion [default: TASK-fusion-LANG]."),
+    model: str = MODEL,
+    workspace: str = WORKSPACE,
+    no_lang_adapter: bool = typer.Option(False, help="Fuse without a language adapter below."),
+    temperature: float = typer.Option(1.0, help="Softmax temperature over the fused adapters."),
+    value_penalty: float = typer.Option(0.01, help="Weight of the L2 pull of the value matrices towards identity."),
+    drop_labels: str = typer.Option(None, help="Entity types to turn into O, e.g. MISC."),
+    label_map: str = typer.Option(None, help="Rename entity types, e.g. PERSON=PER."),
+    epochs: float = typer.Option(10.0),
+    steps: int = typer.Option(None, help="Optimiser steps instead of --epochs."),
+    batch_size: int = typer.Option(16),
+    lr: float = typer.Option(5e-5, help="Learning rate (AdapterFusion paper: 5e-5)."),
+    eval_every: int = typer.Option(None, help="Evaluate dev F1 every N steps [default: once per epoch]."),
+    patience: int = typer.Option(3),
+    checkpoint_every: int = typer.Option(200),
+    seed: int = typer.Option(42),
+    device: str = DEVICE,
+    overwrite: bool = typer.Option(False),
+    restart: bool = typer.Option(False),
+):
+    """Train an AdapterFusion layer over frozen task adapters: Stack(LANG, Fuse(ADAPTERS))."""
+    report = train_fusion(FusionOptions(
+        lang=lang, adapters=[a.strip() for a in adapters.split(",") if a.strip()], train=train_data, dev=dev_data,
+        task=task.value, name=name, model=model, workspace=workspace, use_lang_adapter=not no_lang_adapter,
+        fusion=FusionConfig(temperature=temperature, value_penalty=value_penalty),
+        training=TrainConfig(max_steps=steps, epochs=epochs, batch_size=batch_size, learning_rate=lr, eval_every=eval_every,
+                             patience=patience, checkpoint_every=checkpoint_every, seed=seed, device=device),
+        drop_labels=_drop(drop_labels), label_map=parse_label_map(label_map), overwrite=overwrite, restart=restart,
+    ), console)
+    best = report["best"] or {}
+    Console().print(f"[green]saved[/] fusion {report['name']} to {report['saved_to']}: best dev F1 {100 * best.get('f1', 0):.1f} "
+                    f"at step {best.get('step', '?')} of {report['steps']}")
+
+
 def evaluate_command(
     task: Task = typer.Argument(..., help="The task: ner."),
     data: str = typer.Argument(..., help="Labelled data: a CoNLL file or a named source such as wikiann:qu."),
     lang: str = typer.Option(..., "--lang", help="Language of the data: its language adapter is stacked under the task adapter."),
-    task_adapter: str = typer.Option("ner-en", "--task-adapter", "-t", help="Trained task (name in the workspace, or a directory)."),
+    task_adapter: str = typer.Option(None, "--task-adapter", "-t", help="Trained task (name or directory) [default: ner-LANG if trained, else ner-en]."),
+    fusion: str = typer.Option(None, help="A trained fusion to evaluate instead of a single task adapter."),
     no_lang_adapter: bool = typer.Option(False, help="Evaluate the task adapter without any language adapter."),
     model: str = MODEL,
     workspace: str = WORKSPACE,
@@ -102,7 +145,7 @@ def evaluate_command(
 ):
     """Score a trained task on labelled data with seqeval (strict IOB2, entity level)."""
     result = evaluate(EvaluationOptions(
-        data=data, lang=lang, task_adapter=task_adapter, model=model, workspace=workspace,
+        data=data, lang=lang, task_adapter=task_adapter, fusion=fusion, model=model, workspace=workspace,
         use_lang_adapter=not no_lang_adapter, drop_labels=_drop(drop_labels), label_map=parse_label_map(label_map),
         batch_size=batch_size,
     ))

@@ -14,10 +14,9 @@ from typing import Iterable, Iterator
 from xling.adapters import Stack
 from xling.adapters.saving import load
 from xling.errors import XlingError
-from xling.scoring.evaluate import lang_adapter_dir, task_dir
 from xling.tagging.predict import predict_tags
 from xling.tagging.words import Token, split_sentences, tokenize
-from xling.tasks import load_task_model
+from xling.tasks import load_fusion_model, load_task_model
 from xling.train.loop import pick_device
 from xling.workspace import Workspace, check_lang
 
@@ -96,16 +95,14 @@ class Tagger:
         check_lang(lang)
         ws = Workspace(workspace, model)
         if fusion:
-            from xling.train.fusion import load_fusion_model
-
             loaded, tokenizer, head, setup = load_fusion_model(model, ws, fusion)
         else:
-            directory = task_dir(ws, resolve_task_adapter(ws, task, lang, adapter))
+            directory = ws.task(resolve_task_adapter(ws, task, lang, adapter))
             loaded, tokenizer, record = load_task_model(model, directory)
             head, setup = record.name, (record.name if record.method == "adapter" else None)
         if setup is not None and use_lang_adapter:
-            lang_name = load(loaded, lang_adapter_dir(ws, lang), name=f"lang-{lang}")
-            setup = Stack(lang_name, *([setup] if isinstance(setup, str) else parse_setup_children(setup)))
+            lang_name = load(loaded, ws.lang_adapter(lang), name=f"lang-{lang}")
+            setup = Stack(lang_name, setup)
         loaded.set_active(setup)
         loaded.to(pick_device(device))
         loaded.eval()
@@ -141,10 +138,5 @@ class Tagger:
         iterator = iter(texts)
         while chunk := list(islice(iterator, batch_size)):
             yield from self.tag_texts(chunk, paragraphs)
-
-
-def parse_setup_children(setup) -> list:
-    """The blocks of a setup, to put a language adapter below them."""
-    return list(setup) if isinstance(setup, Stack) else [setup]
 
 

@@ -54,19 +54,6 @@ class TaskAdapterOptions:
         return f"{self.task}-{self.lang}{suffix}"
 
 
-def _lang_adapter_dir(workspace: Workspace, name: str) -> Path:
-    path = Path(name)
-    if path.is_dir():
-        return path
-    directory = workspace.adapter_dir("lang", name)
-    if not directory.is_dir():
-        raise XlingError(
-            f"no language adapter {name!r} in {directory.parent}; train it first: xling train-lang {name} CORPUS "
-            f"(or pass --no-lang-adapter)"
-        )
-    return directory
-
-
 def train_task_adapter(options: TaskAdapterOptions, console: Console | None = None) -> dict:
     console = console or Console(stderr=True)
     lang = check_lang(options.lang)
@@ -85,10 +72,11 @@ def train_task_adapter(options: TaskAdapterOptions, console: Console | None = No
         raise XlingError("the training and dev data must each hold at least one sentence")
 
     stacked_lang = options.method == "adapter" and options.use_lang_adapter
-    lang_dir = _lang_adapter_dir(workspace, options.lang_adapter or lang) if stacked_lang else None
+    lang_source = options.lang_adapter or lang
+    lang_dir = (Path(lang_source) if Path(lang_source).is_dir() else workspace.lang_adapter(lang_source)) if stacked_lang else None
     torch.manual_seed(options.training.seed)
     if options.init_from:
-        init_dir = Path(options.init_from) if Path(options.init_from).is_dir() else workspace.adapter_dir("task", options.init_from)
+        init_dir = workspace.task(options.init_from)
         model, tokenizer, init_record = load_task_model(options.model, init_dir)
         if init_record.method != options.method:
             raise XlingError(f"--init-from {options.init_from} was trained with method {init_record.method}, not {options.method}")

@@ -1,0 +1,128 @@
+"""AdapterFusion training and reload, and the analyses (fusion attention, layer ablation, parameters)."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from xling.adapters import Fuse, Stack
+from xling.analysis.ablation import layer_ablation
+from xling.analysis.fusion import fusion_attention
+from xling.analysis.params import parameter_table
+from xling.errors import XlingError
+from xling.scoring.evaluate import EvaluationOptions, evaluate
+from xling.tagging.tagger import Tagger
+from xling.train.fusion import FusionOptions, train_fusion
+from xling.train.loop import TrainConfig
+from xling.train.task import TaskAdapterOptions, train_task_adapter
+from xling.workspace import Workspace
+
+
+@pytest.fixture(scope="module")
+def fused(trained_workspace):
+    root, model_dir, train, dev = trained_workspace
+    ws = str(root / "ws")
+    if not (root / "ws" / "tinybert" / "task" / "ner-es").exists():
+        train_task_adapter(TaskAdapterOptions(
+            lang="en", name="ner-es", train=str(train), dev=str(dev), model=str(model_dir), workspace=ws,
+            training=TrainConfig(epochs=2, batch_size=16, learning_rate=5e-3, eval_every=None, seed=3)))
+    report = train_fusion(FusionOptions(
+        lang="qu", adapters=["ner-en", "ner-es"], train=str(dev), dev=str(dev), model=str(model_dir), workspace=ws,
+        training=TrainConfig(epochs=3, batch_size=8, learning_rate=5e-3, eval_every=None, patience=3), overwrite=True))
+    return report, root, model_dir, dev
+
+
+def test_fusion_is_trained_over_frozen_adapters_and_reloads_exactly(fused):
+    report, root, model_dir, dev = fused
+    assert report["name"] == "ner-fusion-qu" and report["adapters"] == ["ner-en", "ner-es"]
+    saved = json.loads((root / "ws" / "tinybert" / "fusion" / "ner-fusion-qu" / "adapter_config.json").read_text())
+    assert saved["kind"] == "fusion" and saved["adapters"] == ["ner-en", "ner-es"]
+    result = evaluate(EvaluationOptions(data=str(dev), lang="qu", fusion="ner-fusion-qu", model=str(model_dir),
+                                        workspace=str(root / "ws")))
+    assert result["setup"] == repr(Stack("lang-qu", Fuse("ner-en", "ner-es")))
+    assert result["f1"] == report["best"]["f1"]  # exactly the dev F1 it was selected with
+
+
+def test_tag_command_accepts_a_fusion(fused):
+    _, root, model_dir, dev = fused
+    source = root / "fusion-input.txt"
+    source.write_text("juan lima the city\n")
+    result = subprocess.run([sys.executable, "-m", "xling", "tag", str(source), "--lang", "qu", "--fusion", "ner-fusion-qu",
+                             "--model", str(model_dir), "-w", str(root / "ws"), "-f", "jsonl"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["text"] == "juan lima the city"
+
+
+def test_fusion_needs_task_adapters(trained_workspace):
+    root, model_dir, train, dev = trained_workspace
+    with pytest.raises(XlingError, match="at least two"):
+        train_fusion(FusionOptions(lang="qu", adapters=["ner-en"], train=str(dev), dev=str(dev), model=str(model_dir),
+                                   workspace=str(root / "ws")))
+    with pytest.raises(XlingError, match="no task adapter 'ner-zz'"):
+        train_fusion(FusionOptions(lang="qu", adapters=["ner-en", "ner-zz"], train=str(dev), dev=str(dev), name="other",
+                                   model=str(model_dir), workspace=str(root / "ws")))
+
+
+def test_fusion_attention_averages_sum_to_one(fused):
+    _, root, model_dir, dev = fused
+    tagger = Tagger.load(lang="qu", fusion="ner-fusion-qu", model=str(model_dir), workspace=str(root / "ws"))
+    result = fusion_attention(tagger, str(dev))
+    assert result["adapters"] == ["ner-en", "ner-es"] and result["layers"] == ["0_ffn", "1_ffn", "2_ffn"]
+    assert result["tokens"] > 100
+    assert all(abs(sum(row) - 1) < 1e-6 for row in result["attention"])
+
+
+def test_layer_ablation_reuses_one_model(trained_workspace, monkeypatch):
+    root, model_dir, _, dev = trained_workspace
+    tagger = Tagger.load(lang="en", model=str(model_dir), workspace=str(root / "ws"))
+    import xling.tasks
+
+    monkeypatch.setattr(xling.tasks, "load_model", lambda *a, **k: pytest.fail("the model was reloaded"))
+    spans = []
+    result = layer_ablation(tagger, str(dev), limit=20, on_span=lambda i, j: spans.append((i, j)))
+    assert spans == [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)]
+    assert all(math.isnan(result["drop"][i][j]) for i in range(3) for j in range(i))
+    assert result["sentences"] == 20
+    baseline = evaluate(EvaluationOptions(data=str(dev), lang="en"), tagger=tagger)  # adapters are back afterwards
+    assert tagger.model._removed_layers == frozenset()
+    assert baseline["f1"] >= 0
+
+
+def test_without_layers_removes_exactly_those_adapters(trained_workspace):
+    root, model_dir, _, _ = trained_workspace
+    tagger = Tagger.load(lang="en", model=str(model_dir), workspace=str(root / "ws"))
+    model = tagger.model
+    everything = set(model._sites)
+    with model.without_layers([1]):
+        assert model._sites == {s for s in everything if s[0] != 1}
+    with model.without_layers(range(3)):
+        assert model._sites == set()
+    assert model._sites == everything
+
+
+def test_parameter_table(fused):
+    _, root, model_dir, _ = fused
+    result = parameter_table(Workspace(str(root / "ws"), str(model_dir)), base_parameters=30_000)
+    rows = {(r["kind"], r["name"]): r for r in result["rows"]}
+    assert rows[("lang", "qu")]["head"] > 0 and rows[("lang", "qu")]["used"] == rows[("lang", "qu")]["adapter"]
+    assert rows[("task", "ner-en")]["used"] == rows[("task", "ner-en")]["adapter"] + rows[("task", "ner-en")]["head"]
+    assert ("fusion", "ner-fusion-qu") in rows
+    assert result["total_relative"] == pytest.approx(1 + sum(r["used"] for r in result["rows"]) / 30_000)
+
+
+def test_analysis_commands_write_readable_pngs(fused, tmp_path):
+    _, root, model_dir, dev = fused
+    common = ["--model", str(model_dir), "-w", str(root / "ws")]
+    for args in (["fusion", str(dev), "--fusion", "ner-fusion-qu", "--lang", "qu", "-o", str(tmp_path / "fusion.png")],
+                 ["ablation", str(dev), "--lang", "en", "--limit", "10", "-o", str(tmp_path / "ablation.png")]):
+        result = subprocess.run([sys.executable, "-m", "xling", "analyze", *args, *common], capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+    for name in ("fusion", "ablation"):
+        png = (tmp_path / f"{name}.png").read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+        assert json.loads((tmp_path / f"{name}.json").read_text())
+    params = subprocess.run([sys.executable, "-m", "xling", "analyze", "params", "--json", *common], capture_output=True, text=True)
+    assert params.returncode == 0 and json.loads(params.stdout)["rows"]

@@ -1,0 +1,1 @@
+"""Analyses of the seed papers: fusion attention, layer ablations, parameter budgets."""

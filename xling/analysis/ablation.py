@@ -1,0 +1,32 @@
+"""Remove the adapters of every continuous span of layers and measure the drop in F1.
+
+As in Houlsby et al. (Fig. 6) and the Mohebbi & Rajaee report (Fig. 8): no retraining;
+the model is loaded once and each span is switched off in turn.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from xling.data.labels import relabel
+from xling.data.sources import load_ner
+from xling.scoring.entities import score
+from xling.tagging.tagger import Tagger
+
+
+def layer_ablation(tagger: Tagger, data: str, limit: int | None = None, on_span: Callable[[int, int], None] = lambda i, j: None) -> dict:
+    """{"f1": full F1, "drop": [[relative drop for span i..j, NaN below the diagonal]]}."""
+    sentences = relabel(load_ner(data, "validation"))[:limit]
+    tokens, gold = [s.tokens for s in sentences], [s.tags for s in sentences]
+
+    def f1() -> float:
+        return score(gold, [[tag for tag, _ in p] for p in tagger.tag_words(tokens)])["f1"]
+
+    full = f1()
+    layers = tagger.model.num_layers
+    drop = [[float("nan")] * layers for _ in range(layers)]
+    for first in range(layers):
+        for last in range(first, layers):
+            on_span(first, last)
+            with tagger.model.without_layers(range(first, last + 1)):
+                drop[first][last] = (full - f1()) / full if full else 0.0
+    return {"f1": full, "sentences": len(sentences), "drop": drop}

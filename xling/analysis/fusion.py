@@ -1,0 +1,42 @@
+"""Average AdapterFusion attention per layer and adapter over a data set (AdapterFusion, Fig. 4)."""
+from __future__ import annotations
+
+import torch
+
+from xling.data.sources import load_ner
+from xling.tagging.align import windows_for
+from xling.tagging.predict import length_batches, max_window, pad_batch
+from xling.tagging.tagger import Tagger
+
+
+@torch.inference_mode()
+def fusion_attention(tagger: Tagger, data: str, batch_size: int = 32) -> dict:
+    """{"layers": [...], "adapters": [...], "attention": [[mean weight per adapter] per layer]} over real tokens."""
+    model = tagger.model
+    fusion = model.fusions[tagger.head]
+    layers = sorted(fusion.layers.items(), key=lambda item: (int(item[0].split("_")[0]), item[0]))
+    for _, layer in layers:
+        layer.record_attention = True
+    sums = {key: torch.zeros(len(fusion.adapter_names), dtype=torch.float64) for key, _ in layers}
+    tokens = 0
+    sentences = [s.tokens for s in load_ner(data, "validation")]
+    windows = windows_for(sentences, tagger.tokenizer, max_window(model, tagger.tokenizer), 32)
+    device = next(model.parameters()).device
+    try:
+        for batch in length_batches(windows, batch_size):
+            ids, mask = pad_batch([windows[i] for i in batch], tagger.tokenizer.pad_token_id, device)
+            model(input_ids=ids, attention_mask=mask)
+            real = mask.bool()
+            for key, layer in layers:
+                sums[key] += layer.last_attention[real].double().sum(0).cpu()
+            tokens += int(real.sum())
+    finally:
+        for _, layer in layers:
+            layer.record_attention = False
+            layer.last_attention = None
+    return {
+        "layers": [key for key, _ in layers],
+        "adapters": fusion.adapter_names,
+        "tokens": tokens,
+        "attention": [(sums[key] / max(1, tokens)).tolist() for key, _ in layers],
+    }
