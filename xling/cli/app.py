@@ -8,7 +8,9 @@ from rich.console import Console
 
 from xling import __version__
 from xling.cli import analyze as analyze_cli
+from xling.cli import corpora as corpora_cli
 from xling.cli import models as models_cli
+from xling.cli import run as run_cli
 from xling.cli import tag as tag_cli
 from xling.cli import task as task_cli
 from xling.cli import train as train_cli
@@ -28,6 +30,9 @@ app.command("train-fusion")(task_cli.train_fusion_command)
 app.command("evaluate")(task_cli.evaluate_command)
 app.command("tag")(tag_cli.tag)
 app.add_typer(analyze_cli.app, name="analyze")
+app.add_typer(corpora_cli.app, name="corpora")
+app.command("run")(run_cli.run)
+app.command("demo")(run_cli.demo)
 
 
 def _version(value: bool):

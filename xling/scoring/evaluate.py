@@ -21,10 +21,11 @@ class EvaluationOptions:
     drop_labels: list[str] = field(default_factory=list)
     label_map: dict[str, str] = field(default_factory=dict)
     batch_size: int = 64
+    limit: int | None = None  # score the first N sentences only
 
 
 def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
-    sentences = relabel(load_ner(options.data, "validation"), options.drop_labels, options.label_map)
+    sentences = relabel(load_ner(options.data, "validation"), options.drop_labels, options.label_map)[: options.limit]
     tagger = tagger or Tagger.load(
         lang=options.lang, adapter=options.task_adapter, fusion=options.fusion, model=options.model,
         workspace=options.workspace, use_lang_adapter=options.use_lang_adapter, batch_size=options.batch_size,

@@ -24,28 +24,21 @@ from xling.errors import XlingError
 from xling.models import load_model
 from xling.tasks import read_task
 from xling.train.loop import TrainConfig, train
-from xling.train.tagging import TaggingObjective
+from xling.train.tagging import TaggingObjective, TaggingRunOptions
 from xling.workspace import Workspace, check_lang
 
 
 @dataclass
-class FusionOptions:
+class FusionOptions(TaggingRunOptions):
     lang: str
     adapters: list[str]
     train: str
     dev: str
     task: str = "ner"
     name: str | None = None
-    model: str = "e5-small"
-    workspace: str | None = None
     use_lang_adapter: bool = True
     fusion: FusionConfig = field(default_factory=FusionConfig)
     training: TrainConfig = field(default_factory=lambda: TrainConfig(epochs=10, batch_size=16, learning_rate=5e-5, eval_every=None, patience=3))
-    drop_labels: list[str] = field(default_factory=list)
-    label_map: dict[str, str] = field(default_factory=dict)
-    max_len: int | None = 256
-    overwrite: bool = False
-    restart: bool = False
 
 
 def train_fusion(options: FusionOptions, console: Console | None = None) -> dict:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Iterator
 
 import torch
@@ -13,6 +14,19 @@ from xling.errors import XlingError
 from xling.scoring import score
 from xling.tagging.align import IGNORE, windows_for, window_labels
 from xling.tagging.predict import max_window, pad_batch, predict_tags
+
+
+@dataclass(kw_only=True)
+class TaggingRunOptions:
+    """What every run on labelled tagging data shares (task adapters, baselines, fusion)."""
+
+    model: str = "e5-small"
+    workspace: str | None = None
+    drop_labels: list[str] = field(default_factory=list)
+    label_map: dict[str, str] = field(default_factory=dict)
+    max_len: int | None = 256  # longest window in sub-tokens
+    overwrite: bool = False
+    restart: bool = False
 
 
 class TaggingObjective:

@@ -24,30 +24,25 @@ from xling.errors import XlingError
 from xling.models import load_model
 from xling.tasks import METHODS, TaskRecord, load_task_model, save_task
 from xling.train.loop import TrainConfig, train
-from xling.train.tagging import TaggingObjective
+from xling.train.tagging import TaggingObjective, TaggingRunOptions
 from xling.workspace import Workspace, check_lang
 
 
 @dataclass
-class TaskAdapterOptions:
+class TaskAdapterOptions(TaggingRunOptions):
     lang: str
     train: str
     dev: str
     task: str = "ner"
     name: str | None = None
-    model: str = "e5-small"
-    workspace: str | None = None
     method: str = "adapter"
+    train_limit: int | None = None  # train on the first N sentences only
+    dev_limit: int | None = None  # select on the first N dev sentences only
     use_lang_adapter: bool = True
     lang_adapter: str | None = None  # a name in the workspace, or a directory; default: --lang
     init_from: str | None = None  # continue a trained task adapter (few-shot)
     adapter: BottleneckConfig = field(default_factory=lambda: BottleneckConfig.preset("pfeiffer"))
     training: TrainConfig = field(default_factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=5e-4, eval_every=None, patience=2))
-    drop_labels: list[str] = field(default_factory=list)
-    label_map: dict[str, str] = field(default_factory=dict)
-    max_len: int | None = 256
-    overwrite: bool = False
-    restart: bool = False
 
     def default_name(self) -> str:
         suffix = {"adapter": "" if self.use_lang_adapter else "-nolang", "full": "-full", "head": "-head"}[self.method]
@@ -66,8 +61,8 @@ def train_task_adapter(options: TaskAdapterOptions, console: Console | None = No
     if target.exists() and not options.overwrite:
         raise XlingError(f"a task adapter already exists at {target} (use --overwrite to replace it)")
     started = time.perf_counter()
-    train_data = relabel(load_ner(options.train, "train"), options.drop_labels, options.label_map)
-    dev_data = relabel(load_ner(options.dev, "validation"), options.drop_labels, options.label_map)
+    train_data = relabel(load_ner(options.train, "train"), options.drop_labels, options.label_map)[: options.train_limit]
+    dev_data = relabel(load_ner(options.dev, "validation"), options.drop_labels, options.label_map)[: options.dev_limit]
     if not train_data or not dev_data:
         raise XlingError("the training and dev data must each hold at least one sentence")
 
@@ -107,6 +102,7 @@ def train_task_adapter(options: TaskAdapterOptions, console: Console | None = No
         "train": options.train, "dev": options.dev, "lang_adapter": str(lang_dir) if lang_dir else None,
         "init_from": options.init_from, "adapter": options.adapter.to_dict(), "labels": labels,
         "drop_labels": options.drop_labels, "label_map": options.label_map, "max_len": options.max_len,
+        "train_limit": options.train_limit, "dev_limit": options.dev_limit,
     }
     result = train(model, objective, options.training, run_dir, run_options, title=f"train-task {name}", console=console)
     report = {

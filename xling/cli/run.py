@@ -1,0 +1,36 @@
+"""`xling run RECIPE` and `xling demo`."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from xling.cli.options import MODEL
+from xling.paths import default_workspace
+from xling.recipes import run_recipe
+
+console = Console(stderr=True)
+
+
+def run(recipe: Path = typer.Argument(..., help="A recipe TOML file, e.g. recipes/madx-qu.toml.")):
+    """Run a recipe's steps in order, skipping those already done, and print the results table."""
+    run_recipe(recipe, console)
+
+
+def demo(
+    workspace: Path = typer.Option(None, "--workspace", "-w", help="Where the demo's adapters go [default: WORKSPACE/demo]."),
+    model: str = MODEL,
+    quick: bool = typer.Option(False, help="An even shorter run (a smoke test, not a result)."),
+):
+    """A small but real MAD-X pipeline on the embedded model: adapters, scores, tagged Quechua."""
+    from xling.demo import demo_recipe, demo_sources
+
+    sources = demo_sources(console)
+    console.print(f"[bold]data:[/] {sources['source']}")
+    target = workspace or default_workspace() / "demo"
+    recipe = demo_recipe(sources, target, quick)
+    recipe.model = model
+    run_recipe(recipe.file, console, recipe=recipe)
+    console.print(f"\nThe demo's adapters are in {target}. Tag your own text with:\n"
+                  f"  xling tag --lang qu -w {target} FILE")

