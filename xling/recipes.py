@@ -155,8 +155,6 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
                     continue
                 if not resolved.startswith(("wikiann:",)) and not Path(resolved).exists() and not any(c in resolved for c in "*?["):
                     problems.append(f"{where}: key {key!r}: {value} not found")
-        if unknown or step.run not in KEYS:
-            continue
         for kind, name in requires(step):
             if (kind, name) not in made and not workspace.adapter_dir(kind, name).is_dir():
                 problems.append(f"{where}: needs the {kind} adapter {name!r}, which no earlier step trains and the workspace does not hold")

@@ -1,0 +1,151 @@
+"""Recipes, the corpora catalogue and the demo's data sources."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from xling.data.catalog import load_catalog, resolve
+from xling.errors import XlingError
+from xling.recipes import read_recipe, run_recipe, validate
+from xling.workspace import Workspace
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def write_recipe(path: Path, model: Path, workspace: Path, steps: str) -> Path:
+    path.write_text(f'[recipe]\nname = "tiny"\nmodel = "{model}"\nworkspace = "{workspace}"\n\n{steps}', encoding="utf-8")
+    return path
+
+
+def test_validation_reports_every_problem_with_file_and_step(tmp_path, trained_workspace):
+    _, model_dir, train, dev = trained_workspace
+    recipe = write_recipe(tmp_path / "bad.toml", model_dir, tmp_path / "ws", f'''
+[[step]]
+name = "lang"
+run = "train-lang"
+lang = "qu"
+corpus = ["{tmp_path / 'missing.txt'}"]
+stepz = 10
+
+[[step]]
+name = "task"
+run = "train-task"
+lang = "de"
+train = "{train}"
+dev = "{dev}"
+
+[[step]]
+name = "eval"
+run = "evaluate"
+data = "{dev}"
+lang = "qu"
+task_adapter = "ner-xx"
+''')
+    with pytest.raises(XlingError) as error:
+        validate(read_recipe(recipe), Workspace(str(tmp_path / "ws"), str(model_dir)))
+    message = str(error.value)
+    assert "bad.toml: step 1 (lang): unknown key 'stepz'" in message
+    assert "step 1 (lang): key 'corpus'" in message and "missing.txt not found" in message
+    assert "step 2 (task): needs the lang adapter 'de'" in message
+    assert "step 3 (eval): needs the task adapter 'ner-xx'" in message
+    assert "4 problem(s)" in message
+
+
+def test_recipe_runs_then_skips_finished_steps(tmp_path, trained_workspace):
+    _, model_dir, train, dev = trained_workspace
+    workspace = tmp_path / "ws"
+    recipe = write_recipe(tmp_path / "tiny.toml", model_dir, workspace, f'''
+[[step]]
+name = "lang-en"
+run = "train-lang"
+lang = "en"
+corpus = ["{train}"]
+steps = 4
+seq_len = 32
+batch_size = 4
+
+[[step]]
+name = "ner-en"
+run = "train-task"
+lang = "en"
+train = "{train}"
+dev = "{dev}"
+epochs = 2
+batch_size = 16
+lr = 5e-3
+
+[[step]]
+name = "dev"
+run = "evaluate"
+data = "{dev}"
+lang = "en"
+label = "tiny dev"
+
+[[step]]
+name = "tags"
+run = "tag"
+input = "{dev}"
+lang = "en"
+format = "jsonl"
+output = "{tmp_path / 'tags.jsonl'}"
+''')
+    statuses = []
+    results = run_recipe(recipe, on_step=lambda step, status: statuses.append(status))
+    assert statuses == ["ran"] * 4
+    assert [r["label"] for r in results] == ["tiny dev"] and 0 <= results[0]["f1"] <= 1
+    out = workspace / "tinybert" / "results" / "tiny"
+    assert "| tiny dev |" in (out / "results.md").read_text()
+    assert json.loads((out / "results.json").read_text())[0]["f1"] == results[0]["f1"]
+    assert (tmp_path / "tags.jsonl").read_text().count("\n") > 10
+    statuses.clear()
+    again = run_recipe(recipe, on_step=lambda step, status: statuses.append(status))
+    assert statuses == ["skipped"] * 4 and again == results
+
+
+def test_catalogue_resolves_local_then_hub(tmp_path, monkeypatch):
+    catalog = load_catalog()
+    assert {"wikiann-en", "wikiann-qu", "conll2002-es", "quechua-text"} <= set(catalog)
+    monkeypatch.setenv("XLING_CORPORA", str(tmp_path))
+    (tmp_path / "ner" / "wikiann-qu").mkdir(parents=True)
+    (tmp_path / "ner" / "wikiann-qu" / "dev").write_text("qu:Lima\tB-LOC\n")
+    assert resolve("corpus:wikiann-qu/dev", catalog) == str(tmp_path / "ner" / "wikiann-qu" / "dev")
+    assert resolve("corpus:wikiann-en/train", catalog) == "wikiann:en:train"  # not here: the hub, for users online
+    assert resolve("plain/path.txt", catalog) == "plain/path.txt"
+    with pytest.raises(XlingError, match="XLING_CORPORA"):
+        resolve("corpus:quechua-text", catalog)
+    with pytest.raises(XlingError, match="unknown corpus"):
+        resolve("corpus:nope/train", catalog)
+    with pytest.raises(XlingError, match="no split"):
+        resolve("corpus:wikiann-qu/test", catalog)
+
+
+def test_corpora_list_shows_what_is_here(corpora_root):
+    result = subprocess.run([sys.executable, "-m", "xling", "corpora", "list"], capture_output=True, text=True,
+                            env={**__import__("os").environ, "XLING_CORPORA": str(corpora_root), "COLUMNS": "200"})
+    assert result.returncode == 0
+    line = next(l for l in result.stdout.splitlines() if "wikiann-qu" in l)
+    assert "train, dev, extra" in line
+
+
+@pytest.mark.parametrize("recipe", ["madx-qu.toml", "houlsby-variants.toml"])
+def test_shipped_recipes_validate(recipe, corpora_root, monkeypatch, tmp_path):
+    monkeypatch.setenv("XLING_CORPORA", str(corpora_root))
+    parsed = read_recipe(REPO / "recipes" / recipe)
+    validate(parsed, Workspace(str(tmp_path), parsed.model))
+
+
+def test_demo_uses_local_corpora_and_validates(corpora_root, monkeypatch, tmp_path):
+    from rich.console import Console
+
+    from xling.demo import demo_recipe, demo_sources
+
+    monkeypatch.setenv("XLING_CORPORA", str(corpora_root))
+    sources = demo_sources(Console())
+    assert sources["source"].startswith("local corpora")
+    recipe = demo_recipe(sources, tmp_path / "demo")
+    validate(recipe, Workspace(recipe.workspace, recipe.model))
+    assert [s.run for s in recipe.steps] == ["train-lang", "train-lang", "train-task", "evaluate", "evaluate", "evaluate", "tag"]
