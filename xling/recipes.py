@@ -177,11 +177,7 @@ def _training(o: dict, defaults: TrainConfig) -> TrainConfig:
 
 
 def _adapter(o: dict, preset: str) -> BottleneckConfig:
-    from xling.cli.options import adapter_config
-
-    leave_out = o.get("leave_out")
-    return adapter_config(o.get("preset", preset), o.get("reduction_factor"), o.get("non_linearity"),
-                          ",".join(map(str, leave_out)) if leave_out else None, o.get("share_every"))
+    return BottleneckConfig.preset(o.get("preset", preset), **{k: o.get(k) for k in ADAPTER_KEYS - {"preset"}})
 
 
 def _labels(o: dict) -> dict:
@@ -232,7 +228,7 @@ def run_step(step: Step, recipe: Recipe, workspace: Workspace, console: Console)
     elif step.run == "tag":
         _tag(o, recipe, console)
     elif step.run == "analyze":
-        _analyze(o, recipe)
+        _analyze(o, recipe, console)
     return None
 
 
@@ -251,17 +247,18 @@ def _tag(o: dict, recipe: Recipe, console: Console) -> None:
         Path(o["output"]).write_text(writer(results), encoding="utf-8")
 
 
-def _analyze(o: dict, recipe: Recipe) -> None:
-    from xling.cli import analyze
+def _analyze(o: dict, recipe: Recipe, console: Console) -> None:
+    from xling.analysis import reports
 
     kind = o.get("analysis", "params")
     if kind == "params":
-        analyze.params(model=recipe.model, workspace=recipe.workspace, as_json=False)
+        Console().print(reports.params_table(reports.params_report(recipe.model, recipe.workspace), recipe.model))
     elif kind == "fusion":
-        analyze.fusion(o["data"], o["fusion"], o["lang"], Path(o.get("output", "fusion-attention.png")), recipe.model, recipe.workspace)
+        reports.fusion_report(o["data"], o["fusion"], o["lang"], Path(o.get("output", "fusion-attention.png")),
+                              recipe.model, recipe.workspace)
     else:
-        analyze.ablation(o["data"], o["lang"], o.get("task_adapter"), o.get("fusion"), o.get("limit"),
-                         Path(o.get("output", "layer-ablation.png")), recipe.model, recipe.workspace)
+        reports.ablation_report(o["data"], o["lang"], o.get("task_adapter"), o.get("fusion"), o.get("limit"),
+                                Path(o.get("output", "layer-ablation.png")), recipe.model, recipe.workspace, console)
 
 
 def results_dir(workspace: Workspace, recipe: Recipe) -> Path:

@@ -213,7 +213,7 @@ def train(
 
     columns = (
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
+        TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("elapsed,"), TimeRemainingColumn(), TextColumn("left"),
     )
     session_start, session_tokens = time.perf_counter(), 0
     running_loss: list[float] = []

@@ -62,9 +62,10 @@ class BottleneckConfig:
 
     @classmethod
     def preset(cls, name: str, **overrides) -> "BottleneckConfig":
+        """A preset with some options changed; options given as None keep the preset's value."""
         if name not in PRESETS:
             raise XlingError(f"unknown adapter preset {name!r}; choose one of {', '.join(PRESETS)}")
-        return replace(PRESETS[name], **overrides)
+        return replace(PRESETS[name], **{k: v for k, v in overrides.items() if v is not None})
 
     def to_dict(self) -> dict:
         return asdict(self)

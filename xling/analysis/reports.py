@@ -1,0 +1,65 @@
+"""The analyses end to end: load, compute, draw the PNG and write the numbers as JSON beside it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from xling.analysis.ablation import layer_ablation
+from xling.analysis.fusion import fusion_attention
+from xling.analysis.params import parameter_table
+from xling.analysis.plots import heatmap
+from xling.fileio import write_json_atomic
+from xling.tagging.tagger import Tagger
+from xling.workspace import Workspace
+
+
+def _numbers_beside(result: dict, output: Path) -> Path:
+    json_path = Path(output).with_suffix(".json")
+    write_json_atomic(json_path, result)
+    return json_path
+
+
+def fusion_report(data: str, fusion: str, lang: str, output: Path, model: str, workspace: str | None) -> dict:
+    tagger = Tagger.load(lang=lang, fusion=fusion, model=model, workspace=workspace)
+    result = {**fusion_attention(tagger, data), "fusion": fusion, "data": data, "lang": lang}
+    heatmap(result["attention"], [k.replace("_", " ") for k in result["layers"]], result["adapters"],
+            f"Fusion attention: {fusion} on {Path(data).name}", "fused adapter", "layer and site", "mean attention weight", output)
+    result["json"] = str(_numbers_beside(result, output))
+    return result
+
+
+def ablation_report(data: str, lang: str, task_adapter: str | None, fusion: str | None, limit: int | None,
+                    output: Path, model: str, workspace: str | None, console: Console) -> dict:
+    tagger = Tagger.load(lang=lang, adapter=task_adapter, fusion=fusion, model=model, workspace=workspace)
+    layers = tagger.model.num_layers
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("ablating layer spans", total=layers * (layers + 1) // 2)
+        result = layer_ablation(tagger, data, limit, lambda i, j: progress.advance(task))
+    result.update({"data": data, "lang": lang, "setup": repr(tagger.setup)})
+    names = [str(i) for i in range(layers)]
+    heatmap([[100 * v for v in row] for row in result["drop"]], names, names,
+            f"Relative F1 drop when removing adapters of layers i..j\n{tagger.setup!r}, F1 {100 * result['f1']:.1f}",
+            "last layer removed (j)", "first layer removed (i)", "relative F1 drop (%)", output, fmt="{:.0f}", cmap="magma_r")
+    result["json"] = str(_numbers_beside(result, output))
+    return result
+
+
+def params_report(model: str, workspace: str | None) -> dict:
+    from xling.models import load_model
+
+    encoder, _ = load_model(model)
+    return parameter_table(Workspace(workspace, model), sum(p.numel() for p in encoder.parameters()))
+
+
+def params_table(result: dict, model: str) -> Table:
+    table = Table(title=f"Added parameters over {model} ({result['base_parameters']:,})")
+    for column in ("kind", "name", "adapter", "head", "share of base"):
+        table.add_column(column, justify="left" if column in ("kind", "name") else "right")
+    for row in result["rows"]:
+        head = f"{row['head']:,}" + (" (MLM, training only)" if row["kind"] == "lang" and row["head"] else "")
+        table.add_row(row["kind"], row["name"], f"{row['adapter']:,}", head, f"{100 * row['share']:.2f}%")
+    table.add_row("", "[bold]all together[/]", "", "", f"[bold]{result['total_relative']:.3f}x[/] the base model", end_section=True)
+    return table
