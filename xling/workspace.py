@@ -39,26 +39,20 @@ class Workspace:
     def run_dir(self, kind: str, name: str) -> Path:
         return self.model_dir / kind / f"{name}.partial"
 
-    def lang_adapter(self, lang: str) -> Path:
-        """A trained language adapter's directory, or an error saying how to train it."""
-        directory = self.adapter_dir("lang", lang)
+    def _trained(self, kind: str, name: str, label: str, how: str) -> Path:
+        """A trained adapter's directory (a name in the workspace, or a path), or an error saying how to train it."""
+        if Path(name).is_dir():
+            return Path(name)
+        directory = self.adapter_dir(kind, name)
         if not directory.is_dir():
-            raise XlingError(f"no language adapter for {lang!r} in {directory.parent}; train it with: xling train-lang {lang} CORPUS")
+            raise XlingError(f"no {label} {name!r} in {directory.parent}; train it with: {how}")
         return directory
+
+    def lang_adapter(self, lang: str) -> Path:
+        return self._trained("lang", lang, "language adapter for", f"xling train-lang {lang} CORPUS")
 
     def task(self, name: str) -> Path:
-        """A trained task's directory (a name in the workspace, or a path)."""
-        if Path(name).is_dir():
-            return Path(name)
-        directory = self.adapter_dir("task", name)
-        if not directory.is_dir():
-            raise XlingError(f"no task adapter {name!r} in {directory.parent}; train it with: xling train-task ner --lang LANG --train FILE --dev FILE")
-        return directory
+        return self._trained("task", name, "task adapter", "xling train-task ner --lang LANG --train FILE --dev FILE")
 
     def fusion(self, name: str) -> Path:
-        if Path(name).is_dir():
-            return Path(name)
-        directory = self.adapter_dir("fusion", name)
-        if not directory.is_dir():
-            raise XlingError(f"no fusion {name!r} in {directory.parent}; train it with: xling train-fusion ner --lang LANG --adapters A,B --train FILE --dev FILE")
-        return directory
+        return self._trained("fusion", name, "fusion", "xling train-fusion ner --lang LANG --adapters A,B --train FILE --dev FILE")
