@@ -3,8 +3,8 @@
 Same model (the embedded default), same batch (16 sentences padded to 128 sub-tokens).
 The adapter path trains a Pfeiffer task adapter (reduction 16) and its head on top of a
 frozen MAD-X language adapter; full fine-tuning trains the whole encoder and the head.
-Times are measured in one process, interleaved; peak memory (resident set) of each path
-in a fresh process of its own.
+Times are measured in one process, interleaved; peak memory is the resident set of a
+fresh process per path, sampled while it trains (after the model is loaded).
 
     python bench/task_step.py [--rounds 5]
 """
@@ -66,15 +66,18 @@ def step_fn(method: str):
 
 
 def peak_memory(method: str) -> float:
-    """GB of peak resident memory of a fresh process doing 3 steps of `method`."""
+    """GB of peak resident memory while a fresh process trains 3 steps of `method` (sampled every 5 ms)."""
     code = (
-        "import resource, json; from bench.task_step import step_fn; "
-        f"step, _ = step_fn({method!r}); before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss; "
-        "[step() for _ in range(3)]; "
-        "print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))"
+        "import json, threading, time, psutil; from bench.task_step import step_fn; "
+        f"step, _ = step_fn({method!r}); process = psutil.Process(); peak = [process.memory_info().rss]; done = []\n"
+        "def sample():\n"
+        "    while not done:\n"
+        "        peak[0] = max(peak[0], process.memory_info().rss); time.sleep(0.005)\n"
+        "sampler = threading.Thread(target=sample); sampler.start(); [step() for _ in range(3)]; done.append(1); sampler.join(); "
+        "print(json.dumps(peak[0]))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1]) / 1e6
+    return json.loads(out.stdout.strip().splitlines()[-1]) / 1e9
 
 
 def main():

@@ -58,6 +58,9 @@ class AdaptedModel(nn.Module):
         self.heads = nn.ModuleDict()
         self.active: Stack | None = None
         self._sites: set[tuple[int, str]] = set()  # (layer, site) pairs the active setup touches
+        self._plans: dict = {}  # (layer, site) -> what runs there, resolved once per activation
+        self._norms: dict = {}  # (layer, site) -> the adapter's own LayerNorm, where one applies
+        self._invertible = None
         self._removed_layers: frozenset[int] = frozenset()  # layers whose adapters are switched off
         self._captured: dict = {}
         self._install_hooks(base)
@@ -119,7 +122,7 @@ class AdaptedModel(nn.Module):
     def set_active(self, setup: Setup | None) -> None:
         if setup is None:
             self.active = None
-            self._sites = set()
+            self._sites, self._plans, self._norms, self._invertible = set(), {}, {}, None
             return
         stack = as_stack(setup)
         missing = [n for n in adapter_names(stack) if n not in self.adapters]
@@ -135,6 +138,9 @@ class AdaptedModel(nn.Module):
             if i not in self._removed_layers
             and (self.adapters[name].block(i, site) is not None or self.adapters[name].layer_norm(i, site) is not None)
         }
+        self._plans = {key: self._plan(*key) for key in self._sites}
+        self._norms = {key: norm for key in self._sites if (norm := self._site_layer_norm(*key)) is not None}
+        self._invertible = self.adapters[adapter_names(stack)[0]].invertible
 
     @contextmanager
     def activated(self, setup: Setup | None):
@@ -189,16 +195,9 @@ class AdaptedModel(nn.Module):
         """Last hidden states of the encoder with the active adapters."""
         return self.encoder(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
 
-    def first_invertible(self):
-        if self.active is None:
-            return None
-        adapter = self.adapters[adapter_names(self.active)[0]]
-        return adapter.invertible
-
     def invert_embeddings(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Undo the active invertible adapter, e.g. before a language-model output layer."""
-        invertible = self.first_invertible()
-        return invertible.inverse(hidden) if invertible is not None else hidden
+        """Undo the active invertible adapter (the bottom adapter's), e.g. before a language-model output layer."""
+        return self._invertible.inverse(hidden) if self._invertible is not None else hidden
 
     # ---- hooks ----------------------------------------------------------------------
 
@@ -214,8 +213,7 @@ class AdaptedModel(nn.Module):
                 norm.register_forward_hook(partial(self._after_layer_norm, i, site))
 
     def _after_embeddings(self, module, args, output):
-        invertible = self.first_invertible()
-        return invertible(output) if invertible is not None else None
+        return self._invertible(output) if self._invertible is not None else None
 
     def _capture_layer_input(self, i, module, args, kwargs):
         if (i, "attn") in self._sites:
@@ -238,13 +236,12 @@ class AdaptedModel(nn.Module):
             return None
         h = self._captured.pop((i, site, "h"))
         x = self._captured.pop((i, site, "x"))
-        norm = self._site_layer_norm(i, site) or module
-        return (x + self._compose(i, site, h, x, norm),)
+        return (x + self._compose(self._plans[(i, site)], h, x, self._norms.get((i, site), module)),)
 
     def _after_layer_norm(self, i, site, module, args, output):
         if self.active is None:
             return None
-        norm = self._site_layer_norm(i, site) if (i, site) in self._sites else None
+        norm = self._norms.get((i, site))
         if norm is not None:
             output = norm(args[0])
         if site == "attn" and (i, "ffn") in self._sites:
@@ -258,24 +255,25 @@ class AdaptedModel(nn.Module):
         # Functional call: calling the hooked LayerNorm module here would re-enter the hooks.
         return F.layer_norm(hidden + x, norm.normalized_shape, norm.weight, norm.bias, norm.eps), hidden
 
-    def _compose(self, i: int, site: str, hidden: torch.Tensor, x: torch.Tensor, norm: nn.Module) -> torch.Tensor:
+    def _plan(self, i: int, site: str) -> list[tuple]:
+        """The active composition at one site, bottom to top: adapters and fusions with their modules."""
+        plan = []
         for child in self.active:
             if isinstance(child, Fuse):
-                hidden = self._fuse(child, i, site, hidden, x, norm)
-                continue
-            adapter = self.adapters[child]
-            block = adapter.block(i, site)
-            if block is None:
-                continue
-            inputs, residual = self._adapter_input(adapter.config, hidden, x, norm)
-            hidden = residual + block(inputs)
-        return hidden
+                layer = self.fusions[child.name].layer(i, site)
+                if layer is not None:
+                    blocks = [self.adapters[n].block(i, site) for n in child]
+                    plan.append(("fuse", self.adapters[child.children[-1]].config, layer, blocks))
+            elif (block := self.adapters[child].block(i, site)) is not None:
+                plan.append(("adapter", self.adapters[child].config, block, None))
+        return plan
 
-    def _fuse(self, fuse: Fuse, i, site, hidden, x, norm):
-        layer = self.fusions[fuse.name].layer(i, site)
-        if layer is None:
-            return hidden
-        last = self.adapters[fuse.children[-1]]
-        inputs, residual = self._adapter_input(last.config, hidden, x, norm)
-        ups = torch.stack([self.adapters[n].block(i, site)(inputs) for n in fuse], dim=-2)
-        return layer(inputs, ups, residual)
+    def _compose(self, plan: list[tuple], hidden: torch.Tensor, x: torch.Tensor, norm: nn.Module) -> torch.Tensor:
+        for kind, config, module, blocks in plan:
+            inputs, residual = self._adapter_input(config, hidden, x, norm)
+            if kind == "adapter":
+                hidden = residual + module(inputs)
+            else:
+                ups = torch.stack([block(inputs) for block in blocks], dim=-2)
+                hidden = module(inputs, ups, residual)
+        return hidden
