@@ -38,7 +38,28 @@ def test_spans_from_tags():
 @pytest.fixture(scope="module")
 def tagger(trained_workspace):
     root, model_dir, _, _ = trained_workspace
-    return Tagger.load(lang="qu", task="ner", model=str(model_dir), workspace=str(root / "ws"))
+    return Tagger.load(lang="qu", task="ner", adapter="ner-en", model=str(model_dir), workspace=str(root / "ws"))
+
+
+def test_task_adapter_resolution(tmp_path):
+    from xling.errors import XlingError
+    from xling.tagging.tagger import resolve_task_adapter
+    from xling.workspace import Workspace
+
+    workspace = Workspace(str(tmp_path), "e5-small")
+    tasks = workspace.model_dir / "task"
+    with pytest.raises(XlingError, match="no ner task adapter"):
+        resolve_task_adapter(workspace, "ner", "qu", None)
+    (tasks / "ner-es").mkdir(parents=True)
+    assert resolve_task_adapter(workspace, "ner", "qu", None) == "ner-es"  # the only one
+    (tasks / "ner-de").mkdir()
+    with pytest.raises(XlingError, match="several"):
+        resolve_task_adapter(workspace, "ner", "qu", None)
+    (tasks / "ner-en").mkdir()
+    assert resolve_task_adapter(workspace, "ner", "qu", None) == "ner-en"  # zero-shot from English
+    (tasks / "ner-qu").mkdir()
+    assert resolve_task_adapter(workspace, "ner", "qu", None) == "ner-qu"  # trained on the language itself
+    assert resolve_task_adapter(workspace, "ner", "qu", "ner-es") == "ner-es"
 
 
 def test_tagger_api(tagger):
