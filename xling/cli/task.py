@@ -62,6 +62,8 @@ def train_task(
     patience: int = typer.Option(2, help="Stop after this many evaluations without a better dev F1."),
     checkpoint_every: int = typer.Option(200),
     max_len: int = typer.Option(256, help="Longest window in sub-tokens; longer sentences are windowed."),
+    train_limit: int = typer.Option(None, help="Train on the first N sentences only."),
+    dev_limit: int = typer.Option(None, help="Select on the first N dev sentences only."),
     seed: int = typer.Option(42),
     device: str = DEVICE,
     overwrite: bool = typer.Option(False, help="Replace an existing task adapter of the same name."),
@@ -79,7 +81,7 @@ def train_task(
             seed=seed, device=device,
         ),
         drop_labels=_drop(drop_labels), label_map=parse_label_map(label_map), max_len=max_len,
-        overwrite=overwrite, restart=restart,
+        train_limit=train_limit, dev_limit=dev_limit, overwrite=overwrite, restart=restart,
     )
     report = train_task_adapter(options, console)
     best = report["best"] or {}
