@@ -35,12 +35,16 @@ def atomic_directory(target: Path, overwrite: bool = False):
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def write_json_atomic(path: Path, data) -> None:
+def write_text_atomic(path: Path, text: str) -> None:
+    """The file holds either its old content or all of `text`, never a part."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, ensure_ascii=False)
-        f.write("\n")
+        f.write(text)
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
+
+
+def write_json_atomic(path: Path, data) -> None:
+    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")

@@ -31,7 +31,7 @@ from xling.adapters import BottleneckConfig, FusionConfig
 from xling.data.catalog import load_catalog, resolve, tomllib
 from xling.data.labels import parse_label_map
 from xling.errors import XlingError
-from xling.fileio import write_json_atomic
+from xling.fileio import write_json_atomic, write_text_atomic
 from xling.train.loop import TrainConfig
 from xling.workspace import Workspace
 
@@ -143,10 +143,7 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
         unknown = set(step.options) - KEYS[step.run]
         problems += [f"{where}: unknown key {key!r}" for key in sorted(unknown)]
         for key in sorted(PATH_KEYS & set(step.options)):
-            if step.run == "tag" and key == "input":
-                values = [step.options[key]]
-            else:
-                values = step.options[key] if isinstance(step.options[key], list) else [step.options[key]]
+            values = step.options[key] if isinstance(step.options[key], list) else [step.options[key]]
             for value in values:
                 try:
                     resolved = resolve(value, catalog)
@@ -234,17 +231,17 @@ def run_step(step: Step, recipe: Recipe, workspace: Workspace, console: Console)
 
 def _tag(o: dict, recipe: Recipe, console: Console) -> None:
     from xling.data.conll import read_lines
-    from xling.tagging.output import to_conll, to_html, to_jsonl, to_pretty
+    from xling.tagging.output import render, to_pretty
     from xling.tagging.tagger import Tagger
 
     tagger = Tagger.load(lang=o["lang"], adapter=o.get("task_adapter"), fusion=o.get("fusion"), model=recipe.model,
                          workspace=recipe.workspace, use_lang_adapter=not o.get("no_lang_adapter", False))
     results = tagger.tag_texts([line for _, line in read_lines(Path(o["input"]))], o.get("paragraphs", False))
-    if o.get("format", "pretty") == "pretty":
-        to_pretty(results, console)
+    output_format = o.get("format") or ("jsonl" if o.get("output") else "pretty")
     if o.get("output"):
-        writer = {"jsonl": to_jsonl, "conll": to_conll, "html": to_html}[o.get("format", "jsonl") if o.get("format") != "pretty" else "jsonl"]
-        Path(o["output"]).write_text(writer(results), encoding="utf-8")
+        write_text_atomic(Path(o["output"]), render(results, output_format))
+    elif output_format == "pretty":
+        to_pretty(results, console)
 
 
 def _analyze(o: dict, recipe: Recipe, console: Console) -> None:

@@ -1,9 +1,7 @@
 """`xling tag`: the thin command over `xling.tagging`."""
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from enum import Enum
 from pathlib import Path
 
@@ -13,7 +11,8 @@ from rich.console import Console
 from xling.cli.options import DEVICE, MODEL, WORKSPACE
 from xling.data.conll import read_lines, read_tokens
 from xling.errors import XlingError
-from xling.tagging.output import to_conll, to_html, to_jsonl, to_pretty
+from xling.fileio import write_text_atomic
+from xling.tagging.output import render, to_pretty
 from xling.tagging.tagger import Tagger, TaggedText, spans_from_tags
 from xling.tagging.words import Token
 
@@ -76,19 +75,10 @@ def tag(
     if output_format is Format.pretty and output is None:
         to_pretty(results, Console(highlight=False, soft_wrap=True))
         return
-    if output_format is Format.pretty:
-        console = Console(record=True, width=100, file=open(os.devnull, "w"))
-        to_pretty(results, console)
-        text = console.export_text(styles=False)
-    else:
-        text = {"jsonl": to_jsonl, "conll": to_conll, "html": to_html}[output_format.value](results)
+    text = render(results, output_format.value)
     if output is None:
         sys.stdout.write(text)
         return
     target = Path(output)
-    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent if str(target.parent) else ".")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.chmod(temporary, 0o644)
-    os.replace(temporary, target)
+    write_text_atomic(target, text)
     Console(stderr=True).print(f"[green]wrote[/] {target}: {len(results)} lines, {sum(len(r.spans) for r in results)} entities")

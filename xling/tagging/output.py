@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import io
 import json
 
 from rich.console import Console
@@ -81,3 +82,12 @@ mark {{ background: color-mix(in srgb, var(--c) 22%, white); border-bottom: 2px 
 {chr(10).join(rows)}
 </main></body></html>
 """
+
+
+def render(results: list[TaggedText], output_format: str) -> str:
+    """The text of `results` in one of FORMATS (`pretty` as plain text, without colours)."""
+    if output_format == "pretty":
+        console = Console(record=True, width=100, file=io.StringIO())
+        to_pretty(results, console)
+        return console.export_text(styles=False)
+    return {"jsonl": to_jsonl, "conll": to_conll, "html": to_html}[output_format](results)
