@@ -46,8 +46,13 @@ def fingerprint(model: AdaptedModel) -> dict:
     }
 
 
-def _base_model_record(model: AdaptedModel) -> dict:
-    return {"name": getattr(model.encoder, "name_or_path", ""), "fingerprint": fingerprint(model)}
+def _record(model: AdaptedModel, kind: str, name: str, metadata: dict | None, **fields) -> dict:
+    """adapter_config.json: what was saved, by which xling, for which base model."""
+    return {
+        "kind": kind, "name": name, **fields, "xling_version": __version__,
+        "base_model": {"name": getattr(model.encoder, "name_or_path", ""), "fingerprint": fingerprint(model)},
+        **({"metadata": metadata} if metadata else {}),
+    }
 
 
 def check_base_model(model: AdaptedModel, saved: dict, path: Path) -> None:
@@ -98,8 +103,7 @@ def save_head(
     metadata: dict | None = None, extra_files: dict[str, str] | None = None,
 ) -> Path:
     """Save a head that works on the frozen base model alone (no adapter)."""
-    record = {"kind": "head", "name": name, "xling_version": __version__, "base_model": _base_model_record(model),
-              **({"metadata": metadata} if metadata else {})}
+    record = _record(model, "head", name, metadata)
     with atomic_directory(Path(directory), overwrite=overwrite) as staging:
         _write(staging, record, None, model.heads[name], extra_files)
     return Path(directory)
@@ -112,14 +116,7 @@ def save_adapter(
     """Save adapter `name` (and its head, if any) to `directory`, atomically; `extra_files`: name -> text."""
     if name not in model.adapters:
         raise XlingError(f"no adapter named {name!r} to save")
-    record = {
-        "kind": "bottleneck",
-        "name": name,
-        "config": model.adapters[name].config.to_dict(),
-        "xling_version": __version__,
-        "base_model": _base_model_record(model),
-        **({"metadata": metadata} if metadata else {}),
-    }
+    record = _record(model, "bottleneck", name, metadata, config=model.adapters[name].config.to_dict())
     with atomic_directory(Path(directory), overwrite=overwrite) as staging:
         _write(staging, record, model.adapters[name].state_dict(), model.heads[name] if name in model.heads else None, extra_files)
     return Path(directory)
@@ -132,15 +129,7 @@ def save_fusion(
     if fusion_name not in model.fusions:
         raise XlingError(f"no fusion named {fusion_name!r} to save")
     fusion = model.fusions[fusion_name]
-    record = {
-        "kind": "fusion",
-        "name": fusion_name,
-        "adapters": fusion.adapter_names,
-        "config": fusion.config.to_dict(),
-        "xling_version": __version__,
-        "base_model": _base_model_record(model),
-        **({"metadata": metadata} if metadata else {}),
-    }
+    record = _record(model, "fusion", fusion_name, metadata, adapters=fusion.adapter_names, config=fusion.config.to_dict())
     head = model.heads[fusion_name] if fusion_name in model.heads else None
     with atomic_directory(Path(directory), overwrite=overwrite) as staging:
         _write(staging, record, fusion.state_dict(), head, extra_files)
