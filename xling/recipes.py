@@ -33,6 +33,7 @@ from xling.data.labels import parse_label_map
 from xling.errors import XlingError
 from xling.fileio import write_json_atomic, write_text_atomic
 from xling.train.loop import TrainConfig
+from xling.train.summary import language_report_table, selection_summary
 from xling.workspace import Workspace
 
 TRAIN_KEYS = {f.name for f in fields(TrainConfig)} | {"steps", "lr"}
@@ -189,31 +190,34 @@ def run_step(step: Step, recipe: Recipe, workspace: Workspace, console: Console)
         from xling.train.mlm import MaskingConfig
 
         defaults = LanguageAdapterOptions(lang=o["lang"], corpus=[])
-        train_language_adapter(LanguageAdapterOptions(
+        report = train_language_adapter(LanguageAdapterOptions(
             lang=o["lang"], corpus=o["corpus"] if isinstance(o["corpus"], list) else [o["corpus"]], adapter=_adapter(o, "madx-lang"),
             training=_training(o, defaults.training), seq_len=o.get("seq_len", 128),
             masking=MaskingConfig(o.get("mask_prob", 0.15), o.get("whole_word", False)),
             vocab_from_corpus=o.get("vocab_from_corpus", False), held_out=o.get("held_out", 0.02), **common), console)
+        console.print(language_report_table(report))
     elif step.run == "train-task":
         from xling.train.task import TaskAdapterOptions, train_task_adapter
 
         method = o.get("method", "adapter")
         defaults = TaskAdapterOptions(lang="x", train="", dev="")
         lr = {"adapter": 5e-4, "full": 5e-5, "head": 1e-3}[method]
-        train_task_adapter(TaskAdapterOptions(
+        report = train_task_adapter(TaskAdapterOptions(
             lang=o["lang"], train=o["train"], dev=o["dev"], task=o.get("task", "ner"), name=produces(step)[1], method=method,
             use_lang_adapter=not o.get("no_lang_adapter", False), lang_adapter=o.get("lang_adapter"), init_from=o.get("init_from"),
             adapter=_adapter(o, "pfeiffer"), training=_training(o, replace(defaults.training, learning_rate=lr)),
             max_len=o.get("max_len", 256), train_limit=o.get("train_limit"), dev_limit=o.get("dev_limit"), **_labels(o), **common), console)
+        console.print(selection_summary(report))
     elif step.run == "train-fusion":
         from xling.train.fusion import FusionOptions, train_fusion
 
         defaults = FusionOptions(lang="x", adapters=[], train="", dev="")
-        train_fusion(FusionOptions(
+        report = train_fusion(FusionOptions(
             lang=o["lang"], adapters=o["adapters"], train=o["train"], dev=o["dev"], task=o.get("task", "ner"), name=produces(step)[1],
             use_lang_adapter=not o.get("no_lang_adapter", False),
             fusion=FusionConfig(temperature=o.get("temperature", 1.0), value_penalty=o.get("value_penalty", 0.01)),
             training=_training(o, defaults.training), max_len=o.get("max_len", 256), **_labels(o), **common), console)
+        console.print(selection_summary(report, "fusion "))
     elif step.run == "evaluate":
         from xling.scoring.evaluate import EvaluationOptions, evaluate
 
@@ -221,11 +225,13 @@ def run_step(step: Step, recipe: Recipe, workspace: Workspace, console: Console)
             data=o["data"], lang=o["lang"], task_adapter=o.get("task_adapter"), fusion=o.get("fusion"),
             use_lang_adapter=not o.get("no_lang_adapter", False), limit=o.get("limit"), **_labels(o), **common))
         result["label"] = o.get("label", step.name)
+        console.print(f"{result['label']}: F1 {100 * result['f1']:.1f} (precision {100 * result['precision']:.1f}, "
+                      f"recall {100 * result['recall']:.1f}) on {result['sentences']:,} sentences")
         return result
-    elif step.run == "tag":
-        _tag(o, recipe, console)
-    elif step.run == "analyze":
-        _analyze(o, recipe, console)
+    elif step.run in ("tag", "analyze"):
+        if o.get("output"):
+            o["output"] = str(output_path(step, recipe, workspace))
+        (_tag if step.run == "tag" else _analyze)(o, recipe, console)
     return None
 
 
@@ -262,6 +268,11 @@ def results_dir(workspace: Workspace, recipe: Recipe) -> Path:
     return workspace.model_dir / "results" / recipe.name
 
 
+def output_path(step: Step, recipe: Recipe, workspace: Workspace) -> Path:
+    """A tag or analyze step's `output`; relative paths go beside the recipe's results."""
+    return results_dir(workspace, recipe) / Path(step.options["output"]).expanduser()
+
+
 def step_done(step: Step, recipe: Recipe, workspace: Workspace) -> bool:
     made = produces(step)
     if made:
@@ -270,7 +281,7 @@ def step_done(step: Step, recipe: Recipe, workspace: Workspace) -> bool:
     if step.run == "evaluate":
         return (results_dir(workspace, recipe) / f"{step.name}.json").is_file()
     if step.run in ("tag", "analyze") and step.options.get("output"):
-        return Path(step.options["output"]).is_file()
+        return output_path(step, recipe, workspace).is_file()
     return False
 
 

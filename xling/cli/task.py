@@ -14,6 +14,7 @@ from xling.scoring.evaluate import EvaluationOptions, evaluate
 from xling.train.loop import TrainConfig
 from xling.adapters import FusionConfig
 from xling.train.fusion import FusionOptions, train_fusion
+from xling.train.summary import selection_summary
 from xling.train.task import TaskAdapterOptions, train_task_adapter
 
 console = Console(stderr=True)
@@ -84,11 +85,7 @@ def train_task(
         train_limit=train_limit, dev_limit=dev_limit, overwrite=overwrite, restart=restart,
     )
     report = train_task_adapter(options, console)
-    best = report["best"] or {}
-    Console().print(
-        f"[green]saved[/] {report['name']} to {report['saved_to']}: best dev F1 {100 * best.get('f1', 0):.1f} "
-        f"at step {best.get('step', '?')} of {report['steps']} ({report['training_seconds']:.0f} s training)"
-    )
+    Console().print(selection_summary(report))
 
 
 def train_fusion_command(
@@ -126,9 +123,7 @@ def train_fusion_command(
                              patience=patience, checkpoint_every=checkpoint_every, seed=seed, device=device),
         drop_labels=_drop(drop_labels), label_map=parse_label_map(label_map), overwrite=overwrite, restart=restart,
     ), console)
-    best = report["best"] or {}
-    Console().print(f"[green]saved[/] fusion {report['name']} to {report['saved_to']}: best dev F1 {100 * best.get('f1', 0):.1f} "
-                    f"at step {best.get('step', '?')} of {report['steps']}")
+    Console().print(selection_summary(report, "fusion "))
 
 
 def evaluate_command(

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from xling.cli.options import DEVICE, MODEL, PRESET_HELP, WORKSPACE, adapter_config
 from xling.train.language import LanguageAdapterOptions, train_language_adapter
 from xling.train.loop import TrainConfig
 from xling.train.mlm import MaskingConfig
+from xling.train.summary import language_report_table
 
 console = Console(stderr=True)
 
@@ -60,14 +60,4 @@ def train_lang(
         restart=restart,
     )
     report = train_language_adapter(options, console)
-    table = Table(title=f"language adapter {lang}", show_header=False)
-    for label, value in [
-        ("saved to", report["saved_to"]),
-        ("steps", f"{report['steps']:,}"),
-        ("time", f"{report['training_seconds']:,.0f} s training, {report['total_seconds']:,.0f} s in all"),
-        ("tokens seen", f"{report['tokens_seen']:,}"),
-        ("held-out perplexity", f"{report['held_out_perplexity_before']:,.1f} -> {report['held_out_perplexity_after']:,.1f}"),
-        ("trainable parameters", f"{report['trainable_parameters']:,} of {report['total_parameters']:,}"),
-    ]:
-        table.add_row(label, value)
-    Console().print(table)
+    Console().print(language_report_table(report))

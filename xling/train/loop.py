@@ -254,7 +254,7 @@ def train(
                 progress.update(task, completed=state["step"], info=info)
                 if state["step"] % eval_every == 0 or state["step"] == total:
                     entry = evaluate()
-                    progress.console.print(f"step {entry['step']}: " + "  ".join(f"{k} {v:.4g}" for k, v in entry.items() if k not in ("step", "epoch", "seconds") and isinstance(v, (int, float))))
+                    progress.console.print(f"step {entry['step']}: " + "  ".join(f"{k} {v:.4g}" for k, v in entry.items() if k not in ("step", "epoch", "seconds", "score") and isinstance(v, (int, float))))
                     if config.patience is not None and state["stale"] >= config.patience:
                         stopped_early = True
                         progress.console.print(f"[yellow]stopping early[/]: no improvement in {config.patience} evaluations")

@@ -1,0 +1,25 @@
+"""What a finished training run prints: shared by the commands and by recipes."""
+from __future__ import annotations
+
+from rich.table import Table
+
+
+def language_report_table(report: dict) -> Table:
+    table = Table(title=f"language adapter {report['adapter']}", show_header=False)
+    for label, value in [
+        ("saved to", report["saved_to"]),
+        ("steps", f"{report['steps']:,}"),
+        ("time", f"{report['training_seconds']:,.0f} s training, {report['total_seconds']:,.0f} s in all"),
+        ("tokens seen", f"{report['tokens_seen']:,}"),
+        ("held-out perplexity", f"{report['held_out_perplexity_before']:,.1f} -> {report['held_out_perplexity_after']:,.1f}"),
+        ("trainable parameters", f"{report['trainable_parameters']:,} of {report['total_parameters']:,}"),
+    ]:
+        table.add_row(label, value)
+    return table
+
+
+def selection_summary(report: dict, kind: str = "") -> str:
+    """One line for a run selected on dev F1 (task adapters, baselines, fusions)."""
+    best = report["best"] or {}
+    return (f"[green]saved[/] {kind}{report['name']} to {report['saved_to']}: best dev F1 {100 * best.get('f1', 0):.1f} "
+            f"at step {best.get('step', '?')} of {report['steps']} ({report['training_seconds']:.0f} s training)")
