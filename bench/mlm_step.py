@@ -5,7 +5,7 @@ same masked-LM head transform and bias, on the same model, batch (8 x 128) and m
 The plain path is `AutoModelForMaskedLM` computing vocabulary logits for every token;
 xling computes them only at masked positions, and optionally over the corpus pieces only.
 
-    python bench/mlm_step.py [--rounds 5]
+    python -m bench.mlm_step [--rounds 5]
 """
 from __future__ import annotations
 

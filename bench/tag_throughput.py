@@ -5,7 +5,7 @@ Three ways, same embedded model, same head weights, batch 32, CPU:
 - xling with no adapter active (the bare model plus the head);
 - the Transformers `pipeline("token-classification")` on the bare model plus the same head.
 
-    python bench/tag_throughput.py [--sentences 2000] [--rounds 2]
+    python -m bench.tag_throughput [--sentences 2000] [--rounds 2]
 """
 from __future__ import annotations
 

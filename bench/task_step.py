@@ -6,7 +6,7 @@ frozen MAD-X language adapter; full fine-tuning trains the whole encoder and the
 Times are measured in one process, interleaved; peak memory is the resident set of a
 fresh process per path, sampled while it trains (after the model is loaded).
 
-    python bench/task_step.py [--rounds 5]
+    python -m bench.task_step [--rounds 5]
 """
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from xling import Tagger
-from xling.tagging.output import to_html
-from xling.tagging.tagger import spans_from_tags
+from xling.tagging.output import render, to_html
+from xling.tagging.tagger import Span, TaggedText, spans_from_tags
 from xling.tagging.words import split_sentences, tokenize
 
 
@@ -76,6 +76,13 @@ def test_html_is_self_contained_with_legend(tagger):
     page = to_html(tagger.tag_texts(["juan lima the city", "maria of peru"]))
     assert page.startswith("<!doctype html>") and "<mark" in page and 'class="legend"' in page
     assert "http://" not in page and "https://" not in page and "<script" not in page
+
+
+def test_pretty_output_marks_entities_without_colour():
+    text = "Túpac Amaru llaqtapi, Qusqu"
+    spans = [Span(0, 11, "Túpac Amaru", "PER", 0.9), Span(22, 27, "Qusqu", "LOC", 0.8)]
+    results = [TaggedText(text, [], [], [], spans), TaggedText("", [], [], [], [])]
+    assert render(results, "pretty") == "[Túpac Amaru](PER) llaqtapi, [Qusqu](LOC)\n\n"
 
 
 def run_tag(trained_workspace, *args, stdin=None):

@@ -14,7 +14,7 @@ from xling.tagging.tagger import Tagger
 
 
 def layer_ablation(tagger: Tagger, data: str, limit: int | None = None, on_span: Callable[[int, int], None] = lambda i, j: None) -> dict:
-    """{"f1": full F1, "drop": [[relative drop for span i..j, NaN below the diagonal]]}."""
+    """{"f1": full F1, "drop": [[relative drop for span i..j, None (JSON null) below the diagonal]]}."""
     sentences = relabel(load_ner(data, "validation"))[:limit]
     tokens, gold = [s.tokens for s in sentences], [s.tags for s in sentences]
 
@@ -23,7 +23,7 @@ def layer_ablation(tagger: Tagger, data: str, limit: int | None = None, on_span:
 
     full = f1()
     layers = tagger.model.num_layers
-    drop = [[float("nan")] * layers for _ in range(layers)]
+    drop: list[list[float | None]] = [[None] * layers for _ in range(layers)]
     for first in range(layers):
         for last in range(first, layers):
             on_span(first, last)

@@ -40,7 +40,7 @@ def ablation_report(data: str, lang: str, task_adapter: str | None, fusion: str 
         result = layer_ablation(tagger, data, limit, lambda i, j: progress.advance(task))
     result.update({"data": data, "lang": lang, "setup": repr(tagger.setup)})
     names = [str(i) for i in range(layers)]
-    heatmap([[100 * v for v in row] for row in result["drop"]], names, names,
+    heatmap([[float("nan") if v is None else 100 * v for v in row] for row in result["drop"]], names, names,
             f"Relative F1 drop when removing adapters of layers i..j\n{tagger.setup!r}, F1 {100 * result['f1']:.1f}",
             "last layer removed (j)", "first layer removed (i)", "relative F1 drop (%)", output, fmt="{:.0f}", cmap="magma_r")
     result["json"] = str(_numbers_beside(result, output))

@@ -32,7 +32,7 @@ def fusion(
 def ablation(
     data: str = typer.Argument(..., help="Labelled evaluation data."),
     lang: str = typer.Option(..., "--lang", help="Language of the data."),
-    task_adapter: str = typer.Option(None, "--task-adapter", "-t", help="Task adapter [default: as for tagging]."),
+    task_adapter: str = typer.Option(None, "--task-adapter", "-t", help="Task adapter (default: as for tagging)."),
     fusion_name: str = typer.Option(None, "--fusion", help="Ablate a fusion setup instead."),
     limit: int = typer.Option(None, help="Use only the first N sentences (the ablation evaluates n(n+1)/2 times)."),
     output: Path = typer.Option(Path("layer-ablation.png"), "--output", "-o", help="PNG to write; the numbers go beside it as JSON."),

@@ -19,7 +19,7 @@ def run(recipe: Path = typer.Argument(..., help="A recipe TOML file, e.g. recipe
 
 
 def demo(
-    workspace: Path = typer.Option(None, "--workspace", "-w", help="Where the demo's adapters go [default: WORKSPACE/demo]."),
+    workspace: Path = typer.Option(None, "--workspace", "-w", help="Where the demo's adapters go (default: WORKSPACE/demo)."),
     model: str = MODEL,
     quick: bool = typer.Option(False, help="An even shorter run (a smoke test, not a result)."),
 ):

@@ -32,11 +32,19 @@ def to_jsonl(results: list[TaggedText]) -> str:
 
 
 def to_pretty(results: list[TaggedText], console: Console) -> None:
+    """Each line with its entities as `[text](LABEL)`: highlighted in a terminal, still readable without colour."""
     labels = sorted({s.label for r in results for s in r.spans})
     for result in results:
-        line = Text(result.text)
+        line, end = Text(), 0
         for span in result.spans:
-            line.stylize(f"bold black on {colour(span.label, labels)}", span.start, span.end)
+            line.append(result.text[end : span.start])
+            line.append("[", "dim")
+            line.append(result.text[span.start : span.end], f"bold black on {colour(span.label, labels)}")
+            line.append("](", "dim")
+            line.append(span.label, f"bold {colour(span.label, labels)}")
+            line.append(")", "dim")
+            end = span.end
+        line.append(result.text[end:])
         console.print(line)
 
 
