@@ -104,6 +104,12 @@ output = "tags.jsonl"
     statuses.clear()
     again = run_recipe(recipe, on_step=lambda step, status: statuses.append(status))
     assert statuses == ["skipped"] * 4 and again == results
+    # An edited step runs again, and so does everything that used its output; the rest is kept.
+    recipe.write_text(recipe.read_text().replace("epochs = 2", "epochs = 1"), encoding="utf-8")
+    statuses.clear()
+    run_recipe(recipe, on_step=lambda step, status: statuses.append(status))
+    assert statuses == ["skipped", "ran", "ran", "ran"]
+    assert json.loads((workspace / "tinybert" / "task" / "ner-en" / "report.json").read_text())["training"]["epochs"] == 1
 
 
 def test_catalogue_resolves_local_then_hub(tmp_path, monkeypatch):

@@ -14,7 +14,9 @@
 Step keys are the command-line options in snake_case. Before anything runs, the recipe
 is validated: unknown keys, missing inputs, and steps whose inputs no earlier step
 produces (and the workspace does not hold) are reported together. Steps whose outputs
-already exist are skipped, so a rerun after an interruption resumes. Every evaluation
+already exist are skipped, so a rerun after an interruption resumes; a step runs again
+when its options were edited (the options each step ran with are kept in `steps.json`
+beside the results) or an adapter it uses was saved after its output. Every evaluation
 ends up in a results table, written as markdown and JSON.
 """
 from __future__ import annotations
@@ -182,9 +184,10 @@ def _labels(o: dict) -> dict:
     return {"drop_labels": list(o.get("drop_labels", [])), "label_map": parse_label_map(o.get("label_map"))}
 
 
-def run_step(step: Step, recipe: Recipe, workspace: Workspace, console: Console) -> dict | None:
+def run_step(step: Step, recipe: Recipe, workspace: Workspace, console: Console, overwrite: bool = False) -> dict | None:
     o = {k: ([resolve(x) for x in v] if isinstance(v, list) else resolve(v)) if k in PATH_KEYS else v for k, v in step.options.items()}
     common = {"model": recipe.model, "workspace": recipe.workspace}
+    trained = {**common, "overwrite": overwrite}
     if step.run == "train-lang":
         from xling.train.language import LanguageAdapterOptions, train_language_adapter
         from xling.train.mlm import MaskingConfig
@@ -194,7 +197,7 @@ def run_step(step: Step, recipe: Recipe, workspace: Workspace, console: Console)
             lang=o["lang"], corpus=o["corpus"] if isinstance(o["corpus"], list) else [o["corpus"]], adapter=_adapter(o, "madx-lang"),
             training=_training(o, defaults.training), seq_len=o.get("seq_len", 128),
             masking=MaskingConfig(o.get("mask_prob", 0.15), o.get("whole_word", False)),
-            vocab_from_corpus=o.get("vocab_from_corpus", False), held_out=o.get("held_out", 0.02), **common), console)
+            vocab_from_corpus=o.get("vocab_from_corpus", False), held_out=o.get("held_out", 0.02), **trained), console)
         console.print(language_report_table(report))
     elif step.run == "train-task":
         from xling.train.task import TaskAdapterOptions, train_task_adapter
@@ -206,7 +209,7 @@ def run_step(step: Step, recipe: Recipe, workspace: Workspace, console: Console)
             lang=o["lang"], train=o["train"], dev=o["dev"], task=o.get("task", "ner"), name=produces(step)[1], method=method,
             use_lang_adapter=not o.get("no_lang_adapter", False), lang_adapter=o.get("lang_adapter"), init_from=o.get("init_from"),
             adapter=_adapter(o, "pfeiffer"), training=_training(o, replace(defaults.training, learning_rate=lr)),
-            max_len=o.get("max_len", 256), train_limit=o.get("train_limit"), dev_limit=o.get("dev_limit"), **_labels(o), **common), console)
+            max_len=o.get("max_len", 256), train_limit=o.get("train_limit"), dev_limit=o.get("dev_limit"), **_labels(o), **trained), console)
         console.print(selection_summary(report))
     elif step.run == "train-fusion":
         from xling.train.fusion import FusionOptions, train_fusion
@@ -216,7 +219,7 @@ def run_step(step: Step, recipe: Recipe, workspace: Workspace, console: Console)
             lang=o["lang"], adapters=o["adapters"], train=o["train"], dev=o["dev"], task=o.get("task", "ner"), name=produces(step)[1],
             use_lang_adapter=not o.get("no_lang_adapter", False),
             fusion=FusionConfig(temperature=o.get("temperature", 1.0), value_penalty=o.get("value_penalty", 0.01)),
-            training=_training(o, defaults.training), max_len=o.get("max_len", 256), **_labels(o), **common), console)
+            training=_training(o, defaults.training), max_len=o.get("max_len", 256), **_labels(o), **trained), console)
         console.print(selection_summary(report, "fusion "))
     elif step.run == "evaluate":
         from xling.scoring.evaluate import EvaluationOptions, evaluate
@@ -273,16 +276,30 @@ def output_path(step: Step, recipe: Recipe, workspace: Workspace) -> Path:
     return results_dir(workspace, recipe) / Path(step.options["output"]).expanduser()
 
 
-def step_done(step: Step, recipe: Recipe, workspace: Workspace) -> bool:
-    made = produces(step)
-    if made:
-        directory = workspace.adapter_dir(*made)
-        return (directory / "adapter_config.json").is_file() or (directory / "task.json").is_file()
+def output_file(step: Step, recipe: Recipe, workspace: Workspace) -> Path | None:
+    """The file whose presence says a step finished (saves are atomic), or None."""
+    if produces(step):
+        return _adapter_file(workspace, *produces(step))
     if step.run == "evaluate":
-        return (results_dir(workspace, recipe) / f"{step.name}.json").is_file()
+        return results_dir(workspace, recipe) / f"{step.name}.json"
     if step.run in ("tag", "analyze") and step.options.get("output"):
-        return output_path(step, recipe, workspace).is_file()
-    return False
+        return output_path(step, recipe, workspace)
+    return None
+
+
+def _adapter_file(workspace: Workspace, kind: str, name: str) -> Path:
+    directory = workspace.adapter_dir(kind, name)
+    return directory / "task.json" if (directory / "task.json").is_file() else directory / "adapter_config.json"
+
+
+def rerun_reason(step: Step, recipe: Recipe, workspace: Workspace, ran_with: dict) -> str | None:
+    """Why a finished step is out of date, as make would judge it: edited options, or inputs saved after it."""
+    if step.name in ran_with and ran_with[step.name] != step.options:
+        return "its options changed since it ran"
+    made_at = output_file(step, recipe, workspace).stat().st_mtime
+    newer = [name for kind, name in requires(step)
+             if (f := _adapter_file(workspace, kind, name)).is_file() and f.stat().st_mtime > made_at]
+    return f"{', '.join(newer)} retrained since it ran" if newer else None
 
 
 def results_table(results: list[dict]) -> str:
@@ -302,18 +319,26 @@ def run_recipe(path: str | Path, console: Console | None = None, on_step: Callab
     validate(recipe, workspace)
     results_path = results_dir(workspace, recipe)
     results: list[dict] = []
+    ran_with_path = results_path / "steps.json"
+    ran_with = json.loads(ran_with_path.read_text()) if ran_with_path.is_file() else {}
     for step in recipe.steps:
-        if step_done(step, recipe, workspace):
+        out = output_file(step, recipe, workspace)
+        reason = rerun_reason(step, recipe, workspace, ran_with) if out and out.is_file() else "not run yet"
+        if reason is None:
             console.print(f"[dim]step {step.number}/{len(recipe.steps)} {step.name}: done already, skipped[/]")
             if on_step:
                 on_step(step, "skipped")
         else:
-            console.rule(f"step {step.number}/{len(recipe.steps)}: {step.name} ({step.run})")
-            result = run_step(step, recipe, workspace, console)
+            again = "" if reason == "not run yet" else f", again: {reason}"
+            console.rule(f"step {step.number}/{len(recipe.steps)}: {step.name} ({step.run}{again})")
+            result = run_step(step, recipe, workspace, console, overwrite=reason != "not run yet")
             if result is not None:
                 write_json_atomic(results_path / f"{step.name}.json", result)
             if on_step:
                 on_step(step, "ran")
+        # Outputs found without a record are taken as made with the recipe as it stands.
+        ran_with[step.name] = step.options
+        write_json_atomic(ran_with_path, ran_with)
         if step.run == "evaluate":
             results.append(json.loads((results_path / f"{step.name}.json").read_text()))
     if results:

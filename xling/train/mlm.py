@@ -162,6 +162,7 @@ class MaskedLMObjective:
         loss = F.cross_entropy(logits.float(), targets.to(logits.device))
         return loss, int((ids != self.pad_id).sum())
 
+    @torch.no_grad()
     def evaluate(self, model: AdaptedModel) -> dict[str, float]:
         """Held-out masked-LM loss and perplexity over the full vocabulary, with fixed masks."""
         generator = torch.Generator().manual_seed(self.seed + 12345)
