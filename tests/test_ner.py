@@ -205,4 +205,18 @@ def test_evaluate_cli_json(setup_dirs):
     assert {"precision", "recall", "f1", "per_type", "support"} <= set(scores)
     table = subprocess.run([sys.executable, "-m", "xling", "evaluate", "ner", str(dev), "--lang", "en", "--model", str(model_dir),
                             "-w", str(root / "ws")], capture_output=True, text=True, env={"COLUMNS": "120", **__import__("os").environ})
-    assert "overall" in table.stdout and "PER" in table.stdout
+    assert "overall" in table.stdout and "PER" in table.stdout and scores["types_not_predicted"] == []
+
+
+def test_evaluate_names_gold_types_the_head_cannot_predict(setup_dirs, tmp_path):
+    root, model_dir, _, dev = setup_dirs
+    with_misc = tmp_path / "dev-misc"
+    with_misc.write_text(dev.read_text().replace("-PER", "-MISC"))
+    command = [sys.executable, "-m", "xling", "evaluate", "ner", str(with_misc), "--lang", "en", "--model", str(model_dir),
+               "-w", str(root / "ws"), "--json"]
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["types_not_predicted"] == ["MISC"]
+    assert "never predicts (MISC)" in result.stderr and "--drop-labels MISC" in result.stderr
+    dropped = subprocess.run(command + ["--drop-labels", "MISC"], capture_output=True, text=True)
+    assert json.loads(dropped.stdout)["types_not_predicted"] == [] and "never predicts" not in dropped.stderr

@@ -200,11 +200,11 @@ def run_step(step: Step, recipe: Recipe, workspace: Workspace, console: Console,
             vocab_from_corpus=o.get("vocab_from_corpus", False), held_out=o.get("held_out", 0.02), **trained), console)
         console.print(language_report_table(report))
     elif step.run == "train-task":
-        from xling.train.task import TaskAdapterOptions, train_task_adapter
+        from xling.train.task import DEFAULT_LEARNING_RATES, TaskAdapterOptions, train_task_adapter
 
         method = o.get("method", "adapter")
         defaults = TaskAdapterOptions(lang="x", train="", dev="")
-        lr = {"adapter": 5e-4, "full": 5e-5, "head": 1e-3}[method]
+        lr = DEFAULT_LEARNING_RATES[method]
         report = train_task_adapter(TaskAdapterOptions(
             lang=o["lang"], train=o["train"], dev=o["dev"], task=o.get("task", "ner"), name=produces(step)[1], method=method,
             use_lang_adapter=not o.get("no_lang_adapter", False), lang_adapter=o.get("lang_adapter"), init_from=o.get("init_from"),

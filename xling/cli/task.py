@@ -15,7 +15,7 @@ from xling.train.loop import TrainConfig
 from xling.adapters import FusionConfig
 from xling.train.fusion import FusionOptions, train_fusion
 from xling.train.summary import selection_summary
-from xling.train.task import TaskAdapterOptions, train_task_adapter
+from xling.train.task import DEFAULT_LEARNING_RATES, TaskAdapterOptions, train_task_adapter
 
 console = Console(stderr=True)
 
@@ -57,7 +57,7 @@ def train_task(
     steps: int = typer.Option(None, help="Optimiser steps instead of --epochs."),
     batch_size: int = typer.Option(32),
     grad_accum: int = typer.Option(1),
-    lr: float = typer.Option(None, help="Learning rate (default: 5e-4 adapter, 5e-5 full, 1e-3 head)."),
+    lr: float = typer.Option(None, help="Learning rate (default: 5e-4 adapter, 5e-5 full, 1e-2 head)."),
     warmup: float = typer.Option(0.06),
     eval_every: int = typer.Option(None, help="Evaluate dev F1 every N steps (default: once per epoch)."),
     patience: int = typer.Option(2, help="Stop after this many evaluations without a better dev F1."),
@@ -71,7 +71,7 @@ def train_task(
     restart: bool = typer.Option(False, help="Discard an interrupted run instead of resuming it."),
 ):
     """Train a NER task adapter (and its head) over the frozen language adapter, or a baseline."""
-    default_lr = {"adapter": 5e-4, "full": 5e-5, "head": 1e-3}[method.value]
+    default_lr = DEFAULT_LEARNING_RATES[method.value]
     options = TaskAdapterOptions(
         lang=lang, train=train_data, dev=dev_data, task=task.value, name=name, model=model, workspace=workspace,
         method=method.value, use_lang_adapter=not no_lang_adapter, lang_adapter=lang_adapter, init_from=init_from,
@@ -146,6 +146,11 @@ def evaluate_command(
         use_lang_adapter=not no_lang_adapter, drop_labels=_drop(drop_labels), label_map=parse_label_map(label_map),
         batch_size=batch_size,
     ))
+    if result["types_not_predicted"]:
+        missing = ",".join(result["types_not_predicted"])
+        console.print(
+            f"[yellow]note:[/] the data has entity types that {result['task_adapter']} never predicts ({missing}); they "
+            f"count as missed. --drop-labels {missing} leaves them out, --label-map renames them.")
     if as_json:
         print(json.dumps(result, indent=2))
     else:

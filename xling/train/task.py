@@ -28,6 +28,11 @@ from xling.train.tagging import TaggingObjective, TaggingRunOptions
 from xling.workspace import Workspace, check_lang
 
 
+# Per method. The head alone is a linear probe on frozen features and needs a larger step: on WikiANN-en,
+# one epoch reached dev F1 17.8 at 1e-3 and 40.0 at 1e-2.
+DEFAULT_LEARNING_RATES = {"adapter": 5e-4, "full": 5e-5, "head": 1e-2}
+
+
 @dataclass
 class TaskAdapterOptions(TaggingRunOptions):
     lang: str
