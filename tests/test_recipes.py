@@ -137,7 +137,7 @@ def test_corpora_list_shows_what_is_here(corpora_root):
     assert "train, dev, extra" in line
 
 
-@pytest.mark.parametrize("recipe", ["madx-qu.toml", "houlsby-variants.toml"])
+@pytest.mark.parametrize("recipe", ["madx-qu.toml", "houlsby-variants.toml", "quality-qu.toml"])
 def test_shipped_recipes_validate(recipe, corpora_root, monkeypatch, tmp_path):
     monkeypatch.setenv("XLING_CORPORA", str(corpora_root))
     parsed = read_recipe(REPO / "recipes" / recipe)
@@ -155,3 +155,106 @@ def test_demo_uses_local_corpora_and_validates(corpora_root, monkeypatch, tmp_pa
     recipe = demo_recipe(sources, tmp_path / "demo")
     validate(recipe, Workspace(recipe.workspace, recipe.model))
     assert [s.run for s in recipe.steps] == ["train-lang", "train-lang", "train-task", "evaluate", "evaluate", "evaluate", "tag"]
+
+
+def test_seeds_run_each_training_step_per_seed_and_report_mean_and_spread(tmp_path, trained_workspace):
+    _, model_dir, train, dev = trained_workspace
+    workspace = tmp_path / "ws"
+    recipe = write_recipe(tmp_path / "seeded.toml", model_dir, workspace, f'''
+[[step]]
+name = "lang-en"
+run = "train-lang"
+lang = "en"
+corpus = ["{train}"]
+steps = 2
+seq_len = 32
+batch_size = 4
+
+[[step]]
+name = "ner-en"
+run = "train-task"
+lang = "en"
+train = "{train}"
+dev = "{dev}"
+epochs = 1
+batch_size = 16
+lr = 5e-3
+
+[[step]]
+name = "dev"
+run = "evaluate"
+data = "{dev}"
+lang = "en"
+label = "tiny dev"
+''')
+    statuses = []
+    rows = run_recipe(recipe, seeds=[1, 2], on_step=lambda step, status: statuses.append(status))
+    assert statuses == ["ran"] * 6
+    for seed in (1, 2):
+        report = json.loads((workspace / f"seed-{seed}" / "tinybert" / "task" / "ner-en" / "report.json").read_text())
+        assert report["training"]["seed"] == seed
+    per_seed = [json.loads((workspace / f"seed-{s}" / "tinybert" / "results" / "tiny" / "dev.json").read_text())["f1"]
+                for s in (1, 2)]
+    [row] = rows
+    assert [r["seed"] for r in row["per_seed"]] == [1, 2] and [r["f1"] for r in row["per_seed"]] == per_seed
+    assert row["f1"] == pytest.approx(sum(per_seed) / 2)
+    assert row["f1_std"] == pytest.approx(abs(per_seed[0] - per_seed[1]) / 2 ** 0.5)
+    table = (workspace / "tinybert" / "results" / "tiny" / "results.md").read_text()
+    assert "| F1 seed 1 | F1 seed 2 |" in table
+    assert f"| {100 * row['f1']:.1f} ± {100 * row['f1_std']:.1f} |" in table
+    assert json.loads((workspace / "tinybert" / "results" / "tiny" / "results.json").read_text()) == rows
+
+
+def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path, trained_workspace):
+    _, model_dir, train, dev = trained_workspace
+    workspace = tmp_path / "ws"
+    recipe = write_recipe(tmp_path / "plan.toml", model_dir, workspace, f'''
+[[step]]
+name = "ner-en"
+run = "train-task"
+lang = "en"
+no_lang_adapter = true
+train = "{train}"
+dev = "{dev}"
+epochs = 1
+batch_size = 16
+
+[[step]]
+name = "dev"
+run = "evaluate"
+data = "{dev}"
+lang = "en"
+task_adapter = "ner-en-nolang"
+no_lang_adapter = true
+''')
+
+    def dry_run(*extra):
+        result = subprocess.run([sys.executable, "-m", "xling", "run", str(recipe), "--dry-run", *extra],
+                                capture_output=True, text=True, env={**__import__("os").environ, "COLUMNS": "200"})
+        assert result.returncode == 0, result.stderr
+        return result.stderr
+
+    out = dry_run("--seeds", "4,5")
+    assert "tiny seed 4: workspace" in out and "tiny seed 5: workspace" in out
+    assert out.count("step 1/2 ner-en (train-task): run: not run yet") == 2
+    assert not workspace.exists()
+    run_recipe(recipe)
+    assert "step 1/2 ner-en (train-task): skip: done" in dry_run() and "step 2/2 dev (evaluate): skip: done" in dry_run()
+    recipe.write_text(recipe.read_text().replace("epochs = 1", "epochs = 2"), encoding="utf-8")
+    out = dry_run()
+    assert "step 1/2 ner-en (train-task): run: its options changed since it ran" in out
+    assert "step 2/2 dev (evaluate): run: ner-en-nolang will be retrained before it" in out
+
+
+def test_seeds_refuse_a_step_seed_and_bad_values(tmp_path, trained_workspace):
+    _, model_dir, train, dev = trained_workspace
+    steps = f'[[step]]\nname = "t"\nrun = "train-task"\nlang = "en"\nno_lang_adapter = true\ntrain = "{train}"\ndev = "{dev}"\nseed = 3\n'
+    recipe = write_recipe(tmp_path / "clash.toml", model_dir, tmp_path / "ws", steps)
+    with pytest.raises(XlingError, match=r"clash.toml: step 1 \(t\): key 'seed' conflicts with the recipe's seeds"):
+        run_recipe(recipe, seeds=[1, 2])
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[recipe]\nseeds = "1,2"\n')
+    with pytest.raises(XlingError, match="seeds must be a list of integers"):
+        read_recipe(bad)
+    result = subprocess.run([sys.executable, "-m", "xling", "run", str(recipe), "--seeds", "one"], capture_output=True, text=True)
+    assert result.returncode == 1 and "--seeds takes comma-separated integers" in result.stderr

@@ -3,6 +3,7 @@
     [recipe]
     name = "madx-qu"
     model = "e5-small"
+    seeds = [1, 2, 3]           # optional: every training step once per seed
 
     [[step]]
     name = "lang-qu"
@@ -18,10 +19,15 @@ already exist are skipped, so a rerun after an interruption resumes; a step runs
 when its options were edited (the options each step ran with are kept in `steps.json`
 beside the results) or an adapter it uses was saved after its output. Every evaluation
 ends up in a results table, written as markdown and JSON.
+
+With `seeds`, the whole recipe runs once per seed, each in its own workspace
+`<workspace>/seed-<N>/`, with that seed for every training step; the results table gives
+each evaluation per seed, with mean and standard deviation.
 """
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable
@@ -33,6 +39,7 @@ from xling.adapters import BottleneckConfig, FusionConfig
 from xling.data.catalog import load_catalog, resolve, tomllib
 from xling.data.labels import parse_label_map
 from xling.errors import XlingError
+from xling.tagging.decoding import DEFAULT_DECODER
 from xling.fileio import write_json_atomic, write_text_atomic
 from xling.train.loop import TrainConfig
 from xling.train.summary import language_report_table, selection_summary
@@ -40,7 +47,7 @@ from xling.workspace import Workspace
 
 TRAIN_KEYS = {f.name for f in fields(TrainConfig)} | {"steps", "lr"}
 ADAPTER_KEYS = {"preset", "reduction_factor", "non_linearity", "leave_out", "share_every"}
-LABEL_KEYS = {"drop_labels", "label_map"}
+LABEL_KEYS = {"drop_labels", "label_map", "decoder"}
 KEYS = {
     "train-lang": {"lang", "corpus", "seq_len", "mask_prob", "whole_word", "vocab_from_corpus", "held_out"} | TRAIN_KEYS | ADAPTER_KEYS,
     "train-task": {"lang", "train", "dev", "task", "method", "no_lang_adapter", "lang_adapter", "init_from", "max_len",
@@ -48,10 +55,11 @@ KEYS = {
     "train-fusion": {"lang", "adapters", "train", "dev", "task", "no_lang_adapter", "temperature", "value_penalty",
                      "max_len", "save_as"} | TRAIN_KEYS | LABEL_KEYS,
     "evaluate": {"data", "lang", "task_adapter", "fusion", "no_lang_adapter", "limit", "label"} | LABEL_KEYS,
-    "tag": {"input", "lang", "task_adapter", "fusion", "no_lang_adapter", "format", "output", "paragraphs"},
+    "tag": {"input", "lang", "task_adapter", "fusion", "no_lang_adapter", "format", "output", "paragraphs", "decoder"},
     "analyze": {"analysis", "data", "lang", "task_adapter", "fusion", "limit", "output"},
 }
 COMMON_KEYS = {"name", "run"}
+TRAINING_RUNS = ("train-lang", "train-task", "train-fusion")
 PATH_KEYS = {"corpus", "train", "dev", "data", "input"}
 
 
@@ -73,6 +81,7 @@ class Recipe:
     model: str = "e5-small"
     workspace: str | None = None
     description: str = ""
+    seeds: list[int] = field(default_factory=list)  # empty: one run, seeds as the steps say
     steps: list[Step] = field(default_factory=list)
 
 
@@ -85,13 +94,26 @@ def read_recipe(path: str | Path) -> Recipe:
     except tomllib.TOMLDecodeError as err:
         raise XlingError(f"{path}: not valid TOML: {err}") from err
     head = data.get("recipe", {})
-    unknown = set(data) - {"recipe", "step"} | set(head) - {"name", "model", "workspace", "description"}
+    unknown = set(data) - {"recipe", "step"} | set(head) - {"name", "model", "workspace", "description", "seeds"}
     if unknown:
         raise XlingError(f"{path}: unknown keys {', '.join(sorted(unknown))}")
+    seeds = head.get("seeds", [])
+    if not isinstance(seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        raise XlingError(f"{path}: seeds must be a list of integers, e.g. seeds = [1, 2, 3]")
     steps = [Step(i, s.get("name", f"step-{i}"), s.get("run", ""), {k: v for k, v in s.items() if k not in COMMON_KEYS})
              for i, s in enumerate(data.get("step", []), start=1)]
     return Recipe(str(path), head.get("name", path.stem), head.get("model", "e5-small"), head.get("workspace"),
-                  head.get("description", ""), steps)
+                  head.get("description", ""), seeds, steps)
+
+
+def seeded(recipe: Recipe, seed: int) -> Recipe:
+    """The recipe's run for one seed: its own workspace, and the seed in every training step."""
+    clashing = [s.where(recipe.file) for s in recipe.steps if "seed" in s.options]
+    if clashing:
+        raise XlingError(f"{'; '.join(clashing)}: key 'seed' conflicts with the recipe's seeds, which set it for every training step")
+    root = Workspace(recipe.workspace, recipe.model).root / f"seed-{seed}"
+    steps = [replace(s, options={**s.options, "seed": seed}) if s.run in TRAINING_RUNS else s for s in recipe.steps]
+    return replace(recipe, workspace=str(root), seeds=[seed], steps=steps)
 
 
 # ---- what each step needs and makes ----------------------------------------------------------------
@@ -181,7 +203,9 @@ def _adapter(o: dict, preset: str) -> BottleneckConfig:
 
 
 def _labels(o: dict) -> dict:
-    return {"drop_labels": list(o.get("drop_labels", [])), "label_map": parse_label_map(o.get("label_map"))}
+    """Options of every step that reads labelled data: label set changes and the decoder."""
+    return {"drop_labels": list(o.get("drop_labels", [])), "label_map": parse_label_map(o.get("label_map")),
+            "decoder": o.get("decoder", DEFAULT_DECODER)}
 
 
 def run_step(step: Step, recipe: Recipe, workspace: Workspace, console: Console, overwrite: bool = False) -> dict | None:
@@ -244,7 +268,8 @@ def _tag(o: dict, recipe: Recipe, console: Console) -> None:
     from xling.tagging.tagger import Tagger
 
     tagger = Tagger.load(lang=o["lang"], adapter=o.get("task_adapter"), fusion=o.get("fusion"), model=recipe.model,
-                         workspace=recipe.workspace, use_lang_adapter=not o.get("no_lang_adapter", False))
+                         workspace=recipe.workspace, use_lang_adapter=not o.get("no_lang_adapter", False),
+                         decoder=o.get("decoder", DEFAULT_DECODER))
     results = tagger.tag_texts([line for _, line in read_lines(Path(o["input"]))], o.get("paragraphs", False))
     output_format = o.get("format") or ("jsonl" if o.get("output") else "pretty")
     if o.get("output"):
@@ -302,35 +327,40 @@ def rerun_reason(step: Step, recipe: Recipe, workspace: Workspace, ran_with: dic
     return f"{', '.join(newer)} retrained since it ran" if newer else None
 
 
-def results_table(results: list[dict]) -> str:
-    lines = ["| evaluation | data | setup | precision | recall | F1 |", "|---|---|---|---|---|---|"]
-    for r in results:
-        lines.append(f"| {r['label']} | {Path(r['data']).parent.name + '/' + Path(r['data']).name} | `{r['setup']}` | "
-                     f"{100 * r['precision']:.1f} | {100 * r['recall']:.1f} | {100 * r['f1']:.1f} |")
-    return "\n".join(lines) + "\n"
-
-
-def run_recipe(path: str | Path, console: Console | None = None, on_step: Callable[[Step, str], None] | None = None,
-               recipe: Recipe | None = None) -> list[dict]:
-    """Validate, then run every step not yet done; returns all evaluation results."""
-    console = console or Console(stderr=True)
-    recipe = recipe or read_recipe(path)
-    workspace = Workspace(recipe.workspace, recipe.model)
-    validate(recipe, workspace)
-    results_path = results_dir(workspace, recipe)
-    results: list[dict] = []
-    ran_with_path = results_path / "steps.json"
+def plan(recipe: Recipe, workspace: Workspace) -> list[tuple[Step, str | None]]:
+    """Each step with why it must run ("not run yet", edited, inputs retrained), or None when it is done."""
+    ran_with_path = results_dir(workspace, recipe) / "steps.json"
     ran_with = json.loads(ran_with_path.read_text()) if ran_with_path.is_file() else {}
+    remade: set[tuple[str, str]] = set()
+    planned = []
     for step in recipe.steps:
         out = output_file(step, recipe, workspace)
         reason = rerun_reason(step, recipe, workspace, ran_with) if out and out.is_file() else "not run yet"
+        if reason is None and (stale := [name for kind, name in requires(step) if (kind, name) in remade]):
+            reason = f"{', '.join(stale)} will be retrained before it"
+        if reason is not None and produces(step):
+            remade.add(produces(step))
+        planned.append((step, reason))
+    return planned
+
+
+def _run_once(recipe: Recipe, console: Console, on_step: Callable[[Step, str], None] | None) -> list[dict]:
+    """Run every step of one run (one seed) that is not done; returns its evaluation results."""
+    workspace = Workspace(recipe.workspace, recipe.model)
+    results_path = results_dir(workspace, recipe)
+    ran_with_path = results_path / "steps.json"
+    ran_with = json.loads(ran_with_path.read_text()) if ran_with_path.is_file() else {}
+    seed = f"seed {recipe.seeds[0]}, " if recipe.seeds else ""
+    results: list[dict] = []
+    for step, reason in plan(recipe, workspace):
+        where = f"{seed}step {step.number}/{len(recipe.steps)}"
         if reason is None:
-            console.print(f"[dim]step {step.number}/{len(recipe.steps)} {step.name}: done already, skipped[/]")
+            console.print(f"[dim]{where} {step.name}: done already, skipped[/]")
             if on_step:
                 on_step(step, "skipped")
         else:
             again = "" if reason == "not run yet" else f", again: {reason}"
-            console.rule(f"step {step.number}/{len(recipe.steps)}: {step.name} ({step.run}{again})")
+            console.rule(f"{where}: {step.name} ({step.run}{again})")
             result = run_step(step, recipe, workspace, console, overwrite=reason != "not run yet")
             if result is not None:
                 write_json_atomic(results_path / f"{step.name}.json", result)
@@ -341,15 +371,76 @@ def run_recipe(path: str | Path, console: Console | None = None, on_step: Callab
         write_json_atomic(ran_with_path, ran_with)
         if step.run == "evaluate":
             results.append(json.loads((results_path / f"{step.name}.json").read_text()))
-    if results:
-        table = results_table(results)
-        (results_path / "results.md").write_text(table, encoding="utf-8")
-        write_json_atomic(results_path / "results.json", results)
-        rich_table = Table(title=f"Results of {recipe.name}")
+    return results
+
+
+METRICS = ("precision", "recall", "f1")
+
+
+def combine(runs: dict[int | None, list[dict]]) -> list[dict]:
+    """One row per evaluation: with several seeds, the mean of each metric, its standard deviation and the per-seed values."""
+    if list(runs) == [None]:
+        return runs[None]
+    rows = []
+    for position, first in enumerate(next(iter(runs.values()))):
+        per_seed = [{"seed": seed, **{m: results[position][m] for m in METRICS}} for seed, results in runs.items()]
+        row = {"label": first["label"], "data": first["data"], "setup": first["setup"], "per_seed": per_seed}
+        for metric in METRICS:
+            values = [run[metric] for run in per_seed]
+            row[metric] = statistics.fmean(values)
+            row[f"{metric}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
+        rows.append(row)
+    return rows
+
+
+def results_table(rows: list[dict]) -> str:
+    """Markdown; with seeds, F1 per seed and mean ± standard deviation (precision and recall as means)."""
+    seeds = [run["seed"] for run in rows[0].get("per_seed", [])]
+    columns = ["evaluation", "data", "setup", *(f"F1 seed {s}" for s in seeds), "precision", "recall", "F1"]
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for r in rows:
+        cells = [r["label"], Path(r["data"]).parent.name + "/" + Path(r["data"]).name, f"`{r['setup']}`"]
+        cells += [f"{100 * run['f1']:.1f}" for run in r.get("per_seed", [])]
+        cells += [f"{100 * r['precision']:.1f}", f"{100 * r['recall']:.1f}", _f1(r)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _f1(row: dict) -> str:
+    return f"{100 * row['f1']:.1f} ± {100 * row['f1_std']:.1f}" if "per_seed" in row else f"{100 * row['f1']:.1f}"
+
+
+def print_plan(recipe: Recipe, console: Console) -> None:
+    """What `xling run` would do, step by step (and seed by seed), without doing it."""
+    for run in [seeded(recipe, s) for s in recipe.seeds] or [recipe]:
+        workspace = Workspace(run.workspace, run.model)
+        validate(run, workspace)
+        console.print(f"[bold]{run.name}[/]{f' seed {run.seeds[0]}' if recipe.seeds else ''}: workspace {workspace.root}")
+        for step, reason in plan(run, workspace):
+            what = "skip: done" if reason is None else f"run: {reason}"
+            console.print(f"  step {step.number}/{len(run.steps)} {step.name} ({step.run}): {what}", highlight=False)
+
+
+def run_recipe(path: str | Path, console: Console | None = None, on_step: Callable[[Step, str], None] | None = None,
+               recipe: Recipe | None = None, seeds: list[int] | None = None) -> list[dict]:
+    """Validate, then run every step not yet done (once per seed); returns the evaluation rows of the results table."""
+    console = console or Console(stderr=True)
+    recipe = recipe or read_recipe(path)
+    if seeds:
+        recipe = replace(recipe, seeds=list(seeds))
+    runs = [seeded(recipe, s) for s in recipe.seeds] or [recipe]
+    for run in runs:  # every run checked before any starts
+        validate(run, Workspace(run.workspace, run.model))
+    rows = combine({run.seeds[0] if recipe.seeds else None: _run_once(run, console, on_step) for run in runs})
+    if rows:
+        results_path = results_dir(Workspace(recipe.workspace, recipe.model), recipe)
+        write_text_atomic(results_path / "results.md", results_table(rows))
+        write_json_atomic(results_path / "results.json", rows)
+        rich_table = Table(title=f"Results of {recipe.name}" + (f" (seeds {', '.join(map(str, recipe.seeds))})" if recipe.seeds else ""))
         for column in ("evaluation", "setup", "P", "R", "F1"):
             rich_table.add_column(column, justify="right" if len(column) <= 2 else "left")
-        for r in results:
-            rich_table.add_row(r["label"], r["setup"], *(f"{100 * r[k]:.1f}" for k in ("precision", "recall", "f1")))
+        for r in rows:
+            rich_table.add_row(r["label"], r["setup"], *(f"{100 * r[k]:.1f}" for k in ("precision", "recall")), _f1(r))
         Console().print(rich_table)
         console.print(f"results: {results_path / 'results.md'} and results.json")
-    return results
+    return rows

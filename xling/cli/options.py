@@ -5,11 +5,14 @@ import typer
 
 from xling.adapters import BottleneckConfig
 from xling.adapters.bottleneck.config import PRESETS
+from xling.tagging.decoding import DECODERS, DEFAULT_DECODER
 
 MODEL = typer.Option("e5-small", "--model", "-m", help="Base model: e5-small (embedded), a Hugging Face id or a local directory.")
 WORKSPACE = typer.Option(None, "--workspace", "-w", help="Workspace root (default: $XLING_HOME/workspace, else ./xling-workspace).")
 DEVICE = typer.Option("auto", "--device", help="auto (GPU when present), cpu or cuda.")
 PRESET_HELP = f"Adapter preset: {', '.join(PRESETS)}."
+DECODER = typer.Option(DEFAULT_DECODER, "--decoder", help=f"From word probabilities to IOB2 tags: {', '.join(DECODERS)} "
+                       "(viterbi: the best sequence where I-X follows only B-X or I-X).")
 
 
 def adapter_config(preset: str, reduction_factor: float | None, non_linearity: str | None,

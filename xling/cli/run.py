@@ -1,21 +1,35 @@
 """`xling run RECIPE` and `xling demo`."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import typer
 from rich.console import Console
 
 from xling.cli.options import MODEL
+from xling.errors import XlingError
 from xling.paths import default_workspace
-from xling.recipes import run_recipe
+from xling.recipes import print_plan, read_recipe, run_recipe
 
 console = Console(stderr=True)
 
 
-def run(recipe: Path = typer.Argument(..., help="A recipe TOML file, e.g. recipes/madx-qu.toml.")):
+def run(
+    recipe: Path = typer.Argument(..., help="A recipe TOML file, e.g. recipes/madx-qu.toml."),
+    seeds: str = typer.Option(None, help="Run every training step once per seed, e.g. 1,2,3 (overrides the recipe's seeds)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Validate and print which steps would run and why; run nothing."),
+):
     """Run a recipe's steps in order, skipping those already done, and print the results table."""
-    run_recipe(recipe, console)
+    try:
+        seed_list = [int(s) for s in seeds.split(",") if s.strip()] if seeds else []
+    except ValueError:
+        raise XlingError(f"--seeds takes comma-separated integers, e.g. 1,2,3, not {seeds!r}") from None
+    if dry_run:
+        parsed = read_recipe(recipe)
+        print_plan(replace(parsed, seeds=seed_list) if seed_list else parsed, console)
+        return
+    run_recipe(recipe, console, seeds=seed_list)
 
 
 def demo(

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from xling.cli.options import DEVICE, MODEL, WORKSPACE
+from xling.cli.options import DECODER, DEVICE, MODEL, WORKSPACE
 from xling.data.conll import read_lines, read_tokens
 from xling.errors import XlingError
 from xling.fileio import write_text_atomic
@@ -65,12 +65,13 @@ def tag(
     model: str = MODEL,
     workspace: str = WORKSPACE,
     batch_size: int = typer.Option(32),
+    decoder: str = DECODER,
     device: str = DEVICE,
 ):
     """Tag entities in text: one sentence per line, or running text with --paragraphs."""
     lines = _input_lines(source)
     tagger = Tagger.load(lang=lang, task=task, adapter=adapter, fusion=fusion, model=model, workspace=workspace,
-                         use_lang_adapter=not no_lang_adapter, device=device, batch_size=batch_size)
+                         use_lang_adapter=not no_lang_adapter, device=device, batch_size=batch_size, decoder=decoder)
     results = _tag_pretokenised(tagger, lines) if conll else tagger.tag_texts(lines, paragraphs)
     if output_format is Format.pretty and output is None:
         to_pretty(results, Console(highlight=False, soft_wrap=True))

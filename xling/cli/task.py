@@ -7,7 +7,7 @@ from enum import Enum
 import typer
 from rich.console import Console
 
-from xling.cli.options import DEVICE, MODEL, PRESET_HELP, WORKSPACE, adapter_config
+from xling.cli.options import DECODER, DEVICE, MODEL, PRESET_HELP, WORKSPACE, adapter_config
 from xling.data.labels import parse_label_map
 from xling.scoring import scores_table
 from xling.scoring.evaluate import EvaluationOptions, evaluate
@@ -37,7 +37,7 @@ def _drop(labels: str | None) -> list[str]:
 def train_task(
     task: Task = typer.Argument(..., help="The task: ner."),
     lang: str = typer.Option(..., "--lang", help="Language of the training data; its language adapter is stacked below."),
-    train_data: str = typer.Option(..., "--train", help="Training data: a CoNLL file or a named source such as wikiann:en."),
+    train_data: list[str] = typer.Option(..., "--train", help="Training data: a CoNLL file or a named source such as wikiann:en; repeat to train on several."),
     dev_data: str = typer.Option(..., "--dev", help="Dev data for model selection and early stopping."),
     name: str = typer.Option(None, help="Name of the trained task adapter (default: TASK-LANG, e.g. ner-en)."),
     model: str = MODEL,
@@ -65,6 +65,7 @@ def train_task(
     max_len: int = typer.Option(256, help="Longest window in sub-tokens; longer sentences are windowed."),
     train_limit: int = typer.Option(None, help="Train on the first N sentences only."),
     dev_limit: int = typer.Option(None, help="Select on the first N dev sentences only."),
+    decoder: str = DECODER,
     seed: int = typer.Option(42),
     device: str = DEVICE,
     overwrite: bool = typer.Option(False, help="Replace an existing task adapter of the same name."),
@@ -73,8 +74,8 @@ def train_task(
     """Train a NER task adapter (and its head) over the frozen language adapter, or a baseline."""
     default_lr = DEFAULT_LEARNING_RATES[method.value]
     options = TaskAdapterOptions(
-        lang=lang, train=train_data, dev=dev_data, task=task.value, name=name, model=model, workspace=workspace,
-        method=method.value, use_lang_adapter=not no_lang_adapter, lang_adapter=lang_adapter, init_from=init_from,
+        lang=lang, train=train_data[0] if len(train_data) == 1 else train_data, dev=dev_data, task=task.value, name=name,
+        model=model, workspace=workspace, method=method.value, use_lang_adapter=not no_lang_adapter, lang_adapter=lang_adapter, init_from=init_from,
         adapter=adapter_config(preset, reduction_factor, non_linearity, leave_out, share_every),
         training=TrainConfig(
             max_steps=steps, epochs=epochs, batch_size=batch_size, grad_accum=grad_accum, learning_rate=lr or default_lr,
@@ -82,7 +83,7 @@ def train_task(
             seed=seed, device=device,
         ),
         drop_labels=_drop(drop_labels), label_map=parse_label_map(label_map), max_len=max_len,
-        train_limit=train_limit, dev_limit=dev_limit, overwrite=overwrite, restart=restart,
+        train_limit=train_limit, dev_limit=dev_limit, decoder=decoder, overwrite=overwrite, restart=restart,
     )
     report = train_task_adapter(options, console)
     Console().print(selection_summary(report))
@@ -109,6 +110,7 @@ def train_fusion_command(
     eval_every: int = typer.Option(None, help="Evaluate dev F1 every N steps (default: once per epoch)."),
     patience: int = typer.Option(3),
     checkpoint_every: int = typer.Option(200),
+    decoder: str = DECODER,
     seed: int = typer.Option(42),
     device: str = DEVICE,
     overwrite: bool = typer.Option(False),
@@ -121,7 +123,8 @@ def train_fusion_command(
         fusion=FusionConfig(temperature=temperature, value_penalty=value_penalty),
         training=TrainConfig(max_steps=steps, epochs=epochs, batch_size=batch_size, learning_rate=lr, eval_every=eval_every,
                              patience=patience, checkpoint_every=checkpoint_every, seed=seed, device=device),
-        drop_labels=_drop(drop_labels), label_map=parse_label_map(label_map), overwrite=overwrite, restart=restart,
+        drop_labels=_drop(drop_labels), label_map=parse_label_map(label_map), decoder=decoder, overwrite=overwrite,
+        restart=restart,
     ), console)
     Console().print(selection_summary(report, "fusion "))
 
@@ -138,13 +141,14 @@ def evaluate_command(
     drop_labels: str = typer.Option(None, help="Entity types to turn into O in the gold data, e.g. MISC."),
     label_map: str = typer.Option(None, help="Rename entity types in the gold data, e.g. PERSON=PER."),
     batch_size: int = typer.Option(64),
+    decoder: str = DECODER,
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ):
     """Score a trained task on labelled data with seqeval (strict IOB2, entity level)."""
     result = evaluate(EvaluationOptions(
         data=data, lang=lang, task_adapter=task_adapter, fusion=fusion, model=model, workspace=workspace,
         use_lang_adapter=not no_lang_adapter, drop_labels=_drop(drop_labels), label_map=parse_label_map(label_map),
-        batch_size=batch_size,
+        batch_size=batch_size, decoder=decoder,
     ))
     if result["types_not_predicted"]:
         missing = ",".join(result["types_not_predicted"])

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from xling.data.labels import relabel
 from xling.data.sources import load_ner
 from xling.scoring.entities import score
+from xling.tagging.decoding import DEFAULT_DECODER, check_decoder
 from xling.tagging.tagger import Tagger
 
 
@@ -22,6 +23,10 @@ class EvaluationOptions:
     label_map: dict[str, str] = field(default_factory=dict)
     batch_size: int = 64
     limit: int | None = None  # score the first N sentences only
+    decoder: str = DEFAULT_DECODER  # how per-word probabilities become IOB2 tags
+
+    def __post_init__(self):
+        check_decoder(self.decoder)
 
 
 def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
@@ -29,6 +34,7 @@ def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
     tagger = tagger or Tagger.load(
         lang=options.lang, adapter=options.task_adapter, fusion=options.fusion, model=options.model,
         workspace=options.workspace, use_lang_adapter=options.use_lang_adapter, batch_size=options.batch_size,
+        decoder=options.decoder,
     )
     predicted = tagger.tag_words([s.tokens for s in sentences])
     result = score([s.tags for s in sentences], [[tag for tag, _ in p] for p in predicted])
@@ -36,6 +42,6 @@ def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
     predictable = {label[2:] for label in tagger.model.heads[tagger.head].labels if label != "O"}
     gold_types = {tag[2:] for s in sentences for tag in s.tags if tag != "O"}
     result.update({"data": options.data, "lang": options.lang, "task_adapter": tagger.head,
-                   "setup": repr(tagger.setup) if tagger.setup is not None else "no adapters",
+                   "setup": repr(tagger.setup) if tagger.setup is not None else "no adapters", "decoder": tagger.decoder,
                    "types_not_predicted": sorted(gold_types - predictable)})
     return result

@@ -1,11 +1,12 @@
 """Batched prediction of word-level tags with an AdaptedModel and a tagging head."""
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from xling.adapters import AdaptedModel
-from xling.data.conll import iob1_to_iob2 as repair_bio
 from xling.tagging.align import Window, merge_predictions, windows_for
+from xling.tagging.decoding import DEFAULT_DECODER, decode
 
 
 def max_window(model: AdaptedModel, tokenizer, requested: int | None = None) -> int:
@@ -31,7 +32,7 @@ def length_batches(windows: list[Window], batch_size: int) -> list[list[int]]:
 
 
 @torch.inference_mode()
-def predict_tags(
+def predict_probabilities(
     model: AdaptedModel,
     tokenizer,
     sentences: list[list[str]],
@@ -39,8 +40,8 @@ def predict_tags(
     batch_size: int = 32,
     max_len: int | None = None,
     stride: int = 32,
-) -> list[list[tuple[str, float]]]:
-    """Per sentence, per word: (tag, probability). Output is valid IOB2 (see `repair_bio`)."""
+) -> list[np.ndarray]:
+    """Per sentence, a (words, labels) array of tag probabilities."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -52,16 +53,28 @@ def predict_tags(
         ids, mask = pad_batch([windows[i] for i in batch], tokenizer.pad_token_id, device)
         with autocast:
             logits = tagger(model(input_ids=ids, attention_mask=mask))
-        probs = logits.float().softmax(-1).cpu()
+        probs = logits.float().softmax(-1).cpu().numpy()
         for row, index in enumerate(batch):
             probabilities[index] = probs[row]
-    merged = merge_predictions(windows, probabilities, [len(s) for s in sentences])
-    labels = tagger.labels
-    outside = labels.index("O") if "O" in labels else 0
-    results = []
-    for words in merged:
-        best = [(labels[outside], 1.0) if p is None else (labels[int(p.argmax())], float(p.max())) for p in words]
-        tags = repair_bio([tag for tag, _ in best])
-        results.append([(tag, prob) for tag, (_, prob) in zip(tags, best)])
     model.train(was_training)
-    return results
+    # A word with no sub-token (nothing the tokenizer keeps) is outside any entity.
+    outside = np.eye(len(tagger.labels), dtype=np.float32)[tagger.labels.index("O") if "O" in tagger.labels else 0]
+    merged = merge_predictions(windows, probabilities, [len(s) for s in sentences])
+    return [np.stack([outside if p is None else p for p in words]) if words else np.zeros((0, len(tagger.labels)), np.float32)
+            for words in merged]
+
+
+def predict_tags(
+    model: AdaptedModel,
+    tokenizer,
+    sentences: list[list[str]],
+    head: str,
+    batch_size: int = 32,
+    max_len: int | None = None,
+    stride: int = 32,
+    decoder: str = DEFAULT_DECODER,
+) -> list[list[tuple[str, float]]]:
+    """Per sentence, per word: (tag, probability), decoded into valid IOB2 (see `xling.tagging.decoding`)."""
+    labels = model.heads[head].labels
+    return [decode(p, labels, decoder)
+            for p in predict_probabilities(model, tokenizer, sentences, head, batch_size, max_len, stride)]

@@ -14,6 +14,7 @@ from typing import Iterable, Iterator
 from xling.adapters import Stack
 from xling.adapters.saving import load
 from xling.errors import XlingError
+from xling.tagging.decoding import DEFAULT_DECODER, check_decoder
 from xling.tagging.predict import predict_tags
 from xling.tagging.words import Token, split_sentences, tokenize
 from xling.tasks import load_fusion_model, load_task_model
@@ -75,8 +76,9 @@ def resolve_task_adapter(workspace: Workspace, task: str, lang: str, adapter: st
 
 
 class Tagger:
-    def __init__(self, model, tokenizer, head: str, setup, batch_size: int = 32):
+    def __init__(self, model, tokenizer, head: str, setup, batch_size: int = 32, decoder: str = DEFAULT_DECODER):
         self.model, self.tokenizer, self.head, self.setup, self.batch_size = model, tokenizer, head, setup, batch_size
+        self.decoder = check_decoder(decoder)
 
     @classmethod
     def load(
@@ -90,9 +92,11 @@ class Tagger:
         use_lang_adapter: bool = True,
         device: str = "auto",
         batch_size: int = 32,
+        decoder: str = DEFAULT_DECODER,
     ) -> "Tagger":
         """A ready tagger: `Stack(<lang>, <task adapter>)`, or `Stack(<lang>, Fuse(...))` with `fusion`."""
         check_lang(lang)
+        check_decoder(decoder)
         ws = Workspace(workspace, model)
         if fusion:
             loaded, tokenizer, head, setup = load_fusion_model(model, ws, fusion)
@@ -106,11 +110,11 @@ class Tagger:
         loaded.set_active(setup)
         loaded.to(pick_device(device))
         loaded.eval()
-        return cls(loaded, tokenizer, head, setup, batch_size)
+        return cls(loaded, tokenizer, head, setup, batch_size, decoder)
 
     def tag_words(self, sentences: list[list[str]]) -> list[list[tuple[str, float]]]:
         """Pre-tokenised sentences -> per word (tag, probability)."""
-        return predict_tags(self.model, self.tokenizer, sentences, self.head, self.batch_size)
+        return predict_tags(self.model, self.tokenizer, sentences, self.head, self.batch_size, decoder=self.decoder)
 
     def tag_texts(self, texts: list[str], paragraphs: bool = False) -> list[TaggedText]:
         """Raw texts -> tagged texts. With `paragraphs`, each text is split into sentences first."""

@@ -76,14 +76,16 @@ def train_fusion(options: FusionOptions, console: Console | None = None) -> dict
     model.add_head(fuse.name, head)
     setup = Stack(load(model, lang_dir, name=f"lang-{lang}"), fuse) if lang_dir else fuse
     counts = model.train_adapter(setup, train=[fuse.name])
-    objective = TaggingObjective(fuse.name, train_data, dev_data, tokenizer, model, options.training.seed, options.max_len)
+    objective = TaggingObjective(fuse.name, train_data, dev_data, tokenizer, model, options.training.seed, options.max_len,
+                                 decoder=options.decoder)
     console.print(f"training fusion [bold]{name}[/]: {setup!r}, labels {', '.join(head.labels)}; {counts}")
     if options.restart and run_dir.exists():
         shutil.rmtree(run_dir)
     run_options = {"kind": "fusion", "name": name, "lang": lang, "model": options.model, "adapters": options.adapters,
                    "train": options.train, "dev": options.dev, "fusion": options.fusion.to_dict(),
                    "lang_adapter": str(lang_dir) if lang_dir else None, "labels": head.labels,
-                   "drop_labels": options.drop_labels, "label_map": options.label_map, "max_len": options.max_len}
+                   "drop_labels": options.drop_labels, "label_map": options.label_map, "max_len": options.max_len,
+                   "decoder": options.decoder}
     result = train(model, objective, options.training, run_dir, run_options, title=f"train-fusion {name}", console=console)
     report = {"name": name, "task": options.task, "lang": lang, "adapters": options.adapters, "model": options.model,
               "xling_version": __version__, "steps": result.steps, "stopped_early": result.stopped_early,

@@ -13,6 +13,7 @@ from xling.data.conll import Sentence
 from xling.errors import XlingError
 from xling.scoring import score
 from xling.tagging.align import IGNORE, windows_for, window_labels
+from xling.tagging.decoding import DEFAULT_DECODER, check_decoder
 from xling.tagging.predict import max_window, pad_batch, predict_tags
 
 
@@ -25,6 +26,10 @@ class TaggingRunOptions:
     drop_labels: list[str] = field(default_factory=list)
     label_map: dict[str, str] = field(default_factory=dict)
     max_len: int | None = 256  # longest window in sub-tokens
+    decoder: str = DEFAULT_DECODER  # decoding of dev predictions for model selection, as at tagging time
+
+    def __post_init__(self):
+        check_decoder(self.decoder)
     overwrite: bool = False
     restart: bool = False
 
@@ -34,8 +39,9 @@ class TaggingObjective:
     selects_best = True  # model selection on dev entity F1
 
     def __init__(self, head: str, train: list[Sentence], dev: list[Sentence], tokenizer, model: AdaptedModel,
-                 seed: int, max_len: int | None = None, eval_batch_size: int = 64):
+                 seed: int, max_len: int | None = None, eval_batch_size: int = 64, decoder: str = DEFAULT_DECODER):
         self.head = head
+        self.decoder = check_decoder(decoder)
         self.tokenizer = tokenizer
         self.dev = dev
         self.seed = seed
@@ -76,7 +82,8 @@ class TaggingObjective:
         return loss + model.fusion_penalty(), int(mask.sum())
 
     def evaluate(self, model: AdaptedModel) -> dict[str, float]:
-        predicted = predict_tags(model, self.tokenizer, [s.tokens for s in self.dev], self.head, self.eval_batch_size, self.max_len)
+        predicted = predict_tags(model, self.tokenizer, [s.tokens for s in self.dev], self.head, self.eval_batch_size, self.max_len,
+                                 decoder=self.decoder)
         result = score([s.tags for s in self.dev], [[tag for tag, _ in sentence] for sentence in predicted])
         return {"f1": result["f1"], "precision": result["precision"], "recall": result["recall"], "score": result["f1"]}
 

@@ -36,7 +36,7 @@ DEFAULT_LEARNING_RATES = {"adapter": 5e-4, "full": 5e-5, "head": 1e-2}
 @dataclass
 class TaskAdapterOptions(TaggingRunOptions):
     lang: str
-    train: str
+    train: str | list[str]  # one source, or several read one after the other (e.g. silver and gold)
     dev: str
     task: str = "ner"
     name: str | None = None
@@ -66,7 +66,9 @@ def train_task_adapter(options: TaskAdapterOptions, console: Console | None = No
     if target.exists() and not options.overwrite:
         raise XlingError(f"a task adapter already exists at {target} (use --overwrite to replace it)")
     started = time.perf_counter()
-    train_data = relabel(load_ner(options.train, "train"), options.drop_labels, options.label_map)[: options.train_limit]
+    sources = [options.train] if isinstance(options.train, str) else options.train
+    train_data = relabel([s for source in sources for s in load_ner(source, "train")], options.drop_labels,
+                         options.label_map)[: options.train_limit]
     dev_data = relabel(load_ner(options.dev, "validation"), options.drop_labels, options.label_map)[: options.dev_limit]
     if not train_data or not dev_data:
         raise XlingError("the training and dev data must each hold at least one sentence")
@@ -95,7 +97,8 @@ def train_task_adapter(options: TaskAdapterOptions, console: Console | None = No
     setup = (Stack(lang_name, name) if lang_name else name) if options.method == "adapter" else None
     counts = model.train_adapter(setup, train=[name]) if setup else _train_without_adapters(model, name, options.method)
 
-    objective = TaggingObjective(name, train_data, dev_data, tokenizer, model, options.training.seed, options.max_len)
+    objective = TaggingObjective(name, train_data, dev_data, tokenizer, model, options.training.seed, options.max_len,
+                                 decoder=options.decoder)
     console.print(
         f"training {options.method} [bold]{name}[/] on {len(train_data):,} sentences ({len(objective.windows):,} windows), "
         f"labels {', '.join(labels)}; {'setup ' + repr(setup) if setup else 'no adapters'}; {counts}"
@@ -107,6 +110,7 @@ def train_task_adapter(options: TaskAdapterOptions, console: Console | None = No
         "train": options.train, "dev": options.dev, "lang_adapter": str(lang_dir) if lang_dir else None,
         "init_from": options.init_from, "adapter": options.adapter.to_dict(), "labels": labels,
         "drop_labels": options.drop_labels, "label_map": options.label_map, "max_len": options.max_len,
+        "decoder": options.decoder,
         "train_limit": options.train_limit, "dev_limit": options.dev_limit,
     }
     result = train(model, objective, options.training, run_dir, run_options, title=f"train-task {name}", console=console)

@@ -1,0 +1,75 @@
+"""Per-word tag probabilities to a valid IOB2 tag sequence.
+
+- `viterbi`: the most probable sequence in which `I-X` only follows `B-X` or `I-X`.
+- `repair`: the most probable tag per word; a stray `I-X` becomes `B-X` (IOB1 reading).
+- `drop`: the most probable tag per word; a stray `I-X` and the `I-X` run after it become
+  `O`, which is what seqeval's strict IOB2 mode does with such fragments.
+
+Zero-shot models produce many stray `I-` tags on a new language; repairing them keeps
+mostly wrong fragments as entities. The default was chosen over seeds (see the README).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from xling.data.conll import iob1_to_iob2
+from xling.errors import XlingError
+
+DECODERS = ("viterbi", "repair", "drop")
+DEFAULT_DECODER = "viterbi"
+
+
+def check_decoder(decoder: str) -> str:
+    if decoder not in DECODERS:
+        raise XlingError(f"unknown decoder {decoder!r}; choose one of {', '.join(DECODERS)}")
+    return decoder
+
+
+def allowed_transitions(labels: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(start, transition) masks: `I-X` may not start a sentence, and only follows `B-X` or `I-X`."""
+    inside = [label[2:] if label.startswith("I-") else None for label in labels]
+    start = np.array([kind is None for kind in inside])
+    transition = np.ones((len(labels), len(labels)), dtype=bool)
+    for current, kind in enumerate(inside):
+        if kind is not None:
+            transition[:, current] = [label in (f"B-{kind}", f"I-{kind}") for label in labels]
+    return start, transition
+
+
+def viterbi(probabilities: np.ndarray, start: np.ndarray, transition: np.ndarray) -> list[int]:
+    """The best label path through (words, labels) probabilities under the allowed transitions."""
+    log_probs = np.log(np.maximum(probabilities, 1e-30))
+    penalty = np.where(transition, 0.0, -np.inf)
+    best = log_probs[0] + np.where(start, 0.0, -np.inf)
+    back = np.zeros(probabilities.shape, dtype=np.int64)
+    for word in range(1, len(probabilities)):
+        candidates = best[:, None] + penalty  # (previous, current)
+        back[word] = candidates.argmax(0)
+        best = candidates.max(0) + log_probs[word]
+    path = [int(best.argmax())]
+    for word in range(len(probabilities) - 1, 0, -1):
+        path.append(int(back[word, path[-1]]))
+    return path[::-1]
+
+
+def drop_fragments(tags: list[str]) -> list[str]:
+    kept: list[str] = []
+    for tag in tags:
+        previous = kept[-1] if kept else "O"
+        if tag.startswith("I-") and (previous == "O" or previous[2:] != tag[2:]):
+            tag = "O"
+        kept.append(tag)
+    return kept
+
+
+def decode(probabilities: np.ndarray, labels: list[str], decoder: str = DEFAULT_DECODER) -> list[tuple[str, float]]:
+    """(words, labels) probabilities -> per word (tag, the probability the model gave that tag)."""
+    if len(probabilities) == 0:
+        return []
+    if decoder == "viterbi":
+        tags = [labels[i] for i in viterbi(probabilities, *allowed_transitions(labels))]
+    else:
+        tags = [labels[i] for i in probabilities.argmax(-1).tolist()]
+        tags = iob1_to_iob2(tags) if decoder == "repair" else drop_fragments(tags)
+    index = {label: i for i, label in enumerate(labels)}
+    return [(tag, float(probabilities[word, index[tag]])) for word, tag in enumerate(tags)]
