@@ -7,7 +7,7 @@
 
     [[step]]
     name = "lang-qu"
-    run = "train-lang"          # train-lang, train-task, train-fusion, evaluate, tag, analyze
+    run = "train-lang"          # train-lang, train-task, train-fusion, self-train, evaluate, tag, analyze
     lang = "qu"
     corpus = ["corpus:quechua-text"]
     steps = 300
@@ -42,7 +42,7 @@ from xling.errors import XlingError
 from xling.tagging.decoding import DEFAULT_DECODER
 from xling.fileio import write_json_atomic, write_text_atomic
 from xling.train.loop import TrainConfig
-from xling.train.summary import language_report_table, selection_summary
+from xling.train.summary import language_report_table, selection_summary, self_training_summary
 from xling.workspace import Workspace
 
 TRAIN_KEYS = {f.name for f in fields(TrainConfig)} | {"steps", "lr"}
@@ -54,12 +54,14 @@ KEYS = {
                    "train_limit", "dev_limit", "save_as"} | TRAIN_KEYS | ADAPTER_KEYS | LABEL_KEYS,
     "train-fusion": {"lang", "adapters", "train", "dev", "task", "no_lang_adapter", "temperature", "value_penalty",
                      "max_len", "save_as"} | TRAIN_KEYS | LABEL_KEYS,
+    "self-train": {"lang", "corpus", "dev", "task", "from", "rounds", "threshold", "max_per_type", "max_sentences", "max_len",
+                   "save_as"} | TRAIN_KEYS | LABEL_KEYS,
     "evaluate": {"data", "lang", "task_adapter", "fusion", "no_lang_adapter", "limit", "label"} | LABEL_KEYS,
     "tag": {"input", "lang", "task_adapter", "fusion", "no_lang_adapter", "format", "output", "paragraphs", "decoder"},
     "analyze": {"analysis", "data", "lang", "task_adapter", "fusion", "limit", "output"},
 }
 COMMON_KEYS = {"name", "run"}
-TRAINING_RUNS = ("train-lang", "train-task", "train-fusion")
+TRAINING_RUNS = ("train-lang", "train-task", "train-fusion", "self-train")
 PATH_KEYS = {"corpus", "train", "dev", "data", "input"}
 
 
@@ -135,6 +137,8 @@ def produces(step: Step) -> tuple[str, str] | None:
         return ("task", _task_name(o))
     if step.run == "train-fusion":
         return ("fusion", o.get("save_as") or f"{o.get('task', 'ner')}-fusion-{o['lang']}")
+    if step.run == "self-train":
+        return ("task", o.get("save_as") or f"{o.get('task', 'ner')}-{o['lang']}-self")
     return None
 
 
@@ -150,6 +154,8 @@ def requires(step: Step) -> list[tuple[str, str]]:
     elif step.run == "train-fusion":
         needs += [("task", a) for a in o.get("adapters", [])]
         needs += [("lang", o["lang"])] if uses_lang else []
+    elif step.run == "self-train":
+        needs += [("task", o.get("from", "ner-en")), ("lang", o["lang"])]
     elif step.run in ("evaluate", "tag", "analyze") and o.get("analysis") != "params":
         needs += [("fusion", o["fusion"])] if o.get("fusion") else [("task", o.get("task_adapter") or "ner-en")]
         needs += [("lang", o["lang"])] if uses_lang and "lang" in o else []
@@ -245,6 +251,18 @@ def run_step(step: Step, recipe: Recipe, workspace: Workspace, console: Console,
             fusion=FusionConfig(temperature=o.get("temperature", 1.0), value_penalty=o.get("value_penalty", 0.01)),
             training=_training(o, defaults.training), max_len=o.get("max_len", 256), **_labels(o), **trained), console)
         console.print(selection_summary(report, "fusion "))
+    elif step.run == "self-train":
+        from xling.train.self_training import SelfTrainingOptions, self_train
+
+        defaults = SelfTrainingOptions(lang="x", corpus=[], dev="")
+        report = self_train(SelfTrainingOptions(
+            lang=o["lang"], corpus=o["corpus"] if isinstance(o["corpus"], list) else [o["corpus"]], dev=o["dev"],
+            source=o.get("from", defaults.source), task=o.get("task", "ner"), name=produces(step)[1],
+            rounds=o.get("rounds", defaults.rounds), threshold=o.get("threshold", defaults.threshold),
+            max_per_type=o.get("max_per_type", defaults.max_per_type) or None,
+            max_sentences=o.get("max_sentences", defaults.max_sentences) or None,
+            training=_training(o, defaults.training), max_len=o.get("max_len", 256), **_labels(o), **trained), console)
+        console.print(self_training_summary(report))
     elif step.run == "evaluate":
         from xling.scoring.evaluate import EvaluationOptions, evaluate
 

@@ -1,4 +1,4 @@
-"""`xling train-task` and `xling evaluate`: thin commands over `xling.train.task` and `xling.scoring`."""
+"""`xling train-task`, `train-fusion`, `self-train` and `evaluate`: thin commands over `xling.train` and `xling.scoring`."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ from xling.scoring.evaluate import EvaluationOptions, evaluate
 from xling.train.loop import TrainConfig
 from xling.adapters import FusionConfig
 from xling.train.fusion import FusionOptions, train_fusion
-from xling.train.summary import selection_summary
+from xling.train.summary import selection_summary, self_training_summary
 from xling.train.task import DEFAULT_LEARNING_RATES, TaskAdapterOptions, train_task_adapter
 
 console = Console(stderr=True)
@@ -127,6 +127,42 @@ def train_fusion_command(
         restart=restart,
     ), console)
     Console().print(selection_summary(report, "fusion "))
+
+
+def self_train_command(
+    task: Task = typer.Argument(..., help="The task: ner."),
+    corpus: list[str] = typer.Argument(..., help="Unlabelled text of the language: files, folders or globs."),
+    lang: str = typer.Option(..., "--lang", help="Language of the text; its language adapter goes under the task adapter."),
+    source: str = typer.Option("ner-en", "--from", help="Task adapter that labels the first round and that every round starts from."),
+    dev_data: str = typer.Option(..., "--dev", help="Labelled dev data, used only to pick each round's best epoch."),
+    name: str = typer.Option(None, help="Name of the result (default: TASK-LANG-self); rounds before the last are NAME-roundK."),
+    model: str = MODEL,
+    workspace: str = WORKSPACE,
+    rounds: int = typer.Option(2, help="Rounds of tagging, selecting and training."),
+    threshold: float = typer.Option(0.9, help="Keep a sentence when every word's tag probability is at least this."),
+    max_per_type: int = typer.Option(1000, help="At most this many kept sentences per entity type (balance); 0: no cap."),
+    max_sentences: int = typer.Option(5000, help="Tag a seeded sample of this many corpus lines per round; 0: all."),
+    epochs: float = typer.Option(3.0),
+    batch_size: int = typer.Option(32),
+    lr: float = typer.Option(5e-4),
+    patience: int = typer.Option(2, help="Stop after this many evaluations without a better dev F1."),
+    decoder: str = DECODER,
+    seed: int = typer.Option(42),
+    device: str = DEVICE,
+    overwrite: bool = typer.Option(False, help="Replace an existing result of the same name."),
+    restart: bool = typer.Option(False, help="Discard an interrupted round's training instead of resuming it."),
+):
+    """Self-training without target labels: tag unlabelled text, keep confident sentences, train on them; repeat."""
+    from xling.train.self_training import SelfTrainingOptions, self_train
+
+    report = self_train(SelfTrainingOptions(
+        lang=lang, corpus=corpus, dev=dev_data, source=source, task=task.value, name=name, model=model, workspace=workspace,
+        rounds=rounds, threshold=threshold, max_per_type=max_per_type or None, max_sentences=max_sentences or None,
+        training=TrainConfig(epochs=epochs, batch_size=batch_size, learning_rate=lr, eval_every=None, patience=patience,
+                             seed=seed, device=device),
+        decoder=decoder, overwrite=overwrite, restart=restart,
+    ), console)
+    Console().print(self_training_summary(report))
 
 
 def evaluate_command(

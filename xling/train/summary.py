@@ -23,3 +23,10 @@ def selection_summary(report: dict, kind: str = "") -> str:
     best = report["best"] or {}
     return (f"[green]saved[/] {kind}{report['name']} to {report['saved_to']}: best dev F1 {100 * best.get('f1', 0):.1f} "
             f"at step {best.get('step', '?')} of {report['steps']} ({report['training_seconds']:.0f} s training)")
+
+
+def self_training_summary(report: dict) -> str:
+    """A line per round, then where the result went."""
+    rounds = [f"round {r['round']}: {r['adapter']} trained on {r['kept']:,} sentences labelled by {r['labelled_by']}, "
+              f"best dev F1 {100 * (r['best'] or {}).get('f1', 0):.1f}" for r in report["rounds"]]
+    return "\n".join(rounds + [f"[green]saved[/] {report['name']} to {report['saved_to']} ({report['seconds']:.0f} s)"])

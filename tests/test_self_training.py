@@ -1,0 +1,73 @@
+"""Self-training: confident sentence selection, rounds, resuming, the command."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from xling.data.conll import read_conll
+from xling.errors import XlingError
+from xling.train.loop import TrainConfig
+from xling.train.self_training import SelfTrainingOptions, select_confident, self_train
+
+
+def test_selection_keeps_confident_sentences_with_entities_most_confident_first():
+    sentences = [["a", "Lima"], ["b"], ["Juan", "Lima"], ["Ana", "c"], ["Cusco"]]
+    tagged = [
+        [("O", 0.95), ("B-LOC", 0.92)],
+        [("O", 0.99)],  # no entity: not kept
+        [("B-PER", 0.97), ("B-LOC", 0.99)],
+        [("B-PER", 0.99), ("O", 0.5)],  # one unsure word: not kept
+        [("B-LOC", 0.91)],
+    ]
+    kept = select_confident(sentences, tagged, 0.9, None)
+    assert [s.tokens for s in kept] == [["Juan", "Lima"], ["a", "Lima"], ["Cusco"]]
+    assert kept[0].tags == ["B-PER", "B-LOC"]
+    # At most one sentence per type: the most confident LOC sentence (also PER) fills both.
+    assert [s.tokens for s in select_confident(sentences, tagged, 0.9, 1)] == [["Juan", "Lima"]]
+    assert select_confident(sentences, tagged, 0.999, None) == []
+
+
+def test_options_are_checked_before_any_work():
+    for bad, message in [({"rounds": 0}, "rounds must be at least 1"), ({"threshold": 1.5}, "threshold must be between"),
+                         ({"max_sentences": 0}, "max-sentences must be at least 1"), ({"decoder": "x"}, "unknown decoder")]:
+        with pytest.raises(XlingError, match=message):
+            SelfTrainingOptions(lang="qu", corpus=["c"], dev="d", **bad)
+
+
+def test_self_training_rounds_resume_and_refuse_to_overwrite(tmp_path, trained_workspace):
+    root, model_dir, train, dev = trained_workspace
+    workspace = tmp_path / "ws"
+    shutil.copytree(root / "ws", workspace)
+    options = SelfTrainingOptions(
+        lang="qu", corpus=[str(train)], dev=str(dev), model=str(model_dir), workspace=str(workspace), rounds=2,
+        threshold=0.05, max_sentences=120, training=TrainConfig(epochs=1, batch_size=16, learning_rate=5e-3, eval_every=None))
+    report = self_train(options)
+    tasks = workspace / "tinybert" / "task"
+    assert [r["adapter"] for r in report["rounds"]] == ["ner-qu-self-round1", "ner-qu-self"]
+    assert [r["labelled_by"] for r in report["rounds"]] == ["ner-en", "ner-qu-self-round1"]
+    assert report["sentences_tagged"] == 120
+    for r in report["rounds"]:
+        pseudo = read_conll(tasks / r["adapter"] / "pseudo_labels.conll")
+        assert len(pseudo) == r["kept"] > 0 and all(any(t != "O" for t in s.tags) for s in pseudo)
+        assert json.loads((tasks / r["adapter"] / "report.json").read_text())["options"]["init_from"] == "ner-en"
+    assert json.loads((tasks / "ner-qu-self" / "self_training.json").read_text()) == report
+    with pytest.raises(XlingError, match="already exists.*--overwrite"):
+        self_train(options)
+    # An interrupted run (round 1 saved, the last round not) goes on where it stopped.
+    round1 = (tasks / "ner-qu-self-round1" / "adapter_config.json").stat().st_mtime_ns
+    shutil.rmtree(tasks / "ner-qu-self")
+    again = self_train(options)
+    assert (tasks / "ner-qu-self-round1" / "adapter_config.json").stat().st_mtime_ns == round1
+    assert again["rounds"][0] == report["rounds"][0]
+
+
+def test_self_train_command_fails_in_one_line_on_a_missing_source(tmp_path, trained_workspace):
+    root, model_dir, train, dev = trained_workspace
+    run = subprocess.run([sys.executable, "-m", "xling", "self-train", "ner", str(train), "--lang", "qu", "--from", "ner-xx",
+                          "--dev", str(dev), "-m", str(model_dir), "-w", str(root / "ws")], capture_output=True, text=True)
+    assert run.returncode == 1
+    assert run.stderr.startswith("error: no task adapter 'ner-xx'") and len(run.stderr.strip().splitlines()) == 1

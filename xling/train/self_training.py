@@ -1,0 +1,146 @@
+"""`xling self-train ner`: a target-language task adapter from unlabelled text alone.
+
+Each round tags a seeded sample of the unlabelled sentences with `Stack(<lang>, <adapter>)`
+(the source adapter in round 1, the previous round's after that), keeps the sentences the
+model is sure of (an entity in them, every word's tag probability at least `threshold`,
+at most `max_per_type` sentences per entity type, most confident first), and trains a task
+adapter on them. Every round starts again from the source adapter, so one round's errors
+are not compounded in the weights, only in the labels it passes on. Dev data choose the best
+epoch, nothing else. Rounds are saved as `<name>-round<K>`, the last as `<name>`, each with
+the sentences it was trained on (`pseudo_labels.conll`); a rerun skips finished rounds, and an
+interrupted round resumes like any training.
+"""
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import dataclass, field
+
+from rich.console import Console
+
+from xling.data.conll import Sentence
+from xling.data.text import read_text
+from xling.errors import XlingError
+from xling.fileio import write_json_atomic, write_text_atomic
+from xling.tagging.tagger import Tagger
+from xling.tagging.words import tokenize
+from xling.train.loop import TrainConfig
+from xling.train.tagging import TaggingRunOptions
+from xling.train.task import TaskAdapterOptions, train_task_adapter
+from xling.workspace import Workspace, check_lang
+
+
+@dataclass
+class SelfTrainingOptions(TaggingRunOptions):
+    lang: str
+    corpus: list[str]
+    dev: str
+    source: str = "ner-en"  # the task adapter that labels round 1 and that every round starts from
+    task: str = "ner"
+    name: str | None = None  # default: <task>-<lang>-self
+    rounds: int = 2
+    threshold: float = 0.9  # least tag probability of every word in a kept sentence
+    max_per_type: int | None = 1000  # most kept sentences per entity type (balance); None: no cap
+    max_sentences: int | None = 5000  # unlabelled sentences tagged per round, a seeded sample; None: all
+    training: TrainConfig = field(default_factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=5e-4,
+                                                                        eval_every=None, patience=2))
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.rounds < 1:
+            raise XlingError("rounds must be at least 1")
+        if not 0 < self.threshold < 1:
+            raise XlingError("threshold must be between 0 and 1")
+        for key in ("max_per_type", "max_sentences"):
+            if getattr(self, key) is not None and getattr(self, key) < 1:
+                raise XlingError(f"{key.replace('_', '-')} must be at least 1")
+
+
+def select_confident(sentences: list[list[str]], tagged: list[list[tuple[str, float]]], threshold: float,
+                     max_per_type: int | None) -> list[Sentence]:
+    """Sentences with an entity whose every word has tag probability >= threshold, most confident first,
+    taking a sentence only while each of its entity types has fewer than `max_per_type`."""
+    candidates = []
+    for tokens, words in zip(sentences, tagged):
+        tags = [tag for tag, _ in words]
+        types = {tag[2:] for tag in tags if tag.startswith("B-")}
+        least = min((p for _, p in words), default=0.0)
+        if types and least >= threshold:
+            candidates.append((least, Sentence(tokens, tags), types))
+    candidates.sort(key=lambda c: -c[0])
+    counts: dict[str, int] = {}
+    kept = []
+    for _, sentence, types in candidates:
+        if max_per_type is not None and any(counts.get(t, 0) >= max_per_type for t in types):
+            continue
+        for t in types:
+            counts[t] = counts.get(t, 0) + 1
+        kept.append(sentence)
+    return kept
+
+
+def to_conll(sentences: list[Sentence]) -> str:
+    return "".join("".join(f"{token}\t{tag}\n" for token, tag in zip(s.tokens, s.tags)) + "\n" for s in sentences)
+
+
+def self_train(options: SelfTrainingOptions, console: Console | None = None) -> dict:
+    console = console or Console(stderr=True)
+    lang = check_lang(options.lang)
+    workspace = Workspace(options.workspace, options.model)
+    name = options.name or f"{options.task}-{lang}-self"
+    workspace.task(options.source)  # fails now, with how to train it, rather than after reading the corpus
+    final = workspace.adapter_dir("task", name)
+    if final.exists() and not options.overwrite:
+        raise XlingError(f"a task adapter already exists at {final} (use --overwrite to replace it)")
+    started = time.perf_counter()
+    lines, files = read_text(options.corpus)
+    if options.max_sentences and len(lines) > options.max_sentences:
+        lines = random.Random(options.training.seed).sample(lines, options.max_sentences)
+    sentences = [[token.text for token in tokenize(line)] for line in lines]
+    console.print(f"self-training [bold]{name}[/] from {options.source}: {len(sentences):,} unlabelled sentences "
+                  f"from {len(files)} file(s), {options.rounds} round(s), threshold {options.threshold}")
+    labeller, rounds = options.source, []
+    for number in range(1, options.rounds + 1):
+        round_name = name if number == options.rounds else f"{name}-round{number}"
+        target = workspace.adapter_dir("task", round_name)
+        if options.overwrite or not target.is_dir():  # else finished by an earlier, interrupted run
+            tagger = Tagger.load(lang=lang, task=options.task, adapter=labeller, model=options.model,
+                                 workspace=options.workspace, device=options.training.device, decoder=options.decoder)
+            with console.status(f"round {number}: tagging {len(sentences):,} sentences with {tagger.setup!r}"):
+                tagged = tagger.tag_words(sentences)
+            del tagger
+            kept = select_confident(sentences, tagged, options.threshold, options.max_per_type)
+            if not kept:
+                raise XlingError(f"round {number}: no sentence reached the threshold {options.threshold}; lower --threshold")
+            pseudo_labels = to_conll(kept)
+            data_file = workspace.run_dir("task", round_name) / "pseudo_labels.conll"
+            write_text_atomic(data_file, pseudo_labels)
+            console.print(f"round {number}: kept {len(kept):,} of {len(sentences):,} sentences "
+                          f"({', '.join(f'{t} {n:,}' for t, n in type_counts(kept).items())})")
+            train_task_adapter(TaskAdapterOptions(
+                lang=lang, train=str(data_file), dev=options.dev, task=options.task, name=round_name,
+                init_from=options.source, training=options.training, model=options.model, workspace=options.workspace,
+                drop_labels=options.drop_labels, label_map=options.label_map, max_len=options.max_len,
+                decoder=options.decoder, overwrite=options.overwrite, restart=options.restart), console)
+            write_text_atomic(target / "pseudo_labels.conll", pseudo_labels)
+        report = json.loads((target / "report.json").read_text())
+        rounds.append({"round": number, "adapter": round_name, "labelled_by": labeller,
+                       "kept": report["train_sentences"], "best": report["best"]})
+        labeller = round_name
+    result = {"name": name, "lang": lang, "source": options.source, "corpus_files": [str(f) for f in files],
+              "sentences_tagged": len(sentences), "threshold": options.threshold, "max_per_type": options.max_per_type,
+              "rounds": rounds, "seconds": round(time.perf_counter() - started, 1),
+              "saved_to": str(final)}
+    write_json_atomic(final / "self_training.json", result)
+    return result
+
+
+def type_counts(sentences: list[Sentence]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for sentence in sentences:
+        for tag in sentence.tags:
+            if tag.startswith("B-"):
+                counts[tag[2:]] = counts.get(tag[2:], 0) + 1
+    return dict(sorted(counts.items()))
+
