@@ -19,7 +19,8 @@ from xling.errors import XlingError
 from xling.scoring import score
 from xling.scoring.evaluate import EvaluationOptions, evaluate
 from xling.tagging.align import windows_for
-from xling.tagging.predict import predict_tags
+from xling.tagging.decoding import decode
+from xling.tagging.predict import predict_probabilities
 from xling.train.loop import TrainConfig
 from xling.train.task import TaskAdapterOptions, train_task_adapter
 
@@ -110,7 +111,8 @@ def test_prediction_covers_every_word_and_is_valid_bio():
     with torch.no_grad():
         model.heads["ner"].classifier.weight.mul_(50)  # confident, varied tags
     sentences = [["qusqu", "llaqtapi"], ["runa"] * 150, [], ["lima", "peru", "juan"]]
-    predicted = predict_tags(model, tokenizer, sentences, "ner", batch_size=2, max_len=20, stride=4)
+    probabilities = predict_probabilities(model, tokenizer, sentences, "ner", batch_size=2, max_len=20, stride=4)
+    predicted = [decode(p, model.heads["ner"].labels) for p in probabilities]
     assert [len(p) for p in predicted] == [2, 150, 0, 3]
     for tags in predicted:
         for i, (tag, prob) in enumerate(tags):

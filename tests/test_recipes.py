@@ -21,6 +21,37 @@ def write_recipe(path: Path, model: Path, workspace: Path, steps: str) -> Path:
     return path
 
 
+def pipeline_steps(train: Path, dev: Path, epochs: int) -> str:
+    """A tiny pipeline: an English language adapter, ner-en over it, and its dev evaluation."""
+    return f'''
+[[step]]
+name = "lang-en"
+run = "train-lang"
+lang = "en"
+corpus = ["{train}"]
+steps = 4
+seq_len = 32
+batch_size = 4
+
+[[step]]
+name = "ner-en"
+run = "train-task"
+lang = "en"
+train = "{train}"
+dev = "{dev}"
+epochs = {epochs}
+batch_size = 16
+lr = 5e-3
+
+[[step]]
+name = "dev"
+run = "evaluate"
+data = "{dev}"
+lang = "en"
+label = "tiny dev"
+'''
+
+
 def test_validation_reports_every_problem_with_file_and_step(tmp_path, trained_workspace):
     _, model_dir, train, dev = trained_workspace
     recipe = write_recipe(tmp_path / "bad.toml", model_dir, tmp_path / "ws", f'''
@@ -58,33 +89,7 @@ task_adapter = "ner-xx"
 def test_recipe_runs_then_skips_finished_steps(tmp_path, trained_workspace):
     _, model_dir, train, dev = trained_workspace
     workspace = tmp_path / "ws"
-    recipe = write_recipe(tmp_path / "tiny.toml", model_dir, workspace, f'''
-[[step]]
-name = "lang-en"
-run = "train-lang"
-lang = "en"
-corpus = ["{train}"]
-steps = 4
-seq_len = 32
-batch_size = 4
-
-[[step]]
-name = "ner-en"
-run = "train-task"
-lang = "en"
-train = "{train}"
-dev = "{dev}"
-epochs = 2
-batch_size = 16
-lr = 5e-3
-
-[[step]]
-name = "dev"
-run = "evaluate"
-data = "{dev}"
-lang = "en"
-label = "tiny dev"
-
+    recipe = write_recipe(tmp_path / "tiny.toml", model_dir, workspace, pipeline_steps(train, dev, epochs=2) + f'''
 [[step]]
 name = "tags"
 run = "tag"
@@ -160,33 +165,7 @@ def test_demo_uses_local_corpora_and_validates(corpora_root, monkeypatch, tmp_pa
 def test_seeds_run_each_training_step_per_seed_and_report_mean_and_spread(tmp_path, trained_workspace):
     _, model_dir, train, dev = trained_workspace
     workspace = tmp_path / "ws"
-    recipe = write_recipe(tmp_path / "seeded.toml", model_dir, workspace, f'''
-[[step]]
-name = "lang-en"
-run = "train-lang"
-lang = "en"
-corpus = ["{train}"]
-steps = 2
-seq_len = 32
-batch_size = 4
-
-[[step]]
-name = "ner-en"
-run = "train-task"
-lang = "en"
-train = "{train}"
-dev = "{dev}"
-epochs = 1
-batch_size = 16
-lr = 5e-3
-
-[[step]]
-name = "dev"
-run = "evaluate"
-data = "{dev}"
-lang = "en"
-label = "tiny dev"
-''')
+    recipe = write_recipe(tmp_path / "seeded.toml", model_dir, workspace, pipeline_steps(train, dev, epochs=1))
     statuses = []
     rows = run_recipe(recipe, seeds=[1, 2], on_step=lambda step, status: statuses.append(status))
     assert statuses == ["ran"] * 6

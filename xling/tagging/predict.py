@@ -6,7 +6,6 @@ import torch
 
 from xling.adapters import AdaptedModel
 from xling.tagging.align import Window, merge_predictions, windows_for
-from xling.tagging.decoding import DEFAULT_DECODER, decode
 
 
 def max_window(model: AdaptedModel, tokenizer, requested: int | None = None) -> int:
@@ -41,7 +40,7 @@ def predict_probabilities(
     max_len: int | None = None,
     stride: int = 32,
 ) -> list[np.ndarray]:
-    """Per sentence, a (words, labels) array of tag probabilities."""
+    """Per sentence, a (words, labels) array of tag probabilities; `xling.tagging.decoding` makes them tags."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -63,18 +62,3 @@ def predict_probabilities(
     return [np.stack([outside if p is None else p for p in words]) if words else np.zeros((0, len(tagger.labels)), np.float32)
             for words in merged]
 
-
-def predict_tags(
-    model: AdaptedModel,
-    tokenizer,
-    sentences: list[list[str]],
-    head: str,
-    batch_size: int = 32,
-    max_len: int | None = None,
-    stride: int = 32,
-    decoder: str = DEFAULT_DECODER,
-) -> list[list[tuple[str, float]]]:
-    """Per sentence, per word: (tag, probability), decoded into valid IOB2 (see `xling.tagging.decoding`)."""
-    labels = model.heads[head].labels
-    return [decode(p, labels, decoder)
-            for p in predict_probabilities(model, tokenizer, sentences, head, batch_size, max_len, stride)]

@@ -14,8 +14,8 @@ from typing import Iterable, Iterator
 from xling.adapters import Stack
 from xling.adapters.saving import load
 from xling.errors import XlingError
-from xling.tagging.decoding import DEFAULT_DECODER, check_decoder
-from xling.tagging.predict import predict_tags
+from xling.tagging.decoding import DEFAULT_DECODER, check_decoder, decode
+from xling.tagging.predict import predict_probabilities
 from xling.tagging.words import Token, split_sentences, tokenize
 from xling.tasks import load_fusion_model, load_task_model
 from xling.train.loop import pick_device
@@ -114,7 +114,9 @@ class Tagger:
 
     def tag_words(self, sentences: list[list[str]]) -> list[list[tuple[str, float]]]:
         """Pre-tokenised sentences -> per word (tag, probability)."""
-        return predict_tags(self.model, self.tokenizer, sentences, self.head, self.batch_size, decoder=self.decoder)
+        labels = self.model.heads[self.head].labels
+        return [decode(p, labels, self.decoder)
+                for p in predict_probabilities(self.model, self.tokenizer, sentences, self.head, self.batch_size)]
 
     def tag_texts(self, texts: list[str], paragraphs: bool = False) -> list[TaggedText]:
         """Raw texts -> tagged texts. With `paragraphs`, each text is split into sentences first."""

@@ -13,8 +13,8 @@ from xling.data.conll import Sentence
 from xling.errors import XlingError
 from xling.scoring import score
 from xling.tagging.align import IGNORE, windows_for, window_labels
-from xling.tagging.decoding import DEFAULT_DECODER, check_decoder
-from xling.tagging.predict import max_window, pad_batch, predict_tags
+from xling.tagging.decoding import DEFAULT_DECODER, check_decoder, decode
+from xling.tagging.predict import max_window, pad_batch, predict_probabilities
 
 
 @dataclass(kw_only=True)
@@ -82,9 +82,11 @@ class TaggingObjective:
         return loss + model.fusion_penalty(), int(mask.sum())
 
     def evaluate(self, model: AdaptedModel) -> dict[str, float]:
-        predicted = predict_tags(model, self.tokenizer, [s.tokens for s in self.dev], self.head, self.eval_batch_size, self.max_len,
-                                 decoder=self.decoder)
-        result = score([s.tags for s in self.dev], [[tag for tag, _ in sentence] for sentence in predicted])
+        probabilities = predict_probabilities(model, self.tokenizer, [s.tokens for s in self.dev], self.head,
+                                              self.eval_batch_size, self.max_len)
+        labels = model.heads[self.head].labels
+        predicted = [[tag for tag, _ in decode(p, labels, self.decoder)] for p in probabilities]
+        result = score([s.tags for s in self.dev], predicted)
         return {"f1": result["f1"], "precision": result["precision"], "recall": result["recall"], "score": result["f1"]}
 
     def describe(self, loss: float) -> str:
