@@ -12,12 +12,20 @@ from xling.errors import XlingError
 
 
 @contextmanager
-def atomic_directory(target: Path, overwrite: bool = False):
-    """Yield a temporary directory that replaces `target` only if the block succeeds."""
+def atomic_directory(target: Path, overwrite: bool = False, replaces: tuple[str, ...] = ()):
+    """Yield a temporary directory that replaces `target` only if the block succeeds.
+
+    With `replaces`, an existing target is replaced only if it holds one of those files (is
+    what this save makes): `--overwrite` never deletes a folder xling did not write.
+    """
     target = Path(target)
     if target.exists() and not overwrite:
         raise XlingError(f"{target} already exists (use --overwrite to replace it)")
+    if target.exists() and replaces and not any((target / marker).is_file() for marker in replaces):
+        raise XlingError(f"{target} exists and is not one of xling's (no {' or '.join(replaces)}); not replacing it")
     target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in target.parent.glob(f".{target.name}.partial-*"):  # left by a save killed half-way
+        shutil.rmtree(stale, ignore_errors=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.partial-", dir=target.parent))
     try:
         yield staging
@@ -37,13 +45,41 @@ def atomic_directory(target: Path, overwrite: bool = False):
 
 def write_text_atomic(path: Path, text: str) -> None:
     """The file holds either its old content or all of `text`, never a part."""
-    path = Path(path)
+    path = check_output_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def check_output_file(path: Path) -> Path:
+    """A path a file can be written to (checked before long work): not a folder, and not below a file."""
+    path = Path(path)
+    if path.is_dir():
+        raise XlingError(f"{path} is a folder; give a file path to write")
+    for ancestor in path.parents:
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                raise XlingError(f"cannot write {path}: {ancestor} is a file, not a folder")
+            break
+    return path
+
+
+def read_json(path: Path):
+    """A JSON file's content, or one line saying what is wrong with it."""
+    path = Path(path)
+    if not path.is_file():
+        raise XlingError(f"{path} is missing")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise XlingError(f"{path} is not valid JSON: {err}") from None
 
 
 def write_json_atomic(path: Path, data) -> None:

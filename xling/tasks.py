@@ -12,9 +12,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from xling.adapters import AdaptedModel, Fuse
-from xling.adapters.saving import load, load_head, save_adapter, save_head, write_head
+from xling.adapters.saving import HEAD_CONFIG_FILE, load, load_head, save_adapter, save_head, write_head
 from xling.errors import XlingError
-from xling.fileio import atomic_directory
+from xling.fileio import atomic_directory, read_json
 from xling.models import load_model
 
 METHODS = ("adapter", "full", "head")
@@ -35,7 +35,10 @@ def read_task(directory: Path) -> TaskRecord:
     file = Path(directory) / TASK_FILE
     if not file.is_file():
         raise XlingError(f"no trained task at {directory}; train one with: xling train-task ner --lang LANG --train FILE --dev FILE")
-    return TaskRecord(**json.loads(file.read_text()))
+    try:
+        return TaskRecord(**read_json(file))
+    except TypeError as err:
+        raise XlingError(f"{file} is not a task record ({err})") from None
 
 
 def save_task(model: AdaptedModel, tokenizer, record: TaskRecord, target: Path, overwrite: bool, extra_files: dict[str, str]) -> None:
@@ -46,7 +49,7 @@ def save_task(model: AdaptedModel, tokenizer, record: TaskRecord, target: Path, 
     elif record.method == "head":
         save_head(model, record.name, target, overwrite, metadata, extra)
     else:
-        with atomic_directory(Path(target), overwrite=overwrite) as staging:
+        with atomic_directory(Path(target), overwrite=overwrite, replaces=(TASK_FILE,)) as staging:
             model.encoder.save_pretrained(staging / "encoder")
             tokenizer.save_pretrained(staging / "encoder")
             write_head(staging, model.heads[record.name])
@@ -65,10 +68,9 @@ def load_task_model(model_spec: str, directory: Path) -> tuple[AdaptedModel, obj
         encoder, tokenizer = load_model(model_spec)
         model = AdaptedModel(encoder)
         load(model, Path(directory), name=record.name)
+    if record.name not in model.heads:
+        raise XlingError(f"{directory}: the task's head is missing ({HEAD_CONFIG_FILE})")
     return model, tokenizer, record
-
-
-
 
 
 def load_fusion_model(model_spec: str, workspace, name: str):

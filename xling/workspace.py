@@ -6,24 +6,38 @@
     <workspace>/<model>/<kind>/<name>.partial/  an unfinished run: checkpoints and log
 
 The workspace is `--workspace`, else `$XLING_HOME/workspace`, else `./xling-workspace`.
+
+This module alone turns names into paths. A name is letters, digits, '_' and '-' (the
+names of the adapters inside the model too), so whatever xling writes or replaces stays inside the workspace. Where a
+trained adapter is asked for, a bare name (`qu`) always means the workspace's; only what
+is written as a path (`./qu`, `/x/y`, `~/z`) is taken as a directory.
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from xling.adapters.model import check_name
 from xling.errors import XlingError
 from xling.models import model_label
 from xling.paths import default_workspace
 
 KINDS = ("lang", "task", "fusion")
 LANG_CODE = re.compile(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$")
+RUN_SUFFIX = ".partial"
 
 
 def check_lang(code: str) -> str:
+    """The code with its language part in lower case (`QU` is `qu`), or an error."""
     if not LANG_CODE.match(code):
         raise XlingError(f"invalid language code {code!r}: use an ISO 639 code such as qu, quz, es or en (letters, then optional -subtags)")
-    return code
+    primary = len(re.match(r"[A-Za-z]+", code).group())
+    return code[:primary].lower() + code[primary:]
+
+
+def is_path(spec: str) -> bool:
+    """Written as a path rather than a name: `./qu`, `../x`, `/x/y`, `~/z`, `a/b`."""
+    return spec.startswith((".", "~")) or "/" in spec or "\\" in spec
 
 
 class Workspace:
@@ -34,15 +48,17 @@ class Workspace:
 
     def adapter_dir(self, kind: str, name: str) -> Path:
         assert kind in KINDS
-        return self.model_dir / kind / name
+        return self.model_dir / kind / check_name(name)
 
     def run_dir(self, kind: str, name: str) -> Path:
-        return self.model_dir / kind / f"{name}.partial"
+        return self.model_dir / kind / f"{check_name(name)}{RUN_SUFFIX}"
 
     def _trained(self, kind: str, name: str, label: str, how: str) -> Path:
         """A trained adapter's directory (a name in the workspace, or a path), or an error saying how to train it."""
-        if Path(name).is_dir():
-            return Path(name)
+        if is_path(name):
+            if not Path(name).expanduser().is_dir():
+                raise XlingError(f"no such directory: {name}")
+            return Path(name).expanduser().resolve()
         directory = self.adapter_dir(kind, name)
         if not directory.is_dir():
             raise XlingError(f"no {label} {name!r} in {directory.parent}; train it with: {how}")

@@ -65,12 +65,11 @@ def _config(raw: dict, directory: Path) -> BottleneckConfig:
 
 
 def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
-    if (directory / "adapter_model.safetensors").is_file():
-        from safetensors.torch import load_file
+    from xling.adapters.saving import read_weights
 
-        return load_file(str(directory / "adapter_model.safetensors"))
-    if (directory / "pytorch_adapter.bin").is_file():
-        return torch.load(directory / "pytorch_adapter.bin", map_location="cpu", weights_only=True)
+    for file_name in ("adapter_model.safetensors", "pytorch_adapter.bin"):
+        if (directory / file_name).is_file():
+            return read_weights(directory / file_name)
     raise XlingError(f"{directory}: no pytorch_adapter.bin or adapter_model.safetensors")
 
 

@@ -105,7 +105,8 @@ class AdaptedModel(nn.Module):
         return fusion
 
     def add_head(self, name: str, head: nn.Module) -> None:
-        self.heads[check_name(name) if "," not in name else name] = head.to(self._device_dtype()[0])
+        # a fusion's head is named after its adapters, "a,b"
+        self.heads[",".join(check_name(part) for part in name.split(","))] = head.to(self._device_dtype()[0])
 
     def delete(self, name: str) -> None:
         """Remove an adapter (or fusion) and its head."""

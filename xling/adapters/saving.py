@@ -8,7 +8,7 @@ against the model before any weight is touched.
 from __future__ import annotations
 
 import hashlib
-import json
+import pickle
 from pathlib import Path
 
 import torch
@@ -20,7 +20,7 @@ from xling.adapters.fusion import FusionConfig
 from xling.adapters.heads import build_head
 from xling.adapters.model import AdaptedModel, check_name
 from xling.errors import XlingError
-from xling.fileio import atomic_directory, write_json_atomic
+from xling.fileio import atomic_directory, read_json, write_json_atomic
 
 CONFIG_FILE = "adapter_config.json"
 WEIGHTS_FILE = "adapter_model.safetensors"
@@ -57,6 +57,8 @@ def _record(model: AdaptedModel, kind: str, name: str, metadata: dict | None, **
 
 def check_base_model(model: AdaptedModel, saved: dict, path: Path) -> None:
     expected = saved.get("base_model", {})
+    if not expected.get("fingerprint"):
+        raise XlingError(f"{Path(path) / CONFIG_FILE} has no base-model fingerprint, so nothing tells which model it fits")
     mine = fingerprint(model)
     differing = [k for k, v in expected.get("fingerprint", {}).items() if mine.get(k) != v]
     if differing:
@@ -70,10 +72,7 @@ def read_config(path: Path) -> dict:
     config_file = Path(path) / CONFIG_FILE
     if not config_file.is_file():
         raise XlingError(f"no adapter at {path} ({CONFIG_FILE} missing)")
-    try:
-        return json.loads(config_file.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise XlingError(f"{config_file} is not valid JSON: {err}") from err
+    return read_json(config_file)
 
 
 def write_head(directory: Path, head: torch.nn.Module) -> None:
@@ -82,8 +81,7 @@ def write_head(directory: Path, head: torch.nn.Module) -> None:
 
 
 def load_head(model: AdaptedModel, directory: Path, name: str) -> None:
-    head_config = json.loads((directory / HEAD_CONFIG_FILE).read_text(encoding="utf-8"))
-    head = build_head(head_config, model)
+    head = build_head(read_json(directory / HEAD_CONFIG_FILE), model)
     _load_weights(head, directory / HEAD_WEIGHTS_FILE)
     model.add_head(name, head)
 
@@ -104,7 +102,7 @@ def save_head(
 ) -> Path:
     """Save a head that works on the frozen base model alone (no adapter)."""
     record = _record(model, "head", name, metadata)
-    with atomic_directory(Path(directory), overwrite=overwrite) as staging:
+    with atomic_directory(Path(directory), overwrite=overwrite, replaces=(CONFIG_FILE,)) as staging:
         _write(staging, record, None, model.heads[name], extra_files)
     return Path(directory)
 
@@ -117,7 +115,7 @@ def save_adapter(
     if name not in model.adapters:
         raise XlingError(f"no adapter named {name!r} to save")
     record = _record(model, "bottleneck", name, metadata, config=model.adapters[name].config.to_dict())
-    with atomic_directory(Path(directory), overwrite=overwrite) as staging:
+    with atomic_directory(Path(directory), overwrite=overwrite, replaces=(CONFIG_FILE,)) as staging:
         _write(staging, record, model.adapters[name].state_dict(), model.heads[name] if name in model.heads else None, extra_files)
     return Path(directory)
 
@@ -131,20 +129,45 @@ def save_fusion(
     fusion = model.fusions[fusion_name]
     record = _record(model, "fusion", fusion_name, metadata, adapters=fusion.adapter_names, config=fusion.config.to_dict())
     head = model.heads[fusion_name] if fusion_name in model.heads else None
-    with atomic_directory(Path(directory), overwrite=overwrite) as staging:
+    with atomic_directory(Path(directory), overwrite=overwrite, replaces=(CONFIG_FILE,)) as staging:
         _write(staging, record, fusion.state_dict(), head, extra_files)
     return Path(directory)
 
 
+def read_weights(file: Path) -> dict[str, torch.Tensor]:
+    """Tensors from a safetensors file (or a plain-tensor PyTorch file); damaged or non-finite weights are refused."""
+    if not file.is_file():
+        raise XlingError(f"{file} is missing")
+    try:
+        if file.suffix == ".safetensors":
+            state = load_file(str(file))
+        else:
+            state = torch.load(file, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise XlingError(f"{file} holds pickled Python objects, which xling never loads (only plain tensors)") from None
+    except Exception as err:  # safetensors and torch raise their own types for truncated or foreign files
+        raise XlingError(f"{file} is damaged or not a weights file ({str(err).splitlines()[0]})") from None
+    if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
+        raise XlingError(f"{file} is not a file of named tensors")
+    bad = [key for key, tensor in state.items() if tensor.is_floating_point() and not torch.isfinite(tensor).all()]
+    if bad:
+        raise XlingError(f"{file} holds non-finite weights (NaN or infinity) in {', '.join(bad[:3])}")
+    return state
+
+
 def _load_weights(module: torch.nn.Module, file: Path) -> None:
-    state = load_file(str(file))
-    missing, unexpected = module.load_state_dict(state, strict=False)
+    try:
+        missing, unexpected = module.load_state_dict(read_weights(file), strict=False)
+    except RuntimeError as err:  # shapes that differ from the config
+        raise XlingError(f"{file} does not match its config: {str(err).splitlines()[-1].strip()}") from None
     if missing or unexpected:
         raise XlingError(f"{file} does not match its config (missing {missing[:3]}, unexpected {unexpected[:3]})")
 
 
-def load(model: AdaptedModel, directory: Path, name: str | None = None) -> str:
-    """Load an adapter or fusion saved by xling (or an AdapterHub adapter) into `model`; returns its name."""
+def load(model: AdaptedModel, directory: Path, name: str | None = None, head: bool = True) -> str:
+    """Load an adapter or fusion saved by xling (or an AdapterHub adapter) into `model`; returns its name.
+
+    `head=False` leaves a saved head out (a language adapter's masked-LM head serves training only)."""
     from xling.adapters.adapterhub import is_adapterhub, load_adapterhub
 
     directory = Path(directory)
@@ -166,7 +189,7 @@ def load(model: AdaptedModel, directory: Path, name: str | None = None) -> str:
         name = ",".join(record["adapters"])
     try:
         _load_weights(module, directory / WEIGHTS_FILE)
-        if (directory / HEAD_CONFIG_FILE).is_file():
+        if head and (directory / HEAD_CONFIG_FILE).is_file():
             load_head(model, directory, name)
     except Exception:
         model.delete(name)

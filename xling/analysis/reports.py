@@ -11,7 +11,7 @@ from xling.analysis.ablation import layer_ablation
 from xling.analysis.fusion import fusion_attention
 from xling.analysis.params import parameter_table
 from xling.analysis.plots import heatmap
-from xling.fileio import write_json_atomic
+from xling.fileio import check_output_file, write_json_atomic
 from xling.tagging.tagger import Tagger
 from xling.workspace import Workspace
 
@@ -23,6 +23,7 @@ def _numbers_beside(result: dict, output: Path) -> Path:
 
 
 def fusion_report(data: str, fusion: str, lang: str, output: Path, model: str, workspace: str | None) -> dict:
+    check_output_file(output)
     tagger = Tagger.load(lang=lang, fusion=fusion, model=model, workspace=workspace)
     result = {**fusion_attention(tagger, data), "fusion": fusion, "data": data, "lang": lang}
     heatmap(result["attention"], [k.replace("_", " ") for k in result["layers"]], result["adapters"],
@@ -33,6 +34,7 @@ def fusion_report(data: str, fusion: str, lang: str, output: Path, model: str, w
 
 def ablation_report(data: str, lang: str, task_adapter: str | None, fusion: str | None, limit: int | None,
                     output: Path, model: str, workspace: str | None, console: Console) -> dict:
+    check_output_file(output)
     tagger = Tagger.load(lang=lang, adapter=task_adapter, fusion=fusion, model=model, workspace=workspace)
     layers = tagger.model.num_layers
     with Progress(console=console, transient=True) as progress:

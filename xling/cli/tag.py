@@ -11,7 +11,7 @@ from rich.console import Console
 from xling.cli.options import DECODER, DEVICE, MODEL, WORKSPACE
 from xling.data.conll import read_lines, read_tokens
 from xling.errors import XlingError
-from xling.fileio import write_text_atomic
+from xling.fileio import check_output_file, write_text_atomic
 from xling.tagging.output import render, to_pretty
 from xling.tagging.tagger import Tagger, TaggedText, spans_from_tags
 from xling.tagging.words import Token
@@ -70,6 +70,8 @@ def tag(
 ):
     """Tag entities in text: one sentence per line, or running text with --paragraphs."""
     lines = _input_lines(source)
+    if output is not None:
+        check_output_file(Path(output))  # before the model loads, not after it has run
     tagger = Tagger.load(lang=lang, task=task, adapter=adapter, fusion=fusion, model=model, workspace=workspace,
                          use_lang_adapter=not no_lang_adapter, device=device, batch_size=batch_size, decoder=decoder)
     results = _tag_pretokenised(tagger, lines) if conll else tagger.tag_texts(lines, paragraphs)

@@ -27,7 +27,8 @@ def read_lines(path: Path):
         with open(path, "rb") as f:
             for number, raw in enumerate(f, start=1):
                 try:
-                    yield number, raw.decode("utf-8").rstrip("\r\n")
+                    text = raw.decode("utf-8").rstrip("\r\n")
+                    yield number, text.removeprefix("\ufeff") if number == 1 else text  # a byte-order mark is no text
                 except UnicodeDecodeError as err:
                     raise XlingError(f"{path}:{number}: not UTF-8 text ({err.reason} at byte {err.start})") from None
     except OSError as err:
@@ -79,6 +80,7 @@ def read_conll(path: Path) -> list[Sentence]:
         if line.startswith("-DOCSTART-"):
             flush()
             continue
+        line = line.rstrip()  # trailing tabs or spaces are no empty tag column
         columns = line.split("\t") if "\t" in line else line.split()
         columns = [c.strip() for c in columns]
         if len(columns) < 2 or not columns[0]:

@@ -60,6 +60,11 @@ def spans_from_tags(text: str, tokens: list[Token], tags: list[str], scores: lis
     return spans
 
 
+def check_batch_size(batch_size: int) -> None:
+    if batch_size < 1:
+        raise XlingError(f"batch-size must be at least 1, not {batch_size}")
+
+
 def resolve_task_adapter(workspace: Workspace, task: str, lang: str, adapter: str | None) -> str:
     if adapter:
         return adapter
@@ -79,6 +84,7 @@ class Tagger:
     def __init__(self, model, tokenizer, head: str, setup, batch_size: int = 32, decoder: str = DEFAULT_DECODER):
         self.model, self.tokenizer, self.head, self.setup, self.batch_size = model, tokenizer, head, setup, batch_size
         self.decoder = check_decoder(decoder)
+        check_batch_size(batch_size)
 
     @classmethod
     def load(
@@ -95,8 +101,9 @@ class Tagger:
         decoder: str = DEFAULT_DECODER,
     ) -> "Tagger":
         """A ready tagger: `Stack(<lang>, <task adapter>)`, or `Stack(<lang>, Fuse(...))` with `fusion`."""
-        check_lang(lang)
+        lang = check_lang(lang)
         check_decoder(decoder)
+        check_batch_size(batch_size)
         ws = Workspace(workspace, model)
         if fusion:
             loaded, tokenizer, head, setup = load_fusion_model(model, ws, fusion)
@@ -105,7 +112,7 @@ class Tagger:
             loaded, tokenizer, record = load_task_model(model, directory)
             head, setup = record.name, (record.name if record.method == "adapter" else None)
         if setup is not None and use_lang_adapter:
-            lang_name = load(loaded, ws.lang_adapter(lang), name=f"lang-{lang}")
+            lang_name = load(loaded, ws.lang_adapter(lang), name=f"lang-{lang}", head=False)
             setup = Stack(lang_name, setup)
         loaded.set_active(setup)
         loaded.to(pick_device(device))

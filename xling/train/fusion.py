@@ -74,7 +74,7 @@ def train_fusion(options: FusionOptions, console: Console | None = None) -> dict
     else:
         head = TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels))
     model.add_head(fuse.name, head)
-    setup = Stack(load(model, lang_dir, name=f"lang-{lang}"), fuse) if lang_dir else fuse
+    setup = Stack(load(model, lang_dir, name=f"lang-{lang}", head=False), fuse) if lang_dir else fuse
     counts = model.train_adapter(setup, train=[fuse.name])
     objective = TaggingObjective(fuse.name, train_data, dev_data, tokenizer, model, options.training.seed, options.max_len,
                                  decoder=options.decoder)

@@ -240,6 +240,9 @@ def train(
                     step_loss += loss.item() / config.grad_accum
                     state["tokens"] += tokens
                     session_tokens += tokens
+                if not math.isfinite(step_loss):  # before the update: the weights stay as they were
+                    raise XlingError(f"training stopped: the loss became {step_loss} at step {state['step'] + 1}; nothing "
+                                     f"was saved, and the last good checkpoint stays in {run_dir} (try a lower --lr)")
                 if config.max_grad_norm:
                     accelerator.clip_grad_norm_(list(_trainable(plain).values()), config.max_grad_norm)
                 optimizer.step()

@@ -89,10 +89,10 @@ def self_train(options: SelfTrainingOptions, console: Console | None = None) -> 
     lang = check_lang(options.lang)
     workspace = Workspace(options.workspace, options.model)
     name = options.name or f"{options.task}-{lang}-self"
-    workspace.task(options.source)  # fails now, with how to train it, rather than after reading the corpus
     final = workspace.adapter_dir("task", name)
     if final.exists() and not options.overwrite:
         raise XlingError(f"a task adapter already exists at {final} (use --overwrite to replace it)")
+    workspace.task(options.source)  # fails now, with how to train it, rather than after reading the corpus
     started = time.perf_counter()
     lines, files = read_text(options.corpus)
     if options.max_sentences and len(lines) > options.max_sentences:

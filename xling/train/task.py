@@ -10,7 +10,6 @@ import json
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import torch
 from rich.console import Console
@@ -75,7 +74,7 @@ def train_task_adapter(options: TaskAdapterOptions, console: Console | None = No
 
     stacked_lang = options.method == "adapter" and options.use_lang_adapter
     lang_source = options.lang_adapter or lang
-    lang_dir = (Path(lang_source) if Path(lang_source).is_dir() else workspace.lang_adapter(lang_source)) if stacked_lang else None
+    lang_dir = workspace.lang_adapter(lang_source) if stacked_lang else None
     torch.manual_seed(options.training.seed)
     if options.init_from:
         init_dir = workspace.task(options.init_from)
@@ -93,10 +92,14 @@ def train_task_adapter(options: TaskAdapterOptions, console: Console | None = No
         model.add_head(name, TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels)))
         if options.method == "adapter":
             model.add_adapter(name, options.adapter)
-    lang_name = load(model, lang_dir, name=f"lang-{lang}") if lang_dir else None
+    lang_name = load(model, lang_dir, name=f"lang-{lang}", head=False) if lang_dir else None
     setup = (Stack(lang_name, name) if lang_name else name) if options.method == "adapter" else None
     counts = model.train_adapter(setup, train=[name]) if setup else _train_without_adapters(model, name, options.method)
 
+    unseen = sorted({t[2:] for s in dev_data for t in s.tags if t != "O"} - {label[2:] for label in labels if label != "O"})
+    if unseen:
+        console.print(f"[yellow]note:[/] the dev data has entity types the training data lacks ({', '.join(unseen)}); "
+                      "they count as missed in dev F1 (--drop-labels leaves them out)")
     objective = TaggingObjective(name, train_data, dev_data, tokenizer, model, options.training.seed, options.max_len,
                                  decoder=options.decoder)
     console.print(

@@ -1,0 +1,248 @@
+"""Nothing written or deleted outside the workspace; names are names, paths are paths."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from xling.errors import XlingError
+from xling.fileio import atomic_directory
+from xling.workspace import Workspace
+
+
+@pytest.mark.parametrize("name", ["../../victim", "/tmp/victim", "a/b", "..", ".hidden", "ner,en", "x y", ""])
+def test_names_that_are_not_one_plain_component_are_refused(tmp_path, name):
+    workspace = Workspace(str(tmp_path / "ws"), "e5-small")
+    for kind in ("lang", "task", "fusion"):
+        with pytest.raises(XlingError, match="invalid adapter name"):
+            workspace.adapter_dir(kind, name)
+        with pytest.raises(XlingError, match="invalid adapter name"):
+            workspace.run_dir(kind, name)
+
+
+@pytest.mark.parametrize("command", [
+    ["train-fusion", "ner", "--lang", "qu", "--adapters", "ner-en,ner-es", "--name", "../../../victim", "--overwrite"],
+    ["train-task", "ner", "--lang", "en", "--method", "head", "--name", "VICTIM", "--overwrite"],
+    ["train-task", "ner", "--lang", "en", "--method", "full", "--name", "../victim", "--overwrite"],
+    ["self-train", "ner", "CORPUS", "--lang", "qu", "--name", "../victim", "--overwrite"],
+])
+def test_commands_never_touch_a_folder_outside_the_workspace(tmp_path, trained_workspace, command):
+    root, model_dir, train, dev = trained_workspace
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("keep me")
+    command = [str(victim) if part == "VICTIM" else str(train) if part == "CORPUS" else part for part in command]
+    data = ["--train", str(train)] if command[0] != "self-train" else []
+    run = subprocess.run([sys.executable, "-m", "xling", *command, *data, "--dev", str(dev), "-m", str(model_dir),
+                          "-w", str(tmp_path / "ws" / "a" / "b")], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 1
+    assert run.stderr.startswith("error: invalid adapter name") and len(run.stderr.strip().splitlines()) == 1
+    assert [p.name for p in victim.iterdir()] == ["precious.txt"] and not (tmp_path / "ws").exists()
+
+
+def test_overwrite_replaces_only_what_xling_saved(tmp_path):
+    target = tmp_path / "ner-en"
+    target.mkdir()
+    (target / "notes.txt").write_text("mine")
+    with pytest.raises(XlingError, match="exists and is not one of xling's"):
+        with atomic_directory(target, overwrite=True, replaces=("adapter_config.json",)) as staging:
+            (staging / "adapter_config.json").write_text("{}")
+    assert [p.name for p in target.iterdir()] == ["notes.txt"]
+    (target / "adapter_config.json").write_text("{}")
+    with atomic_directory(target, overwrite=True, replaces=("adapter_config.json",)) as staging:
+        (staging / "adapter_config.json").write_text('{"new": 1}')
+    assert [p.name for p in target.iterdir()] == ["adapter_config.json"]
+
+
+def test_a_save_cleans_up_what_a_killed_save_left(tmp_path):
+    stale = tmp_path / ".ner-en.partial-x1y2"
+    stale.mkdir()
+    (stale / "adapter_model.safetensors").write_bytes(b"half")
+    with atomic_directory(tmp_path / "ner-en") as staging:
+        (staging / "adapter_config.json").write_text("{}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ner-en"]
+
+
+def test_a_bare_name_means_the_workspace_even_beside_a_folder_of_that_name(tmp_path, monkeypatch, trained_workspace):
+    root, model_dir, _, _ = trained_workspace
+    workspace = Workspace(str(root / "ws"), str(model_dir))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "qu").mkdir()  # a corpus folder, say
+    (tmp_path / "qu" / "text.txt").write_text("Qusqu llaqta")
+    assert workspace.lang_adapter("qu") == workspace.adapter_dir("lang", "qu")
+    assert workspace.lang_adapter("./qu") == tmp_path / "qu"
+    with pytest.raises(XlingError, match="no such directory: ./nope"):
+        workspace.lang_adapter("./nope")
+    with pytest.raises(XlingError, match="no language adapter for 'de'"):
+        workspace.lang_adapter("de")
+
+
+# ---- damaged or foreign files: one line naming the file, before any long work ----------------------
+
+
+@pytest.fixture
+def copied_workspace(tmp_path, trained_workspace):
+    import shutil
+
+    root, model_dir, train, dev = trained_workspace
+    shutil.copytree(root / "ws", tmp_path / "ws")
+    return tmp_path / "ws", model_dir, tmp_path / "ws" / model_dir.name, dev
+
+
+def _tagger(workspace, model_dir, lang="qu"):
+    from xling import Tagger
+
+    return Tagger.load(lang=lang, adapter="ner-en", model=str(model_dir), workspace=str(workspace))
+
+
+def _damage(directory, file_name, how):
+    import json
+
+    from safetensors.torch import load_file, save_file
+
+    file = directory / file_name
+    if how == "truncate":
+        file.write_bytes(file.read_bytes()[:100])
+    elif how == "delete":
+        file.unlink()
+    elif how == "bad json":
+        file.write_text("{ not json")
+    elif how == "nan":
+        tensors = load_file(str(file))
+        first = sorted(tensors)[0]
+        tensors[first] = torch_nan_like(tensors[first])
+        save_file(tensors, str(file))
+    elif how == "reshape":
+        tensors = load_file(str(file))
+        first = sorted(tensors)[0]
+        tensors[first] = tensors[first].flatten().repeat(2)  # twice as many values, one dimension
+        save_file(tensors, str(file))
+    elif how == "no fingerprint":
+        config = json.loads(file.read_text())
+        config["base_model"].pop("fingerprint")
+        file.write_text(json.dumps(config))
+
+
+def torch_nan_like(tensor):
+    import torch
+
+    return torch.full_like(tensor, float("nan"))
+
+
+@pytest.mark.parametrize("file_name, how, message", [
+    ("adapter_model.safetensors", "truncate", r"adapter_model.safetensors is damaged or not a weights file"),
+    ("adapter_model.safetensors", "reshape", r"adapter_model.safetensors does not match its config"),
+    ("adapter_model.safetensors", "nan", r"adapter_model.safetensors holds non-finite weights"),
+    ("head_model.safetensors", "delete", r"head_model.safetensors is missing"),
+    ("head_config.json", "delete", r"the task's head is missing \(head_config.json\)"),
+    ("head_config.json", "bad json", r"head_config.json is not valid JSON"),
+    ("task.json", "bad json", r"task.json is not valid JSON"),
+    ("adapter_config.json", "no fingerprint", r"adapter_config.json has no base-model fingerprint"),
+])
+def test_a_damaged_task_adapter_is_refused_in_one_line(copied_workspace, file_name, how, message):
+    workspace, model_dir, model_root, _ = copied_workspace
+    _damage(model_root / "task" / "ner-en", file_name, how)
+    with pytest.raises(XlingError, match=message):
+        _tagger(workspace, model_dir)
+
+
+def test_the_command_line_says_it_in_one_line(copied_workspace, tmp_path):
+    workspace, model_dir, model_root, _ = copied_workspace
+    _damage(model_root / "task" / "ner-en", "adapter_model.safetensors", "nan")
+    (tmp_path / "in.txt").write_text("Qusqu llaqta\n")
+    run = subprocess.run([sys.executable, "-m", "xling", "tag", str(tmp_path / "in.txt"), "--lang", "qu", "-t", "ner-en",
+                          "-m", str(model_dir), "-w", str(workspace)], capture_output=True, text=True)
+    assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1
+    assert "holds non-finite weights" in run.stderr and run.stdout == ""
+
+
+def test_a_language_adapter_loads_without_its_masked_lm_head(copied_workspace):
+    workspace, model_dir, model_root, _ = copied_workspace
+    _damage(model_root / "lang" / "qu", "head_model.safetensors", "delete")
+    tagger = _tagger(workspace, model_dir)
+    assert "lang-qu" not in tagger.model.heads and tagger("Qusqu llaqta") is not None
+
+
+def test_pickled_weights_are_never_loaded(tmp_path):
+    import torch
+
+    from xling.adapters.saving import read_weights
+
+    file = tmp_path / "pytorch_adapter.bin"
+    torch.save({"weight": torch.zeros(2), "extra": Exception("a pickled object")}, file)
+    with pytest.raises(XlingError, match="holds pickled Python objects, which xling never loads"):
+        read_weights(file)
+
+
+def test_training_stops_when_the_loss_is_no_longer_finite(tmp_path, trained_workspace):
+    from xling.train.language import LanguageAdapterOptions, train_language_adapter
+    from xling.train.loop import TrainConfig
+
+    root, model_dir, train, _ = trained_workspace
+    with pytest.raises(XlingError, match=r"training stopped: the loss became (nan|inf) at step \d+; nothing was saved"):
+        train_language_adapter(LanguageAdapterOptions(
+            lang="qu", corpus=[str(train)], model=str(model_dir), workspace=str(tmp_path / "ws"), seq_len=32,
+            training=TrainConfig(max_steps=30, learning_rate=1e6, eval_every=30, checkpoint_every=5, batch_size=4,
+                                 max_grad_norm=0.0)))
+    lang_root = tmp_path / "ws" / model_dir.name / "lang"
+    assert not (lang_root / "qu").exists() and (lang_root / "qu.partial").is_dir()
+
+
+# ---- smaller input problems --------------------------------------------------------------------------
+
+
+def test_trailing_whitespace_after_the_tag_and_a_byte_order_mark_are_read_as_nothing(tmp_path):
+    from xling.data.conll import read_conll, read_lines
+
+    (tmp_path / "d").write_text("\ufeffLima\tB-LOC\t\nllaqta \tO  \n\n", encoding="utf-8")
+    [sentence] = read_conll(tmp_path / "d")
+    assert sentence.tokens == ["Lima", "llaqta"] and sentence.tags == ["B-LOC", "O"]
+    (tmp_path / "t").write_text("\ufeffQusqu llaqta\n", encoding="utf-8")
+    assert [line for _, line in read_lines(tmp_path / "t")] == ["Qusqu llaqta"]
+
+
+def test_language_codes_are_case_insensitive(copied_workspace):
+    from xling.workspace import check_lang
+
+    assert [check_lang(c) for c in ("QU", "Quz-PE", "en")] == ["qu", "quz-PE", "en"]
+    workspace, model_dir, _, _ = copied_workspace
+    assert repr(_tagger(workspace, model_dir, lang="QU").setup) == "Stack('lang-qu', 'ner-en')"
+
+
+def test_batch_size_zero_is_refused(copied_workspace):
+    from xling import Tagger
+
+    workspace, model_dir, _, _ = copied_workspace
+    with pytest.raises(XlingError, match="batch-size must be at least 1, not 0"):
+        Tagger.load(lang="qu", adapter="ner-en", model=str(model_dir), workspace=str(workspace), batch_size=0)
+
+
+@pytest.mark.parametrize("target", ["a-file/out.jsonl", "a-folder"])
+def test_tag_checks_the_output_path_before_the_model_runs(copied_workspace, tmp_path, target):
+    workspace, model_dir, _, _ = copied_workspace
+    (tmp_path / "a-file").write_text("x")
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "in.txt").write_text("Qusqu llaqta\n")
+    run = subprocess.run([sys.executable, "-m", "xling", "tag", "in.txt", "--lang", "qu", "-t", "ner-en", "-f", "jsonl",
+                          "-o", target, "-m", str(model_dir), "-w", str(workspace)], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1
+    assert ("is a file, not a folder" if "/" in target else "is a folder; give a file path") in run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "a-folder", "in.txt", "ws"]
+    assert (tmp_path / "a-file").read_text() == "x" and not any((tmp_path / "a-folder").iterdir())
+
+
+def test_dev_types_missing_from_the_training_data_are_named(tmp_path, trained_workspace):
+    from rich.console import Console
+
+    from xling.train.loop import TrainConfig
+    from xling.train.task import TaskAdapterOptions, train_task_adapter
+
+    root, model_dir, train, dev = trained_workspace
+    with_misc = tmp_path / "dev"
+    with_misc.write_text(dev.read_text().replace("B-LOC", "B-MISC", 1))
+    console = Console(record=True, width=200)
+    train_task_adapter(TaskAdapterOptions(
+        lang="en", train=str(train), dev=str(with_misc), model=str(model_dir), workspace=str(tmp_path / "ws"),
+        use_lang_adapter=False, train_limit=20, training=TrainConfig(max_steps=1, batch_size=16)), console)
+    assert "note: the dev data has entity types the training data lacks (MISC)" in console.export_text()
