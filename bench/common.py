@@ -1,4 +1,5 @@
 """Helpers shared by the benchmark scripts."""
+
 from __future__ import annotations
 
 import os

@@ -7,6 +7,7 @@ xling computes them only at masked positions, and optionally over the corpus pie
 
     python -m bench.mlm_step [--rounds 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,7 +55,9 @@ def xling_step_fn(encoder, tokenizer, model_dir, train_blocks, held_out, vocab_f
     model.add_adapter(name, BottleneckConfig.preset("madx-lang"))
     model.add_head(name, mlm_head(model, model_dir))
     model.train_adapter(name, train=[name])
-    objective = MaskedLMObjective(name, train_blocks, held_out, tokenizer, MaskingConfig(), seed=0, vocab_from_corpus=vocab_from_corpus)
+    objective = MaskedLMObjective(
+        name, train_blocks, held_out, tokenizer, MaskingConfig(), seed=0, vocab_from_corpus=vocab_from_corpus
+    )
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
     batch = {"index": torch.arange(BATCH)}
 
@@ -81,9 +84,13 @@ def main():
     full_step, objective = xling_step_fn(encoder, tokenizer, model_dir, train_blocks, held_out, False)
     vocab_step, vocab_objective = xling_step_fn(encoder, tokenizer, model_dir, train_blocks, held_out, True)
     plain_step = plain_step_fn(model_dir, train_blocks[:BATCH], objective)
-    print(f"model e5-small, batch {BATCH} x {SEQ}, threads {torch.get_num_threads()}, "
-          f"corpus vocabulary {len(vocab_objective.vocab_ids):,} of {len(tokenizer):,} pieces")
-    times = time_interleaved({"plain": plain_step, "xling": full_step, "xling --vocab-from-corpus": vocab_step}, args.rounds)
+    print(
+        f"model e5-small, batch {BATCH} x {SEQ}, threads {torch.get_num_threads()}, "
+        f"corpus vocabulary {len(vocab_objective.vocab_ids):,} of {len(tokenizer):,} pieces"
+    )
+    times = time_interleaved(
+        {"plain": plain_step, "xling": full_step, "xling --vocab-from-corpus": vocab_step}, args.rounds
+    )
     for name, seconds in times.items():
         print(f"{name:28s} {seconds:6.2f} s/step   ratio to plain {seconds / times['plain']:.2f}")
 

@@ -7,6 +7,7 @@ Three ways, same embedded model, same head weights, batch 32, CPU:
 
     python -m bench.tag_throughput [--sentences 2000] [--rounds 2]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,7 +46,10 @@ def main():
     from transformers import AutoModelForTokenClassification, pipeline
 
     hf_model = AutoModelForTokenClassification.from_pretrained(
-        resolve_model_dir("e5-small"), num_labels=len(labels), id2label=dict(enumerate(labels)), label2id={l: i for i, l in enumerate(labels)}
+        resolve_model_dir("e5-small"),
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={label: i for i, label in enumerate(labels)},
     ).eval()
     with torch.no_grad():
         hf_model.classifier.weight.copy_(model.heads["ner"].classifier.weight)
@@ -56,22 +60,31 @@ def main():
         def run():
             model.set_active(tagger.setup)
             tagger.tag_texts(texts)
+
         return run
 
     def run_pipeline():
         list(hf_pipeline(texts, batch_size=args.batch_size))
 
     seconds = time_interleaved(
-        {"xling Stack(lang, task)": run_xling(stacked), "xling bare model + head": run_xling(bare), "transformers pipeline": run_pipeline},
+        {
+            "xling Stack(lang, task)": run_xling(stacked),
+            "xling bare model + head": run_xling(bare),
+            "transformers pipeline": run_pipeline,
+        },
         rounds=args.rounds,
     )
     rate = {name: len(texts) / s for name, s in seconds.items()}
-    print(f"model e5-small, {len(texts):,} sentences of wikiann-en/dev, batch {args.batch_size}, threads {torch.get_num_threads()}")
+    print(
+        f"model e5-small, {len(texts):,} sentences of wikiann-en/dev, batch {args.batch_size}, threads {torch.get_num_threads()}"
+    )
     for name, value in rate.items():
         print(f"{name:26s} {value:8.1f} sentences/s")
     overhead = rate["xling bare model + head"] / rate["xling Stack(lang, task)"] - 1
     print(f"adapter overhead over the bare model: {100 * overhead:.1f}%")
-    print(f"xling Stack(lang, task) vs transformers pipeline: {rate['xling Stack(lang, task)'] / rate['transformers pipeline']:.2f}x")
+    print(
+        f"xling Stack(lang, task) vs transformers pipeline: {rate['xling Stack(lang, task)'] / rate['transformers pipeline']:.2f}x"
+    )
 
 
 if __name__ == "__main__":

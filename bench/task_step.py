@@ -8,6 +8,7 @@ fresh process per path, sampled while it trains (after the model is loaded).
 
     python -m bench.task_step [--rounds 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,14 +23,14 @@ from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, T
 from xling.data.conll import read_conll
 from xling.data.labels import label_list
 from xling.models import load_model
-from xling.tagging.align import windows_for, window_labels
+from xling.tagging.align import window_labels, windows_for
 
 BATCH, SEQ = 16, 128
 
 
 def batch_tensors(tokenizer, labels):
     sentences = read_conll(corpora_root() / "ner" / "conll2002-es" / "train")[:BATCH]
-    label_ids = {l: i for i, l in enumerate(labels)}
+    label_ids = {label: i for i, label in enumerate(labels)}
     windows = windows_for([s.tokens for s in sentences], tokenizer, SEQ, 32)[:BATCH]
     ids = torch.full((BATCH, SEQ), tokenizer.pad_token_id)
     targets = torch.full((BATCH, SEQ), -100)
@@ -93,8 +94,10 @@ def main():
     print(f"model e5-small, batch {BATCH} x {SEQ}, threads {torch.get_num_threads()}")
     for name in times:
         print(f"{name:18s} {times[name]:6.3f} s/step  {memory[name]:5.2f} GB peak  {params[name]:>12,} trainable")
-    print(f"adapter / full: time {times['task adapter'] / times['full fine-tuning']:.2f}, "
-          f"memory {memory['task adapter'] / memory['full fine-tuning']:.2f}")
+    print(
+        f"adapter / full: time {times['task adapter'] / times['full fine-tuning']:.2f}, "
+        f"memory {memory['task adapter'] / memory['full fine-tuning']:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """Shared fixtures: an isolated XLING_HOME, the real corpora when present, tiny random models."""
+
 from __future__ import annotations
 
 import os
@@ -57,10 +58,24 @@ def trained_workspace(tmp_path_factory):
     train = synthetic_conll(root / "train", 200, 1)
     dev = synthetic_conll(root / "dev", 40, 2)
     for lang in ("en", "qu"):
-        train_language_adapter(LanguageAdapterOptions(
-            lang=lang, corpus=[str(train)], model=str(model_dir), workspace=str(root / "ws"), seq_len=32,
-            training=TrainConfig(max_steps=5, eval_every=5, checkpoint_every=5, batch_size=4)))
-    train_task_adapter(TaskAdapterOptions(
-        lang="en", train=str(train), dev=str(dev), model=str(model_dir), workspace=str(root / "ws"),
-        training=TrainConfig(epochs=4, batch_size=16, learning_rate=5e-3, eval_every=None, patience=2)))
+        train_language_adapter(
+            LanguageAdapterOptions(
+                lang=lang,
+                corpus=[str(train)],
+                model=str(model_dir),
+                workspace=str(root / "ws"),
+                seq_len=32,
+                training=TrainConfig(max_steps=5, eval_every=5, checkpoint_every=5, batch_size=4),
+            )
+        )
+    train_task_adapter(
+        TaskAdapterOptions(
+            lang="en",
+            train=str(train),
+            dev=str(dev),
+            model=str(model_dir),
+            workspace=str(root / "ws"),
+            training=TrainConfig(epochs=4, batch_size=16, learning_rate=5e-3, eval_every=None, patience=2),
+        )
+    )
     return root, model_dir, train, dev

@@ -1,4 +1,5 @@
 """The adapter core: modules, placements, composition, training masks, save and load."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,7 +9,15 @@ import torch
 from safetensors.torch import load_file
 
 from tests.tiny import tiny_model
-from xling.adapters import AdaptedModel, BottleneckConfig, Fuse, FusionConfig, Stack, TaggingHead, TaggingHeadConfig, parse_setup
+from xling.adapters import (
+    AdaptedModel,
+    BottleneckConfig,
+    Fuse,
+    FusionConfig,
+    Stack,
+    TaggingHead,
+    TaggingHeadConfig,
+)
 from xling.adapters.bottleneck.invertible import NICECoupling
 from xling.adapters.saving import load, save_adapter, save_fusion
 from xling.errors import XlingError
@@ -204,14 +213,6 @@ def test_composition_errors():
         model.set_active(Fuse("a", "c"))
     with pytest.raises(XlingError, match="invalid adapter name"):
         model.add_adapter("../evil", BottleneckConfig())
-
-
-def test_parse_setup():
-    assert parse_setup("qu") == "qu"
-    assert parse_setup("qu+ner") == Stack("qu", "ner")
-    assert parse_setup("qu+ner-en,ner-es") == Stack("qu", Fuse("ner-en", "ner-es"))
-    with pytest.raises(XlingError):
-        parse_setup("qu++ner")
 
 
 def test_unsupported_architecture_is_refused():

@@ -1,4 +1,5 @@
 """The command line as a user runs it: real processes, exit codes, output."""
+
 from __future__ import annotations
 
 import os

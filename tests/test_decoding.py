@@ -1,4 +1,5 @@
 """From word probabilities to IOB2 tags: Viterbi under IOB2 rules, repairing and dropping stray I- tags."""
+
 from __future__ import annotations
 
 import itertools
@@ -48,9 +49,14 @@ def test_viterbi_finds_the_best_valid_sequence():
     for length in (1, 2, 3, 4):
         for _ in range(25):
             probabilities = rng.dirichlet(np.full(len(LABELS), 0.3), size=length)
-            best = max((seq for seq in itertools.product(range(len(LABELS)), repeat=length)
-                        if valid([LABELS[i] for i in seq])),
-                       key=lambda seq: sum(np.log(probabilities[w, i]) for w, i in enumerate(seq)))
+            best = max(
+                (
+                    seq
+                    for seq in itertools.product(range(len(LABELS)), repeat=length)
+                    if valid([LABELS[i] for i in seq])
+                ),
+                key=lambda seq: sum(np.log(probabilities[w, i]) for w, i in enumerate(seq)),
+            )
             assert viterbi(probabilities, start, transition) == list(best)
 
 
@@ -72,13 +78,22 @@ def test_decoded_scores_are_the_probabilities_of_the_emitted_tags():
     for decoder in ("viterbi", "repair", "drop"):
         tagged = decode(probabilities, LABELS, decoder)
         assert valid([t for t, _ in tagged])
-        assert [p for _, p in tagged] == pytest.approx([probabilities[w, LABELS.index(t)] for w, (t, _) in enumerate(tagged)])
+        assert [p for _, p in tagged] == pytest.approx(
+            [probabilities[w, LABELS.index(t)] for w, (t, _) in enumerate(tagged)]
+        )
     assert decode(np.zeros((0, len(LABELS))), LABELS) == []
 
 
 def test_drop_fragments_removes_the_whole_stray_run():
     assert drop_fragments(["I-PER", "I-PER", "O", "B-LOC", "I-LOC", "I-PER", "B-PER"]) == [
-        "O", "O", "O", "B-LOC", "I-LOC", "O", "B-PER"]
+        "O",
+        "O",
+        "O",
+        "B-LOC",
+        "I-LOC",
+        "O",
+        "B-PER",
+    ]
 
 
 def test_unknown_decoder_is_refused():
@@ -111,7 +126,25 @@ def test_tagger_and_evaluate_use_the_decoder(trained_workspace):
 
 def test_cli_refuses_an_unknown_decoder_in_one_line(trained_workspace):
     root, model_dir, _, dev = trained_workspace
-    run = subprocess.run([sys.executable, "-m", "xling", "evaluate", "ner", str(dev), "--lang", "qu", "--decoder", "best",
-                          "-m", str(model_dir), "-w", str(root / "ws")], capture_output=True, text=True)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xling",
+            "evaluate",
+            "ner",
+            str(dev),
+            "--lang",
+            "qu",
+            "--decoder",
+            "best",
+            "-m",
+            str(model_dir),
+            "-w",
+            str(root / "ws"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 1
     assert run.stderr.strip() == "error: unknown decoder 'best'; choose one of viterbi, repair, drop"

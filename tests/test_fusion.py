@@ -1,4 +1,5 @@
 """AdapterFusion training and reload, and the analyses (fusion attention, layer ablation, parameters)."""
+
 from __future__ import annotations
 
 import json
@@ -25,12 +26,29 @@ def fused(trained_workspace):
     root, model_dir, train, dev = trained_workspace
     ws = str(root / "ws")
     if not (root / "ws" / "tinybert" / "task" / "ner-es").exists():
-        train_task_adapter(TaskAdapterOptions(
-            lang="en", name="ner-es", train=str(train), dev=str(dev), model=str(model_dir), workspace=ws,
-            training=TrainConfig(epochs=2, batch_size=16, learning_rate=5e-3, eval_every=None, seed=3)))
-    report = train_fusion(FusionOptions(
-        lang="qu", adapters=["ner-en", "ner-es"], train=str(dev), dev=str(dev), model=str(model_dir), workspace=ws,
-        training=TrainConfig(epochs=3, batch_size=8, learning_rate=5e-3, eval_every=None, patience=3), overwrite=True))
+        train_task_adapter(
+            TaskAdapterOptions(
+                lang="en",
+                name="ner-es",
+                train=str(train),
+                dev=str(dev),
+                model=str(model_dir),
+                workspace=ws,
+                training=TrainConfig(epochs=2, batch_size=16, learning_rate=5e-3, eval_every=None, seed=3),
+            )
+        )
+    report = train_fusion(
+        FusionOptions(
+            lang="qu",
+            adapters=["ner-en", "ner-es"],
+            train=str(dev),
+            dev=str(dev),
+            model=str(model_dir),
+            workspace=ws,
+            training=TrainConfig(epochs=3, batch_size=8, learning_rate=5e-3, eval_every=None, patience=3),
+            overwrite=True,
+        )
+    )
     return report, root, model_dir, dev
 
 
@@ -39,8 +57,11 @@ def test_fusion_is_trained_over_frozen_adapters_and_reloads_exactly(fused):
     assert report["name"] == "ner-fusion-qu" and report["adapters"] == ["ner-en", "ner-es"]
     saved = json.loads((root / "ws" / "tinybert" / "fusion" / "ner-fusion-qu" / "adapter_config.json").read_text())
     assert saved["kind"] == "fusion" and saved["adapters"] == ["ner-en", "ner-es"]
-    result = evaluate(EvaluationOptions(data=str(dev), lang="qu", fusion="ner-fusion-qu", model=str(model_dir),
-                                        workspace=str(root / "ws")))
+    result = evaluate(
+        EvaluationOptions(
+            data=str(dev), lang="qu", fusion="ner-fusion-qu", model=str(model_dir), workspace=str(root / "ws")
+        )
+    )
     assert result["setup"] == repr(Stack("lang-qu", Fuse("ner-en", "ner-es")))
     assert result["f1"] == report["best"]["f1"]  # exactly the dev F1 it was selected with
 
@@ -49,8 +70,27 @@ def test_tag_command_accepts_a_fusion(fused):
     _, root, model_dir, dev = fused
     source = root / "fusion-input.txt"
     source.write_text("juan lima the city\n")
-    result = subprocess.run([sys.executable, "-m", "xling", "tag", str(source), "--lang", "qu", "--fusion", "ner-fusion-qu",
-                             "--model", str(model_dir), "-w", str(root / "ws"), "-f", "jsonl"], capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xling",
+            "tag",
+            str(source),
+            "--lang",
+            "qu",
+            "--fusion",
+            "ner-fusion-qu",
+            "--model",
+            str(model_dir),
+            "-w",
+            str(root / "ws"),
+            "-f",
+            "jsonl",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["text"] == "juan lima the city"
 
@@ -58,11 +98,28 @@ def test_tag_command_accepts_a_fusion(fused):
 def test_fusion_needs_task_adapters(trained_workspace):
     root, model_dir, train, dev = trained_workspace
     with pytest.raises(XlingError, match="at least two"):
-        train_fusion(FusionOptions(lang="qu", adapters=["ner-en"], train=str(dev), dev=str(dev), model=str(model_dir),
-                                   workspace=str(root / "ws")))
+        train_fusion(
+            FusionOptions(
+                lang="qu",
+                adapters=["ner-en"],
+                train=str(dev),
+                dev=str(dev),
+                model=str(model_dir),
+                workspace=str(root / "ws"),
+            )
+        )
     with pytest.raises(XlingError, match="no task adapter 'ner-zz'"):
-        train_fusion(FusionOptions(lang="qu", adapters=["ner-en", "ner-zz"], train=str(dev), dev=str(dev), name="other",
-                                   model=str(model_dir), workspace=str(root / "ws")))
+        train_fusion(
+            FusionOptions(
+                lang="qu",
+                adapters=["ner-en", "ner-zz"],
+                train=str(dev),
+                dev=str(dev),
+                name="other",
+                model=str(model_dir),
+                workspace=str(root / "ws"),
+            )
+        )
 
 
 def test_fusion_attention_averages_sum_to_one(fused):
@@ -116,13 +173,19 @@ def test_parameter_table(fused):
 def test_analysis_commands_write_readable_pngs(fused, tmp_path):
     _, root, model_dir, dev = fused
     common = ["--model", str(model_dir), "-w", str(root / "ws")]
-    for args in (["fusion", str(dev), "--fusion", "ner-fusion-qu", "--lang", "qu", "-o", str(tmp_path / "fusion.png")],
-                 ["ablation", str(dev), "--lang", "en", "--limit", "10", "-o", str(tmp_path / "ablation.png")]):
-        result = subprocess.run([sys.executable, "-m", "xling", "analyze", *args, *common], capture_output=True, text=True)
+    for args in (
+        ["fusion", str(dev), "--fusion", "ner-fusion-qu", "--lang", "qu", "-o", str(tmp_path / "fusion.png")],
+        ["ablation", str(dev), "--lang", "en", "--limit", "10", "-o", str(tmp_path / "ablation.png")],
+    ):
+        result = subprocess.run(
+            [sys.executable, "-m", "xling", "analyze", *args, *common], capture_output=True, text=True
+        )
         assert result.returncode == 0, result.stderr
     for name in ("fusion", "ablation"):
         png = (tmp_path / f"{name}.png").read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
         assert json.loads((tmp_path / f"{name}.json").read_text())
-    params = subprocess.run([sys.executable, "-m", "xling", "analyze", "params", "--json", *common], capture_output=True, text=True)
+    params = subprocess.run(
+        [sys.executable, "-m", "xling", "analyze", "params", "--json", *common], capture_output=True, text=True
+    )
     assert params.returncode == 0 and json.loads(params.stdout)["rows"]

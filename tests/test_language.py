@@ -1,4 +1,5 @@
 """Language adapters: text handling, masking, the masked-LM head and loss, train-lang end to end."""
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,6 @@ from safetensors.torch import load_file
 
 from tests.tiny import save_tiny_model, tiny_model, tiny_tokenizer
 from xling.adapters import AdaptedModel, BottleneckConfig
-from xling.adapters.heads import MaskedLMHead, MaskedLMHeadConfig
 from xling.data.text import read_text
 from xling.errors import XlingError
 from xling.train.language import LanguageAdapterOptions, mlm_head, split_held_out, train_language_adapter
@@ -30,7 +30,9 @@ WORDS = "qusqu llaqta pi runa wasi the city of lima peru juan maria".split()
 
 def write_corpus(path: Path, lines: int = 300, seed: int = 0) -> Path:
     rng = random.Random(seed)
-    path.write_text("\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) for _ in range(lines)) + "\n")
+    path.write_text(
+        "\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) for _ in range(lines)) + "\n"
+    )
     return path
 
 
@@ -79,7 +81,16 @@ def test_pack_blocks_and_too_small_corpus():
     tokenizer = tiny_tokenizer()
     blocks = pack_blocks(["qusqu llaqtapi", "the city of lima"], tokenizer, 8, allow_partial=True)
     assert blocks[:, 0].eq(tokenizer.cls_token_id).all() and blocks.shape == (2, 8)
-    assert tokenizer.convert_ids_to_tokens(blocks[0].tolist()) == ["<s>", "▁qusqu", "▁llaqta", "pi", "</s>", "▁the", "▁city", "</s>"]
+    assert tokenizer.convert_ids_to_tokens(blocks[0].tolist()) == [
+        "<s>",
+        "▁qusqu",
+        "▁llaqta",
+        "pi",
+        "</s>",
+        "▁the",
+        "▁city",
+        "</s>",
+    ]
     with pytest.raises(XlingError, match="corpus too small"):
         pack_blocks(["runa"], tokenizer, 64, allow_partial=False)
 
@@ -152,7 +163,9 @@ def test_vocab_from_corpus_restricts_the_softmax(tmp_path):
     assert set(objective.vocab_ids.tolist()) == set(blocks.unique().tolist()) | set(tokenizer.all_special_ids)
     assert len(objective.vocab_ids) < len(tokenizer)
     loss, _ = objective.loss(model, {"index": torch.arange(4)}, step=0)
-    full = MaskedLMObjective("qu", blocks, blocks, tokenizer, MaskingConfig(), seed=0).loss(model, {"index": torch.arange(4)}, step=0)[0]
+    full = MaskedLMObjective("qu", blocks, blocks, tokenizer, MaskingConfig(), seed=0).loss(
+        model, {"index": torch.arange(4)}, step=0
+    )[0]
     assert loss < full  # fewer competitors in the softmax
     assert math.isfinite(objective.evaluate(model)["perplexity"])
 
@@ -176,9 +189,18 @@ def test_new_head_is_tied_and_trained_checkpoint_head_is_reused(tmp_path):
 
 
 def _options(tmp_path, tiny_dir, corpus, **overrides):
-    training = overrides.pop("training", TrainConfig(max_steps=12, eval_every=4, checkpoint_every=3, batch_size=4, learning_rate=1e-3))
-    return LanguageAdapterOptions(lang="qu", corpus=[str(corpus)], model=str(tiny_dir), workspace=str(tmp_path / "ws"),
-                                  training=training, seq_len=32, **overrides)
+    training = overrides.pop(
+        "training", TrainConfig(max_steps=12, eval_every=4, checkpoint_every=3, batch_size=4, learning_rate=1e-3)
+    )
+    return LanguageAdapterOptions(
+        lang="qu",
+        corpus=[str(corpus)],
+        model=str(tiny_dir),
+        workspace=str(tmp_path / "ws"),
+        training=training,
+        seq_len=32,
+        **overrides,
+    )
 
 
 def test_train_lang_saves_adapter_head_report_and_log(tmp_path, tiny_dir):
@@ -187,10 +209,20 @@ def test_train_lang_saves_adapter_head_report_and_log(tmp_path, tiny_dir):
     saved = Path(report["saved_to"])
     assert saved == tmp_path / "ws" / "tinybert" / "lang" / "qu"
     assert {p.name for p in saved.iterdir()} == {
-        "adapter_config.json", "adapter_model.safetensors", "head_config.json", "head_model.safetensors", "report.json", "train_log.jsonl"}
+        "adapter_config.json",
+        "adapter_model.safetensors",
+        "head_config.json",
+        "head_model.safetensors",
+        "report.json",
+        "train_log.jsonl",
+    }
     assert not (saved.parent / "qu.partial").exists()
     config = json.loads((saved / "adapter_config.json").read_text())
-    assert config["config"]["placement"] == "pfeiffer" and config["config"]["reduction_factor"] == 2 and config["config"]["invertible"]
+    assert (
+        config["config"]["placement"] == "pfeiffer"
+        and config["config"]["reduction_factor"] == 2
+        and config["config"]["invertible"]
+    )
     log = [json.loads(line) for line in (saved / "train_log.jsonl").read_text().splitlines()]
     assert [e["step"] for e in log] == [0, 4, 8, 12]
     assert report["steps"] == 12 and report["tokens_seen"] > 0
@@ -225,7 +257,9 @@ def test_resume_after_crash_finishes_like_an_uninterrupted_run(tmp_path, tiny_di
     b = load_file(Path(resumed["saved_to"]) / "adapter_model.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert resumed["held_out_perplexity_after"] == uninterrupted["held_out_perplexity_after"]
-    log = [json.loads(l)["step"] for l in (Path(resumed["saved_to"]) / "train_log.jsonl").read_text().splitlines()]
+    log = [
+        json.loads(line)["step"] for line in (Path(resumed["saved_to"]) / "train_log.jsonl").read_text().splitlines()
+    ]
     assert log == [0, 4, 8, 12]
 
 
@@ -237,7 +271,10 @@ def test_changed_options_do_not_silently_resume(tmp_path, tiny_dir, monkeypatch)
     monkeypatch.undo()
     with pytest.raises(XlingError, match="other options.*--restart"):
         train_language_adapter(_options(tmp_path, tiny_dir, corpus, vocab_from_corpus=True))
-    assert train_language_adapter(_options(tmp_path, tiny_dir, corpus, vocab_from_corpus=True, restart=True))["steps"] == 12
+    assert (
+        train_language_adapter(_options(tmp_path, tiny_dir, corpus, vocab_from_corpus=True, restart=True))["steps"]
+        == 12
+    )
 
 
 def run_cli(*args, cwd=None):
@@ -246,9 +283,28 @@ def run_cli(*args, cwd=None):
 
 def test_kill_9_then_rerun_resumes(tmp_path, tiny_dir):
     corpus = write_corpus(tmp_path / "qu.txt", lines=2000)
-    args = ["train-lang", "qu", str(corpus), "--model", str(tiny_dir), "-w", str(tmp_path / "ws"), "--seq-len", "32",
-            "--steps", "400", "--checkpoint-every", "10", "--eval-every", "1000", "--batch-size", "4"]
-    process = subprocess.Popen([sys.executable, "-m", "xling", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    args = [
+        "train-lang",
+        "qu",
+        str(corpus),
+        "--model",
+        str(tiny_dir),
+        "-w",
+        str(tmp_path / "ws"),
+        "--seq-len",
+        "32",
+        "--steps",
+        "400",
+        "--checkpoint-every",
+        "10",
+        "--eval-every",
+        "1000",
+        "--batch-size",
+        "4",
+    ]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "xling", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     state = tmp_path / "ws" / "tinybert" / "lang" / "qu.partial" / "checkpoint" / "state.json"
     deadline = time.time() + 120
     while not state.exists() and time.time() < deadline:
@@ -296,16 +352,22 @@ def test_bad_input_is_a_one_line_error_and_writes_nothing(tmp_path, tiny_dir, ca
 def test_existing_adapter_is_refused_without_overwrite(tmp_path, tiny_dir):
     corpus = write_corpus(tmp_path / "qu.txt")
     train_language_adapter(_options(tmp_path, tiny_dir, corpus))
-    result = run_cli("train-lang", "qu", str(corpus), "--model", str(tiny_dir), "-w", str(tmp_path / "ws"), "--seq-len", "32")
+    result = run_cli(
+        "train-lang", "qu", str(corpus), "--model", str(tiny_dir), "-w", str(tmp_path / "ws"), "--seq-len", "32"
+    )
     assert result.returncode == 1 and "already exists" in result.stderr and "--overwrite" in result.stderr
     assert sorted(p.name for p in (tmp_path / "ws" / "tinybert" / "lang").iterdir()) == ["qu"]
 
 
 def test_embedded_model_on_real_quechua_lowers_perplexity(tmp_path, corpora_root, embedded):
     options = LanguageAdapterOptions(
-        lang="qu", corpus=[str(corpora_root / "text" / "qu" / "qubert-docs-dw_2019.txt")], workspace=str(tmp_path),
+        lang="qu",
+        corpus=[str(corpora_root / "text" / "qu" / "qubert-docs-dw_2019.txt")],
+        workspace=str(tmp_path),
         training=TrainConfig(max_steps=30, eval_every=30, checkpoint_every=30, batch_size=8, learning_rate=1e-3),
-        seq_len=64, vocab_from_corpus=True, held_out=0.05,
+        seq_len=64,
+        vocab_from_corpus=True,
+        held_out=0.05,
     )
     report = train_language_adapter(options)
     assert report["held_out_perplexity_after"] < 0.5 * report["held_out_perplexity_before"]

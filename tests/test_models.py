@@ -1,4 +1,5 @@
 """The embedded model's conversion and fidelity, and loading of any supported model."""
+
 from __future__ import annotations
 
 import hashlib
@@ -9,8 +10,8 @@ import pytest
 import torch
 
 from xling.errors import XlingError
-from xling.models import load_model, model_label
 from xling.models import embedded as embedded_module
+from xling.models import load_model, model_label
 from xling.models.e5file import dequantize_q4, read_e5_file
 
 SENTENCES = [
@@ -151,7 +152,9 @@ def test_cache_is_keyed_by_source_hash(embedded, monkeypatch):
 def test_load_tiny_models(tiny_model_dir):
     model, tokenizer = load_model(str(tiny_model_dir))
     arch = tiny_model_dir.name
-    assert model.config.model_type == arch.replace("-", "_") if arch == "distilbert" else model.config.model_type == arch
+    assert (
+        model.config.model_type == arch.replace("-", "_") if arch == "distilbert" else model.config.model_type == arch
+    )
     assert not model.training
     batch = tokenizer(["qusqu llaqtapi", "the city of lima"], padding=True, return_tensors="pt")
     with torch.no_grad():

@@ -1,4 +1,5 @@
 """NER data, alignment, scoring, train-task and evaluate."""
+
 from __future__ import annotations
 
 import json
@@ -52,7 +53,14 @@ def test_malformed_conll_names_file_and_line(tmp_path):
 
 def test_iob1_to_iob2():
     assert iob1_to_iob2(["I-PER", "I-PER", "O", "I-LOC", "I-ORG", "B-ORG", "I-ORG"]) == [
-        "B-PER", "I-PER", "O", "B-LOC", "B-ORG", "B-ORG", "I-ORG"]
+        "B-PER",
+        "I-PER",
+        "O",
+        "B-LOC",
+        "B-ORG",
+        "B-ORG",
+        "I-ORG",
+    ]
 
 
 def test_labels_drop_map_and_order(tmp_path):
@@ -70,8 +78,12 @@ def test_named_source_through_datasets_on_local_files(tmp_path):
 
     rows = [{"tokens": ["Qusqu", "llaqta"], "ner_tags": [3, 4]}, {"tokens": ["Juan"], "ner_tags": [1]}]
     (tmp_path / "qu.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    features = Features({"tokens": Sequence(Value("string")),
-                         "ner_tags": Sequence(ClassLabel(names=["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]))})
+    features = Features(
+        {
+            "tokens": Sequence(Value("string")),
+            "ner_tags": Sequence(ClassLabel(names=["O", "B-PER", "I-PER", "B-LOC", "I-LOC"])),
+        }
+    )
     asked = {}
 
     def local_loader(name, config, split):
@@ -142,8 +154,16 @@ def setup_dirs(trained_workspace):
 
 def task_options(setup_dirs, **overrides):
     root, model_dir, train, dev = setup_dirs
-    training = overrides.pop("training", TrainConfig(epochs=4, batch_size=16, learning_rate=5e-3, eval_every=None, patience=2))
-    fields = {"lang": "en", "train": str(train), "dev": str(dev), "model": str(model_dir), "workspace": str(root / "ws")}
+    training = overrides.pop(
+        "training", TrainConfig(epochs=4, batch_size=16, learning_rate=5e-3, eval_every=None, patience=2)
+    )
+    fields = {
+        "lang": "en",
+        "train": str(train),
+        "dev": str(dev),
+        "model": str(model_dir),
+        "workspace": str(root / "ws"),
+    }
     return TaskAdapterOptions(training=training, **{**fields, **overrides})
 
 
@@ -156,24 +176,43 @@ def test_train_task_stacks_on_frozen_lang_adapter_and_selects_best(setup_dirs):
     task = json.loads((saved / "task.json").read_text())
     assert task["method"] == "adapter" and task["labels"] == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
     assert json.loads((saved / "adapter_config.json").read_text())["config"]["reduction_factor"] == 16
-    log = [json.loads(l) for l in (saved / "train_log.jsonl").read_text().splitlines()]
+    log = [json.loads(line) for line in (saved / "train_log.jsonl").read_text().splitlines()]
     assert report["best"]["f1"] == max(e["f1"] for e in log)
     assert report["best"]["f1"] > 0.5  # the synthetic entities are easy to learn
     lang_after = load_file(root / "ws" / "tinybert" / "lang" / "en" / "adapter_model.safetensors")
     assert all(torch.equal(lang_before[k], lang_after[k]) for k in lang_before)
-    result = evaluate(EvaluationOptions(data=str(setup_dirs[3]), lang="en", task_adapter="ner-check",
-                                        model=str(setup_dirs[1]), workspace=str(root / "ws")))
+    result = evaluate(
+        EvaluationOptions(
+            data=str(setup_dirs[3]),
+            lang="en",
+            task_adapter="ner-check",
+            model=str(setup_dirs[1]),
+            workspace=str(root / "ws"),
+        )
+    )
     assert result["f1"] == pytest.approx(report["best"]["f1"])  # the saved weights are the selected ones
     assert result["setup"] == "Stack('lang-en', 'ner-check')" and set(result["per_type"]) == {"LOC", "PER"}
 
 
 @pytest.mark.parametrize("method, name", [("full", "ner-en-full"), ("head", "ner-en-head")])
 def test_baselines(setup_dirs, method, name):
-    report = train_task_adapter(task_options(setup_dirs, method=method, training=TrainConfig(
-        epochs=2, batch_size=16, learning_rate=1e-3, eval_every=None)))
+    report = train_task_adapter(
+        task_options(
+            setup_dirs,
+            method=method,
+            training=TrainConfig(epochs=2, batch_size=16, learning_rate=1e-3, eval_every=None),
+        )
+    )
     assert report["name"] == name and report["method"] == method
-    result = evaluate(EvaluationOptions(data=str(setup_dirs[3]), lang="en", task_adapter=name, model=str(setup_dirs[1]),
-                                        workspace=str(setup_dirs[0] / "ws")))
+    result = evaluate(
+        EvaluationOptions(
+            data=str(setup_dirs[3]),
+            lang="en",
+            task_adapter=name,
+            model=str(setup_dirs[1]),
+            workspace=str(setup_dirs[0] / "ws"),
+        )
+    )
     assert result["f1"] == pytest.approx(report["best"]["f1"]) and result["setup"] == "no adapters"
     if method == "full":
         assert (Path(report["saved_to"]) / "encoder" / "model.safetensors").is_file()
@@ -182,8 +221,16 @@ def test_baselines(setup_dirs, method, name):
 def test_no_lang_adapter_and_few_shot_continuation(setup_dirs):
     report = train_task_adapter(task_options(setup_dirs, use_lang_adapter=False))
     assert report["name"] == "ner-en-nolang" and report["lang_adapter"] is None
-    few = train_task_adapter(task_options(setup_dirs, lang="qu", name="ner-qu", use_lang_adapter=False,
-                                          init_from="ner-en-nolang", training=TrainConfig(max_steps=2, batch_size=8, eval_every=None)))
+    few = train_task_adapter(
+        task_options(
+            setup_dirs,
+            lang="qu",
+            name="ner-qu",
+            use_lang_adapter=False,
+            init_from="ner-en-nolang",
+            training=TrainConfig(max_steps=2, batch_size=8, eval_every=None),
+        )
+    )
     assert few["name"] == "ner-qu"
     start = load_file(Path(report["saved_to"]) / "head_model.safetensors")
     continued = load_file(Path(few["saved_to"]) / "head_model.safetensors")
@@ -194,19 +241,60 @@ def test_missing_language_adapter_says_how_to_train_it(setup_dirs):
     with pytest.raises(XlingError, match="xling train-lang de CORPUS"):
         train_task_adapter(task_options(setup_dirs, lang="de"))
     with pytest.raises(XlingError, match="xling train-lang de CORPUS"):
-        evaluate(EvaluationOptions(data=str(setup_dirs[3]), lang="de", task_adapter="ner-en", model=str(setup_dirs[1]),
-                                   workspace=str(setup_dirs[0] / "ws")))
+        evaluate(
+            EvaluationOptions(
+                data=str(setup_dirs[3]),
+                lang="de",
+                task_adapter="ner-en",
+                model=str(setup_dirs[1]),
+                workspace=str(setup_dirs[0] / "ws"),
+            )
+        )
 
 
 def test_evaluate_cli_json(setup_dirs):
     root, model_dir, _, dev = setup_dirs
-    result = subprocess.run([sys.executable, "-m", "xling", "evaluate", "ner", str(dev), "--lang", "en", "--model", str(model_dir),
-                             "-w", str(root / "ws"), "--json"], capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xling",
+            "evaluate",
+            "ner",
+            str(dev),
+            "--lang",
+            "en",
+            "--model",
+            str(model_dir),
+            "-w",
+            str(root / "ws"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     scores = json.loads(result.stdout)
     assert {"precision", "recall", "f1", "per_type", "support"} <= set(scores)
-    table = subprocess.run([sys.executable, "-m", "xling", "evaluate", "ner", str(dev), "--lang", "en", "--model", str(model_dir),
-                            "-w", str(root / "ws")], capture_output=True, text=True, env={"COLUMNS": "120", **__import__("os").environ})
+    table = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xling",
+            "evaluate",
+            "ner",
+            str(dev),
+            "--lang",
+            "en",
+            "--model",
+            str(model_dir),
+            "-w",
+            str(root / "ws"),
+        ],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "120", **__import__("os").environ},
+    )
     assert "overall" in table.stdout and "PER" in table.stdout and scores["types_not_predicted"] == []
 
 
@@ -214,8 +302,21 @@ def test_evaluate_names_gold_types_the_head_cannot_predict(setup_dirs, tmp_path)
     root, model_dir, _, dev = setup_dirs
     with_misc = tmp_path / "dev-misc"
     with_misc.write_text(dev.read_text().replace("-PER", "-MISC"))
-    command = [sys.executable, "-m", "xling", "evaluate", "ner", str(with_misc), "--lang", "en", "--model", str(model_dir),
-               "-w", str(root / "ws"), "--json"]
+    command = [
+        sys.executable,
+        "-m",
+        "xling",
+        "evaluate",
+        "ner",
+        str(with_misc),
+        "--lang",
+        "en",
+        "--model",
+        str(model_dir),
+        "-w",
+        str(root / "ws"),
+        "--json",
+    ]
     result = subprocess.run(command, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["types_not_predicted"] == ["MISC"]

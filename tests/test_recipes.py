@@ -1,4 +1,5 @@
 """Recipes, the corpora catalogue and the demo's data sources."""
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def write_recipe(path: Path, model: Path, workspace: Path, steps: str) -> Path:
-    path.write_text(f'[recipe]\nname = "tiny"\nmodel = "{model}"\nworkspace = "{workspace}"\n\n{steps}', encoding="utf-8")
+    path.write_text(
+        f'[recipe]\nname = "tiny"\nmodel = "{model}"\nworkspace = "{workspace}"\n\n{steps}', encoding="utf-8"
+    )
     return path
 
 
@@ -54,12 +57,16 @@ label = "tiny dev"
 
 def test_validation_reports_every_problem_with_file_and_step(tmp_path, trained_workspace):
     _, model_dir, train, dev = trained_workspace
-    recipe = write_recipe(tmp_path / "bad.toml", model_dir, tmp_path / "ws", f'''
+    recipe = write_recipe(
+        tmp_path / "bad.toml",
+        model_dir,
+        tmp_path / "ws",
+        f'''
 [[step]]
 name = "lang"
 run = "train-lang"
 lang = "qu"
-corpus = ["{tmp_path / 'missing.txt'}"]
+corpus = ["{tmp_path / "missing.txt"}"]
 stepz = 10
 
 [[step]]
@@ -75,7 +82,8 @@ run = "evaluate"
 data = "{dev}"
 lang = "qu"
 task_adapter = "ner-xx"
-''')
+''',
+    )
     with pytest.raises(XlingError) as error:
         validate(read_recipe(recipe), Workspace(str(tmp_path / "ws"), str(model_dir)))
     message = str(error.value)
@@ -89,7 +97,12 @@ task_adapter = "ner-xx"
 def test_recipe_runs_then_skips_finished_steps(tmp_path, trained_workspace):
     _, model_dir, train, dev = trained_workspace
     workspace = tmp_path / "ws"
-    recipe = write_recipe(tmp_path / "tiny.toml", model_dir, workspace, pipeline_steps(train, dev, epochs=2) + f'''
+    recipe = write_recipe(
+        tmp_path / "tiny.toml",
+        model_dir,
+        workspace,
+        pipeline_steps(train, dev, epochs=2)
+        + f'''
 [[step]]
 name = "tags"
 run = "tag"
@@ -97,7 +110,8 @@ input = "{dev}"
 lang = "en"
 format = "jsonl"
 output = "tags.jsonl"
-''')
+''',
+    )
     statuses = []
     results = run_recipe(recipe, on_step=lambda step, status: statuses.append(status))
     assert statuses == ["ran"] * 4
@@ -114,7 +128,9 @@ output = "tags.jsonl"
     statuses.clear()
     run_recipe(recipe, on_step=lambda step, status: statuses.append(status))
     assert statuses == ["skipped", "ran", "ran", "ran"]
-    assert json.loads((workspace / "tinybert" / "task" / "ner-en" / "report.json").read_text())["training"]["epochs"] == 1
+    assert (
+        json.loads((workspace / "tinybert" / "task" / "ner-en" / "report.json").read_text())["training"]["epochs"] == 1
+    )
 
 
 def test_catalogue_resolves_local_then_hub(tmp_path, monkeypatch):
@@ -135,10 +151,14 @@ def test_catalogue_resolves_local_then_hub(tmp_path, monkeypatch):
 
 
 def test_corpora_list_shows_what_is_here(corpora_root):
-    result = subprocess.run([sys.executable, "-m", "xling", "corpora", "list"], capture_output=True, text=True,
-                            env={**__import__("os").environ, "XLING_CORPORA": str(corpora_root), "COLUMNS": "200"})
+    result = subprocess.run(
+        [sys.executable, "-m", "xling", "corpora", "list"],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "XLING_CORPORA": str(corpora_root), "COLUMNS": "200"},
+    )
     assert result.returncode == 0
-    line = next(l for l in result.stdout.splitlines() if "wikiann-qu" in l)
+    line = next(row for row in result.stdout.splitlines() if "wikiann-qu" in row)
     assert "train, dev, extra" in line
 
 
@@ -159,7 +179,15 @@ def test_demo_uses_local_corpora_and_validates(corpora_root, monkeypatch, tmp_pa
     assert sources["source"].startswith("local corpora")
     recipe = demo_recipe(sources, tmp_path / "demo")
     validate(recipe, Workspace(recipe.workspace, recipe.model))
-    assert [s.run for s in recipe.steps] == ["train-lang", "train-lang", "train-task", "evaluate", "evaluate", "evaluate", "tag"]
+    assert [s.run for s in recipe.steps] == [
+        "train-lang",
+        "train-lang",
+        "train-task",
+        "evaluate",
+        "evaluate",
+        "evaluate",
+        "tag",
+    ]
 
 
 def test_seeds_run_each_training_step_per_seed_and_report_mean_and_spread(tmp_path, trained_workspace):
@@ -172,12 +200,14 @@ def test_seeds_run_each_training_step_per_seed_and_report_mean_and_spread(tmp_pa
     for seed in (1, 2):
         report = json.loads((workspace / f"seed-{seed}" / "tinybert" / "task" / "ner-en" / "report.json").read_text())
         assert report["training"]["seed"] == seed
-    per_seed = [json.loads((workspace / f"seed-{s}" / "tinybert" / "results" / "tiny" / "dev.json").read_text())["f1"]
-                for s in (1, 2)]
+    per_seed = [
+        json.loads((workspace / f"seed-{s}" / "tinybert" / "results" / "tiny" / "dev.json").read_text())["f1"]
+        for s in (1, 2)
+    ]
     [row] = rows
     assert [r["seed"] for r in row["per_seed"]] == [1, 2] and [r["f1"] for r in row["per_seed"]] == per_seed
     assert row["f1"] == pytest.approx(sum(per_seed) / 2)
-    assert row["f1_std"] == pytest.approx(abs(per_seed[0] - per_seed[1]) / 2 ** 0.5)
+    assert row["f1_std"] == pytest.approx(abs(per_seed[0] - per_seed[1]) / 2**0.5)
     table = (workspace / "tinybert" / "results" / "tiny" / "results.md").read_text()
     assert "| F1 seed 1 | F1 seed 2 |" in table
     assert f"| {100 * row['f1']:.1f} ± {100 * row['f1_std']:.1f} |" in table
@@ -187,7 +217,11 @@ def test_seeds_run_each_training_step_per_seed_and_report_mean_and_spread(tmp_pa
 def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path, trained_workspace):
     _, model_dir, train, dev = trained_workspace
     workspace = tmp_path / "ws"
-    recipe = write_recipe(tmp_path / "plan.toml", model_dir, workspace, f'''
+    recipe = write_recipe(
+        tmp_path / "plan.toml",
+        model_dir,
+        workspace,
+        f'''
 [[step]]
 name = "ner-en"
 run = "train-task"
@@ -205,11 +239,16 @@ data = "{dev}"
 lang = "en"
 task_adapter = "ner-en-nolang"
 no_lang_adapter = true
-''')
+''',
+    )
 
     def dry_run(*extra):
-        result = subprocess.run([sys.executable, "-m", "xling", "run", str(recipe), "--dry-run", *extra],
-                                capture_output=True, text=True, env={**__import__("os").environ, "COLUMNS": "200"})
+        result = subprocess.run(
+            [sys.executable, "-m", "xling", "run", str(recipe), "--dry-run", *extra],
+            capture_output=True,
+            text=True,
+            env={**__import__("os").environ, "COLUMNS": "200"},
+        )
         assert result.returncode == 0, result.stderr
         return result.stderr
 
@@ -218,7 +257,9 @@ no_lang_adapter = true
     assert out.count("step 1/2 ner-en (train-task): run: not run yet") == 2
     assert not workspace.exists()
     run_recipe(recipe)
-    assert "step 1/2 ner-en (train-task): skip: done" in dry_run() and "step 2/2 dev (evaluate): skip: done" in dry_run()
+    assert (
+        "step 1/2 ner-en (train-task): skip: done" in dry_run() and "step 2/2 dev (evaluate): skip: done" in dry_run()
+    )
     recipe.write_text(recipe.read_text().replace("epochs = 1", "epochs = 2"), encoding="utf-8")
     out = dry_run()
     assert "step 1/2 ner-en (train-task): run: its options changed since it ran" in out
@@ -235,5 +276,7 @@ def test_seeds_refuse_a_step_seed_and_bad_values(tmp_path, trained_workspace):
     bad.write_text('[recipe]\nseeds = "1,2"\n')
     with pytest.raises(XlingError, match="seeds must be a list of integers"):
         read_recipe(bad)
-    result = subprocess.run([sys.executable, "-m", "xling", "run", str(recipe), "--seeds", "one"], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "xling", "run", str(recipe), "--seeds", "one"], capture_output=True, text=True
+    )
     assert result.returncode == 1 and "--seeds takes comma-separated integers" in result.stderr

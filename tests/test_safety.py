@@ -1,4 +1,5 @@
 """Nothing written or deleted outside the workspace; names are names, paths are paths."""
+
 from __future__ import annotations
 
 import subprocess
@@ -21,12 +22,25 @@ def test_names_that_are_not_one_plain_component_are_refused(tmp_path, name):
             workspace.run_dir(kind, name)
 
 
-@pytest.mark.parametrize("command", [
-    ["train-fusion", "ner", "--lang", "qu", "--adapters", "ner-en,ner-es", "--name", "../../../victim", "--overwrite"],
-    ["train-task", "ner", "--lang", "en", "--method", "head", "--name", "VICTIM", "--overwrite"],
-    ["train-task", "ner", "--lang", "en", "--method", "full", "--name", "../victim", "--overwrite"],
-    ["self-train", "ner", "CORPUS", "--lang", "qu", "--name", "../victim", "--overwrite"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        [
+            "train-fusion",
+            "ner",
+            "--lang",
+            "qu",
+            "--adapters",
+            "ner-en,ner-es",
+            "--name",
+            "../../../victim",
+            "--overwrite",
+        ],
+        ["train-task", "ner", "--lang", "en", "--method", "head", "--name", "VICTIM", "--overwrite"],
+        ["train-task", "ner", "--lang", "en", "--method", "full", "--name", "../victim", "--overwrite"],
+        ["self-train", "ner", "CORPUS", "--lang", "qu", "--name", "../victim", "--overwrite"],
+    ],
+)
 def test_commands_never_touch_a_folder_outside_the_workspace(tmp_path, trained_workspace, command):
     root, model_dir, train, dev = trained_workspace
     victim = tmp_path / "victim"
@@ -34,8 +48,24 @@ def test_commands_never_touch_a_folder_outside_the_workspace(tmp_path, trained_w
     (victim / "precious.txt").write_text("keep me")
     command = [str(victim) if part == "VICTIM" else str(train) if part == "CORPUS" else part for part in command]
     data = ["--train", str(train)] if command[0] != "self-train" else []
-    run = subprocess.run([sys.executable, "-m", "xling", *command, *data, "--dev", str(dev), "-m", str(model_dir),
-                          "-w", str(tmp_path / "ws" / "a" / "b")], capture_output=True, text=True, cwd=tmp_path)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xling",
+            *command,
+            *data,
+            "--dev",
+            str(dev),
+            "-m",
+            str(model_dir),
+            "-w",
+            str(tmp_path / "ws" / "a" / "b"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert run.returncode == 1
     assert run.stderr.startswith("error: invalid adapter name") and len(run.stderr.strip().splitlines()) == 1
     assert [p.name for p in victim.iterdir()] == ["precious.txt"] and not (tmp_path / "ws").exists()
@@ -130,16 +160,19 @@ def torch_nan_like(tensor):
     return torch.full_like(tensor, float("nan"))
 
 
-@pytest.mark.parametrize("file_name, how, message", [
-    ("adapter_model.safetensors", "truncate", r"adapter_model.safetensors is damaged or not a weights file"),
-    ("adapter_model.safetensors", "reshape", r"adapter_model.safetensors does not match its config"),
-    ("adapter_model.safetensors", "nan", r"adapter_model.safetensors holds non-finite weights"),
-    ("head_model.safetensors", "delete", r"head_model.safetensors is missing"),
-    ("head_config.json", "delete", r"the task's head is missing \(head_config.json\)"),
-    ("head_config.json", "bad json", r"head_config.json is not valid JSON"),
-    ("task.json", "bad json", r"task.json is not valid JSON"),
-    ("adapter_config.json", "no fingerprint", r"adapter_config.json has no base-model fingerprint"),
-])
+@pytest.mark.parametrize(
+    "file_name, how, message",
+    [
+        ("adapter_model.safetensors", "truncate", r"adapter_model.safetensors is damaged or not a weights file"),
+        ("adapter_model.safetensors", "reshape", r"adapter_model.safetensors does not match its config"),
+        ("adapter_model.safetensors", "nan", r"adapter_model.safetensors holds non-finite weights"),
+        ("head_model.safetensors", "delete", r"head_model.safetensors is missing"),
+        ("head_config.json", "delete", r"the task's head is missing \(head_config.json\)"),
+        ("head_config.json", "bad json", r"head_config.json is not valid JSON"),
+        ("task.json", "bad json", r"task.json is not valid JSON"),
+        ("adapter_config.json", "no fingerprint", r"adapter_config.json has no base-model fingerprint"),
+    ],
+)
 def test_a_damaged_task_adapter_is_refused_in_one_line(copied_workspace, file_name, how, message):
     workspace, model_dir, model_root, _ = copied_workspace
     _damage(model_root / "task" / "ner-en", file_name, how)
@@ -151,8 +184,25 @@ def test_the_command_line_says_it_in_one_line(copied_workspace, tmp_path):
     workspace, model_dir, model_root, _ = copied_workspace
     _damage(model_root / "task" / "ner-en", "adapter_model.safetensors", "nan")
     (tmp_path / "in.txt").write_text("Qusqu llaqta\n")
-    run = subprocess.run([sys.executable, "-m", "xling", "tag", str(tmp_path / "in.txt"), "--lang", "qu", "-t", "ner-en",
-                          "-m", str(model_dir), "-w", str(workspace)], capture_output=True, text=True)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xling",
+            "tag",
+            str(tmp_path / "in.txt"),
+            "--lang",
+            "qu",
+            "-t",
+            "ner-en",
+            "-m",
+            str(model_dir),
+            "-w",
+            str(workspace),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1
     assert "holds non-finite weights" in run.stderr and run.stdout == ""
 
@@ -181,10 +231,18 @@ def test_training_stops_when_the_loss_is_no_longer_finite(tmp_path, trained_work
 
     root, model_dir, train, _ = trained_workspace
     with pytest.raises(XlingError, match=r"training stopped: the loss became (nan|inf) at step \d+; nothing was saved"):
-        train_language_adapter(LanguageAdapterOptions(
-            lang="qu", corpus=[str(train)], model=str(model_dir), workspace=str(tmp_path / "ws"), seq_len=32,
-            training=TrainConfig(max_steps=30, learning_rate=1e6, eval_every=30, checkpoint_every=5, batch_size=4,
-                                 max_grad_norm=0.0)))
+        train_language_adapter(
+            LanguageAdapterOptions(
+                lang="qu",
+                corpus=[str(train)],
+                model=str(model_dir),
+                workspace=str(tmp_path / "ws"),
+                seq_len=32,
+                training=TrainConfig(
+                    max_steps=30, learning_rate=1e6, eval_every=30, checkpoint_every=5, batch_size=4, max_grad_norm=0.0
+                ),
+            )
+        )
     lang_root = tmp_path / "ws" / model_dir.name / "lang"
     assert not (lang_root / "qu").exists() and (lang_root / "qu.partial").is_dir()
 
@@ -224,8 +282,30 @@ def test_tag_checks_the_output_path_before_the_model_runs(copied_workspace, tmp_
     (tmp_path / "a-file").write_text("x")
     (tmp_path / "a-folder").mkdir()
     (tmp_path / "in.txt").write_text("Qusqu llaqta\n")
-    run = subprocess.run([sys.executable, "-m", "xling", "tag", "in.txt", "--lang", "qu", "-t", "ner-en", "-f", "jsonl",
-                          "-o", target, "-m", str(model_dir), "-w", str(workspace)], capture_output=True, text=True, cwd=tmp_path)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xling",
+            "tag",
+            "in.txt",
+            "--lang",
+            "qu",
+            "-t",
+            "ner-en",
+            "-f",
+            "jsonl",
+            "-o",
+            target,
+            "-m",
+            str(model_dir),
+            "-w",
+            str(workspace),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1
     assert ("is a file, not a folder" if "/" in target else "is a folder; give a file path") in run.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "a-folder", "in.txt", "ws"]
@@ -242,9 +322,19 @@ def test_dev_types_missing_from_the_training_data_are_named(tmp_path, trained_wo
     with_misc = tmp_path / "dev"
     with_misc.write_text(dev.read_text().replace("B-LOC", "B-MISC", 1))
     console = Console(record=True, width=200)
-    train_task_adapter(TaskAdapterOptions(
-        lang="en", train=str(train), dev=str(with_misc), model=str(model_dir), workspace=str(tmp_path / "ws"),
-        use_lang_adapter=False, train_limit=20, training=TrainConfig(max_steps=1, batch_size=16)), console)
+    train_task_adapter(
+        TaskAdapterOptions(
+            lang="en",
+            train=str(train),
+            dev=str(with_misc),
+            model=str(model_dir),
+            workspace=str(tmp_path / "ws"),
+            use_lang_adapter=False,
+            train_limit=20,
+            training=TrainConfig(max_steps=1, batch_size=16),
+        ),
+        console,
+    )
     assert "note: the dev data has entity types the training data lacks (MISC)" in console.export_text()
 
 
@@ -267,11 +357,14 @@ def test_demo_downloads_must_match_their_pinned_digests(tmp_path, monkeypatch):
     assert demo.check_pinned(good) == good
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"model_type": "xlm-roberta"}, "was trained on a xlm-roberta model, the model is bert"),
-    ({"model_name": "bert-base-cased"}, "was trained on bert-base-cased, not on the loaded model base"),
-    ({"hidden_size": 768}, "was trained for hidden size 768, the model has 32"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"model_type": "xlm-roberta"}, "was trained on a xlm-roberta model, the model is bert"),
+        ({"model_name": "bert-base-cased"}, "was trained on bert-base-cased, not on the loaded model base"),
+        ({"hidden_size": 768}, "was trained for hidden size 768, the model has 32"),
+    ],
+)
 def test_an_adapterhub_adapter_for_another_model_is_refused(tmp_path, change, message):
     import json
     import shutil

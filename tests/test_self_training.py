@@ -1,4 +1,5 @@
 """Self-training: confident sentence selection, rounds, resuming, the command."""
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,12 @@ def test_selection_keeps_confident_sentences_with_entities_most_confident_first(
 
 
 def test_options_are_checked_before_any_work():
-    for bad, message in [({"rounds": 0}, "rounds must be at least 1"), ({"threshold": 1.5}, "threshold must be between"),
-                         ({"max_sentences": 0}, "max-sentences must be at least 1"), ({"decoder": "x"}, "unknown decoder")]:
+    for bad, message in [
+        ({"rounds": 0}, "rounds must be at least 1"),
+        ({"threshold": 1.5}, "threshold must be between"),
+        ({"max_sentences": 0}, "max-sentences must be at least 1"),
+        ({"decoder": "x"}, "unknown decoder"),
+    ]:
         with pytest.raises(XlingError, match=message):
             SelfTrainingOptions(lang="qu", corpus=["c"], dev="d", **bad)
 
@@ -43,8 +48,16 @@ def test_self_training_rounds_resume_and_refuse_to_overwrite(tmp_path, trained_w
     workspace = tmp_path / "ws"
     shutil.copytree(root / "ws", workspace)
     options = SelfTrainingOptions(
-        lang="qu", corpus=[str(train)], dev=str(dev), model=str(model_dir), workspace=str(workspace), rounds=2,
-        threshold=0.05, max_sentences=120, training=TrainConfig(epochs=1, batch_size=16, learning_rate=5e-3, eval_every=None))
+        lang="qu",
+        corpus=[str(train)],
+        dev=str(dev),
+        model=str(model_dir),
+        workspace=str(workspace),
+        rounds=2,
+        threshold=0.05,
+        max_sentences=120,
+        training=TrainConfig(epochs=1, batch_size=16, learning_rate=5e-3, eval_every=None),
+    )
     report = self_train(options)
     tasks = workspace / "tinybert" / "task"
     assert [r["adapter"] for r in report["rounds"]] == ["ner-qu-self-round1", "ner-qu-self"]
@@ -67,7 +80,27 @@ def test_self_training_rounds_resume_and_refuse_to_overwrite(tmp_path, trained_w
 
 def test_self_train_command_fails_in_one_line_on_a_missing_source(tmp_path, trained_workspace):
     root, model_dir, train, dev = trained_workspace
-    run = subprocess.run([sys.executable, "-m", "xling", "self-train", "ner", str(train), "--lang", "qu", "--from", "ner-xx",
-                          "--dev", str(dev), "-m", str(model_dir), "-w", str(root / "ws")], capture_output=True, text=True)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xling",
+            "self-train",
+            "ner",
+            str(train),
+            "--lang",
+            "qu",
+            "--from",
+            "ner-xx",
+            "--dev",
+            str(dev),
+            "-m",
+            str(model_dir),
+            "-w",
+            str(root / "ws"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 1
     assert run.stderr.startswith("error: no task adapter 'ner-xx'") and len(run.stderr.strip().splitlines()) == 1

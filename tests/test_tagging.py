@@ -1,4 +1,5 @@
 """Tagging raw text: words and offsets, spans, the Tagger API and the tag command."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,20 @@ from xling.tagging.words import split_sentences, tokenize
 def test_words_keep_quechua_apostrophes_and_offsets():
     text = "Tayta Inti p'unchawpi k'anchan, mamaqa ch'aki q’umir wayk'un 3,5 km."
     tokens = tokenize(text)
-    assert [t.text for t in tokens] == ["Tayta", "Inti", "p'unchawpi", "k'anchan", ",", "mamaqa", "ch'aki", "q’umir",
-                                        "wayk'un", "3,5", "km", "."]
+    assert [t.text for t in tokens] == [
+        "Tayta",
+        "Inti",
+        "p'unchawpi",
+        "k'anchan",
+        ",",
+        "mamaqa",
+        "ch'aki",
+        "q’umir",
+        "wayk'un",
+        "3,5",
+        "km",
+        ".",
+    ]
     assert all(text[t.start : t.end] == t.text for t in tokens)
     assert [t.text for t in tokenize("¿Imaynallam kachkanki?")] == ["¿", "Imaynallam", "kachkanki", "?"]
 
@@ -25,14 +38,22 @@ def test_words_keep_quechua_apostrophes_and_offsets():
 def test_sentence_split_keeps_offsets():
     text = "Qusqu llaqtapi tiyani. Lima hatun llaqtam! ¿Imaynallam? 2024 watapi."
     spans = split_sentences(text)
-    assert [text[a:b] for a, b in spans] == ["Qusqu llaqtapi tiyani.", "Lima hatun llaqtam!", "¿Imaynallam?", "2024 watapi."]
+    assert [text[a:b] for a, b in spans] == [
+        "Qusqu llaqtapi tiyani.",
+        "Lima hatun llaqtam!",
+        "¿Imaynallam?",
+        "2024 watapi.",
+    ]
 
 
 def test_spans_from_tags():
     text = "Juan Perez Qusqupi"
     tokens = tokenize(text)
     spans = spans_from_tags(text, tokens, ["B-PER", "I-PER", "B-LOC"], [0.9, 0.7, 0.6])
-    assert [(s.text, s.label, s.start, s.end, s.score) for s in spans] == [("Juan Perez", "PER", 0, 10, 0.8), ("Qusqupi", "LOC", 11, 18, 0.6)]
+    assert [(s.text, s.label, s.start, s.end, s.score) for s in spans] == [
+        ("Juan Perez", "PER", 0, 10, 0.8),
+        ("Qusqupi", "LOC", 11, 18, 0.6),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +108,12 @@ def test_pretty_output_marks_entities_without_colour():
 
 def run_tag(trained_workspace, *args, stdin=None):
     root, model_dir, _, _ = trained_workspace
-    return subprocess.run([sys.executable, "-m", "xling", "tag", *args, "--model", str(model_dir), "-w", str(root / "ws")],
-                          capture_output=True, text=True, input=stdin)
+    return subprocess.run(
+        [sys.executable, "-m", "xling", "tag", *args, "--model", str(model_dir), "-w", str(root / "ws")],
+        capture_output=True,
+        text=True,
+        input=stdin,
+    )
 
 
 def test_tag_command_formats(trained_workspace, tmp_path):
@@ -103,22 +128,29 @@ def test_tag_command_formats(trained_workspace, tmp_path):
     pre = tmp_path / "pre.conll"
     pre.write_text("juan\nlima\n\nmaria\n")
     tokens = run_tag(trained_workspace, str(pre), "--lang", "qu", "--conll", "-f", "jsonl")
-    assert [json.loads(l)["text"] for l in tokens.stdout.splitlines()] == ["juan lima", "maria"]
+    assert [json.loads(line)["text"] for line in tokens.stdout.splitlines()] == ["juan lima", "maria"]
     out = tmp_path / "out.html"
     page = run_tag(trained_workspace, str(source), "--lang", "qu", "-f", "html", "-o", str(out))
     assert page.returncode == 0 and out.read_text().startswith("<!doctype html>")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.html", "pre.conll"]  # no temporary left
 
 
-@pytest.mark.parametrize("case, expected", [
-    ("missing-lang", "no language adapter for 'de'"),
-    ("missing-task", "no task adapter 'ner-xx'"),
-    ("bad-input", "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        ("missing-lang", "no language adapter for 'de'"),
+        ("missing-task", "no task adapter 'ner-xx'"),
+        ("bad-input", "not UTF-8"),
+    ],
+)
 def test_tag_errors_write_no_output(trained_workspace, tmp_path, case, expected):
     source = tmp_path / "in.txt"
     source.write_bytes(b"juan \xff lima\n" if case == "bad-input" else b"juan lima\n")
-    args = {"missing-lang": ["--lang", "de"], "missing-task": ["--lang", "qu", "-t", "ner-xx"], "bad-input": ["--lang", "qu"]}[case]
+    args = {
+        "missing-lang": ["--lang", "de"],
+        "missing-task": ["--lang", "qu", "-t", "ner-xx"],
+        "bad-input": ["--lang", "qu"],
+    }[case]
     result = run_tag(trained_workspace, str(source), *args, "-o", str(tmp_path / "out.jsonl"), "-f", "jsonl")
     assert result.returncode == 1 and expected in result.stderr.strip().splitlines()[-1]
     assert not (tmp_path / "out.jsonl").exists()
@@ -133,6 +165,23 @@ def test_adapter_of_another_base_model_is_refused(trained_workspace, tmp_path):
     root = trained_workspace[0]
     source = tmp_path / "in.txt"
     source.write_text("juan lima\n")
-    result = subprocess.run([sys.executable, "-m", "xling", "tag", str(source), "--lang", "qu", "--model", str(other),
-                             "-w", str(root / "ws"), "-o", str(tmp_path / "out.txt")], capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xling",
+            "tag",
+            str(source),
+            "--lang",
+            "qu",
+            "--model",
+            str(other),
+            "-w",
+            str(root / "ws"),
+            "-o",
+            str(tmp_path / "out.txt"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 1 and "does not fit" in result.stderr and not (tmp_path / "out.txt").exists()

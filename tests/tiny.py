@@ -1,4 +1,5 @@
 """Tiny randomly initialised encoders and a matching tokenizer, built inside the tests."""
+
 from __future__ import annotations
 
 import string
@@ -26,8 +27,15 @@ def tiny_tokenizer():
     )
     tok.add_special_tokens([AddedToken(t, special=True) for t in SPECIALS + ["<mask>"]])
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", cls_token="<s>", sep_token="</s>",
-        pad_token="<pad>", unk_token="<unk>", mask_token="<mask>", model_max_length=64,
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        cls_token="<s>",
+        sep_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        mask_token="<mask>",
+        model_max_length=64,
     )
 
 
@@ -35,14 +43,35 @@ def tiny_config(arch: str, vocab_size: int):
     from transformers import BertConfig, DistilBertConfig, XLMRobertaConfig
 
     if arch == "bert":
-        return BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-                          intermediate_size=64, max_position_embeddings=64, pad_token_id=1)
+        return BertConfig(
+            vocab_size=vocab_size,
+            hidden_size=32,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=64,
+            pad_token_id=1,
+        )
     if arch == "xlm-roberta":
-        return XLMRobertaConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-                                intermediate_size=64, max_position_embeddings=66, pad_token_id=1)
+        return XLMRobertaConfig(
+            vocab_size=vocab_size,
+            hidden_size=32,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=66,
+            pad_token_id=1,
+        )
     if arch == "distilbert":
-        return DistilBertConfig(vocab_size=vocab_size, dim=32, n_layers=3, n_heads=4, hidden_dim=64,
-                                max_position_embeddings=64, pad_token_id=1)
+        return DistilBertConfig(
+            vocab_size=vocab_size,
+            dim=32,
+            n_layers=3,
+            n_heads=4,
+            hidden_dim=64,
+            max_position_embeddings=64,
+            pad_token_id=1,
+        )
     raise ValueError(arch)
 
 

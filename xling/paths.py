@@ -4,6 +4,7 @@
 `$XLING_HOME/workspace`. Without it, models live in `~/.cache/xling/models` and the
 workspace is `./xling-workspace`.
 """
+
 from __future__ import annotations
 
 import os

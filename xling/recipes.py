@@ -24,13 +24,14 @@ With `seeds`, the whole recipe runs once per seed, each in its own workspace
 `<workspace>/seed-<N>/`, with that seed for every training step; the results table gives
 each evaluation per seed, with mean and standard deviation.
 """
+
 from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Callable
 
 from rich.console import Console
 from rich.table import Table
@@ -39,8 +40,8 @@ from xling.adapters import BottleneckConfig, FusionConfig
 from xling.data.catalog import load_catalog, resolve, tomllib
 from xling.data.labels import parse_label_map
 from xling.errors import XlingError
-from xling.tagging.decoding import DEFAULT_DECODER
 from xling.fileio import write_json_atomic, write_text_atomic
+from xling.tagging.decoding import DEFAULT_DECODER
 from xling.train.loop import TrainConfig
 from xling.train.summary import language_report_table, selection_summary, self_training_summary
 from xling.workspace import Workspace
@@ -49,13 +50,55 @@ TRAIN_KEYS = {f.name for f in fields(TrainConfig)} | {"steps", "lr"}
 ADAPTER_KEYS = {"preset", "reduction_factor", "non_linearity", "leave_out", "share_every"}
 LABEL_KEYS = {"drop_labels", "label_map", "decoder"}
 KEYS = {
-    "train-lang": {"lang", "corpus", "seq_len", "mask_prob", "whole_word", "vocab_from_corpus", "held_out"} | TRAIN_KEYS | ADAPTER_KEYS,
-    "train-task": {"lang", "train", "dev", "task", "method", "no_lang_adapter", "lang_adapter", "init_from", "max_len",
-                   "train_limit", "dev_limit", "save_as"} | TRAIN_KEYS | ADAPTER_KEYS | LABEL_KEYS,
-    "train-fusion": {"lang", "adapters", "train", "dev", "task", "no_lang_adapter", "temperature", "value_penalty",
-                     "max_len", "save_as"} | TRAIN_KEYS | LABEL_KEYS,
-    "self-train": {"lang", "corpus", "dev", "task", "from", "rounds", "threshold", "max_per_type", "max_sentences", "max_len",
-                   "save_as"} | TRAIN_KEYS | LABEL_KEYS,
+    "train-lang": {"lang", "corpus", "seq_len", "mask_prob", "whole_word", "vocab_from_corpus", "held_out"}
+    | TRAIN_KEYS
+    | ADAPTER_KEYS,
+    "train-task": {
+        "lang",
+        "train",
+        "dev",
+        "task",
+        "method",
+        "no_lang_adapter",
+        "lang_adapter",
+        "init_from",
+        "max_len",
+        "train_limit",
+        "dev_limit",
+        "save_as",
+    }
+    | TRAIN_KEYS
+    | ADAPTER_KEYS
+    | LABEL_KEYS,
+    "train-fusion": {
+        "lang",
+        "adapters",
+        "train",
+        "dev",
+        "task",
+        "no_lang_adapter",
+        "temperature",
+        "value_penalty",
+        "max_len",
+        "save_as",
+    }
+    | TRAIN_KEYS
+    | LABEL_KEYS,
+    "self-train": {
+        "lang",
+        "corpus",
+        "dev",
+        "task",
+        "from",
+        "rounds",
+        "threshold",
+        "max_per_type",
+        "max_sentences",
+        "max_len",
+        "save_as",
+    }
+    | TRAIN_KEYS
+    | LABEL_KEYS,
     "evaluate": {"data", "lang", "task_adapter", "fusion", "no_lang_adapter", "limit", "label"} | LABEL_KEYS,
     "tag": {"input", "lang", "task_adapter", "fusion", "no_lang_adapter", "format", "output", "paragraphs", "decoder"},
     "analyze": {"analysis", "data", "lang", "task_adapter", "fusion", "limit", "output"},
@@ -102,17 +145,28 @@ def read_recipe(path: str | Path) -> Recipe:
     seeds = head.get("seeds", [])
     if not isinstance(seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
         raise XlingError(f"{path}: seeds must be a list of integers, e.g. seeds = [1, 2, 3]")
-    steps = [Step(i, s.get("name", f"step-{i}"), s.get("run", ""), {k: v for k, v in s.items() if k not in COMMON_KEYS})
-             for i, s in enumerate(data.get("step", []), start=1)]
-    return Recipe(str(path), head.get("name", path.stem), head.get("model", "e5-small"), head.get("workspace"),
-                  head.get("description", ""), seeds, steps)
+    steps = [
+        Step(i, s.get("name", f"step-{i}"), s.get("run", ""), {k: v for k, v in s.items() if k not in COMMON_KEYS})
+        for i, s in enumerate(data.get("step", []), start=1)
+    ]
+    return Recipe(
+        str(path),
+        head.get("name", path.stem),
+        head.get("model", "e5-small"),
+        head.get("workspace"),
+        head.get("description", ""),
+        seeds,
+        steps,
+    )
 
 
 def seeded(recipe: Recipe, seed: int) -> Recipe:
     """The recipe's run for one seed: its own workspace, and the seed in every training step."""
     clashing = [s.where(recipe.file) for s in recipe.steps if "seed" in s.options]
     if clashing:
-        raise XlingError(f"{'; '.join(clashing)}: key 'seed' conflicts with the recipe's seeds, which set it for every training step")
+        raise XlingError(
+            f"{'; '.join(clashing)}: key 'seed' conflicts with the recipe's seeds, which set it for every training step"
+        )
     root = Workspace(recipe.workspace, recipe.model).root / f"seed-{seed}"
     steps = [replace(s, options={**s.options, "seed": seed}) if s.run in TRAINING_RUNS else s for s in recipe.steps]
     return replace(recipe, workspace=str(root), seeds=[seed], steps=steps)
@@ -124,7 +178,9 @@ def seeded(recipe: Recipe, seed: int) -> Recipe:
 def _task_name(o: dict) -> str:
     if "save_as" in o:
         return o["save_as"]
-    suffix = {"adapter": "" if not o.get("no_lang_adapter") else "-nolang", "full": "-full", "head": "-head"}[o.get("method", "adapter")]
+    suffix = {"adapter": "" if not o.get("no_lang_adapter") else "-nolang", "full": "-full", "head": "-head"}[
+        o.get("method", "adapter")
+    ]
     return f"{o.get('task', 'ner')}-{o['lang']}{suffix}"
 
 
@@ -181,11 +237,17 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
                 except XlingError as err:
                     problems.append(f"{where}: key {key!r}: {err}")
                     continue
-                if not resolved.startswith(("wikiann:",)) and not Path(resolved).exists() and not any(c in resolved for c in "*?["):
+                if (
+                    not resolved.startswith(("wikiann:",))
+                    and not Path(resolved).exists()
+                    and not any(c in resolved for c in "*?[")
+                ):
                     problems.append(f"{where}: key {key!r}: {value} not found")
         for kind, name in requires(step):
             if (kind, name) not in made and not workspace.adapter_dir(kind, name).is_dir():
-                problems.append(f"{where}: needs the {kind} adapter {name!r}, which no earlier step trains and the workspace does not hold")
+                problems.append(
+                    f"{where}: needs the {kind} adapter {name!r}, which no earlier step trains and the workspace does not hold"
+                )
         if produces(step):
             made.add(produces(step))
     if problems:
@@ -210,12 +272,20 @@ def _adapter(o: dict, preset: str) -> BottleneckConfig:
 
 def _labels(o: dict) -> dict:
     """Options of every step that reads labelled data: label set changes and the decoder."""
-    return {"drop_labels": list(o.get("drop_labels", [])), "label_map": parse_label_map(o.get("label_map")),
-            "decoder": o.get("decoder", DEFAULT_DECODER)}
+    return {
+        "drop_labels": list(o.get("drop_labels", [])),
+        "label_map": parse_label_map(o.get("label_map")),
+        "decoder": o.get("decoder", DEFAULT_DECODER),
+    }
 
 
-def run_step(step: Step, recipe: Recipe, workspace: Workspace, console: Console, overwrite: bool = False) -> dict | None:
-    o = {k: ([resolve(x) for x in v] if isinstance(v, list) else resolve(v)) if k in PATH_KEYS else v for k, v in step.options.items()}
+def run_step(
+    step: Step, recipe: Recipe, workspace: Workspace, console: Console, overwrite: bool = False
+) -> dict | None:
+    o = {
+        k: ([resolve(x) for x in v] if isinstance(v, list) else resolve(v)) if k in PATH_KEYS else v
+        for k, v in step.options.items()
+    }
     common = {"model": recipe.model, "workspace": recipe.workspace}
     trained = {**common, "overwrite": overwrite}
     if step.run == "train-lang":
@@ -223,11 +293,20 @@ def run_step(step: Step, recipe: Recipe, workspace: Workspace, console: Console,
         from xling.train.mlm import MaskingConfig
 
         defaults = LanguageAdapterOptions(lang=o["lang"], corpus=[])
-        report = train_language_adapter(LanguageAdapterOptions(
-            lang=o["lang"], corpus=o["corpus"] if isinstance(o["corpus"], list) else [o["corpus"]], adapter=_adapter(o, "madx-lang"),
-            training=_training(o, defaults.training), seq_len=o.get("seq_len", 128),
-            masking=MaskingConfig(o.get("mask_prob", 0.15), o.get("whole_word", False)),
-            vocab_from_corpus=o.get("vocab_from_corpus", False), held_out=o.get("held_out", 0.02), **trained), console)
+        report = train_language_adapter(
+            LanguageAdapterOptions(
+                lang=o["lang"],
+                corpus=o["corpus"] if isinstance(o["corpus"], list) else [o["corpus"]],
+                adapter=_adapter(o, "madx-lang"),
+                training=_training(o, defaults.training),
+                seq_len=o.get("seq_len", 128),
+                masking=MaskingConfig(o.get("mask_prob", 0.15), o.get("whole_word", False)),
+                vocab_from_corpus=o.get("vocab_from_corpus", False),
+                held_out=o.get("held_out", 0.02),
+                **trained,
+            ),
+            console,
+        )
         console.print(language_report_table(report))
     elif step.run == "train-task":
         from xling.train.task import DEFAULT_LEARNING_RATES, TaskAdapterOptions, train_task_adapter
@@ -235,43 +314,94 @@ def run_step(step: Step, recipe: Recipe, workspace: Workspace, console: Console,
         method = o.get("method", "adapter")
         defaults = TaskAdapterOptions(lang="x", train="", dev="")
         lr = DEFAULT_LEARNING_RATES[method]
-        report = train_task_adapter(TaskAdapterOptions(
-            lang=o["lang"], train=o["train"], dev=o["dev"], task=o.get("task", "ner"), name=produces(step)[1], method=method,
-            use_lang_adapter=not o.get("no_lang_adapter", False), lang_adapter=o.get("lang_adapter"), init_from=o.get("init_from"),
-            adapter=_adapter(o, "pfeiffer"), training=_training(o, replace(defaults.training, learning_rate=lr)),
-            max_len=o.get("max_len", 256), train_limit=o.get("train_limit"), dev_limit=o.get("dev_limit"), **_labels(o), **trained), console)
+        report = train_task_adapter(
+            TaskAdapterOptions(
+                lang=o["lang"],
+                train=o["train"],
+                dev=o["dev"],
+                task=o.get("task", "ner"),
+                name=produces(step)[1],
+                method=method,
+                use_lang_adapter=not o.get("no_lang_adapter", False),
+                lang_adapter=o.get("lang_adapter"),
+                init_from=o.get("init_from"),
+                adapter=_adapter(o, "pfeiffer"),
+                training=_training(o, replace(defaults.training, learning_rate=lr)),
+                max_len=o.get("max_len", 256),
+                train_limit=o.get("train_limit"),
+                dev_limit=o.get("dev_limit"),
+                **_labels(o),
+                **trained,
+            ),
+            console,
+        )
         console.print(selection_summary(report))
     elif step.run == "train-fusion":
         from xling.train.fusion import FusionOptions, train_fusion
 
         defaults = FusionOptions(lang="x", adapters=[], train="", dev="")
-        report = train_fusion(FusionOptions(
-            lang=o["lang"], adapters=o["adapters"], train=o["train"], dev=o["dev"], task=o.get("task", "ner"), name=produces(step)[1],
-            use_lang_adapter=not o.get("no_lang_adapter", False),
-            fusion=FusionConfig(temperature=o.get("temperature", 1.0), value_penalty=o.get("value_penalty", 0.01)),
-            training=_training(o, defaults.training), max_len=o.get("max_len", 256), **_labels(o), **trained), console)
+        report = train_fusion(
+            FusionOptions(
+                lang=o["lang"],
+                adapters=o["adapters"],
+                train=o["train"],
+                dev=o["dev"],
+                task=o.get("task", "ner"),
+                name=produces(step)[1],
+                use_lang_adapter=not o.get("no_lang_adapter", False),
+                fusion=FusionConfig(temperature=o.get("temperature", 1.0), value_penalty=o.get("value_penalty", 0.01)),
+                training=_training(o, defaults.training),
+                max_len=o.get("max_len", 256),
+                **_labels(o),
+                **trained,
+            ),
+            console,
+        )
         console.print(selection_summary(report, "fusion "))
     elif step.run == "self-train":
         from xling.train.self_training import SelfTrainingOptions, self_train
 
         defaults = SelfTrainingOptions(lang="x", corpus=[], dev="")
-        report = self_train(SelfTrainingOptions(
-            lang=o["lang"], corpus=o["corpus"] if isinstance(o["corpus"], list) else [o["corpus"]], dev=o["dev"],
-            source=o.get("from", defaults.source), task=o.get("task", "ner"), name=produces(step)[1],
-            rounds=o.get("rounds", defaults.rounds), threshold=o.get("threshold", defaults.threshold),
-            max_per_type=o.get("max_per_type", defaults.max_per_type) or None,
-            max_sentences=o.get("max_sentences", defaults.max_sentences) or None,
-            training=_training(o, defaults.training), max_len=o.get("max_len", 256), **_labels(o), **trained), console)
+        report = self_train(
+            SelfTrainingOptions(
+                lang=o["lang"],
+                corpus=o["corpus"] if isinstance(o["corpus"], list) else [o["corpus"]],
+                dev=o["dev"],
+                source=o.get("from", defaults.source),
+                task=o.get("task", "ner"),
+                name=produces(step)[1],
+                rounds=o.get("rounds", defaults.rounds),
+                threshold=o.get("threshold", defaults.threshold),
+                max_per_type=o.get("max_per_type", defaults.max_per_type) or None,
+                max_sentences=o.get("max_sentences", defaults.max_sentences) or None,
+                training=_training(o, defaults.training),
+                max_len=o.get("max_len", 256),
+                **_labels(o),
+                **trained,
+            ),
+            console,
+        )
         console.print(self_training_summary(report))
     elif step.run == "evaluate":
         from xling.scoring.evaluate import EvaluationOptions, evaluate
 
-        result = evaluate(EvaluationOptions(
-            data=o["data"], lang=o["lang"], task_adapter=o.get("task_adapter"), fusion=o.get("fusion"),
-            use_lang_adapter=not o.get("no_lang_adapter", False), limit=o.get("limit"), **_labels(o), **common))
+        result = evaluate(
+            EvaluationOptions(
+                data=o["data"],
+                lang=o["lang"],
+                task_adapter=o.get("task_adapter"),
+                fusion=o.get("fusion"),
+                use_lang_adapter=not o.get("no_lang_adapter", False),
+                limit=o.get("limit"),
+                **_labels(o),
+                **common,
+            )
+        )
         result["label"] = o.get("label", step.name)
-        console.print(f"{result['label']}: F1 {100 * result['f1']:.1f} (precision {100 * result['precision']:.1f}, "
-                      f"recall {100 * result['recall']:.1f}) on {result['sentences']:,} sentences")
+        console.print(
+            f"{result['label']}: F1 {100 * result['f1']:.1f} (precision {100 * result['precision']:.1f}, "
+            f"recall {100 * result['recall']:.1f}) on {result['sentences']:,} sentences"
+        )
         return result
     elif step.run in ("tag", "analyze"):
         if o.get("output"):
@@ -285,9 +415,15 @@ def _tag(o: dict, recipe: Recipe, console: Console) -> None:
     from xling.tagging.output import render, to_pretty
     from xling.tagging.tagger import Tagger
 
-    tagger = Tagger.load(lang=o["lang"], adapter=o.get("task_adapter"), fusion=o.get("fusion"), model=recipe.model,
-                         workspace=recipe.workspace, use_lang_adapter=not o.get("no_lang_adapter", False),
-                         decoder=o.get("decoder", DEFAULT_DECODER))
+    tagger = Tagger.load(
+        lang=o["lang"],
+        adapter=o.get("task_adapter"),
+        fusion=o.get("fusion"),
+        model=recipe.model,
+        workspace=recipe.workspace,
+        use_lang_adapter=not o.get("no_lang_adapter", False),
+        decoder=o.get("decoder", DEFAULT_DECODER),
+    )
     results = tagger.tag_texts([line for _, line in read_lines(Path(o["input"]))], o.get("paragraphs", False))
     output_format = o.get("format") or ("jsonl" if o.get("output") else "pretty")
     if o.get("output"):
@@ -303,11 +439,26 @@ def _analyze(o: dict, recipe: Recipe, console: Console) -> None:
     if kind == "params":
         Console().print(reports.params_table(reports.params_report(recipe.model, recipe.workspace), recipe.model))
     elif kind == "fusion":
-        reports.fusion_report(o["data"], o["fusion"], o["lang"], Path(o.get("output", "fusion-attention.png")),
-                              recipe.model, recipe.workspace)
+        reports.fusion_report(
+            o["data"],
+            o["fusion"],
+            o["lang"],
+            Path(o.get("output", "fusion-attention.png")),
+            recipe.model,
+            recipe.workspace,
+        )
     else:
-        reports.ablation_report(o["data"], o["lang"], o.get("task_adapter"), o.get("fusion"), o.get("limit"),
-                                Path(o.get("output", "layer-ablation.png")), recipe.model, recipe.workspace, console)
+        reports.ablation_report(
+            o["data"],
+            o["lang"],
+            o.get("task_adapter"),
+            o.get("fusion"),
+            o.get("limit"),
+            Path(o.get("output", "layer-ablation.png")),
+            recipe.model,
+            recipe.workspace,
+            console,
+        )
 
 
 def results_dir(workspace: Workspace, recipe: Recipe) -> Path:
@@ -340,8 +491,11 @@ def rerun_reason(step: Step, recipe: Recipe, workspace: Workspace, ran_with: dic
     if step.name in ran_with and ran_with[step.name] != step.options:
         return "its options changed since it ran"
     made_at = output_file(step, recipe, workspace).stat().st_mtime
-    newer = [name for kind, name in requires(step)
-             if (f := _adapter_file(workspace, kind, name)).is_file() and f.stat().st_mtime > made_at]
+    newer = [
+        name
+        for kind, name in requires(step)
+        if (f := _adapter_file(workspace, kind, name)).is_file() and f.stat().st_mtime > made_at
+    ]
     return f"{', '.join(newer)} retrained since it ran" if newer else None
 
 
@@ -433,14 +587,21 @@ def print_plan(recipe: Recipe, console: Console) -> None:
     for run in [seeded(recipe, s) for s in recipe.seeds] or [recipe]:
         workspace = Workspace(run.workspace, run.model)
         validate(run, workspace)
-        console.print(f"[bold]{run.name}[/]{f' seed {run.seeds[0]}' if recipe.seeds else ''}: workspace {workspace.root}")
+        console.print(
+            f"[bold]{run.name}[/]{f' seed {run.seeds[0]}' if recipe.seeds else ''}: workspace {workspace.root}"
+        )
         for step, reason in plan(run, workspace):
             what = "skip: done" if reason is None else f"run: {reason}"
             console.print(f"  step {step.number}/{len(run.steps)} {step.name} ({step.run}): {what}", highlight=False)
 
 
-def run_recipe(path: str | Path, console: Console | None = None, on_step: Callable[[Step, str], None] | None = None,
-               recipe: Recipe | None = None, seeds: list[int] | None = None) -> list[dict]:
+def run_recipe(
+    path: str | Path,
+    console: Console | None = None,
+    on_step: Callable[[Step, str], None] | None = None,
+    recipe: Recipe | None = None,
+    seeds: list[int] | None = None,
+) -> list[dict]:
     """Validate, then run every step not yet done (once per seed); returns the evaluation rows of the results table."""
     console = console or Console(stderr=True)
     recipe = recipe or read_recipe(path)
@@ -454,7 +615,10 @@ def run_recipe(path: str | Path, console: Console | None = None, on_step: Callab
         results_path = results_dir(Workspace(recipe.workspace, recipe.model), recipe)
         write_text_atomic(results_path / "results.md", results_table(rows))
         write_json_atomic(results_path / "results.json", rows)
-        rich_table = Table(title=f"Results of {recipe.name}" + (f" (seeds {', '.join(map(str, recipe.seeds))})" if recipe.seeds else ""))
+        rich_table = Table(
+            title=f"Results of {recipe.name}"
+            + (f" (seeds {', '.join(map(str, recipe.seeds))})" if recipe.seeds else "")
+        )
         for column in ("evaluation", "setup", "P", "R", "F1"):
             rich_table.add_column(column, justify="right" if len(column) <= 2 else "left")
         for r in rows:

@@ -5,6 +5,7 @@ adapter it was trained over, labels). `adapter` tasks are adapter directories wi
 head; `head` tasks hold just the head; `full` tasks hold the whole fine-tuned encoder
 (`encoder/`) and the head.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,14 +35,18 @@ class TaskRecord:
 def read_task(directory: Path) -> TaskRecord:
     file = Path(directory) / TASK_FILE
     if not file.is_file():
-        raise XlingError(f"no trained task at {directory}; train one with: xling train-task ner --lang LANG --train FILE --dev FILE")
+        raise XlingError(
+            f"no trained task at {directory}; train one with: xling train-task ner --lang LANG --train FILE --dev FILE"
+        )
     try:
         return TaskRecord(**read_json(file))
     except TypeError as err:
         raise XlingError(f"{file} is not a task record ({err})") from None
 
 
-def save_task(model: AdaptedModel, tokenizer, record: TaskRecord, target: Path, overwrite: bool, extra_files: dict[str, str]) -> None:
+def save_task(
+    model: AdaptedModel, tokenizer, record: TaskRecord, target: Path, overwrite: bool, extra_files: dict[str, str]
+) -> None:
     extra = {**extra_files, TASK_FILE: json.dumps(asdict(record), indent=2) + "\n"}
     metadata = {"role": "task", "task": record.task, "lang": record.lang}
     if record.method == "adapter":

@@ -12,6 +12,7 @@ names of the adapters inside the model too), so whatever xling writes or replace
 trained adapter is asked for, a bare name (`qu`) always means the workspace's; only what
 is written as a path (`./qu`, `/x/y`, `~/z`) is taken as a directory.
 """
+
 from __future__ import annotations
 
 import re
@@ -30,7 +31,9 @@ RUN_SUFFIX = ".partial"
 def check_lang(code: str) -> str:
     """The code with its language part in lower case (`QU` is `qu`), or an error."""
     if not LANG_CODE.match(code):
-        raise XlingError(f"invalid language code {code!r}: use an ISO 639 code such as qu, quz, es or en (letters, then optional -subtags)")
+        raise XlingError(
+            f"invalid language code {code!r}: use an ISO 639 code such as qu, quz, es or en (letters, then optional -subtags)"
+        )
     primary = len(re.match(r"[A-Za-z]+", code).group())
     return code[:primary].lower() + code[primary:]
 
@@ -71,4 +74,6 @@ class Workspace:
         return self._trained("task", name, "task adapter", "xling train-task ner --lang LANG --train FILE --dev FILE")
 
     def fusion(self, name: str) -> Path:
-        return self._trained("fusion", name, "fusion", "xling train-fusion ner --lang LANG --adapters A,B --train FILE --dev FILE")
+        return self._trained(
+            "fusion", name, "fusion", "xling train-fusion ner --lang LANG --adapters A,B --train FILE --dev FILE"
+        )

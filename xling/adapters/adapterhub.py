@@ -5,6 +5,7 @@ and weights in `pytorch_adapter.bin` or `adapter_model.safetensors`. The Pfeiffe
 (SeqBn) and Houlsby (DoubleSeqBn) layouts, with or without the NICE invertible
 adapter, map onto xling's bottleneck adapters; the arithmetic matches theirs.
 """
+
 from __future__ import annotations
 
 import re
@@ -42,7 +43,9 @@ def is_adapterhub(record: dict) -> bool:
 
 def _config(raw: dict, directory: Path) -> BottleneckConfig:
     if raw.get("architecture") not in (None, "bottleneck"):
-        raise XlingError(f"{directory}: AdapterHub {raw['architecture']!r} adapters are not supported, only bottleneck adapters")
+        raise XlingError(
+            f"{directory}: AdapterHub {raw['architecture']!r} adapters are not supported, only bottleneck adapters"
+        )
     unsupported = [f"{k}={raw[k]!r}" for k, v in _REQUIRED.items() if k in raw and raw[k] != v]
     key = (raw.get("mh_adapter"), raw.get("output_adapter"), raw.get("original_ln_before"))
     if key not in _PLACEMENTS:
@@ -88,9 +91,13 @@ def _rename(key: str, saved_name: str) -> str | None:
 def check_adapterhub_model(record: dict, model: AdaptedModel, directory: Path) -> None:
     """An AdapterHub adapter says the architecture, hidden size and (often) name of its base model: all must fit."""
     if record.get("hidden_size") not in (None, model.hidden_size):
-        raise XlingError(f"{directory} was trained for hidden size {record['hidden_size']}, the model has {model.hidden_size}")
+        raise XlingError(
+            f"{directory} was trained for hidden size {record['hidden_size']}, the model has {model.hidden_size}"
+        )
     if record.get("model_type") not in (None, model.config.model_type):
-        raise XlingError(f"{directory} was trained on a {record['model_type']} model, the model is {model.config.model_type}")
+        raise XlingError(
+            f"{directory} was trained on a {record['model_type']} model, the model is {model.config.model_type}"
+        )
     # Hub id "org/name" against a local copy "<cache>/name[-sha]": the last component must agree.
     saved = str(record.get("model_name") or "").rstrip("/").split("/")[-1].lower()
     loaded = Path(str(getattr(model.encoder, "name_or_path", "") or "")).name.lower()
@@ -112,5 +119,7 @@ def load_adapterhub(model: AdaptedModel, directory: Path, record: dict, name: st
     missing, unexpected = adapter.load_state_dict(weights, strict=False)
     if missing or unexpected:
         model.delete(name)
-        raise XlingError(f"{directory}: weights do not match the adapter config (missing {missing[:3]}, unexpected {unexpected[:3]})")
+        raise XlingError(
+            f"{directory}: weights do not match the adapter config (missing {missing[:3]}, unexpected {unexpected[:3]})"
+        )
     return name

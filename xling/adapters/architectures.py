@@ -1,4 +1,5 @@
 """Where adapters attach in each supported encoder: module paths, not forked modelling code."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -3,9 +3,8 @@
 A setup is a single adapter name, `Stack("qu", "ner")` (the language adapter under the
 task adapter), `Fuse("ner-en", "ner-es")`, or `Stack("qu", Fuse("ner-en", "ner-es"))`.
 """
-from __future__ import annotations
 
-from typing import Union
+from __future__ import annotations
 
 from xling.errors import XlingError
 
@@ -32,7 +31,9 @@ class Fuse(_Block):
     def __init__(self, *children: str):
         for child in children:
             if not isinstance(child, str):
-                raise XlingError(f"Fuse takes adapter names only, not {child!r}: Fuse(Stack(...)) and Fuse(Fuse(...)) are not supported")
+                raise XlingError(
+                    f"Fuse takes adapter names only, not {child!r}: Fuse(Stack(...)) and Fuse(Fuse(...)) are not supported"
+                )
         if len(children) < 2:
             raise XlingError("Fuse needs at least two adapters")
         if len(set(children)) != len(children):
@@ -48,10 +49,12 @@ class Fuse(_Block):
 class Stack(_Block):
     """Apply adapters one after another, each reading the previous one's output."""
 
-    def __init__(self, *children: Union[str, Fuse]):
+    def __init__(self, *children: str | Fuse):
         for child in children:
             if isinstance(child, Stack):
-                raise XlingError(f"a Stack cannot contain another Stack; write Stack({', '.join(map(repr, children))}) flat")
+                raise XlingError(
+                    f"a Stack cannot contain another Stack; write Stack({', '.join(map(repr, children))}) flat"
+                )
             if not isinstance(child, (str, Fuse)):
                 raise XlingError(f"Stack takes adapter names and Fuse blocks, not {child!r}")
         if not children:
@@ -62,7 +65,7 @@ class Stack(_Block):
         self.children = tuple(children)
 
 
-Setup = Union[str, Stack, Fuse]
+Setup = str | Stack | Fuse
 
 
 def as_stack(setup: Setup) -> Stack:
@@ -76,12 +79,3 @@ def adapter_names(setup: Setup) -> list[str]:
 
 def fusion_names(setup: Setup) -> list[str]:
     return [c.name for c in as_stack(setup) if isinstance(c, Fuse)]
-
-
-def parse_setup(text: str) -> Setup:
-    """The command-line form: `qu+ner` stacks, `ner-en,ner-es` fuses, `qu+ner-en,ner-es` both."""
-    parts = [p.strip() for p in text.split("+")]
-    if any(not p for p in parts):
-        raise XlingError(f"cannot read adapter setup {text!r}: empty part")
-    children = [Fuse(*[n.strip() for n in p.split(",")]) if "," in p else p for p in parts]
-    return children[0] if len(children) == 1 else Stack(*children)

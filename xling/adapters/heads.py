@@ -1,4 +1,5 @@
 """Prediction heads that travel with a task adapter."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass

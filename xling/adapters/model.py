@@ -12,6 +12,7 @@ and give the same outputs:
   normalised output and the block's LayerNorm is applied again on top.
 - Stack applies these one after another; Fuse mixes several adapters' outputs.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -42,7 +43,9 @@ class ParameterCount:
 
 def check_name(name: str) -> str:
     if not name or not all(c.isalnum() or c in "-_" for c in name) or not name[0].isalnum():
-        raise XlingError(f"invalid adapter name {name!r}: use letters, digits, '-' and '_', starting with a letter or digit")
+        raise XlingError(
+            f"invalid adapter name {name!r}: use letters, digits, '-' and '_', starting with a letter or digit"
+        )
     return name
 
 
@@ -129,7 +132,9 @@ class AdaptedModel(nn.Module):
         missing = [n for n in adapter_names(stack) if n not in self.adapters]
         missing += [f for f in fusion_names(stack) if f not in self.fusions]
         if missing:
-            raise XlingError(f"not loaded: {', '.join(missing)} (loaded adapters: {', '.join(self.adapters) or 'none'})")
+            raise XlingError(
+                f"not loaded: {', '.join(missing)} (loaded adapters: {', '.join(self.adapters) or 'none'})"
+            )
         self.active = stack
         self._sites = {
             (i, site)

@@ -5,6 +5,7 @@ and fingerprint) and `adapter_model.safetensors`; a task adapter's head adds
 `head_config.json` and `head_model.safetensors`. Loading checks the fingerprint
 against the model before any weight is touched.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -49,7 +50,10 @@ def fingerprint(model: AdaptedModel) -> dict:
 def _record(model: AdaptedModel, kind: str, name: str, metadata: dict | None, **fields) -> dict:
     """adapter_config.json: what was saved, by which xling, for which base model."""
     return {
-        "kind": kind, "name": name, **fields, "xling_version": __version__,
+        "kind": kind,
+        "name": name,
+        **fields,
+        "xling_version": __version__,
         "base_model": {"name": getattr(model.encoder, "name_or_path", ""), "fingerprint": fingerprint(model)},
         **({"metadata": metadata} if metadata else {}),
     }
@@ -58,7 +62,9 @@ def _record(model: AdaptedModel, kind: str, name: str, metadata: dict | None, **
 def check_base_model(model: AdaptedModel, saved: dict, path: Path) -> None:
     expected = saved.get("base_model", {})
     if not expected.get("fingerprint"):
-        raise XlingError(f"{Path(path) / CONFIG_FILE} has no base-model fingerprint, so nothing tells which model it fits")
+        raise XlingError(
+            f"{Path(path) / CONFIG_FILE} has no base-model fingerprint, so nothing tells which model it fits"
+        )
     mine = fingerprint(model)
     differing = [k for k, v in expected.get("fingerprint", {}).items() if mine.get(k) != v]
     if differing:
@@ -77,7 +83,9 @@ def read_config(path: Path) -> dict:
 
 def write_head(directory: Path, head: torch.nn.Module) -> None:
     write_json_atomic(directory / HEAD_CONFIG_FILE, head.config.to_dict())
-    save_file({k: v.detach().cpu().contiguous() for k, v in head.state_dict().items()}, str(directory / HEAD_WEIGHTS_FILE))
+    save_file(
+        {k: v.detach().cpu().contiguous() for k, v in head.state_dict().items()}, str(directory / HEAD_WEIGHTS_FILE)
+    )
 
 
 def load_head(model: AdaptedModel, directory: Path, name: str) -> None:
@@ -86,7 +94,9 @@ def load_head(model: AdaptedModel, directory: Path, name: str) -> None:
     model.add_head(name, head)
 
 
-def _write(staging: Path, record: dict, weights: dict | None, head: torch.nn.Module | None, extra_files: dict | None) -> None:
+def _write(
+    staging: Path, record: dict, weights: dict | None, head: torch.nn.Module | None, extra_files: dict | None
+) -> None:
     for file_name, text in (extra_files or {}).items():
         (staging / file_name).write_text(text, encoding="utf-8")
     write_json_atomic(staging / CONFIG_FILE, record)
@@ -97,8 +107,12 @@ def _write(staging: Path, record: dict, weights: dict | None, head: torch.nn.Mod
 
 
 def save_head(
-    model: AdaptedModel, name: str, directory: Path, overwrite: bool = False,
-    metadata: dict | None = None, extra_files: dict[str, str] | None = None,
+    model: AdaptedModel,
+    name: str,
+    directory: Path,
+    overwrite: bool = False,
+    metadata: dict | None = None,
+    extra_files: dict[str, str] | None = None,
 ) -> Path:
     """Save a head that works on the frozen base model alone (no adapter)."""
     record = _record(model, "head", name, metadata)
@@ -108,26 +122,42 @@ def save_head(
 
 
 def save_adapter(
-    model: AdaptedModel, name: str, directory: Path, overwrite: bool = False,
-    metadata: dict | None = None, extra_files: dict[str, str] | None = None,
+    model: AdaptedModel,
+    name: str,
+    directory: Path,
+    overwrite: bool = False,
+    metadata: dict | None = None,
+    extra_files: dict[str, str] | None = None,
 ) -> Path:
     """Save adapter `name` (and its head, if any) to `directory`, atomically; `extra_files`: name -> text."""
     if name not in model.adapters:
         raise XlingError(f"no adapter named {name!r} to save")
     record = _record(model, "bottleneck", name, metadata, config=model.adapters[name].config.to_dict())
     with atomic_directory(Path(directory), overwrite=overwrite, replaces=(CONFIG_FILE,)) as staging:
-        _write(staging, record, model.adapters[name].state_dict(), model.heads[name] if name in model.heads else None, extra_files)
+        _write(
+            staging,
+            record,
+            model.adapters[name].state_dict(),
+            model.heads[name] if name in model.heads else None,
+            extra_files,
+        )
     return Path(directory)
 
 
 def save_fusion(
-    model: AdaptedModel, fusion_name: str, directory: Path, overwrite: bool = False,
-    metadata: dict | None = None, extra_files: dict[str, str] | None = None,
+    model: AdaptedModel,
+    fusion_name: str,
+    directory: Path,
+    overwrite: bool = False,
+    metadata: dict | None = None,
+    extra_files: dict[str, str] | None = None,
 ) -> Path:
     if fusion_name not in model.fusions:
         raise XlingError(f"no fusion named {fusion_name!r} to save")
     fusion = model.fusions[fusion_name]
-    record = _record(model, "fusion", fusion_name, metadata, adapters=fusion.adapter_names, config=fusion.config.to_dict())
+    record = _record(
+        model, "fusion", fusion_name, metadata, adapters=fusion.adapter_names, config=fusion.config.to_dict()
+    )
     head = model.heads[fusion_name] if fusion_name in model.heads else None
     with atomic_directory(Path(directory), overwrite=overwrite, replaces=(CONFIG_FILE,)) as staging:
         _write(staging, record, fusion.state_dict(), head, extra_files)

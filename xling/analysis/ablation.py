@@ -3,9 +3,10 @@
 As in Houlsby et al. (Fig. 6) and the Mohebbi & Rajaee report (Fig. 8): no retraining;
 the model is loaded once and each span is switched off in turn.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from xling.data.labels import relabel
 from xling.data.sources import load_ner
@@ -13,7 +14,9 @@ from xling.scoring.entities import score
 from xling.tagging.tagger import Tagger
 
 
-def layer_ablation(tagger: Tagger, data: str, limit: int | None = None, on_span: Callable[[int, int], None] = lambda i, j: None) -> dict:
+def layer_ablation(
+    tagger: Tagger, data: str, limit: int | None = None, on_span: Callable[[int, int], None] = lambda i, j: None
+) -> dict:
     """{"f1": full F1, "drop": [[relative drop for span i..j, None (JSON null) below the diagonal]]}."""
     sentences = relabel(load_ner(data, "validation"))[:limit]
     tokens, gold = [s.tokens for s in sentences], [s.tags for s in sentences]

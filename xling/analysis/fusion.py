@@ -1,4 +1,5 @@
 """Average AdapterFusion attention per layer and adapter over a data set (AdapterFusion, Fig. 4)."""
+
 from __future__ import annotations
 
 import torch

@@ -1,4 +1,5 @@
 """Added parameters per adapter and per task, as a share of the base model."""
+
 from __future__ import annotations
 
 import math
@@ -23,15 +24,29 @@ def parameter_table(workspace: Workspace, base_parameters: int) -> dict:
     rows = []
     for kind in ("lang", "task", "fusion"):
         root = workspace.model_dir / kind
-        for directory in sorted(p for p in root.glob("*") if p.is_dir() and not p.name.endswith(".partial")) if root.is_dir() else []:
+        for directory in (
+            sorted(p for p in root.glob("*") if p.is_dir() and not p.name.endswith(".partial")) if root.is_dir() else []
+        ):
             if (directory / "encoder").is_dir():
                 continue  # full fine-tuning: a whole model, not an addition
             adapter = count_file(directory / WEIGHT_FILES[0])
             head = count_file(directory / WEIGHT_FILES[1])
             # A language adapter's masked-LM head serves training only; tagging never loads it.
             used = adapter if kind == "lang" else adapter + head
-            rows.append({"kind": kind, "name": directory.name, "adapter": adapter, "head": head, "used": used,
-                         "share": used / base_parameters})
+            rows.append(
+                {
+                    "kind": kind,
+                    "name": directory.name,
+                    "adapter": adapter,
+                    "head": head,
+                    "used": used,
+                    "share": used / base_parameters,
+                }
+            )
     added = sum(r["used"] for r in rows)
-    return {"base_parameters": base_parameters, "rows": rows, "added": added,
-            "total_relative": (base_parameters + added) / base_parameters}
+    return {
+        "base_parameters": base_parameters,
+        "rows": rows,
+        "added": added,
+        "total_relative": (base_parameters + added) / base_parameters,
+    }

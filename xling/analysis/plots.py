@@ -1,4 +1,5 @@
 """Heatmaps drawn with matplotlib, without a display."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,13 +11,28 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 import numpy as np  # noqa: E402
 
 
-def heatmap(values, rows: list[str], columns: list[str], title: str, xlabel: str, ylabel: str,
-            colorbar: str, path: Path, fmt: str = "{:.2f}", cmap: str = "viridis") -> Path:
+def heatmap(
+    values,
+    rows: list[str],
+    columns: list[str],
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    colorbar: str,
+    path: Path,
+    fmt: str = "{:.2f}",
+    cmap: str = "viridis",
+) -> Path:
     """A labelled heatmap with a colour bar and the value in each cell; NaN cells stay blank."""
     data = np.asarray(values, dtype=float)
     fig, ax = plt.subplots(figsize=(max(6.5, 0.75 * len(columns) + 2.5), max(4.0, 0.42 * len(rows) + 1.8)))
     image = ax.imshow(np.ma.masked_invalid(data), cmap=cmap, aspect="auto")
-    ax.set_xticks(range(len(columns)), columns, rotation=45 if max(map(len, columns)) > 4 else 0, ha="right" if max(map(len, columns)) > 4 else "center")
+    ax.set_xticks(
+        range(len(columns)),
+        columns,
+        rotation=45 if max(map(len, columns)) > 4 else 0,
+        ha="right" if max(map(len, columns)) > 4 else "center",
+    )
     ax.set_yticks(range(len(rows)), rows)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -26,7 +42,9 @@ def heatmap(values, rows: list[str], columns: list[str], title: str, xlabel: str
             if np.isfinite(value):
                 red, green, blue, _ = image.cmap(image.norm(value))
                 dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5  # readable text on any cell colour
-                ax.text(c, r, fmt.format(value), ha="center", va="center", fontsize=7, color="white" if dark else "black")
+                ax.text(
+                    c, r, fmt.format(value), ha="center", va="center", fontsize=7, color="white" if dark else "black"
+                )
     fig.colorbar(image, ax=ax, label=colorbar)
     fig.tight_layout()
     path = Path(path)

@@ -1,4 +1,5 @@
 """The analyses end to end: load, compute, draw the PNG and write the numbers as JSON beside it."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,14 +27,31 @@ def fusion_report(data: str, fusion: str, lang: str, output: Path, model: str, w
     check_output_file(output)
     tagger = Tagger.load(lang=lang, fusion=fusion, model=model, workspace=workspace)
     result = {**fusion_attention(tagger, data), "fusion": fusion, "data": data, "lang": lang}
-    heatmap(result["attention"], [k.replace("_", " ") for k in result["layers"]], result["adapters"],
-            f"Fusion attention: {fusion} on {Path(data).name}", "fused adapter", "layer and site", "mean attention weight", output)
+    heatmap(
+        result["attention"],
+        [k.replace("_", " ") for k in result["layers"]],
+        result["adapters"],
+        f"Fusion attention: {fusion} on {Path(data).name}",
+        "fused adapter",
+        "layer and site",
+        "mean attention weight",
+        output,
+    )
     result["json"] = str(_numbers_beside(result, output))
     return result
 
 
-def ablation_report(data: str, lang: str, task_adapter: str | None, fusion: str | None, limit: int | None,
-                    output: Path, model: str, workspace: str | None, console: Console) -> dict:
+def ablation_report(
+    data: str,
+    lang: str,
+    task_adapter: str | None,
+    fusion: str | None,
+    limit: int | None,
+    output: Path,
+    model: str,
+    workspace: str | None,
+    console: Console,
+) -> dict:
     check_output_file(output)
     tagger = Tagger.load(lang=lang, adapter=task_adapter, fusion=fusion, model=model, workspace=workspace)
     layers = tagger.model.num_layers
@@ -42,9 +60,18 @@ def ablation_report(data: str, lang: str, task_adapter: str | None, fusion: str 
         result = layer_ablation(tagger, data, limit, lambda i, j: progress.advance(task))
     result.update({"data": data, "lang": lang, "setup": repr(tagger.setup)})
     names = [str(i) for i in range(layers)]
-    heatmap([[float("nan") if v is None else 100 * v for v in row] for row in result["drop"]], names, names,
-            f"Relative F1 drop when removing adapters of layers i..j\n{tagger.setup!r}, F1 {100 * result['f1']:.1f}",
-            "last layer removed (j)", "first layer removed (i)", "relative F1 drop (%)", output, fmt="{:.0f}", cmap="magma_r")
+    heatmap(
+        [[float("nan") if v is None else 100 * v for v in row] for row in result["drop"]],
+        names,
+        names,
+        f"Relative F1 drop when removing adapters of layers i..j\n{tagger.setup!r}, F1 {100 * result['f1']:.1f}",
+        "last layer removed (j)",
+        "first layer removed (i)",
+        "relative F1 drop (%)",
+        output,
+        fmt="{:.0f}",
+        cmap="magma_r",
+    )
     result["json"] = str(_numbers_beside(result, output))
     return result
 
@@ -63,5 +90,12 @@ def params_table(result: dict, model: str) -> Table:
     for row in result["rows"]:
         head = f"{row['head']:,}" + (" (MLM, training only)" if row["kind"] == "lang" and row["head"] else "")
         table.add_row(row["kind"], row["name"], f"{row['adapter']:,}", head, f"{100 * row['share']:.2f}%")
-    table.add_row("", "[bold]all together[/]", "", "", f"[bold]{result['total_relative']:.3f}x[/] the base model", end_section=True)
+    table.add_row(
+        "",
+        "[bold]all together[/]",
+        "",
+        "",
+        f"[bold]{result['total_relative']:.3f}x[/] the base model",
+        end_section=True,
+    )
     return table

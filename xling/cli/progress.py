@@ -1,4 +1,5 @@
 """Rich progress displays shared by the commands."""
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -9,7 +10,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 @contextmanager
 def step_progress(title: str, total_steps: int):
     """Yields an `on_step(description)` callback that advances one step per call."""
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, transient=True) as progress:
         task = progress.add_task(title, total=total_steps)
         started = False

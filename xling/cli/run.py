@@ -1,4 +1,5 @@
 """`xling run RECIPE` and `xling demo`."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -17,8 +18,12 @@ console = Console(stderr=True)
 
 def run(
     recipe: Path = typer.Argument(..., help="A recipe TOML file, e.g. recipes/madx-qu.toml."),
-    seeds: str = typer.Option(None, help="Run every training step once per seed, e.g. 1,2,3 (overrides the recipe's seeds)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Validate and print which steps would run and why; run nothing."),
+    seeds: str = typer.Option(
+        None, help="Run every training step once per seed, e.g. 1,2,3 (overrides the recipe's seeds)."
+    ),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Validate and print which steps would run and why; run nothing."
+    ),
 ):
     """Run a recipe's steps in order, skipping those already done, and print the results table."""
     try:
@@ -33,7 +38,9 @@ def run(
 
 
 def demo(
-    workspace: Path = typer.Option(None, "--workspace", "-w", help="Where the demo's adapters go (default: WORKSPACE/demo)."),
+    workspace: Path = typer.Option(
+        None, "--workspace", "-w", help="Where the demo's adapters go (default: WORKSPACE/demo)."
+    ),
     model: str = MODEL,
     quick: bool = typer.Option(False, help="An even shorter run (a smoke test, not a result)."),
 ):
@@ -46,5 +53,6 @@ def demo(
     recipe = demo_recipe(sources, target, quick)
     recipe.model = model
     run_recipe(recipe.file, console, recipe=recipe)
-    console.print(f"\nThe demo's adapters are in {target}. Tag your own text with:\n"
-                  f"  xling tag --lang qu -w {target} FILE")
+    console.print(
+        f"\nThe demo's adapters are in {target}. Tag your own text with:\n  xling tag --lang qu -w {target} FILE"
+    )

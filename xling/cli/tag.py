@@ -1,4 +1,5 @@
 """`xling tag`: the thin command over `xling.tagging`."""
+
 from __future__ import annotations
 
 import sys
@@ -12,16 +13,11 @@ from xling.cli.options import DECODER, DEVICE, MODEL, WORKSPACE
 from xling.data.conll import read_lines, read_tokens
 from xling.errors import XlingError
 from xling.fileio import check_output_file, write_text_atomic
-from xling.tagging.output import render, to_pretty
-from xling.tagging.tagger import Tagger, TaggedText, spans_from_tags
+from xling.tagging.output import FORMATS, render, to_pretty
+from xling.tagging.tagger import TaggedText, Tagger, spans_from_tags
 from xling.tagging.words import Token
 
-
-class Format(str, Enum):
-    pretty = "pretty"
-    jsonl = "jsonl"
-    conll = "conll"
-    html = "html"
+Format = Enum("Format", {name: name for name in FORMATS}, type=str)
 
 
 def _input_lines(source: str) -> list[str]:
@@ -53,14 +49,22 @@ def _tag_pretokenised(tagger: Tagger, lines: list[str]) -> list[TaggedText]:
 
 def tag(
     source: str = typer.Argument(..., help="Text file to tag, or - for standard input."),
-    lang: str = typer.Option(..., "--lang", help="Language of the text: its language adapter goes under the task adapter."),
+    lang: str = typer.Option(
+        ..., "--lang", help="Language of the text: its language adapter goes under the task adapter."
+    ),
     task: str = typer.Option("ner", help="The task."),
-    adapter: str = typer.Option(None, "--adapter", "-t", help="Task adapter (default: TASK-LANG if trained, else TASK-en)."),
+    adapter: str = typer.Option(
+        None, "--adapter", "-t", help="Task adapter (default: TASK-LANG if trained, else TASK-en)."
+    ),
     fusion: str = typer.Option(None, help="A trained fusion to use instead of a single task adapter."),
     output_format: Format = typer.Option(Format.pretty, "--format", "-f", help="pretty, jsonl, conll or html."),
-    output: str = typer.Option(None, "--output", "-o", help="Write here instead of standard output (written whole, or not at all)."),
+    output: str = typer.Option(
+        None, "--output", "-o", help="Write here instead of standard output (written whole, or not at all)."
+    ),
     paragraphs: bool = typer.Option(False, help="Lines are running text: split them into sentences first."),
-    conll: bool = typer.Option(False, "--conll", help="Input is pre-tokenised: a token per line, blank lines between sentences."),
+    conll: bool = typer.Option(
+        False, "--conll", help="Input is pre-tokenised: a token per line, blank lines between sentences."
+    ),
     no_lang_adapter: bool = typer.Option(False, "--no-lang-adapter", help="Tag without a language adapter."),
     model: str = MODEL,
     workspace: str = WORKSPACE,
@@ -72,8 +76,18 @@ def tag(
     lines = _input_lines(source)
     if output is not None:
         check_output_file(Path(output))  # before the model loads, not after it has run
-    tagger = Tagger.load(lang=lang, task=task, adapter=adapter, fusion=fusion, model=model, workspace=workspace,
-                         use_lang_adapter=not no_lang_adapter, device=device, batch_size=batch_size, decoder=decoder)
+    tagger = Tagger.load(
+        lang=lang,
+        task=task,
+        adapter=adapter,
+        fusion=fusion,
+        model=model,
+        workspace=workspace,
+        use_lang_adapter=not no_lang_adapter,
+        device=device,
+        batch_size=batch_size,
+        decoder=decoder,
+    )
     results = _tag_pretokenised(tagger, lines) if conll else tagger.tag_texts(lines, paragraphs)
     if output_format is Format.pretty and output is None:
         to_pretty(results, Console(highlight=False, soft_wrap=True))
@@ -84,4 +98,6 @@ def tag(
         return
     target = Path(output)
     write_text_atomic(target, text)
-    Console(stderr=True).print(f"[green]wrote[/] {target}: {len(results)} lines, {sum(len(r.spans) for r in results)} entities")
+    Console(stderr=True).print(
+        f"[green]wrote[/] {target}: {len(results)} lines, {sum(len(r.spans) for r in results)} entities"
+    )

@@ -1,4 +1,5 @@
 """`xling train-lang`: the thin command over `xling.train.language`."""
+
 from __future__ import annotations
 
 import typer
@@ -32,7 +33,9 @@ def train_lang(
     seq_len: int = typer.Option(128, help="Tokens per training block."),
     mask_prob: float = typer.Option(0.15, help="Share of pieces to mask."),
     whole_word: bool = typer.Option(False, help="Mask whole words instead of single pieces."),
-    vocab_from_corpus: bool = typer.Option(False, help="Restrict the training softmax to pieces seen in the corpus (faster)."),
+    vocab_from_corpus: bool = typer.Option(
+        False, help="Restrict the training softmax to pieces seen in the corpus (faster)."
+    ),
     held_out: float = typer.Option(0.02, help="Share of lines held out for perplexity (1-5%)."),
     seed: int = typer.Option(42),
     eval_every: int = typer.Option(100, help="Evaluate held-out perplexity every N steps."),
@@ -49,8 +52,16 @@ def train_lang(
         workspace=workspace,
         adapter=adapter_config(preset, reduction_factor, non_linearity, leave_out, share_every),
         training=TrainConfig(
-            max_steps=None if epochs else steps, epochs=epochs or 1.0, batch_size=batch_size, grad_accum=grad_accum,
-            learning_rate=lr, warmup=warmup, eval_every=eval_every, checkpoint_every=checkpoint_every, seed=seed, device=device,
+            max_steps=None if epochs else steps,
+            epochs=epochs or 1.0,
+            batch_size=batch_size,
+            grad_accum=grad_accum,
+            learning_rate=lr,
+            warmup=warmup,
+            eval_every=eval_every,
+            checkpoint_every=checkpoint_every,
+            seed=seed,
+            device=device,
         ),
         seq_len=seq_len,
         masking=MaskingConfig(probability=mask_prob, whole_word=whole_word),

@@ -3,6 +3,7 @@
 `corpus:wikiann-en/train` resolves to `$XLING_CORPORA/ner/wikiann-en/train` when that
 file exists, else to the named hub source `wikiann:en:train` (for users online).
 """
+
 from __future__ import annotations
 
 import os
@@ -56,7 +57,7 @@ def resolve(reference: str, catalog: dict[str, Corpus] | None = None) -> str:
     if not reference.startswith(PREFIX):
         return reference
     catalog = catalog or load_catalog()
-    name, _, split = reference[len(PREFIX):].partition("/")
+    name, _, split = reference[len(PREFIX) :].partition("/")
     if name not in catalog:
         raise XlingError(f"unknown corpus {name!r} in {reference!r}; known: {', '.join(sorted(catalog))}")
     corpus = catalog[name]
@@ -68,8 +69,10 @@ def resolve(reference: str, catalog: dict[str, Corpus] | None = None) -> str:
     if corpus.hub and split:
         return f"{corpus.hub}:{split}"
     where = corpora_root() or "(XLING_CORPORA is not set)"
-    raise XlingError(f"corpus {reference[len(PREFIX):]} is not in the local corpora root {where}; "
-                     f"point XLING_CORPORA at a folder holding {corpus.local}/")
+    raise XlingError(
+        f"corpus {reference[len(PREFIX) :]} is not in the local corpora root {where}; "
+        f"point XLING_CORPORA at a folder holding {corpus.local}/"
+    )
 
 
 def describe(catalog: dict[str, Corpus]) -> list[dict]:
@@ -78,7 +81,15 @@ def describe(catalog: dict[str, Corpus]) -> list[dict]:
     for corpus in catalog.values():
         path = local_path(corpus, None)
         size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path else 0
-        rows.append({"name": corpus.name, "kind": corpus.kind, "description": corpus.description,
-                     "local": str(path) if path else None, "bytes": size, "hub": corpus.hub,
-                     "splits": [s for s in corpus.splits if local_path(corpus, s)] if path else []})
+        rows.append(
+            {
+                "name": corpus.name,
+                "kind": corpus.kind,
+                "description": corpus.description,
+                "local": str(path) if path else None,
+                "bytes": size,
+                "hub": corpus.hub,
+                "splits": [s for s in corpus.splits if local_path(corpus, s)] if path else [],
+            }
+        )
     return rows

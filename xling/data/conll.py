@@ -3,6 +3,7 @@
 Handles whitespace- or tab-separated columns, `-DOCSTART-` lines, the `lang:` token
 prefix of WikiANN releases (stripped), and IOB1 input (converted to IOB2).
 """
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """Label sets: read from the data, with MISC dropped or types renamed to mix corpora."""
+
 from __future__ import annotations
 
 from xling.data.conll import Sentence
@@ -18,7 +19,9 @@ def parse_label_map(text: str | None) -> dict[str, str]:
     return mapping
 
 
-def relabel(sentences: list[Sentence], drop: list[str] | None = None, mapping: dict[str, str] | None = None) -> list[Sentence]:
+def relabel(
+    sentences: list[Sentence], drop: list[str] | None = None, mapping: dict[str, str] | None = None
+) -> list[Sentence]:
     """Dropped types become O; mapped types are renamed (mapping to O drops them too)."""
     drop = set(drop or [])
     mapping = mapping or {}

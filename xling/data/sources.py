@@ -3,6 +3,7 @@
 `wikiann:qu` is the Hugging Face WikiANN config `qu`; a split is chosen by the caller
 (`train`, `validation`/`dev`, `test`), or spelled out as `wikiann:qu:validation`.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -4,6 +4,7 @@ Lines are read as UTF-8 (an error names file and line otherwise), NFC-normalised
 stripped; empty and duplicate lines are dropped. CoNLL-style NER files count as text:
 their first column, joined into sentences, labels ignored.
 """
+
 from __future__ import annotations
 
 import glob

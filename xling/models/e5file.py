@@ -7,6 +7,7 @@ a per-codepoint normalisation map; a tensor directory. Q4_0 tensors store each
 row as blocks of 32 values: a float16 scale d and 16 bytes, byte j holding
 value j in its low nibble and value j+16 in its high nibble; value = (q - 8) * d.
 """
+
 from __future__ import annotations
 
 import struct

@@ -6,14 +6,15 @@ files) under the model cache, keyed by the source file's sha256. The conversion
 is deterministic and atomic: it is built in a temporary directory and renamed
 into place, so an interrupted conversion leaves nothing half-written.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import unicodedata
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -157,7 +158,8 @@ def convert(source: Path, target: Path, on_step: Callable[[str], None] = lambda 
     on_step("building the tokenizer")
     build_tokenizer(e5).save_pretrained(target)
     (target / "xling-source.json").write_text(
-        json.dumps({"upstream": UPSTREAM_ID, "source_file": SOURCE_FILE, "sha256": file_sha256(source)}, indent=2) + "\n"
+        json.dumps({"upstream": UPSTREAM_ID, "source_file": SOURCE_FILE, "sha256": file_sha256(source)}, indent=2)
+        + "\n"
     )
 
 

@@ -1,9 +1,10 @@
 """Resolve a model spec (embedded alias, Hugging Face id or local directory) to `(model, tokenizer)`."""
+
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from xling.errors import XlingError
 from xling.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, embedded_dir

@@ -1,4 +1,5 @@
 """Entity-level precision, recall and F1 with seqeval in strict IOB2 mode."""
+
 from __future__ import annotations
 
 from rich.table import Table
@@ -33,5 +34,10 @@ def scores_table(result: dict, title: str) -> Table:
         table.add_column(column, justify="left" if column == "entity type" else "right")
     for label, values in sorted(result["per_type"].items()):
         table.add_row(label, *(f"{100 * values[k]:.1f}" for k in ("precision", "recall", "f1")), str(values["support"]))
-    table.add_row("[bold]overall[/]", *(f"[bold]{100 * result[k]:.1f}[/]" for k in ("precision", "recall", "f1")), str(result["support"]), end_section=True)
+    table.add_row(
+        "[bold]overall[/]",
+        *(f"[bold]{100 * result[k]:.1f}[/]" for k in ("precision", "recall", "f1")),
+        str(result["support"]),
+        end_section=True,
+    )
     return table

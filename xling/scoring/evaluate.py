@@ -1,4 +1,5 @@
 """`xling evaluate ner`: tag a labelled data set with a trained task (or fusion) and score it."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -32,8 +33,13 @@ class EvaluationOptions:
 def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
     sentences = relabel(load_ner(options.data, "validation"), options.drop_labels, options.label_map)[: options.limit]
     tagger = tagger or Tagger.load(
-        lang=options.lang, adapter=options.task_adapter, fusion=options.fusion, model=options.model,
-        workspace=options.workspace, use_lang_adapter=options.use_lang_adapter, batch_size=options.batch_size,
+        lang=options.lang,
+        adapter=options.task_adapter,
+        fusion=options.fusion,
+        model=options.model,
+        workspace=options.workspace,
+        use_lang_adapter=options.use_lang_adapter,
+        batch_size=options.batch_size,
         decoder=options.decoder,
     )
     predicted = tagger.tag_words([s.tokens for s in sentences])
@@ -41,7 +47,14 @@ def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
     # Gold types the head has no label for count as missed entities: say so rather than let F1 drop silently.
     predictable = {label[2:] for label in tagger.model.heads[tagger.head].labels if label != "O"}
     gold_types = {tag[2:] for s in sentences for tag in s.tags if tag != "O"}
-    result.update({"data": options.data, "lang": options.lang, "task_adapter": tagger.head,
-                   "setup": repr(tagger.setup) if tagger.setup is not None else "no adapters", "decoder": tagger.decoder,
-                   "types_not_predicted": sorted(gold_types - predictable)})
+    result.update(
+        {
+            "data": options.data,
+            "lang": options.lang,
+            "task_adapter": tagger.head,
+            "setup": repr(tagger.setup) if tagger.setup is not None else "no adapters",
+            "decoder": tagger.decoder,
+            "types_not_predicted": sorted(gold_types - predictable),
+        }
+    )
     return result

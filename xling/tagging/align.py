@@ -4,6 +4,7 @@ The first sub-token of each word carries the word's label. Sentences longer than
 model's limit are cut into overlapping windows, never silently truncated; at prediction
 time each word takes its tag from the window where it sits furthest from an edge.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -8,6 +8,7 @@
 Zero-shot models produce many stray `I-` tags on a new language; repairing them keeps
 mostly wrong fragments as entities. The default was chosen over seeds (see the README).
 """
+
 from __future__ import annotations
 
 import numpy as np

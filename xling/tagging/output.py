@@ -1,4 +1,5 @@
 """Output formats for tagged text: conll, jsonl, pretty (terminal) and html."""
+
 from __future__ import annotations
 
 import html
@@ -19,7 +20,7 @@ KNOWN = {"PER": 0, "LOC": 1, "ORG": 2, "MISC": 3}
 def colour(label: str, labels: list[str]) -> str:
     if label in KNOWN:
         return PALETTE[KNOWN[label]]
-    others = [l for l in labels if l not in KNOWN]
+    others = [label for label in labels if label not in KNOWN]
     return PALETTE[(len(KNOWN) + others.index(label)) % len(PALETTE)]
 
 
@@ -28,7 +29,10 @@ def to_conll(results: list[TaggedText]) -> str:
 
 
 def to_jsonl(results: list[TaggedText]) -> str:
-    return "".join(json.dumps({"text": r.text, "entities": [s.to_dict() for s in r.spans]}, ensure_ascii=False) + "\n" for r in results)
+    return "".join(
+        json.dumps({"text": r.text, "entities": [s.to_dict() for s in r.spans]}, ensure_ascii=False) + "\n"
+        for r in results
+    )
 
 
 def to_pretty(results: list[TaggedText], console: Console) -> None:
@@ -58,14 +62,18 @@ def to_html(results: list[TaggedText], title: str = "xling entities") -> str:
             parts.append(html.escape(result.text[cursor : span.start]))
             parts.append(
                 f'<mark style="--c:{colour(span.label, labels)}" title="{span.label} · {span.score:.2f}">'
-                f"{html.escape(span.text)}<span class=\"tag\">{span.label}</span></mark>"
+                f'{html.escape(span.text)}<span class="tag">{span.label}</span></mark>'
             )
             cursor = span.end
         parts.append(html.escape(result.text[cursor:]))
         rows.append(f'<p><span class="n">{number}</span>{"".join(parts) or "&nbsp;"}</p>')
-    legend = "".join(
-        f'<li><mark style="--c:{colour(l, labels)}">{l}<span class="tag">{counts[l]}</span></mark></li>' for l in labels
-    ) or "<li>no entities found</li>"
+    legend = (
+        "".join(
+            f'<li><mark style="--c:{colour(label, labels)}">{label}<span class="tag">{counts[label]}</span></mark></li>'
+            for label in labels
+        )
+        or "<li>no entities found</li>"
+    )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(title)}</title>

@@ -1,4 +1,5 @@
 """Batched prediction of word-level tags with an AdaptedModel and a tagging head."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -46,7 +47,9 @@ def predict_probabilities(
     device = next(model.parameters()).device
     windows = windows_for(sentences, tokenizer, max_window(model, tokenizer, max_len), stride)
     probabilities: list = [None] * len(windows)
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else torch.autocast("cpu", enabled=False)
+    autocast = (
+        torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else torch.autocast("cpu", enabled=False)
+    )
     tagger = model.heads[head]
     for batch in length_batches(windows, batch_size):
         ids, mask = pad_batch([windows[i] for i in batch], tokenizer.pad_token_id, device)
@@ -59,6 +62,9 @@ def predict_probabilities(
     # A word with no sub-token (nothing the tokenizer keeps) is outside any entity.
     outside = np.eye(len(tagger.labels), dtype=np.float32)[tagger.labels.index("O") if "O" in tagger.labels else 0]
     merged = merge_predictions(windows, probabilities, [len(s) for s in sentences])
-    return [np.stack([outside if p is None else p for p in words]) if words else np.zeros((0, len(tagger.labels)), np.float32)
-            for words in merged]
-
+    return [
+        np.stack([outside if p is None else p for p in words])
+        if words
+        else np.zeros((0, len(tagger.labels)), np.float32)
+        for words in merged
+    ]

@@ -5,11 +5,12 @@ Model, workspace and adapters are resolved like the command line. The task adapt
 on the language), else `<task>-en` (zero-shot transfer from English), else the only
 `<task>-*` adapter there is.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from itertools import islice
-from typing import Iterable, Iterator
 
 from xling.adapters import Stack
 from xling.adapters.saving import load
@@ -72,11 +73,17 @@ def resolve_task_adapter(workspace: Workspace, task: str, lang: str, adapter: st
     for candidate in (f"{task}-{lang}", f"{task}-en"):
         if (task_root / candidate).is_dir():
             return candidate
-    trained = sorted(p.name for p in task_root.glob(f"{task}-*") if p.is_dir() and not p.name.endswith(".partial")) if task_root.is_dir() else []
+    trained = (
+        sorted(p.name for p in task_root.glob(f"{task}-*") if p.is_dir() and not p.name.endswith(".partial"))
+        if task_root.is_dir()
+        else []
+    )
     if len(trained) == 1:
         return trained[0]
     if not trained:
-        raise XlingError(f"no {task} task adapter in {task_root}; train one with: xling train-task {task} --lang en --train FILE --dev FILE")
+        raise XlingError(
+            f"no {task} task adapter in {task_root}; train one with: xling train-task {task} --lang en --train FILE --dev FILE"
+        )
     raise XlingError(f"several {task} task adapters in {task_root} ({', '.join(trained)}); choose one with --adapter")
 
 
@@ -99,7 +106,7 @@ class Tagger:
         device: str = "auto",
         batch_size: int = 32,
         decoder: str = DEFAULT_DECODER,
-    ) -> "Tagger":
+    ) -> Tagger:
         """A ready tagger: `Stack(<lang>, <task adapter>)`, or `Stack(<lang>, Fuse(...))` with `fusion`."""
         lang = check_lang(lang)
         check_decoder(decoder)
@@ -122,8 +129,10 @@ class Tagger:
     def tag_words(self, sentences: list[list[str]]) -> list[list[tuple[str, float]]]:
         """Pre-tokenised sentences -> per word (tag, probability)."""
         labels = self.model.heads[self.head].labels
-        return [decode(p, labels, self.decoder)
-                for p in predict_probabilities(self.model, self.tokenizer, sentences, self.head, self.batch_size)]
+        return [
+            decode(p, labels, self.decoder)
+            for p in predict_probabilities(self.model, self.tokenizer, sentences, self.head, self.batch_size)
+        ]
 
     def tag_texts(self, texts: list[str], paragraphs: bool = False) -> list[TaggedText]:
         """Raw texts -> tagged texts. With `paragraphs`, each text is split into sentences first."""
@@ -131,7 +140,10 @@ class Tagger:
         for index, text in enumerate(texts):
             spans = split_sentences(text) if paragraphs else [(0, len(text))]
             pieces.extend((index, start, end) for start, end in spans)
-        token_lists = [[Token(t.text, t.start + start, t.end + start) for t in tokenize(texts[i][start:end])] for i, start, end in pieces]
+        token_lists = [
+            [Token(t.text, t.start + start, t.end + start) for t in tokenize(texts[i][start:end])]
+            for i, start, end in pieces
+        ]
         predicted = self.tag_words([[t.text for t in tokens] for tokens in token_lists])
         results = [TaggedText(text, [], [], [], []) for text in texts]
         for (index, _, _), tokens, tagged in zip(pieces, token_lists, predicted):
@@ -151,5 +163,3 @@ class Tagger:
         iterator = iter(texts)
         while chunk := list(islice(iterator, batch_size)):
             yield from self.tag_texts(chunk, paragraphs)
-
-

@@ -4,6 +4,7 @@ Suited to Quechua and Spanish: apostrophes inside words stay there, so the eject
 and glottal-stop letters p', t', k', q', ch' (p'unchaw, k'anchan, ch'aki) are single
 words; numbers keep their decimal separators; every other punctuation mark is a token.
 """
+
 from __future__ import annotations
 
 import re

@@ -3,6 +3,7 @@
 A checkpoint is one directory written atomically, so an interruption at any moment
 (even `kill -9`) leaves the previous checkpoint intact.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,12 @@ def _split(tree, tensors: dict, prefix: str = ""):
         tensors[prefix] = tree.detach().cpu().contiguous()
         return {TENSOR_TAG: prefix}
     if isinstance(tree, dict):
-        return {"__dict__": [[_split(k, tensors, f"{prefix}.k{i}"), _split(v, tensors, f"{prefix}.{i}")] for i, (k, v) in enumerate(tree.items())]}
+        return {
+            "__dict__": [
+                [_split(k, tensors, f"{prefix}.k{i}"), _split(v, tensors, f"{prefix}.{i}")]
+                for i, (k, v) in enumerate(tree.items())
+            ]
+        }
     if isinstance(tree, (list, tuple)):
         return [_split(v, tensors, f"{prefix}.{i}") for i, v in enumerate(tree)]
     return tree

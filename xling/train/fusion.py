@@ -4,6 +4,7 @@ The fusion layer (and the head) train; the fused task adapters and the language 
 stay frozen: `Stack(<lang>, Fuse(<adapters>))`. If all fused adapters and the data share
 one label set, the head starts from the first adapter's head; otherwise it is new.
 """
+
 from __future__ import annotations
 
 import copy
@@ -38,7 +39,9 @@ class FusionOptions(TaggingRunOptions):
     name: str | None = None
     use_lang_adapter: bool = True
     fusion: FusionConfig = field(default_factory=FusionConfig)
-    training: TrainConfig = field(default_factory=lambda: TrainConfig(epochs=10, batch_size=16, learning_rate=5e-5, eval_every=None, patience=3))
+    training: TrainConfig = field(
+        default_factory=lambda: TrainConfig(epochs=10, batch_size=16, learning_rate=5e-5, eval_every=None, patience=3)
+    )
 
 
 def train_fusion(options: FusionOptions, console: Console | None = None) -> dict:
@@ -54,7 +57,9 @@ def train_fusion(options: FusionOptions, console: Console | None = None) -> dict
     records = [read_task(workspace.task(a)) for a in options.adapters]
     not_adapters = [r.name for r in records if r.method != "adapter"]
     if not_adapters:
-        raise XlingError(f"only task adapters can be fused; {', '.join(not_adapters)} are {records[0].method} baselines")
+        raise XlingError(
+            f"only task adapters can be fused; {', '.join(not_adapters)} are {records[0].method} baselines"
+        )
     started = time.perf_counter()
     train_data = relabel(load_ner(options.train, "train"), options.drop_labels, options.label_map)
     dev_data = relabel(load_ner(options.dev, "validation"), options.drop_labels, options.label_map)
@@ -69,32 +74,73 @@ def train_fusion(options: FusionOptions, console: Console | None = None) -> dict
     model.add_fusion(options.adapters, options.fusion)
     labels = label_list(train_data)
     first_head = model.heads[options.adapters[0]]
-    if all(model.heads[a].labels == first_head.labels for a in options.adapters) and set(labels) <= set(first_head.labels):
+    if all(model.heads[a].labels == first_head.labels for a in options.adapters) and set(labels) <= set(
+        first_head.labels
+    ):
         head = copy.deepcopy(first_head)
     else:
         head = TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels))
     model.add_head(fuse.name, head)
     setup = Stack(load(model, lang_dir, name=f"lang-{lang}", head=False), fuse) if lang_dir else fuse
     counts = model.train_adapter(setup, train=[fuse.name])
-    objective = TaggingObjective(fuse.name, train_data, dev_data, tokenizer, model, options.training.seed, options.max_len,
-                                 decoder=options.decoder)
+    objective = TaggingObjective(
+        fuse.name,
+        train_data,
+        dev_data,
+        tokenizer,
+        model,
+        options.training.seed,
+        options.max_len,
+        decoder=options.decoder,
+    )
     console.print(f"training fusion [bold]{name}[/]: {setup!r}, labels {', '.join(head.labels)}; {counts}")
     if options.restart and run_dir.exists():
         shutil.rmtree(run_dir)
-    run_options = {"kind": "fusion", "name": name, "lang": lang, "model": options.model, "adapters": options.adapters,
-                   "train": options.train, "dev": options.dev, "fusion": options.fusion.to_dict(),
-                   "lang_adapter": str(lang_dir) if lang_dir else None, "labels": head.labels,
-                   "drop_labels": options.drop_labels, "label_map": options.label_map, "max_len": options.max_len,
-                   "decoder": options.decoder}
-    result = train(model, objective, options.training, run_dir, run_options, title=f"train-fusion {name}", console=console)
-    report = {"name": name, "task": options.task, "lang": lang, "adapters": options.adapters, "model": options.model,
-              "xling_version": __version__, "steps": result.steps, "stopped_early": result.stopped_early,
-              "training_seconds": round(result.seconds, 1), "total_seconds": round(time.perf_counter() - started, 1),
-              "best": result.best, "trainable_parameters": counts.trainable, "total_parameters": counts.total,
-              "options": run_options, "training": asdict(options.training)}
+    run_options = {
+        "kind": "fusion",
+        "name": name,
+        "lang": lang,
+        "model": options.model,
+        "adapters": options.adapters,
+        "train": options.train,
+        "dev": options.dev,
+        "fusion": options.fusion.to_dict(),
+        "lang_adapter": str(lang_dir) if lang_dir else None,
+        "labels": head.labels,
+        "drop_labels": options.drop_labels,
+        "label_map": options.label_map,
+        "max_len": options.max_len,
+        "decoder": options.decoder,
+    }
+    result = train(
+        model, objective, options.training, run_dir, run_options, title=f"train-fusion {name}", console=console
+    )
+    report = {
+        "name": name,
+        "task": options.task,
+        "lang": lang,
+        "adapters": options.adapters,
+        "model": options.model,
+        "xling_version": __version__,
+        "steps": result.steps,
+        "stopped_early": result.stopped_early,
+        "training_seconds": round(result.seconds, 1),
+        "total_seconds": round(time.perf_counter() - started, 1),
+        "best": result.best,
+        "trainable_parameters": counts.trainable,
+        "total_parameters": counts.total,
+        "options": run_options,
+        "training": asdict(options.training),
+    }
     extra = {"report.json": json.dumps(report, indent=2) + "\n", "train_log.jsonl": (run_dir / "log.jsonl").read_text()}
-    save_fusion(model, fuse.name, target, options.overwrite, metadata={"task": options.task, "lang": lang, "name": name},
-                extra_files=extra)
+    save_fusion(
+        model,
+        fuse.name,
+        target,
+        options.overwrite,
+        metadata={"task": options.task, "lang": lang, "name": name},
+        extra_files=extra,
+    )
     shutil.rmtree(run_dir, ignore_errors=True)
     report["saved_to"] = str(target)
     return report

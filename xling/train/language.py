@@ -1,4 +1,5 @@
 """`xling train-lang`: train a language adapter with masked-language modelling."""
+
 from __future__ import annotations
 
 import json
@@ -6,7 +7,6 @@ import math
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import torch
 from rich.console import Console
@@ -47,7 +47,7 @@ def split_held_out(lines: list[str], share: float, seed: int) -> tuple[list[str]
     count = max(1, round(share * len(lines)))
     order = torch.randperm(len(lines), generator=torch.Generator().manual_seed(seed)).tolist()
     held = set(order[:count])
-    return [l for i, l in enumerate(lines) if i not in held], [l for i, l in enumerate(lines) if i in held]
+    return [line for i, line in enumerate(lines) if i not in held], [line for i, line in enumerate(lines) if i in held]
 
 
 def mlm_head(model: AdaptedModel, model_dir: str) -> MaskedLMHead:
@@ -114,7 +114,13 @@ def train_language_adapter(options: LanguageAdapterOptions, console: Console | N
         head.requires_grad_(False)
         counts = model.parameter_count()
     objective = MaskedLMObjective(
-        lang, train_blocks, held_out_blocks, tokenizer, options.masking, options.training.seed, options.vocab_from_corpus
+        lang,
+        train_blocks,
+        held_out_blocks,
+        tokenizer,
+        options.masking,
+        options.training.seed,
+        options.vocab_from_corpus,
     )
     console.print(
         f"training language adapter [bold]{lang}[/] on {len(train_blocks):,} blocks of {options.seq_len}: {counts}"
@@ -123,11 +129,19 @@ def train_language_adapter(options: LanguageAdapterOptions, console: Console | N
     if options.restart and run_dir.exists():
         shutil.rmtree(run_dir)
     run_options = {
-        "kind": "lang", "lang": lang, "model": options.model, "corpus": [str(f) for f in files],
-        "adapter": options.adapter.to_dict(), "seq_len": options.seq_len, "masking": asdict(options.masking),
-        "vocab_from_corpus": options.vocab_from_corpus, "held_out": options.held_out,
+        "kind": "lang",
+        "lang": lang,
+        "model": options.model,
+        "corpus": [str(f) for f in files],
+        "adapter": options.adapter.to_dict(),
+        "seq_len": options.seq_len,
+        "masking": asdict(options.masking),
+        "vocab_from_corpus": options.vocab_from_corpus,
+        "held_out": options.held_out,
     }
-    result = train(model, objective, options.training, run_dir, run_options, title=f"train-lang {lang}", console=console)
+    result = train(
+        model, objective, options.training, run_dir, run_options, title=f"train-lang {lang}", console=console
+    )
 
     evaluations = result.evaluations
     report = {
@@ -151,7 +165,11 @@ def train_language_adapter(options: LanguageAdapterOptions, console: Console | N
     }
     log = (run_dir / "log.jsonl").read_text()
     save_adapter(
-        model, lang, target, overwrite=options.overwrite, metadata={"role": "language"},
+        model,
+        lang,
+        target,
+        overwrite=options.overwrite,
+        metadata={"role": "language"},
         extra_files={"report.json": json.dumps(report, indent=2) + "\n", "train_log.jsonl": log},
     )
     shutil.rmtree(run_dir, ignore_errors=True)

@@ -6,14 +6,16 @@ otherwise. It checkpoints every N steps (trainable weights, optimiser, scheduler
 state, data position) and on Ctrl-C; rerunning the same command resumes from the last
 checkpoint and finishes exactly as an uninterrupted run would.
 """
+
 from __future__ import annotations
 
 import json
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator, Protocol
+from typing import Protocol
 
 import torch
 from rich.console import Console
@@ -195,7 +197,12 @@ def train(
         with torch.no_grad(), accelerator.autocast():
             metrics = objective.evaluate(plain)
         plain.train()
-        entry = {"step": state["step"], "epoch": round(state["epoch"] + state["position"] / max(1, per_epoch * config.grad_accum), 3), "seconds": round(state["seconds"], 1), **metrics}
+        entry = {
+            "step": state["step"],
+            "epoch": round(state["epoch"] + state["position"] / max(1, per_epoch * config.grad_accum), 3),
+            "seconds": round(state["seconds"], 1),
+            **metrics,
+        }
         evaluations.append(entry)
         with open(run_dir / LOG_FILE, "a") as log:
             log.write(json.dumps(entry) + "\n")
@@ -212,8 +219,14 @@ def train(
         evaluate()
 
     columns = (
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("elapsed,"), TimeRemainingColumn(), TextColumn("left"),
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        TextColumn("elapsed,"),
+        TimeRemainingColumn(),
+        TextColumn("left"),
     )
     session_start, session_tokens = time.perf_counter(), 0
     running_loss: list[float] = []
@@ -241,8 +254,10 @@ def train(
                     state["tokens"] += tokens
                     session_tokens += tokens
                 if not math.isfinite(step_loss):  # before the update: the weights stay as they were
-                    raise XlingError(f"training stopped: the loss became {step_loss} at step {state['step'] + 1}; nothing "
-                                     f"was saved, and the last good checkpoint stays in {run_dir} (try a lower --lr)")
+                    raise XlingError(
+                        f"training stopped: the loss became {step_loss} at step {state['step'] + 1}; nothing "
+                        f"was saved, and the last good checkpoint stays in {run_dir} (try a lower --lr)"
+                    )
                 if config.max_grad_norm:
                     accelerator.clip_grad_norm_(list(_trainable(plain).values()), config.max_grad_norm)
                 optimizer.step()
@@ -257,10 +272,19 @@ def train(
                 progress.update(task, completed=state["step"], info=info)
                 if state["step"] % eval_every == 0 or state["step"] == total:
                     entry = evaluate()
-                    progress.console.print(f"step {entry['step']}: " + "  ".join(f"{k} {v:.4g}" for k, v in entry.items() if k not in ("step", "epoch", "seconds", "score") and isinstance(v, (int, float))))
+                    progress.console.print(
+                        f"step {entry['step']}: "
+                        + "  ".join(
+                            f"{k} {v:.4g}"
+                            for k, v in entry.items()
+                            if k not in ("step", "epoch", "seconds", "score") and isinstance(v, (int, float))
+                        )
+                    )
                     if config.patience is not None and state["stale"] >= config.patience:
                         stopped_early = True
-                        progress.console.print(f"[yellow]stopping early[/]: no improvement in {config.patience} evaluations")
+                        progress.console.print(
+                            f"[yellow]stopping early[/]: no improvement in {config.patience} evaluations"
+                        )
                         break
                 if state["step"] % config.checkpoint_every == 0 and state["step"] < total:
                     checkpoint(boundary_rng)

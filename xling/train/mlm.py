@@ -6,19 +6,18 @@ at the masked positions, and `vocab_from_corpus` restricts the training softmax 
 pieces that occur in the training corpus (plus special tokens). Held-out perplexity is
 always computed over the full vocabulary, so both modes report comparable numbers.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import torch
 import torch.nn.functional as F
 
 from xling.adapters import AdaptedModel
 from xling.errors import XlingError
-
-IGNORE = -100
 
 
 @dataclass
@@ -63,7 +62,9 @@ def pack_blocks(lines: list[str], tokenizer, seq_len: int, allow_partial: bool) 
         stream += [tokenizer.pad_token_id] * (body - rest)
         full += 1
     content = torch.tensor(stream[: full * body], dtype=torch.long).view(full, body)
-    blocks = torch.cat([torch.full((full, 1), tokenizer.cls_token_id), content, torch.full((full, 1), tokenizer.pad_token_id)], dim=1)
+    blocks = torch.cat(
+        [torch.full((full, 1), tokenizer.cls_token_id), content, torch.full((full, 1), tokenizer.pad_token_id)], dim=1
+    )
     # The closing separator goes right after each block's last real token.
     lengths = (content != tokenizer.pad_token_id).sum(1) if allow_partial and rest else torch.full((full,), body)
     blocks[torch.arange(full), lengths + 1] = tokenizer.sep_token_id
@@ -118,7 +119,9 @@ class MaskedLMObjective:
         return math.ceil(len(self.train_blocks) / batch_size)
 
     def batches(self, epoch: int, batch_size: int) -> Iterator[dict]:
-        order = torch.randperm(len(self.train_blocks), generator=torch.Generator().manual_seed(self.seed * 7919 + epoch))
+        order = torch.randperm(
+            len(self.train_blocks), generator=torch.Generator().manual_seed(self.seed * 7919 + epoch)
+        )
         for start in range(0, len(order), batch_size):
             yield {"index": order[start : start + batch_size]}
 
@@ -182,7 +185,11 @@ class MaskedLMObjective:
 
 # The base model's own masked-LM head, where its checkpoint has one: key prefixes per architecture.
 _CHECKPOINT_HEADS = {
-    "bert": {"cls.predictions.transform.dense.": "dense.", "cls.predictions.transform.LayerNorm.": "norm.", "cls.predictions.bias": "bias"},
+    "bert": {
+        "cls.predictions.transform.dense.": "dense.",
+        "cls.predictions.transform.LayerNorm.": "norm.",
+        "cls.predictions.bias": "bias",
+    },
     "roberta": {"lm_head.dense.": "dense.", "lm_head.layer_norm.": "norm.", "lm_head.bias": "bias"},
     "distilbert": {"vocab_transform.": "dense.", "vocab_layer_norm.": "norm.", "vocab_projector.bias": "bias"},
 }

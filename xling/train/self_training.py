@@ -10,6 +10,7 @@ epoch, nothing else. Rounds are saved as `<name>-round<K>`, the last as `<name>`
 the sentences it was trained on (`pseudo_labels.conll`); a rerun skips finished rounds, and an
 interrupted round resumes like any training.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,9 @@ class SelfTrainingOptions(TaggingRunOptions):
     threshold: float = 0.9  # least tag probability of every word in a kept sentence
     max_per_type: int | None = 1000  # most kept sentences per entity type (balance); None: no cap
     max_sentences: int | None = 5000  # unlabelled sentences tagged per round, a seeded sample; None: all
-    training: TrainConfig = field(default_factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=5e-4,
-                                                                        eval_every=None, patience=2))
+    training: TrainConfig = field(
+        default_factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=5e-4, eval_every=None, patience=2)
+    )
 
     def __post_init__(self):
         super().__post_init__()
@@ -57,8 +59,9 @@ class SelfTrainingOptions(TaggingRunOptions):
                 raise XlingError(f"{key.replace('_', '-')} must be at least 1")
 
 
-def select_confident(sentences: list[list[str]], tagged: list[list[tuple[str, float]]], threshold: float,
-                     max_per_type: int | None) -> list[Sentence]:
+def select_confident(
+    sentences: list[list[str]], tagged: list[list[tuple[str, float]]], threshold: float, max_per_type: int | None
+) -> list[Sentence]:
     """Sentences with an entity whose every word has tag probability >= threshold, most confident first,
     taking a sentence only while each of its entity types has fewer than `max_per_type`."""
     candidates = []
@@ -98,40 +101,83 @@ def self_train(options: SelfTrainingOptions, console: Console | None = None) -> 
     if options.max_sentences and len(lines) > options.max_sentences:
         lines = random.Random(options.training.seed).sample(lines, options.max_sentences)
     sentences = [[token.text for token in tokenize(line)] for line in lines]
-    console.print(f"self-training [bold]{name}[/] from {options.source}: {len(sentences):,} unlabelled sentences "
-                  f"from {len(files)} file(s), {options.rounds} round(s), threshold {options.threshold}")
+    console.print(
+        f"self-training [bold]{name}[/] from {options.source}: {len(sentences):,} unlabelled sentences "
+        f"from {len(files)} file(s), {options.rounds} round(s), threshold {options.threshold}"
+    )
     labeller, rounds = options.source, []
     for number in range(1, options.rounds + 1):
         round_name = name if number == options.rounds else f"{name}-round{number}"
         target = workspace.adapter_dir("task", round_name)
         if options.overwrite or not target.is_dir():  # else finished by an earlier, interrupted run
-            tagger = Tagger.load(lang=lang, task=options.task, adapter=labeller, model=options.model,
-                                 workspace=options.workspace, device=options.training.device, decoder=options.decoder)
+            tagger = Tagger.load(
+                lang=lang,
+                task=options.task,
+                adapter=labeller,
+                model=options.model,
+                workspace=options.workspace,
+                device=options.training.device,
+                decoder=options.decoder,
+            )
             with console.status(f"round {number}: tagging {len(sentences):,} sentences with {tagger.setup!r}"):
                 tagged = tagger.tag_words(sentences)
             del tagger
             kept = select_confident(sentences, tagged, options.threshold, options.max_per_type)
             if not kept:
-                raise XlingError(f"round {number}: no sentence reached the threshold {options.threshold}; lower --threshold")
+                raise XlingError(
+                    f"round {number}: no sentence reached the threshold {options.threshold}; lower --threshold"
+                )
             pseudo_labels = to_conll(kept)
             data_file = workspace.run_dir("task", round_name) / "pseudo_labels.conll"
             write_text_atomic(data_file, pseudo_labels)
-            console.print(f"round {number}: kept {len(kept):,} of {len(sentences):,} sentences "
-                          f"({', '.join(f'{t} {n:,}' for t, n in type_counts(kept).items())})")
-            train_task_adapter(TaskAdapterOptions(
-                lang=lang, train=str(data_file), dev=options.dev, task=options.task, name=round_name,
-                init_from=options.source, training=options.training, model=options.model, workspace=options.workspace,
-                drop_labels=options.drop_labels, label_map=options.label_map, max_len=options.max_len,
-                decoder=options.decoder, overwrite=options.overwrite, restart=options.restart), console)
+            console.print(
+                f"round {number}: kept {len(kept):,} of {len(sentences):,} sentences "
+                f"({', '.join(f'{t} {n:,}' for t, n in type_counts(kept).items())})"
+            )
+            train_task_adapter(
+                TaskAdapterOptions(
+                    lang=lang,
+                    train=str(data_file),
+                    dev=options.dev,
+                    task=options.task,
+                    name=round_name,
+                    init_from=options.source,
+                    training=options.training,
+                    model=options.model,
+                    workspace=options.workspace,
+                    drop_labels=options.drop_labels,
+                    label_map=options.label_map,
+                    max_len=options.max_len,
+                    decoder=options.decoder,
+                    overwrite=options.overwrite,
+                    restart=options.restart,
+                ),
+                console,
+            )
             write_text_atomic(target / "pseudo_labels.conll", pseudo_labels)
         report = json.loads((target / "report.json").read_text())
-        rounds.append({"round": number, "adapter": round_name, "labelled_by": labeller,
-                       "kept": report["train_sentences"], "best": report["best"]})
+        rounds.append(
+            {
+                "round": number,
+                "adapter": round_name,
+                "labelled_by": labeller,
+                "kept": report["train_sentences"],
+                "best": report["best"],
+            }
+        )
         labeller = round_name
-    result = {"name": name, "lang": lang, "source": options.source, "corpus_files": [str(f) for f in files],
-              "sentences_tagged": len(sentences), "threshold": options.threshold, "max_per_type": options.max_per_type,
-              "rounds": rounds, "seconds": round(time.perf_counter() - started, 1),
-              "saved_to": str(final)}
+    result = {
+        "name": name,
+        "lang": lang,
+        "source": options.source,
+        "corpus_files": [str(f) for f in files],
+        "sentences_tagged": len(sentences),
+        "threshold": options.threshold,
+        "max_per_type": options.max_per_type,
+        "rounds": rounds,
+        "seconds": round(time.perf_counter() - started, 1),
+        "saved_to": str(final),
+    }
     write_json_atomic(final / "self_training.json", result)
     return result
 
@@ -143,4 +189,3 @@ def type_counts(sentences: list[Sentence]) -> dict[str, int]:
             if tag.startswith("B-"):
                 counts[tag[2:]] = counts.get(tag[2:], 0) + 1
     return dict(sorted(counts.items()))
-

@@ -1,4 +1,5 @@
 """What a finished training run prints: shared by the commands and by recipes."""
+
 from __future__ import annotations
 
 from rich.table import Table
@@ -11,7 +12,10 @@ def language_report_table(report: dict) -> Table:
         ("steps", f"{report['steps']:,}"),
         ("time", f"{report['training_seconds']:,.0f} s training, {report['total_seconds']:,.0f} s in all"),
         ("tokens seen", f"{report['tokens_seen']:,}"),
-        ("held-out perplexity", f"{report['held_out_perplexity_before']:,.1f} -> {report['held_out_perplexity_after']:,.1f}"),
+        (
+            "held-out perplexity",
+            f"{report['held_out_perplexity_before']:,.1f} -> {report['held_out_perplexity_after']:,.1f}",
+        ),
         ("trainable parameters", f"{report['trainable_parameters']:,} of {report['total_parameters']:,}"),
     ]:
         table.add_row(label, value)
@@ -21,12 +25,17 @@ def language_report_table(report: dict) -> Table:
 def selection_summary(report: dict, kind: str = "") -> str:
     """One line for a run selected on dev F1 (task adapters, baselines, fusions)."""
     best = report["best"] or {}
-    return (f"[green]saved[/] {kind}{report['name']} to {report['saved_to']}: best dev F1 {100 * best.get('f1', 0):.1f} "
-            f"at step {best.get('step', '?')} of {report['steps']} ({report['training_seconds']:.0f} s training)")
+    return (
+        f"[green]saved[/] {kind}{report['name']} to {report['saved_to']}: best dev F1 {100 * best.get('f1', 0):.1f} "
+        f"at step {best.get('step', '?')} of {report['steps']} ({report['training_seconds']:.0f} s training)"
+    )
 
 
 def self_training_summary(report: dict) -> str:
     """A line per round, then where the result went."""
-    rounds = [f"round {r['round']}: {r['adapter']} trained on {r['kept']:,} sentences labelled by {r['labelled_by']}, "
-              f"best dev F1 {100 * (r['best'] or {}).get('f1', 0):.1f}" for r in report["rounds"]]
+    rounds = [
+        f"round {r['round']}: {r['adapter']} trained on {r['kept']:,} sentences labelled by {r['labelled_by']}, "
+        f"best dev F1 {100 * (r['best'] or {}).get('f1', 0):.1f}"
+        for r in report["rounds"]
+    ]
     return "\n".join(rounds + [f"[green]saved[/] {report['name']} to {report['saved_to']} ({report['seconds']:.0f} s)"])

@@ -1,9 +1,10 @@
 """Token classification: the objective that trains NER task adapters (and fusion layers)."""
+
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -12,7 +13,7 @@ from xling.adapters import AdaptedModel
 from xling.data.conll import Sentence
 from xling.errors import XlingError
 from xling.scoring import score
-from xling.tagging.align import IGNORE, windows_for, window_labels
+from xling.tagging.align import IGNORE, window_labels, windows_for
 from xling.tagging.decoding import DEFAULT_DECODER, check_decoder, decode
 from xling.tagging.predict import max_window, pad_batch, predict_probabilities
 
@@ -30,6 +31,7 @@ class TaggingRunOptions:
 
     def __post_init__(self):
         check_decoder(self.decoder)
+
     overwrite: bool = False
     restart: bool = False
 
@@ -38,8 +40,18 @@ class TaggingObjective:
     evaluate_at_start = False
     selects_best = True  # model selection on dev entity F1
 
-    def __init__(self, head: str, train: list[Sentence], dev: list[Sentence], tokenizer, model: AdaptedModel,
-                 seed: int, max_len: int | None = None, eval_batch_size: int = 64, decoder: str = DEFAULT_DECODER):
+    def __init__(
+        self,
+        head: str,
+        train: list[Sentence],
+        dev: list[Sentence],
+        tokenizer,
+        model: AdaptedModel,
+        seed: int,
+        max_len: int | None = None,
+        eval_batch_size: int = 64,
+        decoder: str = DEFAULT_DECODER,
+    ):
         self.head = head
         self.decoder = check_decoder(decoder)
         self.tokenizer = tokenizer
@@ -78,12 +90,15 @@ class TaggingObjective:
         for row, index in enumerate(batch["windows"]):
             labels[row, : len(self.labels[index])] = torch.tensor(self.labels[index])
         logits = model.heads[self.head](model(input_ids=ids, attention_mask=mask))
-        loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.to(device).view(-1), ignore_index=IGNORE)
+        loss = F.cross_entropy(
+            logits.float().view(-1, logits.shape[-1]), labels.to(device).view(-1), ignore_index=IGNORE
+        )
         return loss + model.fusion_penalty(), int(mask.sum())
 
     def evaluate(self, model: AdaptedModel) -> dict[str, float]:
-        probabilities = predict_probabilities(model, self.tokenizer, [s.tokens for s in self.dev], self.head,
-                                              self.eval_batch_size, self.max_len)
+        probabilities = predict_probabilities(
+            model, self.tokenizer, [s.tokens for s in self.dev], self.head, self.eval_batch_size, self.max_len
+        )
         labels = model.heads[self.head].labels
         predicted = [[tag for tag, _ in decode(p, labels, self.decoder)] for p in probabilities]
         result = score([s.tags for s in self.dev], predicted)

@@ -4,6 +4,7 @@ Methods: `adapter` (MAD-X: a task adapter and head, stacked on the frozen langua
 adapter of the training language unless `use_lang_adapter` is off), `full` (full
 fine-tuning of the encoder with the head) and `head` (only the classification head).
 """
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,6 @@ from xling.train.loop import TrainConfig, train
 from xling.train.tagging import TaggingObjective, TaggingRunOptions
 from xling.workspace import Workspace, check_lang
 
-
 # Per method. The head alone is a linear probe on frozen features and needs a larger step: on WikiANN-en,
 # one epoch reached dev F1 17.8 at 1e-3 and 40.0 at 1e-2.
 DEFAULT_LEARNING_RATES = {"adapter": 5e-4, "full": 5e-5, "head": 1e-2}
@@ -46,7 +46,9 @@ class TaskAdapterOptions(TaggingRunOptions):
     lang_adapter: str | None = None  # a name in the workspace, or a directory; default: --lang
     init_from: str | None = None  # continue a trained task adapter (few-shot)
     adapter: BottleneckConfig = field(default_factory=lambda: BottleneckConfig.preset("pfeiffer"))
-    training: TrainConfig = field(default_factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=5e-4, eval_every=None, patience=2))
+    training: TrainConfig = field(
+        default_factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=5e-4, eval_every=None, patience=2)
+    )
 
     def default_name(self) -> str:
         suffix = {"adapter": "" if self.use_lang_adapter else "-nolang", "full": "-full", "head": "-head"}[self.method]
@@ -66,8 +68,9 @@ def train_task_adapter(options: TaskAdapterOptions, console: Console | None = No
         raise XlingError(f"a task adapter already exists at {target} (use --overwrite to replace it)")
     started = time.perf_counter()
     sources = [options.train] if isinstance(options.train, str) else options.train
-    train_data = relabel([s for source in sources for s in load_ner(source, "train")], options.drop_labels,
-                         options.label_map)[: options.train_limit]
+    train_data = relabel(
+        [s for source in sources for s in load_ner(source, "train")], options.drop_labels, options.label_map
+    )[: options.train_limit]
     dev_data = relabel(load_ner(options.dev, "validation"), options.drop_labels, options.label_map)[: options.dev_limit]
     if not train_data or not dev_data:
         raise XlingError("the training and dev data must each hold at least one sentence")
@@ -80,7 +83,9 @@ def train_task_adapter(options: TaskAdapterOptions, console: Console | None = No
         init_dir = workspace.task(options.init_from)
         model, tokenizer, init_record = load_task_model(options.model, init_dir)
         if init_record.method != options.method:
-            raise XlingError(f"--init-from {options.init_from} was trained with method {init_record.method}, not {options.method}")
+            raise XlingError(
+                f"--init-from {options.init_from} was trained with method {init_record.method}, not {options.method}"
+            )
         model.heads[name] = model.heads.pop(init_record.name)
         if init_record.method == "adapter":
             model.adapters[name] = model.adapters.pop(init_record.name)
@@ -96,12 +101,17 @@ def train_task_adapter(options: TaskAdapterOptions, console: Console | None = No
     setup = (Stack(lang_name, name) if lang_name else name) if options.method == "adapter" else None
     counts = model.train_adapter(setup, train=[name]) if setup else _train_without_adapters(model, name, options.method)
 
-    unseen = sorted({t[2:] for s in dev_data for t in s.tags if t != "O"} - {label[2:] for label in labels if label != "O"})
+    unseen = sorted(
+        {t[2:] for s in dev_data for t in s.tags if t != "O"} - {label[2:] for label in labels if label != "O"}
+    )
     if unseen:
-        console.print(f"[yellow]note:[/] the dev data has entity types the training data lacks ({', '.join(unseen)}); "
-                      "they count as missed in dev F1 (--drop-labels leaves them out)")
-    objective = TaggingObjective(name, train_data, dev_data, tokenizer, model, options.training.seed, options.max_len,
-                                 decoder=options.decoder)
+        console.print(
+            f"[yellow]note:[/] the dev data has entity types the training data lacks ({', '.join(unseen)}); "
+            "they count as missed in dev F1 (--drop-labels leaves them out)"
+        )
+    objective = TaggingObjective(
+        name, train_data, dev_data, tokenizer, model, options.training.seed, options.max_len, decoder=options.decoder
+    )
     console.print(
         f"training {options.method} [bold]{name}[/] on {len(train_data):,} sentences ({len(objective.windows):,} windows), "
         f"labels {', '.join(labels)}; {'setup ' + repr(setup) if setup else 'no adapters'}; {counts}"
@@ -109,25 +119,56 @@ def train_task_adapter(options: TaskAdapterOptions, console: Console | None = No
     if options.restart and run_dir.exists():
         shutil.rmtree(run_dir)
     run_options = {
-        "kind": "task", "name": name, "lang": lang, "model": options.model, "method": options.method,
-        "train": options.train, "dev": options.dev, "lang_adapter": str(lang_dir) if lang_dir else None,
-        "init_from": options.init_from, "adapter": options.adapter.to_dict(), "labels": labels,
-        "drop_labels": options.drop_labels, "label_map": options.label_map, "max_len": options.max_len,
+        "kind": "task",
+        "name": name,
+        "lang": lang,
+        "model": options.model,
+        "method": options.method,
+        "train": options.train,
+        "dev": options.dev,
+        "lang_adapter": str(lang_dir) if lang_dir else None,
+        "init_from": options.init_from,
+        "adapter": options.adapter.to_dict(),
+        "labels": labels,
+        "drop_labels": options.drop_labels,
+        "label_map": options.label_map,
+        "max_len": options.max_len,
         "decoder": options.decoder,
-        "train_limit": options.train_limit, "dev_limit": options.dev_limit,
+        "train_limit": options.train_limit,
+        "dev_limit": options.dev_limit,
     }
-    result = train(model, objective, options.training, run_dir, run_options, title=f"train-task {name}", console=console)
+    result = train(
+        model, objective, options.training, run_dir, run_options, title=f"train-task {name}", console=console
+    )
     report = {
-        "name": name, "task": options.task, "lang": lang, "method": options.method, "model": options.model,
-        "xling_version": __version__, "lang_adapter": lang_name and str(lang_dir), "labels": labels,
-        "train_sentences": len(train_data), "dev_sentences": len(dev_data), "steps": result.steps,
-        "stopped_early": result.stopped_early, "training_seconds": round(result.seconds, 1),
-        "total_seconds": round(time.perf_counter() - started, 1), "best": result.best,
-        "trainable_parameters": counts.trainable, "total_parameters": counts.total, "options": run_options,
+        "name": name,
+        "task": options.task,
+        "lang": lang,
+        "method": options.method,
+        "model": options.model,
+        "xling_version": __version__,
+        "lang_adapter": lang_name and str(lang_dir),
+        "labels": labels,
+        "train_sentences": len(train_data),
+        "dev_sentences": len(dev_data),
+        "steps": result.steps,
+        "stopped_early": result.stopped_early,
+        "training_seconds": round(result.seconds, 1),
+        "total_seconds": round(time.perf_counter() - started, 1),
+        "best": result.best,
+        "trainable_parameters": counts.trainable,
+        "total_parameters": counts.total,
+        "options": run_options,
         "training": asdict(options.training),
     }
-    record = TaskRecord(name=name, task=options.task, lang=lang, method=options.method,
-                        lang_adapter=str(lang_dir) if lang_dir else None, labels=labels)
+    record = TaskRecord(
+        name=name,
+        task=options.task,
+        lang=lang,
+        method=options.method,
+        lang_adapter=str(lang_dir) if lang_dir else None,
+        labels=labels,
+    )
     extra = {"report.json": json.dumps(report, indent=2) + "\n", "train_log.jsonl": (run_dir / "log.jsonl").read_text()}
     save_task(model, tokenizer, record, target, options.overwrite, extra)
     shutil.rmtree(run_dir, ignore_errors=True)
@@ -144,6 +185,3 @@ def _train_without_adapters(model: AdaptedModel, name: str, method: str):
         model.encoder.requires_grad_(True)
     model.train()
     return model.parameter_count()
-
-
-

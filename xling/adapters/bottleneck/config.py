@@ -1,4 +1,5 @@
 """Configuration of bottleneck adapters (Houlsby et al. 2019; Pfeiffer et al. 2020)."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -61,7 +62,7 @@ class BottleneckConfig:
         return self.placement == "pfeiffer"
 
     @classmethod
-    def preset(cls, name: str, **overrides) -> "BottleneckConfig":
+    def preset(cls, name: str, **overrides) -> BottleneckConfig:
         """A preset with some options changed; options given as None keep the preset's value."""
         if name not in PRESETS:
             raise XlingError(f"unknown adapter preset {name!r}; choose one of {', '.join(PRESETS)}")
@@ -71,7 +72,7 @@ class BottleneckConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "BottleneckConfig":
+    def from_dict(cls, data: dict) -> BottleneckConfig:
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:
@@ -85,5 +86,7 @@ PRESETS = {
     # MAD-X language adapter: Pfeiffer placement, reduction 2, plus the invertible adapter.
     "madx-lang": BottleneckConfig(placement="pfeiffer", reduction_factor=2, non_linearity="relu", invertible=True),
     # The "3-shared" variant: one adapter per three consecutive layers.
-    "pfeiffer-shared3": BottleneckConfig(placement="pfeiffer", reduction_factor=16, non_linearity="relu", share_every=3),
+    "pfeiffer-shared3": BottleneckConfig(
+        placement="pfeiffer", reduction_factor=16, non_linearity="relu", share_every=3
+    ),
 }

@@ -1,4 +1,5 @@
 """The MAD-X invertible adapter: a NICE coupling block on the embedding output."""
+
 from __future__ import annotations
 
 import torch

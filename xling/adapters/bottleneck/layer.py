@@ -1,4 +1,5 @@
 """Bottleneck adapter modules: one block, and one named adapter spanning all layers."""
+
 from __future__ import annotations
 
 import torch

@@ -1,4 +1,5 @@
 """Configuration of AdapterFusion (Pfeiffer et al. 2021)."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
@@ -28,7 +29,7 @@ class FusionConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "FusionConfig":
+    def from_dict(cls, data: dict) -> FusionConfig:
         unknown = set(data) - {f.name for f in fields(cls)}
         if unknown:
             raise XlingError(f"unknown fusion options: {', '.join(sorted(unknown))}")

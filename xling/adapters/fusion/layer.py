@@ -1,4 +1,5 @@
 """AdapterFusion: attention over the outputs of several adapters, per layer and site."""
+
 from __future__ import annotations
 
 import torch
@@ -48,11 +49,15 @@ class FusionLayer(nn.Module):
 class AdapterFusion(nn.Module):
     """A named fusion over a fixed, ordered list of adapters."""
 
-    def __init__(self, adapter_names: list[str], config: FusionConfig, hidden: int, layers: list[int], sites: tuple[str, ...]):
+    def __init__(
+        self, adapter_names: list[str], config: FusionConfig, hidden: int, layers: list[int], sites: tuple[str, ...]
+    ):
         super().__init__()
         self.adapter_names = list(adapter_names)
         self.config = config
-        self.layers = nn.ModuleDict({site_key(layer, site): FusionLayer(hidden, config) for layer in layers for site in sites})
+        self.layers = nn.ModuleDict(
+            {site_key(layer, site): FusionLayer(hidden, config) for layer in layers for site in sites}
+        )
 
     def layer(self, layer: int, site: str) -> FusionLayer | None:
         key = site_key(layer, site)
