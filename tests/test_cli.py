@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
-
-def run_xling(*args, env=None):
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "xling", *args], capture_output=True, text=True, env=full_env)
+from tests.tiny import run_xling
 
 
 def test_version_and_help():

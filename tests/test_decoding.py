@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import itertools
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
+from tests.tiny import run_xling
 from xling.errors import XlingError
 from xling.tagging.decoding import allowed_transitions, check_decoder, decode, drop_fragments, viterbi
 
@@ -126,25 +125,8 @@ def test_tagger_and_evaluate_use_the_decoder(trained_workspace):
 
 def test_cli_refuses_an_unknown_decoder_in_one_line(trained_workspace):
     root, model_dir, _, dev = trained_workspace
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "xling",
-            "evaluate",
-            "ner",
-            str(dev),
-            "--lang",
-            "qu",
-            "--decoder",
-            "best",
-            "-m",
-            str(model_dir),
-            "-w",
-            str(root / "ws"),
-        ],
-        capture_output=True,
-        text=True,
+    run = run_xling(
+        "evaluate", "ner", str(dev), "--lang", "qu", "--decoder", "best", "-m", str(model_dir), "-w", str(root / "ws")
     )
     assert run.returncode == 1
     assert run.stderr.strip() == "error: unknown decoder 'best'; choose one of viterbi, repair, drop"

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
+from tests.tiny import run_xling
 from xling.adapters import Fuse, Stack
 from xling.analysis.ablation import layer_ablation
 from xling.analysis.fusion import fusion_attention
@@ -70,26 +69,19 @@ def test_tag_command_accepts_a_fusion(fused):
     _, root, model_dir, dev = fused
     source = root / "fusion-input.txt"
     source.write_text("juan lima the city\n")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "xling",
-            "tag",
-            str(source),
-            "--lang",
-            "qu",
-            "--fusion",
-            "ner-fusion-qu",
-            "--model",
-            str(model_dir),
-            "-w",
-            str(root / "ws"),
-            "-f",
-            "jsonl",
-        ],
-        capture_output=True,
-        text=True,
+    result = run_xling(
+        "tag",
+        str(source),
+        "--lang",
+        "qu",
+        "--fusion",
+        "ner-fusion-qu",
+        "--model",
+        str(model_dir),
+        "-w",
+        str(root / "ws"),
+        "-f",
+        "jsonl",
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["text"] == "juan lima the city"
@@ -177,15 +169,11 @@ def test_analysis_commands_write_readable_pngs(fused, tmp_path):
         ["fusion", str(dev), "--fusion", "ner-fusion-qu", "--lang", "qu", "-o", str(tmp_path / "fusion.png")],
         ["ablation", str(dev), "--lang", "en", "--limit", "10", "-o", str(tmp_path / "ablation.png")],
     ):
-        result = subprocess.run(
-            [sys.executable, "-m", "xling", "analyze", *args, *common], capture_output=True, text=True
-        )
+        result = run_xling("analyze", *args, *common)
         assert result.returncode == 0, result.stderr
     for name in ("fusion", "ablation"):
         png = (tmp_path / f"{name}.png").read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
         assert json.loads((tmp_path / f"{name}.json").read_text())
-    params = subprocess.run(
-        [sys.executable, "-m", "xling", "analyze", "params", "--json", *common], capture_output=True, text=True
-    )
+    params = run_xling("analyze", "params", "--json", *common)
     assert params.returncode == 0 and json.loads(params.stdout)["rows"]

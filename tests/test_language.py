@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
-from tests.tiny import save_tiny_model, tiny_model, tiny_tokenizer
+from tests.tiny import run_xling, save_tiny_model, tiny_model, tiny_tokenizer
 from xling.adapters import AdaptedModel, BottleneckConfig
 from xling.data.text import read_text
 from xling.errors import XlingError
@@ -278,7 +278,7 @@ def test_changed_options_do_not_silently_resume(tmp_path, tiny_dir, monkeypatch)
 
 
 def run_cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "xling", *args], capture_output=True, text=True, cwd=cwd)
+    return run_xling(*args, cwd=cwd)
 
 
 def test_kill_9_then_rerun_resumes(tmp_path, tiny_dir):

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.tiny import synthetic_conll, tiny_model
+from tests.tiny import run_xling, synthetic_conll, tiny_model
 from xling.adapters import AdaptedModel, TaggingHead, TaggingHeadConfig
 from xling.data.conll import iob1_to_iob2, read_conll
 from xling.data.labels import label_list, parse_label_map, relabel
@@ -254,46 +252,23 @@ def test_missing_language_adapter_says_how_to_train_it(setup_dirs):
 
 def test_evaluate_cli_json(setup_dirs):
     root, model_dir, _, dev = setup_dirs
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "xling",
-            "evaluate",
-            "ner",
-            str(dev),
-            "--lang",
-            "en",
-            "--model",
-            str(model_dir),
-            "-w",
-            str(root / "ws"),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
+    result = run_xling(
+        "evaluate", "ner", str(dev), "--lang", "en", "--model", str(model_dir), "-w", str(root / "ws"), "--json"
     )
     assert result.returncode == 0, result.stderr
     scores = json.loads(result.stdout)
     assert {"precision", "recall", "f1", "per_type", "support"} <= set(scores)
-    table = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "xling",
-            "evaluate",
-            "ner",
-            str(dev),
-            "--lang",
-            "en",
-            "--model",
-            str(model_dir),
-            "-w",
-            str(root / "ws"),
-        ],
-        capture_output=True,
-        text=True,
-        env={"COLUMNS": "120", **__import__("os").environ},
+    table = run_xling(
+        "evaluate",
+        "ner",
+        str(dev),
+        "--lang",
+        "en",
+        "--model",
+        str(model_dir),
+        "-w",
+        str(root / "ws"),
+        env={"COLUMNS": "120"},
     )
     assert "overall" in table.stdout and "PER" in table.stdout and scores["types_not_predicted"] == []
 
@@ -302,24 +277,10 @@ def test_evaluate_names_gold_types_the_head_cannot_predict(setup_dirs, tmp_path)
     root, model_dir, _, dev = setup_dirs
     with_misc = tmp_path / "dev-misc"
     with_misc.write_text(dev.read_text().replace("-PER", "-MISC"))
-    command = [
-        sys.executable,
-        "-m",
-        "xling",
-        "evaluate",
-        "ner",
-        str(with_misc),
-        "--lang",
-        "en",
-        "--model",
-        str(model_dir),
-        "-w",
-        str(root / "ws"),
-        "--json",
-    ]
-    result = subprocess.run(command, capture_output=True, text=True)
+    command = ["evaluate", "ner", with_misc, "--lang", "en", "--model", model_dir, "-w", root / "ws", "--json"]
+    result = run_xling(*command)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["types_not_predicted"] == ["MISC"]
     assert "never predicts (MISC)" in result.stderr and "--drop-labels MISC" in result.stderr
-    dropped = subprocess.run(command + ["--drop-labels", "MISC"], capture_output=True, text=True)
+    dropped = run_xling(*command, "--drop-labels", "MISC")
     assert json.loads(dropped.stdout)["types_not_predicted"] == [] and "never predicts" not in dropped.stderr

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.tiny import run_xling
 from xling.data.catalog import load_catalog, resolve
 from xling.errors import XlingError
 from xling.recipes import read_recipe, run_recipe, validate
@@ -151,12 +150,7 @@ def test_catalogue_resolves_local_then_hub(tmp_path, monkeypatch):
 
 
 def test_corpora_list_shows_what_is_here(corpora_root):
-    result = subprocess.run(
-        [sys.executable, "-m", "xling", "corpora", "list"],
-        capture_output=True,
-        text=True,
-        env={**__import__("os").environ, "XLING_CORPORA": str(corpora_root), "COLUMNS": "200"},
-    )
+    result = run_xling("corpora", "list", env={"XLING_CORPORA": str(corpora_root), "COLUMNS": "200"})
     assert result.returncode == 0
     line = next(row for row in result.stdout.splitlines() if "wikiann-qu" in row)
     assert "train, dev, extra" in line
@@ -243,12 +237,7 @@ no_lang_adapter = true
     )
 
     def dry_run(*extra):
-        result = subprocess.run(
-            [sys.executable, "-m", "xling", "run", str(recipe), "--dry-run", *extra],
-            capture_output=True,
-            text=True,
-            env={**__import__("os").environ, "COLUMNS": "200"},
-        )
+        result = run_xling("run", str(recipe), "--dry-run", *extra, env={"COLUMNS": "200"})
         assert result.returncode == 0, result.stderr
         return result.stderr
 
@@ -276,7 +265,5 @@ def test_seeds_refuse_a_step_seed_and_bad_values(tmp_path, trained_workspace):
     bad.write_text('[recipe]\nseeds = "1,2"\n')
     with pytest.raises(XlingError, match="seeds must be a list of integers"):
         read_recipe(bad)
-    result = subprocess.run(
-        [sys.executable, "-m", "xling", "run", str(recipe), "--seeds", "one"], capture_output=True, text=True
-    )
+    result = run_xling("run", str(recipe), "--seeds", "one")
     assert result.returncode == 1 and "--seeds takes comma-separated integers" in result.stderr

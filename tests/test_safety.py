@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
+from tests.tiny import run_xling
 from xling.errors import XlingError
 from xling.fileio import atomic_directory
 from xling.workspace import Workspace
@@ -48,23 +46,8 @@ def test_commands_never_touch_a_folder_outside_the_workspace(tmp_path, trained_w
     (victim / "precious.txt").write_text("keep me")
     command = [str(victim) if part == "VICTIM" else str(train) if part == "CORPUS" else part for part in command]
     data = ["--train", str(train)] if command[0] != "self-train" else []
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "xling",
-            *command,
-            *data,
-            "--dev",
-            str(dev),
-            "-m",
-            str(model_dir),
-            "-w",
-            str(tmp_path / "ws" / "a" / "b"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
+    run = run_xling(
+        *command, *data, "--dev", str(dev), "-m", str(model_dir), "-w", str(tmp_path / "ws" / "a" / "b"), cwd=tmp_path
     )
     assert run.returncode == 1
     assert run.stderr.startswith("error: invalid adapter name") and len(run.stderr.strip().splitlines()) == 1
@@ -184,24 +167,8 @@ def test_the_command_line_says_it_in_one_line(copied_workspace, tmp_path):
     workspace, model_dir, model_root, _ = copied_workspace
     _damage(model_root / "task" / "ner-en", "adapter_model.safetensors", "nan")
     (tmp_path / "in.txt").write_text("Qusqu llaqta\n")
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "xling",
-            "tag",
-            str(tmp_path / "in.txt"),
-            "--lang",
-            "qu",
-            "-t",
-            "ner-en",
-            "-m",
-            str(model_dir),
-            "-w",
-            str(workspace),
-        ],
-        capture_output=True,
-        text=True,
+    run = run_xling(
+        "tag", str(tmp_path / "in.txt"), "--lang", "qu", "-t", "ner-en", "-m", str(model_dir), "-w", str(workspace)
     )
     assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1
     assert "holds non-finite weights" in run.stderr and run.stdout == ""
@@ -282,28 +249,21 @@ def test_tag_checks_the_output_path_before_the_model_runs(copied_workspace, tmp_
     (tmp_path / "a-file").write_text("x")
     (tmp_path / "a-folder").mkdir()
     (tmp_path / "in.txt").write_text("Qusqu llaqta\n")
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "xling",
-            "tag",
-            "in.txt",
-            "--lang",
-            "qu",
-            "-t",
-            "ner-en",
-            "-f",
-            "jsonl",
-            "-o",
-            target,
-            "-m",
-            str(model_dir),
-            "-w",
-            str(workspace),
-        ],
-        capture_output=True,
-        text=True,
+    run = run_xling(
+        "tag",
+        "in.txt",
+        "--lang",
+        "qu",
+        "-t",
+        "ner-en",
+        "-f",
+        "jsonl",
+        "-o",
+        target,
+        "-m",
+        str(model_dir),
+        "-w",
+        str(workspace),
         cwd=tmp_path,
     )
     assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1

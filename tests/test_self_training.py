@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 
 import pytest
 
+from tests.tiny import run_xling
 from xling.data.conll import read_conll
 from xling.errors import XlingError
 from xling.train.loop import TrainConfig
@@ -80,27 +79,20 @@ def test_self_training_rounds_resume_and_refuse_to_overwrite(tmp_path, trained_w
 
 def test_self_train_command_fails_in_one_line_on_a_missing_source(tmp_path, trained_workspace):
     root, model_dir, train, dev = trained_workspace
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "xling",
-            "self-train",
-            "ner",
-            str(train),
-            "--lang",
-            "qu",
-            "--from",
-            "ner-xx",
-            "--dev",
-            str(dev),
-            "-m",
-            str(model_dir),
-            "-w",
-            str(root / "ws"),
-        ],
-        capture_output=True,
-        text=True,
+    run = run_xling(
+        "self-train",
+        "ner",
+        str(train),
+        "--lang",
+        "qu",
+        "--from",
+        "ner-xx",
+        "--dev",
+        str(dev),
+        "-m",
+        str(model_dir),
+        "-w",
+        str(root / "ws"),
     )
     assert run.returncode == 1
     assert run.stderr.startswith("error: no task adapter 'ner-xx'") and len(run.stderr.strip().splitlines()) == 1

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
+from tests.tiny import run_xling
 from xling import Tagger
 from xling.tagging.output import render, to_html
 from xling.tagging.tagger import Span, TaggedText, spans_from_tags
@@ -108,12 +107,7 @@ def test_pretty_output_marks_entities_without_colour():
 
 def run_tag(trained_workspace, *args, stdin=None):
     root, model_dir, _, _ = trained_workspace
-    return subprocess.run(
-        [sys.executable, "-m", "xling", "tag", *args, "--model", str(model_dir), "-w", str(root / "ws")],
-        capture_output=True,
-        text=True,
-        input=stdin,
-    )
+    return run_xling("tag", *args, "--model", model_dir, "-w", root / "ws", input=stdin)
 
 
 def test_tag_command_formats(trained_workspace, tmp_path):
@@ -165,23 +159,16 @@ def test_adapter_of_another_base_model_is_refused(trained_workspace, tmp_path):
     root = trained_workspace[0]
     source = tmp_path / "in.txt"
     source.write_text("juan lima\n")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "xling",
-            "tag",
-            str(source),
-            "--lang",
-            "qu",
-            "--model",
-            str(other),
-            "-w",
-            str(root / "ws"),
-            "-o",
-            str(tmp_path / "out.txt"),
-        ],
-        capture_output=True,
-        text=True,
+    result = run_xling(
+        "tag",
+        source,
+        "--lang",
+        "qu",
+        "--model",
+        other,
+        "-w",
+        root / "ws",
+        "-o",
+        tmp_path / "out.txt",
     )
     assert result.returncode == 1 and "does not fit" in result.stderr and not (tmp_path / "out.txt").exists()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import string
+import subprocess
+import sys
 from pathlib import Path
 
 import torch
@@ -112,3 +115,9 @@ def synthetic_conll(path: Path, sentences: int, seed: int) -> Path:
                     f.write(f"en:{rng.choice(OTHER)}\tO\n")
             f.write("\n")
     return path
+
+
+def run_xling(*args, env: dict | None = None, **options) -> subprocess.CompletedProcess:
+    """`python -m xling ARGS` as a user runs it, with its output captured as text; `env` adds to the environment."""
+    command = [sys.executable, "-m", "xling", *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, env={**os.environ, **(env or {})}, **options)
