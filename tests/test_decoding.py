@@ -103,7 +103,7 @@ def test_unknown_decoder_is_refused():
 def test_tagger_and_evaluate_use_the_decoder(trained_workspace):
     from xling import Tagger
     from xling.scoring import score
-    from xling.scoring.evaluate import EvaluationOptions, evaluate
+    from xling.tagging.evaluate import EvaluationOptions, evaluate
     from xling.tagging.predict import predict_probabilities
 
     root, model_dir, _, dev = trained_workspace

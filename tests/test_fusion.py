@@ -12,7 +12,7 @@ from xling.analysis.ablation import layer_ablation
 from xling.analysis.fusion import fusion_attention
 from xling.analysis.params import parameter_table
 from xling.errors import XlingError
-from xling.scoring.evaluate import EvaluationOptions, evaluate
+from xling.tagging.evaluate import EvaluationOptions, evaluate
 from xling.tagging.tagger import Tagger
 from xling.train.fusion import FusionOptions, train_fusion
 from xling.train.loop import TrainConfig

@@ -16,9 +16,9 @@ from xling.data.labels import label_list, parse_label_map, relabel
 from xling.data.sources import load_ner, sentences_from_dataset
 from xling.errors import XlingError
 from xling.scoring import score
-from xling.scoring.evaluate import EvaluationOptions, evaluate
 from xling.tagging.align import windows_for
 from xling.tagging.decoding import decode
+from xling.tagging.evaluate import EvaluationOptions, evaluate
 from xling.tagging.predict import predict_probabilities
 from xling.train.loop import TrainConfig
 from xling.train.task import TaskAdapterOptions, train_task_adapter

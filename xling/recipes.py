@@ -383,7 +383,7 @@ def run_step(
         )
         console.print(self_training_summary(report))
     elif step.run == "evaluate":
-        from xling.scoring.evaluate import EvaluationOptions, evaluate
+        from xling.tagging.evaluate import EvaluationOptions, evaluate
 
         result = evaluate(
             EvaluationOptions(

@@ -12,7 +12,7 @@ from xling.adapters import FusionConfig
 from xling.cli.options import DECODER, DEVICE, MODEL, PRESET_HELP, WORKSPACE, adapter_config
 from xling.data.labels import parse_label_map
 from xling.scoring import scores_table
-from xling.scoring.evaluate import EvaluationOptions, evaluate
+from xling.tagging.evaluate import EvaluationOptions, evaluate
 from xling.train.fusion import FusionOptions, train_fusion
 from xling.train.loop import TrainConfig
 from xling.train.summary import selection_summary, self_training_summary

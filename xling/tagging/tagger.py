@@ -14,12 +14,12 @@ from itertools import islice
 
 from xling.adapters import Stack
 from xling.adapters.saving import load
+from xling.device import pick_device
 from xling.errors import XlingError
 from xling.tagging.decoding import DEFAULT_DECODER, check_decoder, decode
 from xling.tagging.predict import predict_probabilities
 from xling.tagging.words import Token, split_sentences, tokenize
 from xling.tasks import load_fusion_model, load_task_model
-from xling.train.loop import pick_device
 from xling.workspace import Workspace, check_lang
 
 

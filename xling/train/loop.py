@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from xling.adapters import AdaptedModel
+from xling.device import pick_device
 from xling.errors import XlingError
 from xling.train.checkpoint import load_checkpoint, save_checkpoint
 
@@ -82,14 +83,6 @@ class TrainResult:
     evaluations: list[dict] = field(default_factory=list)
     best: dict | None = None
     stopped_early: bool = False
-
-
-def pick_device(requested: str) -> str:
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise XlingError("--device cuda was asked for, but no CUDA GPU is available")
-    if requested == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return requested
 
 
 def make_accelerator(device: str):
