@@ -43,12 +43,13 @@ from xling.errors import XlingError
 from xling.fileio import write_json_atomic, write_text_atomic
 from xling.tagging.decoding import DEFAULT_DECODER
 from xling.train.loop import TrainConfig
+from xling.train.self_training import SelfTrainingOptions
 from xling.train.summary import language_report_table, selection_summary, self_training_summary
 from xling.workspace import Workspace
 
 TRAIN_KEYS = {f.name for f in fields(TrainConfig)} | {"steps", "lr"}
 ADAPTER_KEYS = {"preset", "reduction_factor", "non_linearity", "leave_out", "share_every"}
-LABEL_KEYS = {"drop_labels", "label_map", "decoder"}
+LABELLED_DATA_KEYS = {"drop_labels", "label_map", "decoder"}
 KEYS = {
     "train-lang": {"lang", "corpus", "seq_len", "mask_prob", "whole_word", "vocab_from_corpus", "held_out"}
     | TRAIN_KEYS
@@ -69,7 +70,7 @@ KEYS = {
     }
     | TRAIN_KEYS
     | ADAPTER_KEYS
-    | LABEL_KEYS,
+    | LABELLED_DATA_KEYS,
     "train-fusion": {
         "lang",
         "adapters",
@@ -83,7 +84,7 @@ KEYS = {
         "save_as",
     }
     | TRAIN_KEYS
-    | LABEL_KEYS,
+    | LABELLED_DATA_KEYS,
     "self-train": {
         "lang",
         "corpus",
@@ -98,12 +99,13 @@ KEYS = {
         "save_as",
     }
     | TRAIN_KEYS
-    | LABEL_KEYS,
-    "evaluate": {"data", "lang", "task_adapter", "fusion", "no_lang_adapter", "limit", "label"} | LABEL_KEYS,
+    | LABELLED_DATA_KEYS,
+    "evaluate": {"data", "lang", "task_adapter", "fusion", "no_lang_adapter", "limit", "label"} | LABELLED_DATA_KEYS,
     "tag": {"input", "lang", "task_adapter", "fusion", "no_lang_adapter", "format", "output", "paragraphs", "decoder"},
     "analyze": {"analysis", "data", "lang", "task_adapter", "fusion", "limit", "output"},
 }
 COMMON_KEYS = {"name", "run"}
+STEPS_FILE = "steps.json"
 TRAINING_RUNS = ("train-lang", "train-task", "train-fusion", "self-train")
 PATH_KEYS = {"corpus", "train", "dev", "data", "input"}
 
@@ -184,6 +186,13 @@ def _task_name(o: dict) -> str:
     return f"{o.get('task', 'ner')}-{o['lang']}{suffix}"
 
 
+def _self_training(o: dict) -> SelfTrainingOptions:
+    """A self-train step's options where its defaults come from: name, source and the rest."""
+    return SelfTrainingOptions(
+        lang=o["lang"], corpus=[], dev="", task=o.get("task", "ner"), **({"source": o["from"]} if "from" in o else {})
+    )
+
+
 def produces(step: Step) -> tuple[str, str] | None:
     """(kind, name) of the adapter a training step saves; `save_as` names it, else the CLI default."""
     o = step.options
@@ -194,7 +203,7 @@ def produces(step: Step) -> tuple[str, str] | None:
     if step.run == "train-fusion":
         return ("fusion", o.get("save_as") or f"{o.get('task', 'ner')}-fusion-{o['lang']}")
     if step.run == "self-train":
-        return ("task", o.get("save_as") or f"{o.get('task', 'ner')}-{o['lang']}-self")
+        return ("task", o.get("save_as") or _self_training(o).default_name())
     return None
 
 
@@ -211,7 +220,7 @@ def requires(step: Step) -> list[tuple[str, str]]:
         needs += [("task", a) for a in o.get("adapters", [])]
         needs += [("lang", o["lang"])] if uses_lang else []
     elif step.run == "self-train":
-        needs += [("task", o.get("from", "ner-en")), ("lang", o["lang"])]
+        needs += [("task", _self_training(o).source), ("lang", o["lang"])]
     elif step.run in ("evaluate", "tag", "analyze") and o.get("analysis") != "params":
         needs += [("fusion", o["fusion"])] if o.get("fusion") else [("task", o.get("task_adapter") or "ner-en")]
         needs += [("lang", o["lang"])] if uses_lang and "lang" in o else []
@@ -270,7 +279,7 @@ def _adapter(o: dict, preset: str) -> BottleneckConfig:
     return BottleneckConfig.preset(o.get("preset", preset), **{k: o.get(k) for k in ADAPTER_KEYS - {"preset"}})
 
 
-def _labels(o: dict) -> dict:
+def _labelled_data(o: dict) -> dict:
     """Options of every step that reads labelled data: label set changes and the decoder."""
     return {
         "drop_labels": list(o.get("drop_labels", [])),
@@ -330,7 +339,7 @@ def run_step(
                 max_len=o.get("max_len", 256),
                 train_limit=o.get("train_limit"),
                 dev_limit=o.get("dev_limit"),
-                **_labels(o),
+                **_labelled_data(o),
                 **trained,
             ),
             console,
@@ -352,23 +361,23 @@ def run_step(
                 fusion=FusionConfig(temperature=o.get("temperature", 1.0), value_penalty=o.get("value_penalty", 0.01)),
                 training=_training(o, defaults.training),
                 max_len=o.get("max_len", 256),
-                **_labels(o),
+                **_labelled_data(o),
                 **trained,
             ),
             console,
         )
         console.print(selection_summary(report, "fusion "))
     elif step.run == "self-train":
-        from xling.train.self_training import SelfTrainingOptions, self_train
+        from xling.train.self_training import self_train
 
-        defaults = SelfTrainingOptions(lang="x", corpus=[], dev="")
+        defaults = _self_training(o)
         report = self_train(
             SelfTrainingOptions(
                 lang=o["lang"],
                 corpus=o["corpus"] if isinstance(o["corpus"], list) else [o["corpus"]],
                 dev=o["dev"],
-                source=o.get("from", defaults.source),
-                task=o.get("task", "ner"),
+                source=defaults.source,
+                task=defaults.task,
                 name=produces(step)[1],
                 rounds=o.get("rounds", defaults.rounds),
                 threshold=o.get("threshold", defaults.threshold),
@@ -376,7 +385,7 @@ def run_step(
                 max_sentences=o.get("max_sentences", defaults.max_sentences) or None,
                 training=_training(o, defaults.training),
                 max_len=o.get("max_len", 256),
-                **_labels(o),
+                **_labelled_data(o),
                 **trained,
             ),
             console,
@@ -393,7 +402,7 @@ def run_step(
                 fusion=o.get("fusion"),
                 use_lang_adapter=not o.get("no_lang_adapter", False),
                 limit=o.get("limit"),
-                **_labels(o),
+                **_labelled_data(o),
                 **common,
             )
         )
@@ -499,10 +508,15 @@ def rerun_reason(step: Step, recipe: Recipe, workspace: Workspace, ran_with: dic
     return f"{', '.join(newer)} retrained since it ran" if newer else None
 
 
+def _ran_with(recipe: Recipe, workspace: Workspace) -> dict:
+    """The options each step last ran with (`steps.json` beside the results)."""
+    file = results_dir(workspace, recipe) / STEPS_FILE
+    return json.loads(file.read_text()) if file.is_file() else {}
+
+
 def plan(recipe: Recipe, workspace: Workspace) -> list[tuple[Step, str | None]]:
     """Each step with why it must run ("not run yet", edited, inputs retrained), or None when it is done."""
-    ran_with_path = results_dir(workspace, recipe) / "steps.json"
-    ran_with = json.loads(ran_with_path.read_text()) if ran_with_path.is_file() else {}
+    ran_with = _ran_with(recipe, workspace)
     remade: set[tuple[str, str]] = set()
     planned = []
     for step in recipe.steps:
@@ -520,8 +534,7 @@ def _run_once(recipe: Recipe, console: Console, on_step: Callable[[Step, str], N
     """Run every step of one run (one seed) that is not done; returns its evaluation results."""
     workspace = Workspace(recipe.workspace, recipe.model)
     results_path = results_dir(workspace, recipe)
-    ran_with_path = results_path / "steps.json"
-    ran_with = json.loads(ran_with_path.read_text()) if ran_with_path.is_file() else {}
+    ran_with = _ran_with(recipe, workspace)
     seed = f"seed {recipe.seeds[0]}, " if recipe.seeds else ""
     results: list[dict] = []
     for step, reason in plan(recipe, workspace):
@@ -540,7 +553,7 @@ def _run_once(recipe: Recipe, console: Console, on_step: Callable[[Step, str], N
                 on_step(step, "ran")
         # Outputs found without a record are taken as made with the recipe as it stands.
         ran_with[step.name] = step.options
-        write_json_atomic(ran_with_path, ran_with)
+        write_json_atomic(results_path / STEPS_FILE, ran_with)
         if step.run == "evaluate":
             results.append(json.loads((results_path / f"{step.name}.json").read_text()))
     return results

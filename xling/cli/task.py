@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from enum import Enum
 
 import typer
@@ -15,10 +16,12 @@ from xling.scoring import scores_table
 from xling.tagging.evaluate import EvaluationOptions, evaluate
 from xling.train.fusion import FusionOptions, train_fusion
 from xling.train.loop import TrainConfig
+from xling.train.self_training import SelfTrainingOptions, self_train
 from xling.train.summary import selection_summary, self_training_summary
 from xling.train.task import DEFAULT_LEARNING_RATES, TaskAdapterOptions, train_task_adapter
 
 console = Console(stderr=True)
+SELF_TRAINING = SelfTrainingOptions(lang="qu", corpus=[], dev="")  # the defaults of `self-train`
 
 
 class Task(str, Enum):
@@ -196,7 +199,9 @@ def self_train_command(
         ..., "--lang", help="Language of the text; its language adapter goes under the task adapter."
     ),
     source: str = typer.Option(
-        "ner-en", "--from", help="Task adapter that labels the first round and that every round starts from."
+        SELF_TRAINING.source,
+        "--from",
+        help="Task adapter that labels the first round and that every round starts from.",
     ),
     dev_data: str = typer.Option(..., "--dev", help="Labelled dev data, used only to pick each round's best epoch."),
     name: str = typer.Option(
@@ -204,25 +209,29 @@ def self_train_command(
     ),
     model: str = MODEL,
     workspace: str = WORKSPACE,
-    rounds: int = typer.Option(2, help="Rounds of tagging, selecting and training."),
-    threshold: float = typer.Option(0.9, help="Keep a sentence when every word's tag probability is at least this."),
-    max_per_type: int = typer.Option(
-        1000, help="At most this many kept sentences per entity type (balance); 0: no cap."
+    rounds: int = typer.Option(SELF_TRAINING.rounds, help="Rounds of tagging, selecting and training."),
+    threshold: float = typer.Option(
+        SELF_TRAINING.threshold, help="Keep a sentence when every word's tag probability is at least this."
     ),
-    max_sentences: int = typer.Option(5000, help="Tag a seeded sample of this many corpus lines per round; 0: all."),
-    epochs: float = typer.Option(3.0),
-    batch_size: int = typer.Option(32),
-    lr: float = typer.Option(5e-4),
-    patience: int = typer.Option(2, help="Stop after this many evaluations without a better dev F1."),
+    max_per_type: int = typer.Option(
+        SELF_TRAINING.max_per_type, help="At most this many kept sentences per entity type (balance); 0: no cap."
+    ),
+    max_sentences: int = typer.Option(
+        SELF_TRAINING.max_sentences, help="Tag a seeded sample of this many corpus lines per round; 0: all."
+    ),
+    epochs: float = typer.Option(SELF_TRAINING.training.epochs),
+    batch_size: int = typer.Option(SELF_TRAINING.training.batch_size),
+    lr: float = typer.Option(SELF_TRAINING.training.learning_rate),
+    patience: int = typer.Option(
+        SELF_TRAINING.training.patience, help="Stop after this many evaluations without a better dev F1."
+    ),
     decoder: str = DECODER,
-    seed: int = typer.Option(42),
+    seed: int = typer.Option(SELF_TRAINING.training.seed),
     device: str = DEVICE,
     overwrite: bool = typer.Option(False, help="Replace an existing result of the same name."),
     restart: bool = typer.Option(False, help="Discard an interrupted round's training instead of resuming it."),
 ):
     """Self-training without target labels: tag unlabelled text, keep confident sentences, train on them; repeat."""
-    from xling.train.self_training import SelfTrainingOptions, self_train
-
     report = self_train(
         SelfTrainingOptions(
             lang=lang,
@@ -237,11 +246,11 @@ def self_train_command(
             threshold=threshold,
             max_per_type=max_per_type or None,
             max_sentences=max_sentences or None,
-            training=TrainConfig(
+            training=replace(
+                SELF_TRAINING.training,
                 epochs=epochs,
                 batch_size=batch_size,
                 learning_rate=lr,
-                eval_every=None,
                 patience=patience,
                 seed=seed,
                 device=device,

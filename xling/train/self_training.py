@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rich.console import Console
 
@@ -39,7 +39,7 @@ class SelfTrainingOptions(TaggingRunOptions):
     dev: str
     source: str = "ner-en"  # the task adapter that labels round 1 and that every round starts from
     task: str = "ner"
-    name: str | None = None  # default: <task>-<lang>-self
+    name: str | None = None  # default: `default_name()`
     rounds: int = 2
     threshold: float = 0.9  # least tag probability of every word in a kept sentence
     max_per_type: int | None = 1000  # most kept sentences per entity type (balance); None: no cap
@@ -47,6 +47,9 @@ class SelfTrainingOptions(TaggingRunOptions):
     training: TrainConfig = field(
         default_factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=5e-4, eval_every=None, patience=2)
     )
+
+    def default_name(self) -> str:
+        return f"{self.task}-{self.lang}-self"
 
     def __post_init__(self):
         super().__post_init__()
@@ -89,9 +92,10 @@ def to_conll(sentences: list[Sentence]) -> str:
 
 def self_train(options: SelfTrainingOptions, console: Console | None = None) -> dict:
     console = console or Console(stderr=True)
-    lang = check_lang(options.lang)
+    options = replace(options, lang=check_lang(options.lang))
+    lang = options.lang
     workspace = Workspace(options.workspace, options.model)
-    name = options.name or f"{options.task}-{lang}-self"
+    name = options.name or options.default_name()
     final = workspace.adapter_dir("task", name)
     if final.exists() and not options.overwrite:
         raise XlingError(f"a task adapter already exists at {final} (use --overwrite to replace it)")
