@@ -139,9 +139,9 @@ def test_masked_only_loss_equals_full_vocabulary_loss(tmp_path):
     model.eval()
     blocks = pack_blocks([" ".join(WORDS)] * 40, tokenizer, 32, allow_partial=False)
     objective = _objective(blocks, tokenizer)
-    batch = {"index": torch.arange(4)}
+    batch = objective.prepare({"index": torch.arange(4)}, step=3)
     with torch.no_grad():
-        loss, _ = objective.loss(model, batch, step=3)
+        loss = objective.loss(model, batch, scale=1 / int((batch["labels"] != -100).sum()))
         ids = blocks[:4]
         inputs, chosen = objective.mask(ids, torch.Generator().manual_seed(3))  # seed 0 * 1_000_003 + step
         hidden = model(input_ids=inputs, attention_mask=torch.ones_like(inputs))
@@ -162,10 +162,10 @@ def test_vocab_from_corpus_restricts_the_softmax(tmp_path):
     objective = MaskedLMObjective("qu", blocks, blocks, tokenizer, MaskingConfig(), seed=0, vocab_from_corpus=True)
     assert set(objective.vocab_ids.tolist()) == set(blocks.unique().tolist()) | set(tokenizer.all_special_ids)
     assert len(objective.vocab_ids) < len(tokenizer)
-    loss, _ = objective.loss(model, {"index": torch.arange(4)}, step=0)
-    full = MaskedLMObjective("qu", blocks, blocks, tokenizer, MaskingConfig(), seed=0).loss(
-        model, {"index": torch.arange(4)}, step=0
-    )[0]
+    full_objective = MaskedLMObjective("qu", blocks, blocks, tokenizer, MaskingConfig(), seed=0)
+    loss, full = (
+        o.loss(model, o.prepare({"index": torch.arange(4)}, step=0), 1.0) for o in (objective, full_objective)
+    )
     assert loss < full  # fewer competitors in the softmax
     assert math.isfinite(objective.evaluate(model)["perplexity"])
 
@@ -238,19 +238,19 @@ def test_resume_after_crash_finishes_like_an_uninterrupted_run(tmp_path, tiny_di
     corpus = write_corpus(tmp_path / "qu.txt")
     uninterrupted = train_language_adapter(_options(tmp_path / "a", tiny_dir, corpus))
 
-    original = MaskedLMObjective.loss
+    original = MaskedLMObjective.prepare
 
-    def crashing(self, model, batch, step):
+    def crashing(self, batch, step):
         if step == 7:
             raise Crash
-        return original(self, model, batch, step)
+        return original(self, batch, step)
 
-    monkeypatch.setattr(MaskedLMObjective, "loss", crashing)
+    monkeypatch.setattr(MaskedLMObjective, "prepare", crashing)
     with pytest.raises(Crash):
         train_language_adapter(_options(tmp_path / "b", tiny_dir, corpus))
     partial = tmp_path / "b" / "ws" / "tinybert" / "lang" / "qu.partial"
     assert json.loads((partial / "checkpoint" / "state.json").read_text())  # step 6 checkpoint is there
-    monkeypatch.setattr(MaskedLMObjective, "loss", original)
+    monkeypatch.setattr(MaskedLMObjective, "prepare", original)
     resumed = train_language_adapter(_options(tmp_path / "b", tiny_dir, corpus))
 
     a = load_file(Path(uninterrupted["saved_to"]) / "adapter_model.safetensors")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 
 import typer
 from rich.console import Console
@@ -15,6 +17,7 @@ from xling.cli import run as run_cli
 from xling.cli import tag as tag_cli
 from xling.cli import task as task_cli
 from xling.cli import train as train_cli
+from xling.device import check_launcher, process_rank
 from xling.errors import XlingError
 
 app = typer.Typer(
@@ -60,11 +63,23 @@ def _quiet_transformers() -> None:
     logging.disable_progress_bar()
 
 
+def _silence_other_processes() -> None:
+    """Under torchrun / accelerate launch every process runs the command; the first one speaks for all."""
+    if process_rank() > 0:
+        sys.stdout = sys.stderr = open(os.devnull, "w")
+
+
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit code 1."""
     _quiet_transformers()
+    _silence_other_processes()
     try:
+        check_launcher()
         app()
     except XlingError as err:
         Console(stderr=True).print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
         sys.exit(1)
+    except Exception:
+        if process_rank() > 0:  # its own failure, not one the first process reports
+            traceback.print_exc(file=sys.__stderr__)
+        raise

@@ -5,6 +5,8 @@ from __future__ import annotations
 from xling.data.conll import Sentence
 from xling.errors import XlingError
 
+IGNORE = -100  # label of positions that carry no loss (cross-entropy's ignore_index, as in Hugging Face)
+
 
 def parse_label_map(text: str | None) -> dict[str, str]:
     """`PERSON=PER,LOCATION=LOC` -> {"PERSON": "PER", "LOCATION": "LOC"} (entity types, not tags)."""

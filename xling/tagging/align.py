@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-IGNORE = -100
+from xling.data.labels import IGNORE
 
 
 @dataclass

@@ -8,15 +8,11 @@ one label set, the head starts from the first adapter's head; otherwise it is ne
 from __future__ import annotations
 
 import copy
-import json
-import shutil
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import torch
 from rich.console import Console
 
-from xling import __version__
 from xling.adapters import AdaptedModel, Fuse, FusionConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.adapters.saving import load, save_fusion
 from xling.data.labels import label_list, relabel
@@ -24,7 +20,8 @@ from xling.data.sources import load_ner
 from xling.errors import XlingError
 from xling.models import load_model
 from xling.tasks import read_task
-from xling.train.loop import TrainConfig, train
+from xling.train.loop import TrainConfig
+from xling.train.run import TrainingRun
 from xling.train.tagging import TaggingObjective, TaggingRunOptions
 from xling.workspace import Workspace, check_lang
 
@@ -51,16 +48,13 @@ def train_fusion(options: FusionOptions, console: Console | None = None) -> dict
         raise XlingError("fusion needs at least two task adapters (--adapters ner-en,ner-es)")
     workspace = Workspace(options.workspace, options.model)
     name = options.name or f"{options.task}-fusion-{lang}"
-    target, run_dir = workspace.adapter_dir("fusion", name), workspace.run_dir("fusion", name)
-    if target.exists() and not options.overwrite:
-        raise XlingError(f"a fusion already exists at {target} (use --overwrite to replace it)")
+    run = TrainingRun.in_workspace(workspace, "fusion", name, options.overwrite, options.restart)
     records = [read_task(workspace.task(a)) for a in options.adapters]
     not_adapters = [r.name for r in records if r.method != "adapter"]
     if not_adapters:
         raise XlingError(
             f"only task adapters can be fused; {', '.join(not_adapters)} are {records[0].method} baselines"
         )
-    started = time.perf_counter()
     train_data = relabel(load_ner(options.train, "train"), options.drop_labels, options.label_map)
     dev_data = relabel(load_ner(options.dev, "validation"), options.drop_labels, options.label_map)
     lang_dir = workspace.lang_adapter(lang) if options.use_lang_adapter else None
@@ -94,8 +88,6 @@ def train_fusion(options: FusionOptions, console: Console | None = None) -> dict
         decoder=options.decoder,
     )
     console.print(f"training fusion [bold]{name}[/]: {setup!r}, labels {', '.join(head.labels)}; {counts}")
-    if options.restart and run_dir.exists():
-        shutil.rmtree(run_dir)
     run_options = {
         "kind": "fusion",
         "name": name,
@@ -112,35 +104,16 @@ def train_fusion(options: FusionOptions, console: Console | None = None) -> dict
         "max_len": options.max_len,
         "decoder": options.decoder,
     }
-    result = train(
-        model, objective, options.training, run_dir, run_options, title=f"train-fusion {name}", console=console
+    run.train(model, objective, options.training, run_options, counts, f"train-fusion {name}", console)
+    report = run.report(name=name, task=options.task, lang=lang, adapters=options.adapters, model=options.model)
+    return run.save(
+        report,
+        lambda target, extra: save_fusion(
+            model,
+            fuse.name,
+            target,
+            options.overwrite,
+            metadata={"task": options.task, "lang": lang, "name": name},
+            extra_files=extra,
+        ),
     )
-    report = {
-        "name": name,
-        "task": options.task,
-        "lang": lang,
-        "adapters": options.adapters,
-        "model": options.model,
-        "xling_version": __version__,
-        "steps": result.steps,
-        "stopped_early": result.stopped_early,
-        "training_seconds": round(result.seconds, 1),
-        "total_seconds": round(time.perf_counter() - started, 1),
-        "best": result.best,
-        "trainable_parameters": counts.trainable,
-        "total_parameters": counts.total,
-        "options": run_options,
-        "training": asdict(options.training),
-    }
-    extra = {"report.json": json.dumps(report, indent=2) + "\n", "train_log.jsonl": (run_dir / "log.jsonl").read_text()}
-    save_fusion(
-        model,
-        fuse.name,
-        target,
-        options.overwrite,
-        metadata={"task": options.task, "lang": lang, "name": name},
-        extra_files=extra,
-    )
-    shutil.rmtree(run_dir, ignore_errors=True)
-    report["saved_to"] = str(target)
-    return report

@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import math
-import shutil
-import time
 from dataclasses import asdict, dataclass, field
 
 import torch
 from rich.console import Console
 
-from xling import __version__
 from xling.adapters import AdaptedModel, BottleneckConfig
 from xling.adapters.heads import MaskedLMHead, MaskedLMHeadConfig
 from xling.adapters.saving import save_adapter
 from xling.data.text import read_text
 from xling.errors import XlingError
 from xling.models import load_model, resolve_model_dir
-from xling.train.loop import TrainConfig, train
+from xling.train.loop import TrainConfig
 from xling.train.mlm import MaskedLMObjective, MaskingConfig, checkpoint_mlm_head, pack_blocks
+from xling.train.run import TrainingRun
 from xling.workspace import Workspace, check_lang
 
 
@@ -86,11 +83,7 @@ def train_language_adapter(options: LanguageAdapterOptions, console: Console | N
     console = console or Console(stderr=True)
     lang = check_lang(options.lang)
     workspace = Workspace(options.workspace, options.model)
-    target = workspace.adapter_dir("lang", lang)
-    run_dir = workspace.run_dir("lang", lang)
-    if target.exists() and not options.overwrite:
-        raise XlingError(f"a language adapter already exists at {target} (use --overwrite to replace it)")
-    started = time.perf_counter()
+    run = TrainingRun.in_workspace(workspace, "lang", lang, options.overwrite, options.restart)
 
     lines, files = read_text(options.corpus)
     if not lines:
@@ -126,8 +119,6 @@ def train_language_adapter(options: LanguageAdapterOptions, console: Console | N
         f"training language adapter [bold]{lang}[/] on {len(train_blocks):,} blocks of {options.seq_len}: {counts}"
         + (f"; softmax over {len(objective.vocab_ids):,} corpus pieces" if objective.vocab_ids is not None else "")
     )
-    if options.restart and run_dir.exists():
-        shutil.rmtree(run_dir)
     run_options = {
         "kind": "lang",
         "lang": lang,
@@ -139,39 +130,22 @@ def train_language_adapter(options: LanguageAdapterOptions, console: Console | N
         "vocab_from_corpus": options.vocab_from_corpus,
         "held_out": options.held_out,
     }
-    result = train(
-        model, objective, options.training, run_dir, run_options, title=f"train-lang {lang}", console=console
-    )
-
+    result = run.train(model, objective, options.training, run_options, counts, f"train-lang {lang}", console)
     evaluations = result.evaluations
-    report = {
-        "adapter": lang,
-        "kind": "language",
-        "model": options.model,
-        "xling_version": __version__,
-        "corpus_files": [str(f) for f in files],
-        "lines": {"train": len(train_lines), "held_out": len(held_out_lines)},
-        "steps": result.steps,
-        "training_seconds": round(result.seconds, 1),
-        "total_seconds": round(time.perf_counter() - started, 1),
-        "tokens_seen": result.tokens,
-        "held_out_perplexity_before": evaluations[0]["perplexity"] if evaluations else math.nan,
-        "held_out_perplexity_after": evaluations[-1]["perplexity"] if evaluations else math.nan,
-        "trainable_parameters": counts.trainable,
-        "total_parameters": counts.total,
-        "vocab_from_corpus": options.vocab_from_corpus,
-        "options": run_options,
-        "training": asdict(options.training),
-    }
-    log = (run_dir / "log.jsonl").read_text()
-    save_adapter(
-        model,
-        lang,
-        target,
-        overwrite=options.overwrite,
-        metadata={"role": "language"},
-        extra_files={"report.json": json.dumps(report, indent=2) + "\n", "train_log.jsonl": log},
+    report = run.report(
+        adapter=lang,
+        kind="language",
+        model=options.model,
+        corpus_files=[str(f) for f in files],
+        lines={"train": len(train_lines), "held_out": len(held_out_lines)},
+        tokens_seen=result.tokens,
+        held_out_perplexity_before=evaluations[0]["perplexity"] if evaluations else math.nan,
+        held_out_perplexity_after=evaluations[-1]["perplexity"] if evaluations else math.nan,
+        vocab_from_corpus=options.vocab_from_corpus,
     )
-    shutil.rmtree(run_dir, ignore_errors=True)
-    report["saved_to"] = str(target)
-    return report
+    return run.save(
+        report,
+        lambda target, extra: save_adapter(
+            model, lang, target, overwrite=options.overwrite, metadata={"role": "language"}, extra_files=extra
+        ),
+    )

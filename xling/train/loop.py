@@ -1,8 +1,8 @@
 """The one training loop every objective shares.
 
-It runs on a GPU with mixed precision when one is present (through `accelerate`, which
-also gives multi-GPU DDP under `accelerate launch`/`torchrun`), and on the CPU
-otherwise. It checkpoints every N steps (trainable weights, optimiser, scheduler, RNG
+It runs on a GPU with mixed precision when one is present (through `accelerate`), on the
+CPU otherwise, and as torch DDP under `torchrun` or `accelerate launch` (each process
+trains on its share of every batch). It checkpoints every N steps (trainable weights, optimiser, scheduler, RNG
 state, data position) and on Ctrl-C; rerunning the same command resumes from the last
 checkpoint and finishes exactly as an uninterrupted run would.
 """
@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -22,6 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from xling.adapters import AdaptedModel
+from xling.data.labels import IGNORE
 from xling.device import pick_device
 from xling.errors import XlingError
 from xling.train.checkpoint import load_checkpoint, save_checkpoint
@@ -68,7 +71,12 @@ class Objective(Protocol):
 
     def batches(self, epoch: int, batch_size: int) -> Iterator[dict]: ...
 
-    def loss(self, model: AdaptedModel, batch: dict, step: int) -> tuple[torch.Tensor, int]: ...
+    def prepare(self, batch: dict, step: int) -> dict[str, torch.Tensor]:
+        """The batch as tensors with one row per example: `input_ids`, `attention_mask`, and `labels`
+        (IGNORE where a position carries no loss); any randomness follows the seed and step alone."""
+
+    def loss(self, model: AdaptedModel, batch: dict[str, torch.Tensor], scale: float) -> torch.Tensor:
+        """The summed loss over the batch's labelled positions times `scale`, plus any regulariser."""
 
     def evaluate(self, model: AdaptedModel) -> dict[str, float]: ...
 
@@ -83,6 +91,7 @@ class TrainResult:
     evaluations: list[dict] = field(default_factory=list)
     best: dict | None = None
     stopped_early: bool = False
+    is_main_process: bool = True  # under torchrun / accelerate launch, only the main process saves
 
 
 def make_accelerator(device: str):
@@ -95,11 +104,33 @@ def make_accelerator(device: str):
     return Accelerator(cpu=device == "cpu", mixed_precision=precision)
 
 
+class _LossModule(torch.nn.Module):
+    """The model and its objective's loss as one module, so that DDP sees the whole forward pass."""
+
+    def __init__(self, model: AdaptedModel, objective: Objective):
+        super().__init__()
+        self.model = model
+        self.objective = objective
+
+    def forward(self, batch: dict[str, torch.Tensor], scale: float) -> torch.Tensor:
+        return self.objective.loss(self.model, batch, scale)
+
+
+def _shard(batch: dict[str, torch.Tensor], rank: int, world: int) -> dict[str, torch.Tensor]:
+    """This process's rows of the global batch; a batch smaller than the world is padded with loss-free rows."""
+    rows = len(batch["labels"])
+    if rows < world:
+        padding = {k: v[:1].expand(world - rows, *v.shape[1:]) for k, v in batch.items()}
+        padding["labels"] = torch.full_like(padding["labels"], IGNORE)
+        batch = {k: torch.cat([v, padding[k]]) for k, v in batch.items()}
+    return {k: v.tensor_split(world)[rank] for k, v in batch.items()}
+
+
 def _trainable(model: AdaptedModel) -> dict[str, torch.nn.Parameter]:
     return {n: p for n, p in model.named_parameters() if p.requires_grad}
 
 
-def _check_run_options(run_dir: Path, options: dict) -> None:
+def _check_run_options(run_dir: Path, options: dict, write: bool) -> None:
     run_file = run_dir / RUN_FILE
     if run_file.is_file():
         previous = json.loads(run_file.read_text())
@@ -109,16 +140,17 @@ def _check_run_options(run_dir: Path, options: dict) -> None:
                 f"an interrupted run in {run_dir} used other options ({', '.join(changed)}); "
                 "rerun with the same options to resume, or add --restart to start over"
             )
-    else:
+    elif write:
         run_dir.mkdir(parents=True, exist_ok=True)
         run_file.write_text(json.dumps(options, indent=2, sort_keys=True) + "\n")
 
 
-def _read_log(run_dir: Path, up_to_step: int) -> list[dict]:
+def _read_log(run_dir: Path, up_to_step: int, write: bool) -> list[dict]:
     log = run_dir / LOG_FILE
     entries = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.is_file() else []
     entries = [e for e in entries if e["step"] <= up_to_step]
-    log.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    if write:
+        log.write_text("".join(json.dumps(e) + "\n" for e in entries))
     return entries
 
 
@@ -130,13 +162,25 @@ def train(
     run_options: dict,
     title: str = "training",
     console: Console | None = None,
+    restart: bool = False,
 ) -> TrainResult:
-    """Train the model's trainable parameters on `objective`, resuming from `run_dir` if possible."""
+    """Train the model's trainable parameters on `objective`, resuming from `run_dir` if possible.
+
+    Under `torchrun` or `accelerate launch` every process builds the same global batch of
+    `config.batch_size` rows and trains on its share; the loss is normalised by the labelled
+    positions of the whole batch, so the update equals a single process's on that batch. Only
+    the main process evaluates and writes the run directory.
+    """
     console = console or Console(stderr=True)
     run_dir = Path(run_dir)
-    _check_run_options(run_dir, {**run_options, "train": asdict(config)})
     accelerator = make_accelerator(config.device)
-    torch.manual_seed(config.seed)
+    main, rank, world = accelerator.is_main_process, accelerator.process_index, accelerator.num_processes
+    if restart and main and run_dir.exists():
+        shutil.rmtree(run_dir)
+    accelerator.wait_for_everyone()
+    _check_run_options(run_dir, {**run_options, "train": asdict(config)}, write=main)
+    accelerator.wait_for_everyone()
+    torch.manual_seed(config.seed + rank)  # dropout differs between processes, as it does between rows
     model.to(accelerator.device)
     params = _trainable(model)
     if not params:
@@ -146,8 +190,10 @@ def train(
     total = config.max_steps or max(1, math.ceil(config.epochs * per_epoch))
     warmup = int(config.warmup if config.warmup >= 1 else config.warmup * total)
     eval_every = config.eval_every or per_epoch
+    from accelerate.utils import broadcast_object_list
     from transformers import get_linear_schedule_with_warmup
 
+    # Not prepared by accelerate, which would step it once per process: here the batch is global.
     scheduler = get_linear_schedule_with_warmup(optimizer, warmup, total)
     state = {"step": 0, "epoch": 0, "position": 0, "tokens": 0, "seconds": 0.0, "best": None, "stale": 0}
     best_weights: dict[str, torch.Tensor] | None = None
@@ -159,18 +205,21 @@ def train(
                 params[name].copy_(value)
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
-        torch.set_rng_state(saved["rng"])
-        if torch.cuda.is_available() and saved.get("cuda_rng") is not None:
-            torch.cuda.set_rng_state_all(saved["cuda_rng"])
+        if main:  # the other processes keep their own dropout streams
+            torch.set_rng_state(saved["rng"])
+            if torch.cuda.is_available() and saved.get("cuda_rng") is not None:
+                torch.cuda.set_rng_state_all(saved["cuda_rng"])
         state = saved["state"]
         best_weights = saved.get("best_weights")
         console.print(f"[cyan]resuming[/] {title} from step {state['step']} of {total} ({run_dir})")
-    evaluations = _read_log(run_dir, state["step"])
+    evaluations = _read_log(run_dir, state["step"], write=main)
 
-    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-    plain = accelerator.unwrap_model(model)
+    wrapped, optimizer = accelerator.prepare(_LossModule(model, objective), optimizer)
+    plain = accelerator.unwrap_model(wrapped).model
 
     def checkpoint(rng_state):
+        if not main:
+            return
         save_checkpoint(
             run_dir / "checkpoint",
             {
@@ -186,10 +235,13 @@ def train(
 
     def evaluate() -> dict:
         nonlocal best_weights
-        plain.eval()
-        with torch.no_grad(), accelerator.autocast():
-            metrics = objective.evaluate(plain)
-        plain.train()
+        metrics = None
+        if main:
+            plain.eval()
+            with torch.no_grad(), accelerator.autocast():
+                metrics = objective.evaluate(plain)
+            plain.train()
+        metrics = broadcast_object_list([metrics])[0]  # every process takes the same early-stopping decision
         entry = {
             "step": state["step"],
             "epoch": round(state["epoch"] + state["position"] / max(1, per_epoch * config.grad_accum), 3),
@@ -197,8 +249,9 @@ def train(
             **metrics,
         }
         evaluations.append(entry)
-        with open(run_dir / LOG_FILE, "a") as log:
-            log.write(json.dumps(entry) + "\n")
+        if main:
+            with open(run_dir / LOG_FILE, "a") as log:
+                log.write(json.dumps(entry) + "\n")
         if objective.selects_best:
             if state["best"] is None or metrics["score"] > state["best"]["score"]:
                 state["best"] = entry
@@ -228,24 +281,34 @@ def train(
     boundary_rng = torch.get_rng_state()
     plain.train()
     try:
-        with Progress(*columns, console=console, transient=False, disable=not console.is_terminal) as progress:
+        with Progress(
+            *columns, console=console, transient=False, disable=not (main and console.is_terminal)
+        ) as progress:
             task = progress.add_task(title, total=total, completed=state["step"], info="")
             while state["step"] < total:
                 step_start = time.perf_counter()
-                step_loss = 0.0
-                for _ in range(config.grad_accum):
+                step_loss = torch.zeros((), device=accelerator.device)
+                for micro in range(config.grad_accum):
                     batch = next(batches, None)
                     if batch is None:
                         state["epoch"], state["position"] = state["epoch"] + 1, 0
                         batches = objective.batches(state["epoch"], config.batch_size)
                         batch = next(batches)
                     state["position"] += 1
-                    with accelerator.autocast():
-                        loss, tokens = objective.loss(plain, batch, state["step"])
-                    accelerator.backward(loss / config.grad_accum)
-                    step_loss += loss.item() / config.grad_accum
+                    tensors = objective.prepare(batch, state["step"])
+                    labelled = int((tensors["labels"] != IGNORE).sum())
+                    tokens = int(tensors["attention_mask"].sum())
+                    shard = {k: v.to(accelerator.device) for k, v in _shard(tensors, rank, world).items()}
+                    # DDP averages gradients over processes: `world` makes that average the global sum.
+                    scale = world / max(1, labelled)
+                    last = micro == config.grad_accum - 1
+                    with nullcontext() if last else accelerator.no_sync(wrapped), accelerator.autocast():
+                        loss = wrapped(shard, scale) / config.grad_accum
+                    accelerator.backward(loss)
+                    step_loss += loss.detach()
                     state["tokens"] += tokens
                     session_tokens += tokens
+                step_loss = float(accelerator.reduce(step_loss, "mean"))
                 if not math.isfinite(step_loss):  # before the update: the weights stay as they were
                     raise XlingError(
                         f"training stopped: the loss became {step_loss} at step {state['step'] + 1}; nothing "
@@ -265,31 +328,36 @@ def train(
                 progress.update(task, completed=state["step"], info=info)
                 if state["step"] % eval_every == 0 or state["step"] == total:
                     entry = evaluate()
-                    progress.console.print(
-                        f"step {entry['step']}: "
-                        + "  ".join(
-                            f"{k} {v:.4g}"
-                            for k, v in entry.items()
-                            if k not in ("step", "epoch", "seconds", "score") and isinstance(v, (int, float))
+                    if main:
+                        progress.console.print(
+                            f"step {entry['step']}: "
+                            + "  ".join(
+                                f"{k} {v:.4g}"
+                                for k, v in entry.items()
+                                if k not in ("step", "epoch", "seconds", "score") and isinstance(v, (int, float))
+                            )
                         )
-                    )
                     if config.patience is not None and state["stale"] >= config.patience:
                         stopped_early = True
-                        progress.console.print(
-                            f"[yellow]stopping early[/]: no improvement in {config.patience} evaluations"
-                        )
+                        if main:
+                            progress.console.print(
+                                f"[yellow]stopping early[/]: no improvement in {config.patience} evaluations"
+                            )
                         break
                 if state["step"] % config.checkpoint_every == 0 and state["step"] < total:
                     checkpoint(boundary_rng)
     except KeyboardInterrupt:
         checkpoint(boundary_rng)
-        console.print(f"[yellow]interrupted[/] at step {state['step']}; rerun the same command to resume")
+        if main:
+            console.print(f"[yellow]interrupted[/] at step {state['step']}; rerun the same command to resume")
         raise
     if objective.selects_best and best_weights is not None:
         with torch.no_grad():
             for name, param in _trainable(plain).items():
                 param.copy_(best_weights[name].to(param.device))
-    return TrainResult(state["step"], state["seconds"], state["tokens"], evaluations, state["best"], stopped_early)
+    return TrainResult(
+        state["step"], state["seconds"], state["tokens"], evaluations, state["best"], stopped_early, main
+    )
 
 
 def _skip(batches: Iterator[dict], count: int) -> Iterator[dict]:

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from xling.adapters import AdaptedModel
+from xling.data.labels import IGNORE
 from xling.errors import XlingError
 
 
@@ -148,22 +149,26 @@ class MaskedLMObjective:
     # -- model ------------------------------------------------------------------------
 
     def _masked_logits(self, model: AdaptedModel, inputs, chosen, vocab_ids):
-        device = next(model.parameters()).device
-        inputs = inputs.to(device)
         hidden = model(input_ids=inputs, attention_mask=(inputs != self.pad_id).long())
         head = model.heads[self.name]
-        transformed = model.invert_embeddings(head.transform(hidden[chosen.to(device)]))
-        return head.logits(transformed, None if vocab_ids is None else vocab_ids.to(device))
+        transformed = model.invert_embeddings(head.transform(hidden[chosen]))
+        return head.logits(transformed, None if vocab_ids is None else vocab_ids.to(hidden.device))
 
-    def loss(self, model: AdaptedModel, batch: dict, step: int) -> tuple[torch.Tensor, int]:
+    def prepare(self, batch: dict, step: int) -> dict[str, torch.Tensor]:
+        """Mask the whole batch (the masks follow the seed and step, whichever process trains which rows)."""
         ids = self.train_blocks[batch["index"]]
         inputs, chosen = self.mask(ids, torch.Generator().manual_seed(self.seed * 1_000_003 + step))
-        targets = ids[chosen]
-        if self.vocab_ids is not None:
-            targets = self.to_restricted[targets]
-        logits = self._masked_logits(model, inputs, chosen, self.vocab_ids)
-        loss = F.cross_entropy(logits.float(), targets.to(logits.device))
-        return loss, int((ids != self.pad_id).sum())
+        targets = ids if self.vocab_ids is None else self.to_restricted[ids]
+        return {
+            "input_ids": inputs,
+            "attention_mask": (ids != self.pad_id).long(),
+            "labels": torch.where(chosen, targets, torch.full_like(targets, IGNORE)),
+        }
+
+    def loss(self, model: AdaptedModel, batch: dict[str, torch.Tensor], scale: float) -> torch.Tensor:
+        chosen = batch["labels"] != IGNORE
+        logits = self._masked_logits(model, batch["input_ids"], chosen, self.vocab_ids)
+        return F.cross_entropy(logits.float(), batch["labels"][chosen], reduction="sum") * scale
 
     @torch.no_grad()
     def evaluate(self, model: AdaptedModel) -> dict[str, float]:
@@ -173,7 +178,8 @@ class MaskedLMObjective:
         for start in range(0, len(self.held_out_blocks), self.eval_batch_size):
             ids = self.held_out_blocks[start : start + self.eval_batch_size]
             inputs, chosen = self.mask(ids, generator)
-            logits = self._masked_logits(model, inputs, chosen, None)
+            device = next(model.parameters()).device
+            logits = self._masked_logits(model, inputs.to(device), chosen.to(device), None)
             total += float(F.cross_entropy(logits.float(), ids[chosen].to(logits.device), reduction="sum"))
             count += int(chosen.sum())
         loss = total / max(1, count)

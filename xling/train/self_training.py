@@ -18,10 +18,12 @@ import random
 import time
 from dataclasses import dataclass, field, replace
 
+from accelerate import PartialState
 from rich.console import Console
 
 from xling.data.conll import Sentence
 from xling.data.text import read_text
+from xling.device import pick_device
 from xling.errors import XlingError
 from xling.fileio import write_json_atomic, write_text_atomic
 from xling.tagging.tagger import Tagger
@@ -110,6 +112,7 @@ def self_train(options: SelfTrainingOptions, console: Console | None = None) -> 
         f"from {len(files)} file(s), {options.rounds} round(s), threshold {options.threshold}"
     )
     labeller, rounds = options.source, []
+    processes = PartialState(cpu=pick_device(options.training.device) == "cpu")  # one, or all under torchrun
     for number in range(1, options.rounds + 1):
         round_name = name if number == options.rounds else f"{name}-round{number}"
         target = workspace.adapter_dir("task", round_name)
@@ -133,7 +136,9 @@ def self_train(options: SelfTrainingOptions, console: Console | None = None) -> 
                 )
             pseudo_labels = to_conll(kept)
             data_file = workspace.run_dir("task", round_name) / "pseudo_labels.conll"
-            write_text_atomic(data_file, pseudo_labels)
+            if processes.is_main_process:  # every process tagged the same; one writes
+                write_text_atomic(data_file, pseudo_labels)
+            processes.wait_for_everyone()
             console.print(
                 f"round {number}: kept {len(kept):,} of {len(sentences):,} sentences "
                 f"({', '.join(f'{t} {n:,}' for t, n in type_counts(kept).items())})"
@@ -158,7 +163,9 @@ def self_train(options: SelfTrainingOptions, console: Console | None = None) -> 
                 ),
                 console,
             )
-            write_text_atomic(target / "pseudo_labels.conll", pseudo_labels)
+            if processes.is_main_process:
+                write_text_atomic(target / "pseudo_labels.conll", pseudo_labels)
+            processes.wait_for_everyone()  # the next round loads what the main process saved
         report = json.loads((target / "report.json").read_text())
         rounds.append(
             {
@@ -182,7 +189,8 @@ def self_train(options: SelfTrainingOptions, console: Console | None = None) -> 
         "seconds": round(time.perf_counter() - started, 1),
         "saved_to": str(final),
     }
-    write_json_atomic(final / "self_training.json", result)
+    if processes.is_main_process:
+        write_json_atomic(final / "self_training.json", result)
     return result
 
 

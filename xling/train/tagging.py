@@ -11,9 +11,10 @@ import torch.nn.functional as F
 
 from xling.adapters import AdaptedModel
 from xling.data.conll import Sentence
+from xling.data.labels import IGNORE
 from xling.errors import XlingError
 from xling.scoring import score
-from xling.tagging.align import IGNORE, window_labels, windows_for
+from xling.tagging.align import window_labels, windows_for
 from xling.tagging.decoding import DEFAULT_DECODER, check_decoder, decode
 from xling.tagging.predict import max_window, pad_batch, predict_probabilities
 
@@ -82,18 +83,20 @@ class TaggingObjective:
         for index in torch.randperm(len(batches), generator=generator).tolist():
             yield {"windows": batches[index]}
 
-    def loss(self, model: AdaptedModel, batch: dict, step: int) -> tuple[torch.Tensor, int]:
-        device = next(model.parameters()).device
+    def prepare(self, batch: dict, step: int) -> dict[str, torch.Tensor]:
         windows = [self.windows[i] for i in batch["windows"]]
-        ids, mask = pad_batch(windows, self.tokenizer.pad_token_id, device)
+        ids, mask = pad_batch(windows, self.tokenizer.pad_token_id, "cpu")
         labels = torch.full(ids.shape, IGNORE, dtype=torch.long)
         for row, index in enumerate(batch["windows"]):
             labels[row, : len(self.labels[index])] = torch.tensor(self.labels[index])
-        logits = model.heads[self.head](model(input_ids=ids, attention_mask=mask))
-        loss = F.cross_entropy(
-            logits.float().view(-1, logits.shape[-1]), labels.to(device).view(-1), ignore_index=IGNORE
+        return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+    def loss(self, model: AdaptedModel, batch: dict[str, torch.Tensor], scale: float) -> torch.Tensor:
+        logits = model.heads[self.head](model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]))
+        summed = F.cross_entropy(
+            logits.float().view(-1, logits.shape[-1]), batch["labels"].view(-1), ignore_index=IGNORE, reduction="sum"
         )
-        return loss + model.fusion_penalty(), int(mask.sum())
+        return summed * scale + model.fusion_penalty()
 
     def evaluate(self, model: AdaptedModel) -> dict[str, float]:
         probabilities = predict_probabilities(

@@ -7,15 +7,11 @@ fine-tuning of the encoder with the head) and `head` (only the classification he
 
 from __future__ import annotations
 
-import json
-import shutil
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import torch
 from rich.console import Console
 
-from xling import __version__
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.adapters.saving import load
 from xling.data.labels import label_list, relabel
@@ -23,7 +19,8 @@ from xling.data.sources import load_ner
 from xling.errors import XlingError
 from xling.models import load_model
 from xling.tasks import METHODS, TaskRecord, load_task_model, save_task
-from xling.train.loop import TrainConfig, train
+from xling.train.loop import TrainConfig
+from xling.train.run import TrainingRun
 from xling.train.tagging import TaggingObjective, TaggingRunOptions
 from xling.workspace import Workspace, check_lang
 
@@ -62,11 +59,7 @@ def train_task_adapter(options: TaskAdapterOptions, console: Console | None = No
         raise XlingError(f"unknown method {options.method!r}; choose one of {', '.join(METHODS)}")
     workspace = Workspace(options.workspace, options.model)
     name = options.name or options.default_name()
-    target = workspace.adapter_dir("task", name)
-    run_dir = workspace.run_dir("task", name)
-    if target.exists() and not options.overwrite:
-        raise XlingError(f"a task adapter already exists at {target} (use --overwrite to replace it)")
-    started = time.perf_counter()
+    run = TrainingRun.in_workspace(workspace, "task", name, options.overwrite, options.restart)
     sources = [options.train] if isinstance(options.train, str) else options.train
     train_data = relabel(
         [s for source in sources for s in load_ner(source, "train")], options.drop_labels, options.label_map
@@ -116,8 +109,6 @@ def train_task_adapter(options: TaskAdapterOptions, console: Console | None = No
         f"training {options.method} [bold]{name}[/] on {len(train_data):,} sentences ({len(objective.windows):,} windows), "
         f"labels {', '.join(labels)}; {'setup ' + repr(setup) if setup else 'no adapters'}; {counts}"
     )
-    if options.restart and run_dir.exists():
-        shutil.rmtree(run_dir)
     run_options = {
         "kind": "task",
         "name": name,
@@ -137,30 +128,18 @@ def train_task_adapter(options: TaskAdapterOptions, console: Console | None = No
         "train_limit": options.train_limit,
         "dev_limit": options.dev_limit,
     }
-    result = train(
-        model, objective, options.training, run_dir, run_options, title=f"train-task {name}", console=console
+    run.train(model, objective, options.training, run_options, counts, f"train-task {name}", console)
+    report = run.report(
+        name=name,
+        task=options.task,
+        lang=lang,
+        method=options.method,
+        model=options.model,
+        lang_adapter=lang_name and str(lang_dir),
+        labels=labels,
+        train_sentences=len(train_data),
+        dev_sentences=len(dev_data),
     )
-    report = {
-        "name": name,
-        "task": options.task,
-        "lang": lang,
-        "method": options.method,
-        "model": options.model,
-        "xling_version": __version__,
-        "lang_adapter": lang_name and str(lang_dir),
-        "labels": labels,
-        "train_sentences": len(train_data),
-        "dev_sentences": len(dev_data),
-        "steps": result.steps,
-        "stopped_early": result.stopped_early,
-        "training_seconds": round(result.seconds, 1),
-        "total_seconds": round(time.perf_counter() - started, 1),
-        "best": result.best,
-        "trainable_parameters": counts.trainable,
-        "total_parameters": counts.total,
-        "options": run_options,
-        "training": asdict(options.training),
-    }
     record = TaskRecord(
         name=name,
         task=options.task,
@@ -169,11 +148,7 @@ def train_task_adapter(options: TaskAdapterOptions, console: Console | None = No
         lang_adapter=str(lang_dir) if lang_dir else None,
         labels=labels,
     )
-    extra = {"report.json": json.dumps(report, indent=2) + "\n", "train_log.jsonl": (run_dir / "log.jsonl").read_text()}
-    save_task(model, tokenizer, record, target, options.overwrite, extra)
-    shutil.rmtree(run_dir, ignore_errors=True)
-    report["saved_to"] = str(target)
-    return report
+    return run.save(report, lambda target, extra: save_task(model, tokenizer, record, target, options.overwrite, extra))
 
 
 def _train_without_adapters(model: AdaptedModel, name: str, method: str):
@@ -183,5 +158,8 @@ def _train_without_adapters(model: AdaptedModel, name: str, method: str):
     model.heads[name].requires_grad_(True)
     if method == "full":
         model.encoder.requires_grad_(True)
+        pooler = getattr(model.encoder, "pooler", None)
+        if pooler is not None:  # unused by tagging; DDP needs every trained weight to get a gradient
+            pooler.requires_grad_(False)
     model.train()
     return model.parameter_count()

@@ -1,0 +1,102 @@
+"""Distributed training on CPU (gloo): two processes under torchrun or accelerate launch train
+one adapter, each on its share of every batch, and end where one process ends."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from tests.tiny import run_xling
+
+ENTRY = Path(__file__).with_name("distributed_entry.py")
+TASK = Path("tinybert") / "task" / "ner-en"
+
+
+def _launch(launcher: list[str], workspace: Path, data: tuple, rows: Path, crash_at: int | None = None):
+    model_dir, train, dev = data
+    rows.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "XLING_TEST_ROWS": str(rows), "PYTHONPATH": str(ENTRY.parent.parent)}
+    if crash_at:
+        env["XLING_TEST_CRASH_AT"] = str(crash_at)
+    command = [*launcher, str(ENTRY), "train-task", "ner", "--lang", "en", "--train", str(train), "--dev", str(dev)]
+    command += ["-m", str(model_dir), "-w", str(workspace), "--batch-size", "8", "--epochs", "1", "--seed", "3"]
+    command += ["--checkpoint-every", "4", "--eval-every", "10", "--lr", "5e-3"]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+
+
+def _weights(workspace: Path) -> dict[str, torch.Tensor]:
+    task = workspace / TASK
+    return {**load_file(task / "adapter_model.safetensors"), **load_file(task / "head_model.safetensors")}
+
+
+def _rows(directory: Path, rank: int) -> list[int]:
+    return [int(n) for n in (directory / f"rows-{rank}.txt").read_text().split()]
+
+
+@pytest.fixture(scope="module")
+def single_run(trained_workspace, tmp_path_factory):
+    root, model_dir, train, dev = trained_workspace
+    workspace = tmp_path_factory.mktemp("single") / "ws"
+    shutil.copytree(root / "ws" / "tinybert" / "lang", workspace / "tinybert" / "lang")
+    rows = workspace.parent / "rows"
+    run = _launch([sys.executable], workspace, (model_dir, train, dev), rows)
+    assert run.returncode == 0, run.stderr
+    return workspace, _rows(rows, 0), (model_dir, train, dev)
+
+
+def _check_like_single(workspace: Path, single_workspace: Path):
+    ours, theirs = _weights(workspace), _weights(single_workspace)
+    assert ours.keys() == theirs.keys()
+    for name in ours:
+        torch.testing.assert_close(ours[name], theirs[name], atol=2e-5, rtol=1e-4)
+    assert not (workspace / "tinybert" / "task" / "ner-en.partial").exists()  # the run directory is gone
+    assert sorted(p.name for p in (workspace / "tinybert" / "task").iterdir()) == ["ner-en"]
+
+
+@pytest.mark.parametrize(
+    "launcher",
+    [
+        ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"],
+        ["-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2"],
+    ],
+    ids=["torchrun", "accelerate"],
+)
+def test_two_processes_share_each_batch_and_match_one(single_run, tmp_path, launcher):
+    single_workspace, single_rows, data = single_run
+    workspace = tmp_path / "ws"
+    shutil.copytree(single_workspace / "tinybert" / "lang", workspace / "tinybert" / "lang")
+    run = _launch([sys.executable, *launcher], workspace, data, tmp_path / "rows")
+    assert run.returncode == 0, run.stderr
+    first, second = _rows(tmp_path / "rows", 0), _rows(tmp_path / "rows", 1)
+    assert len(first) == len(second) == len(single_rows)  # the same steps
+    assert [a + b for a, b in zip(first, second)] == single_rows  # each process trains on its half
+    assert all(abs(a - b) <= 1 for a, b in zip(first, second))
+    _check_like_single(workspace, single_workspace)
+    assert run.stderr.count("training adapter ner-en") == 1  # one process speaks
+
+
+def test_two_processes_resume_after_a_crash(single_run, tmp_path):
+    single_workspace, _, data = single_run
+    workspace = tmp_path / "ws"
+    shutil.copytree(single_workspace / "tinybert" / "lang", workspace / "tinybert" / "lang")
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    crashed = _launch(torchrun, workspace, data, tmp_path / "rows", crash_at=7)
+    assert crashed.returncode != 0
+    assert (workspace / "tinybert" / "task" / "ner-en.partial" / "checkpoint" / "state.json").is_file()
+    resumed = _launch(torchrun, workspace, data, tmp_path / "rows-resumed")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming" in resumed.stderr and "from step 4" in resumed.stderr
+    _check_like_single(workspace, single_workspace)
+
+
+def test_accelerate_launch_cpu_with_several_processes_says_what_works(tmp_path):
+    run = run_xling("train-task", "ner", "--lang", "en", env={"ACCELERATE_USE_CPU": "True", "MASTER_ADDR": "127.0.0.1"})
+    assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1
+    assert "accelerate launch --multi_gpu --num_processes N" in run.stderr and "torchrun" in run.stderr

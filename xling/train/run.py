@@ -1,0 +1,88 @@
+"""The life of one training run, the same for every training command.
+
+A run refuses to replace an adapter unless told to, trains in its run directory
+(checkpoints and log, so that rerunning the command resumes), then saves the adapter
+with its report and training log and removes the run directory. Under `torchrun` or
+`accelerate launch` every process trains its share, and only the main process saves.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+
+from xling import __version__
+from xling.adapters import AdaptedModel
+from xling.adapters.model import ParameterCount
+from xling.errors import XlingError
+from xling.train.loop import LOG_FILE, Objective, TrainConfig, TrainResult, train
+from xling.workspace import Workspace
+
+
+@dataclass
+class TrainingRun:
+    what: str  # what it trains, for messages: "language adapter", "task adapter", "fusion"
+    target: Path  # where the finished adapter goes
+    run_dir: Path  # where the run keeps its checkpoints and log
+    overwrite: bool = False
+    restart: bool = False
+    started: float = field(default_factory=time.perf_counter)
+
+    @classmethod
+    def in_workspace(cls, workspace: Workspace, kind: str, name: str, overwrite: bool, restart: bool) -> TrainingRun:
+        """The run of adapter `name` of `kind` (lang, task, fusion), trained and saved in the workspace."""
+        what = {"lang": "language adapter", "task": "task adapter", "fusion": "fusion"}[kind]
+        return cls(what, workspace.adapter_dir(kind, name), workspace.run_dir(kind, name), overwrite, restart)
+
+    def __post_init__(self):
+        if self.target.exists() and not self.overwrite:
+            raise XlingError(f"a {self.what} already exists at {self.target} (use --overwrite to replace it)")
+
+    def train(
+        self,
+        model: AdaptedModel,
+        objective: Objective,
+        config: TrainConfig,
+        options: dict,
+        counts: ParameterCount,
+        title: str,
+        console: Console,
+    ) -> TrainResult:
+        self.options, self.config, self.counts = options, config, counts
+        self.result = train(model, objective, config, self.run_dir, options, title, console, restart=self.restart)
+        return self.result
+
+    def report(self, **fields) -> dict:
+        """The run's report: what the caller describes, then what every run shares."""
+        result = self.result
+        return {
+            **fields,
+            "xling_version": __version__,
+            "steps": result.steps,
+            "stopped_early": result.stopped_early,
+            "training_seconds": round(result.seconds, 1),
+            "total_seconds": round(time.perf_counter() - self.started, 1),
+            "best": result.best,
+            "trainable_parameters": self.counts.trainable,
+            "total_parameters": self.counts.total,
+            "options": self.options,
+            "training": asdict(self.config),
+        }
+
+    def save(self, report: dict, write: Callable[[Path, dict[str, str]], None]) -> dict:
+        """`write(target, extra_files)` saves the adapter (main process only); the run directory then goes."""
+        if self.result.is_main_process:
+            extra = {
+                "report.json": json.dumps(report, indent=2) + "\n",
+                "train_log.jsonl": (self.run_dir / LOG_FILE).read_text(),
+            }
+            write(self.target, extra)
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+        report["saved_to"] = str(self.target)
+        return report
