@@ -37,6 +37,7 @@ from rich.console import Console
 from rich.table import Table
 
 from xling.adapters import BottleneckConfig, FusionConfig
+from xling.cli.progress import TrainingBar
 from xling.data.catalog import load_catalog, resolve, tomllib
 from xling.data.labels import parse_label_map
 from xling.errors import XlingError
@@ -315,6 +316,7 @@ def run_step(
                 **trained,
             ),
             console,
+            TrainingBar(console),
         )
         console.print(language_report_table(report))
     elif step.run == "train-task":
@@ -343,6 +345,7 @@ def run_step(
                 **trained,
             ),
             console,
+            TrainingBar(console),
         )
         console.print(selection_summary(report))
     elif step.run == "train-fusion":
@@ -365,6 +368,7 @@ def run_step(
                 **trained,
             ),
             console,
+            TrainingBar(console),
         )
         console.print(selection_summary(report, "fusion "))
     elif step.run == "self-train":
@@ -389,6 +393,7 @@ def run_step(
                 **trained,
             ),
             console,
+            TrainingBar(console),
         )
         console.print(self_training_summary(report))
     elif step.run == "evaluate":

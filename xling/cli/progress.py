@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 
 @contextmanager
@@ -30,3 +39,36 @@ def step_progress(title: str, total_steps: int):
 
         yield on_step
         progress.update(task, completed=total_steps)
+
+
+class TrainingBar:
+    """The training loop's progress (`xling.train.loop.TrainingProgress`) as a rich bar with notes above it."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        self.bar: Progress | None = None
+
+    def start(self, title: str, total: int, done: int) -> None:
+        columns = (
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[info]}"),
+            TimeElapsedColumn(),
+            TextColumn("elapsed,"),
+            TimeRemainingColumn(),
+            TextColumn("left"),
+        )
+        self.bar = Progress(*columns, console=self.console, disable=not self.console.is_terminal)
+        self.bar.start()
+        self.task = self.bar.add_task(title, total=total, completed=done, info="")
+
+    def advance(self, done: int, info: str) -> None:
+        self.bar.update(self.task, completed=done, info=info)
+
+    def note(self, text: str) -> None:
+        self.console.print(text, highlight=False)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from xling.adapters import FusionConfig
 from xling.cli.options import DECODER, DEVICE, MODEL, PRESET_HELP, WORKSPACE, adapter_config
+from xling.cli.progress import TrainingBar
 from xling.data.labels import parse_label_map
 from xling.scoring import scores_table
 from xling.tagging.evaluate import EvaluationOptions, evaluate
@@ -124,7 +125,7 @@ def train_task(
         overwrite=overwrite,
         restart=restart,
     )
-    report = train_task_adapter(options, console)
+    report = train_task_adapter(options, console, TrainingBar(console))
     Console().print(selection_summary(report))
 
 
@@ -188,6 +189,7 @@ def train_fusion_command(
             restart=restart,
         ),
         console,
+        TrainingBar(console),
     )
     Console().print(selection_summary(report, "fusion "))
 
@@ -260,6 +262,7 @@ def self_train_command(
             restart=restart,
         ),
         console,
+        TrainingBar(console),
     )
     Console().print(self_training_summary(report))
 

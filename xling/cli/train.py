@@ -6,6 +6,7 @@ import typer
 from rich.console import Console
 
 from xling.cli.options import DEVICE, MODEL, PRESET_HELP, WORKSPACE, adapter_config
+from xling.cli.progress import TrainingBar
 from xling.train.language import LanguageAdapterOptions, train_language_adapter
 from xling.train.loop import TrainConfig
 from xling.train.mlm import MaskingConfig
@@ -70,5 +71,5 @@ def train_lang(
         overwrite=overwrite,
         restart=restart,
     )
-    report = train_language_adapter(options, console)
+    report = train_language_adapter(options, console, TrainingBar(console))
     Console().print(language_report_table(report))

@@ -20,7 +20,7 @@ from xling.data.sources import load_ner
 from xling.errors import XlingError
 from xling.models import load_model
 from xling.tasks import read_task
-from xling.train.loop import TrainConfig
+from xling.train.loop import TrainConfig, TrainingProgress
 from xling.train.run import TrainingRun
 from xling.train.tagging import TaggingObjective, TaggingRunOptions
 from xling.workspace import Workspace, check_lang
@@ -41,7 +41,9 @@ class FusionOptions(TaggingRunOptions):
     )
 
 
-def train_fusion(options: FusionOptions, console: Console | None = None) -> dict:
+def train_fusion(
+    options: FusionOptions, console: Console | None = None, progress: TrainingProgress | None = None
+) -> dict:
     console = console or Console(stderr=True)
     lang = check_lang(options.lang)
     if len(options.adapters) < 2:
@@ -104,7 +106,7 @@ def train_fusion(options: FusionOptions, console: Console | None = None) -> dict
         "max_len": options.max_len,
         "decoder": options.decoder,
     }
-    run.train(model, objective, options.training, run_options, counts, f"train-fusion {name}", console)
+    run.train(model, objective, options.training, run_options, counts, f"train-fusion {name}", progress)
     report = run.report(name=name, task=options.task, lang=lang, adapters=options.adapters, model=options.model)
     return run.save(
         report,

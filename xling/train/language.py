@@ -14,7 +14,7 @@ from xling.adapters.saving import save_adapter
 from xling.data.text import read_text
 from xling.errors import XlingError
 from xling.models import load_model, resolve_model_dir
-from xling.train.loop import TrainConfig
+from xling.train.loop import TrainConfig, TrainingProgress
 from xling.train.mlm import MaskedLMObjective, MaskingConfig, checkpoint_mlm_head, pack_blocks
 from xling.train.run import TrainingRun
 from xling.workspace import Workspace, check_lang
@@ -78,7 +78,9 @@ def unigram_bias(head: MaskedLMHead, blocks: torch.Tensor, special_ids: list[int
         head.bias.copy_(torch.log((counts + 0.01) / (counts.sum() + 0.01 * counts.numel())).float())
 
 
-def train_language_adapter(options: LanguageAdapterOptions, console: Console | None = None) -> dict:
+def train_language_adapter(
+    options: LanguageAdapterOptions, console: Console | None = None, progress: TrainingProgress | None = None
+) -> dict:
     """Train, save under the workspace, and return the report."""
     console = console or Console(stderr=True)
     lang = check_lang(options.lang)
@@ -130,7 +132,7 @@ def train_language_adapter(options: LanguageAdapterOptions, console: Console | N
         "vocab_from_corpus": options.vocab_from_corpus,
         "held_out": options.held_out,
     }
-    result = run.train(model, objective, options.training, run_options, counts, f"train-lang {lang}", console)
+    result = run.train(model, objective, options.training, run_options, counts, f"train-lang {lang}", progress)
     evaluations = result.evaluations
     report = run.report(
         adapter=lang,

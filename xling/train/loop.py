@@ -2,9 +2,10 @@
 
 It runs on a GPU with mixed precision when one is present (through `accelerate`), on the
 CPU otherwise, and as torch DDP under `torchrun` or `accelerate launch` (each process
-trains on its share of every batch). It checkpoints every N steps (trainable weights, optimiser, scheduler, RNG
-state, data position) and on Ctrl-C; rerunning the same command resumes from the last
-checkpoint and finishes exactly as an uninterrupted run would.
+trains on its share of every batch). It checkpoints every N steps (trainable weights,
+optimiser, scheduler, RNG state, data position) and on Ctrl-C; rerunning the same command
+resumes from the last checkpoint and finishes exactly as an uninterrupted run would. It
+reports through a `TrainingProgress`; the command line's progress bar lives in `xling.cli`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import nullcontext
@@ -20,8 +22,6 @@ from pathlib import Path
 from typing import Protocol
 
 import torch
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from xling.adapters import AdaptedModel
 from xling.data.labels import IGNORE
@@ -154,6 +154,167 @@ def _read_log(run_dir: Path, up_to_step: int, write: bool) -> list[dict]:
     return entries
 
 
+class TrainingProgress(Protocol):
+    """Where the loop reports: a progress bar in the command line (`xling.cli.progress`), text otherwise."""
+
+    def start(self, title: str, total: int, done: int) -> None: ...
+
+    def advance(self, done: int, info: str) -> None: ...
+
+    def note(self, text: str) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class TextProgress:
+    """Notes as plain lines on stderr, no bar: the default outside the command line."""
+
+    def start(self, title: str, total: int, done: int) -> None:
+        pass
+
+    def advance(self, done: int, info: str) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        print(text, file=sys.stderr)
+
+    def stop(self) -> None:
+        pass
+
+
+class _Run:
+    """One call of `train`: what resuming, evaluating, stepping and checkpointing share."""
+
+    def __init__(self, model, objective, config, run_dir, accelerator, progress):
+        self.objective, self.config, self.run_dir, self.progress = objective, config, run_dir, progress
+        self.accelerator = accelerator
+        self.main, self.rank, self.world = (
+            accelerator.is_main_process,
+            accelerator.process_index,
+            accelerator.num_processes,
+        )
+        model.to(accelerator.device)
+        params = _trainable(model)
+        if not params:
+            raise XlingError("nothing to train: no parameter requires gradients")
+        self.optimizer = torch.optim.AdamW(params.values(), lr=config.learning_rate, weight_decay=config.weight_decay)
+        self.per_epoch = max(1, objective.micro_batches_per_epoch(config.batch_size) // config.grad_accum)
+        self.total = config.max_steps or max(1, math.ceil(config.epochs * self.per_epoch))
+        warmup = int(config.warmup if config.warmup >= 1 else config.warmup * self.total)
+        from transformers import get_linear_schedule_with_warmup
+
+        # Not prepared by accelerate, which would step it once per process: here the batch is global.
+        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, warmup, self.total)
+        self.state = {"step": 0, "epoch": 0, "position": 0, "tokens": 0, "seconds": 0.0, "best": None, "stale": 0}
+        self.best_weights: dict[str, torch.Tensor] | None = None
+        self.model = model
+
+    def resume(self, title: str) -> None:
+        """Load the last checkpoint, if any, before the model is wrapped for DDP."""
+        saved = load_checkpoint(self.run_dir / "checkpoint")
+        if saved is not None:
+            params = _trainable(self.model)
+            with torch.no_grad():
+                for name, value in saved["weights"].items():
+                    params[name].copy_(value)
+            self.optimizer.load_state_dict(saved["optimizer"])
+            self.scheduler.load_state_dict(saved["scheduler"])
+            if self.main:  # the other processes keep their own dropout streams
+                torch.set_rng_state(saved["rng"])
+                if torch.cuda.is_available() and saved.get("cuda_rng") is not None:
+                    torch.cuda.set_rng_state_all(saved["cuda_rng"])
+            self.state = saved["state"]
+            self.best_weights = saved.get("best_weights")
+            self.progress.note(f"resuming {title} from step {self.state['step']} of {self.total} ({self.run_dir})")
+        self.evaluations = _read_log(self.run_dir, self.state["step"], write=self.main)
+        self.wrapped, self.optimizer = self.accelerator.prepare(_LossModule(self.model, self.objective), self.optimizer)
+        self.plain = self.accelerator.unwrap_model(self.wrapped).model
+
+    def evaluate(self) -> dict:
+        """The main process evaluates; every process gets the result and takes the same early-stopping decision."""
+        from accelerate.utils import broadcast_object_list
+
+        state, metrics = self.state, None
+        if self.main:
+            self.plain.eval()
+            with torch.no_grad(), self.accelerator.autocast():
+                metrics = self.objective.evaluate(self.plain)
+            self.plain.train()
+        metrics = broadcast_object_list([metrics])[0]
+        entry = {
+            "step": state["step"],
+            "epoch": round(state["epoch"] + state["position"] / max(1, self.per_epoch * self.config.grad_accum), 3),
+            "seconds": round(state["seconds"], 1),
+            **metrics,
+        }
+        self.evaluations.append(entry)
+        if self.main:
+            with open(self.run_dir / LOG_FILE, "a") as log:
+                log.write(json.dumps(entry) + "\n")
+            shown = (f"{k} {v:.4g}" for k, v in metrics.items() if k != "score" and isinstance(v, (int, float)))
+            self.progress.note(f"step {entry['step']}: " + "  ".join(shown))
+        if self.objective.selects_best:
+            if state["best"] is None or metrics["score"] > state["best"]["score"]:
+                state["best"], state["stale"] = entry, 0
+                self.best_weights = {n: p.detach().clone().cpu() for n, p in _trainable(self.plain).items()}
+            else:
+                state["stale"] += 1
+        return entry
+
+    def checkpoint(self, rng_state: torch.Tensor) -> None:
+        if not self.main:
+            return
+        save_checkpoint(
+            self.run_dir / "checkpoint",
+            {
+                "weights": {n: p.detach() for n, p in _trainable(self.plain).items()},
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                "rng": rng_state,
+                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+                "state": dict(self.state),
+                **({"best_weights": self.best_weights} if self.best_weights is not None else {}),
+            },
+        )
+
+    def step(self, batches: Iterator[dict]) -> tuple[float, int, Iterator[dict]]:
+        """One optimiser step over `grad_accum` micro-batches: (mean loss, tokens, the batches left)."""
+        state, config, accelerator = self.state, self.config, self.accelerator
+        step_loss, step_tokens = torch.zeros((), device=accelerator.device), 0
+        for micro in range(config.grad_accum):
+            batch = next(batches, None)
+            if batch is None:
+                state["epoch"], state["position"] = state["epoch"] + 1, 0
+                batches = self.objective.batches(state["epoch"], config.batch_size)
+                batch = next(batches)
+            state["position"] += 1
+            tensors = self.objective.prepare(batch, state["step"])
+            labelled = int((tensors["labels"] != IGNORE).sum())
+            step_tokens += int(tensors["attention_mask"].sum())
+            shard = {k: v.to(accelerator.device) for k, v in _shard(tensors, self.rank, self.world).items()}
+            # DDP averages gradients over processes: `world` makes that average the global sum.
+            scale = self.world / max(1, labelled)
+            last = micro == config.grad_accum - 1
+            with nullcontext() if last else accelerator.no_sync(self.wrapped), accelerator.autocast():
+                loss = self.wrapped(shard, scale) / config.grad_accum
+            accelerator.backward(loss)
+            step_loss += loss.detach()
+        loss = float(accelerator.reduce(step_loss, "mean"))
+        if not math.isfinite(loss):  # before the update: the weights stay as they were
+            raise XlingError(
+                f"training stopped: the loss became {loss} at step {state['step'] + 1}; nothing "
+                f"was saved, and the last good checkpoint stays in {self.run_dir} (try a lower --lr)"
+            )
+        if config.max_grad_norm:
+            accelerator.clip_grad_norm_(list(_trainable(self.plain).values()), config.max_grad_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        state["step"] += 1
+        state["tokens"] += step_tokens
+        return loss, step_tokens, batches
+
+
 def train(
     model: AdaptedModel,
     objective: Objective,
@@ -161,7 +322,7 @@ def train(
     run_dir: Path,
     run_options: dict,
     title: str = "training",
-    console: Console | None = None,
+    progress: TrainingProgress | None = None,
     restart: bool = False,
 ) -> TrainResult:
     """Train the model's trainable parameters on `objective`, resuming from `run_dir` if possible.
@@ -171,193 +332,67 @@ def train(
     positions of the whole batch, so the update equals a single process's on that batch. Only
     the main process evaluates and writes the run directory.
     """
-    console = console or Console(stderr=True)
     run_dir = Path(run_dir)
     accelerator = make_accelerator(config.device)
-    main, rank, world = accelerator.is_main_process, accelerator.process_index, accelerator.num_processes
+    main = accelerator.is_main_process
+    progress = progress if main and progress is not None else TextProgress() if main else _Silent()
     if restart and main and run_dir.exists():
         shutil.rmtree(run_dir)
     accelerator.wait_for_everyone()
     _check_run_options(run_dir, {**run_options, "train": asdict(config)}, write=main)
     accelerator.wait_for_everyone()
-    torch.manual_seed(config.seed + rank)  # dropout differs between processes, as it does between rows
-    model.to(accelerator.device)
-    params = _trainable(model)
-    if not params:
-        raise XlingError("nothing to train: no parameter requires gradients")
-    optimizer = torch.optim.AdamW(params.values(), lr=config.learning_rate, weight_decay=config.weight_decay)
-    per_epoch = max(1, objective.micro_batches_per_epoch(config.batch_size) // config.grad_accum)
-    total = config.max_steps or max(1, math.ceil(config.epochs * per_epoch))
-    warmup = int(config.warmup if config.warmup >= 1 else config.warmup * total)
-    eval_every = config.eval_every or per_epoch
-    from accelerate.utils import broadcast_object_list
-    from transformers import get_linear_schedule_with_warmup
-
-    # Not prepared by accelerate, which would step it once per process: here the batch is global.
-    scheduler = get_linear_schedule_with_warmup(optimizer, warmup, total)
-    state = {"step": 0, "epoch": 0, "position": 0, "tokens": 0, "seconds": 0.0, "best": None, "stale": 0}
-    best_weights: dict[str, torch.Tensor] | None = None
-
-    saved = load_checkpoint(run_dir / "checkpoint")
-    if saved is not None:
-        with torch.no_grad():
-            for name, value in saved["weights"].items():
-                params[name].copy_(value)
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-        if main:  # the other processes keep their own dropout streams
-            torch.set_rng_state(saved["rng"])
-            if torch.cuda.is_available() and saved.get("cuda_rng") is not None:
-                torch.cuda.set_rng_state_all(saved["cuda_rng"])
-        state = saved["state"]
-        best_weights = saved.get("best_weights")
-        console.print(f"[cyan]resuming[/] {title} from step {state['step']} of {total} ({run_dir})")
-    evaluations = _read_log(run_dir, state["step"], write=main)
-
-    wrapped, optimizer = accelerator.prepare(_LossModule(model, objective), optimizer)
-    plain = accelerator.unwrap_model(wrapped).model
-
-    def checkpoint(rng_state):
-        if not main:
-            return
-        save_checkpoint(
-            run_dir / "checkpoint",
-            {
-                "weights": {n: p.detach() for n, p in _trainable(plain).items()},
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "rng": rng_state,
-                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-                "state": dict(state),
-                **({"best_weights": best_weights} if best_weights is not None else {}),
-            },
-        )
-
-    def evaluate() -> dict:
-        nonlocal best_weights
-        metrics = None
-        if main:
-            plain.eval()
-            with torch.no_grad(), accelerator.autocast():
-                metrics = objective.evaluate(plain)
-            plain.train()
-        metrics = broadcast_object_list([metrics])[0]  # every process takes the same early-stopping decision
-        entry = {
-            "step": state["step"],
-            "epoch": round(state["epoch"] + state["position"] / max(1, per_epoch * config.grad_accum), 3),
-            "seconds": round(state["seconds"], 1),
-            **metrics,
-        }
-        evaluations.append(entry)
-        if main:
-            with open(run_dir / LOG_FILE, "a") as log:
-                log.write(json.dumps(entry) + "\n")
-        if objective.selects_best:
-            if state["best"] is None or metrics["score"] > state["best"]["score"]:
-                state["best"] = entry
-                state["stale"] = 0
-                best_weights = {n: p.detach().clone().cpu() for n, p in _trainable(plain).items()}
-            else:
-                state["stale"] += 1
-        return entry
-
-    if state["step"] == 0 and objective.evaluate_at_start and not evaluations:
-        evaluate()
-
-    columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        TextColumn("elapsed,"),
-        TimeRemainingColumn(),
-        TextColumn("left"),
-    )
-    session_start, session_tokens = time.perf_counter(), 0
-    running_loss: list[float] = []
-    stopped_early = False
+    torch.manual_seed(config.seed + accelerator.process_index)  # dropout differs between processes, as between rows
+    run = _Run(model, objective, config, run_dir, accelerator, progress)
+    run.resume(title)
+    state = run.state
+    if state["step"] == 0 and objective.evaluate_at_start and not run.evaluations:
+        run.evaluate()
+    eval_every = config.eval_every or run.per_epoch
+    session_start, session_tokens, running_loss, stopped_early = time.perf_counter(), 0, [], False
     batches = _skip(objective.batches(state["epoch"], config.batch_size), state["position"])
     boundary_rng = torch.get_rng_state()
-    plain.train()
+    run.plain.train()
+    progress.start(title, run.total, state["step"])
     try:
-        with Progress(
-            *columns, console=console, transient=False, disable=not (main and console.is_terminal)
-        ) as progress:
-            task = progress.add_task(title, total=total, completed=state["step"], info="")
-            while state["step"] < total:
-                step_start = time.perf_counter()
-                step_loss = torch.zeros((), device=accelerator.device)
-                for micro in range(config.grad_accum):
-                    batch = next(batches, None)
-                    if batch is None:
-                        state["epoch"], state["position"] = state["epoch"] + 1, 0
-                        batches = objective.batches(state["epoch"], config.batch_size)
-                        batch = next(batches)
-                    state["position"] += 1
-                    tensors = objective.prepare(batch, state["step"])
-                    labelled = int((tensors["labels"] != IGNORE).sum())
-                    tokens = int(tensors["attention_mask"].sum())
-                    shard = {k: v.to(accelerator.device) for k, v in _shard(tensors, rank, world).items()}
-                    # DDP averages gradients over processes: `world` makes that average the global sum.
-                    scale = world / max(1, labelled)
-                    last = micro == config.grad_accum - 1
-                    with nullcontext() if last else accelerator.no_sync(wrapped), accelerator.autocast():
-                        loss = wrapped(shard, scale) / config.grad_accum
-                    accelerator.backward(loss)
-                    step_loss += loss.detach()
-                    state["tokens"] += tokens
-                    session_tokens += tokens
-                step_loss = float(accelerator.reduce(step_loss, "mean"))
-                if not math.isfinite(step_loss):  # before the update: the weights stay as they were
-                    raise XlingError(
-                        f"training stopped: the loss became {step_loss} at step {state['step'] + 1}; nothing "
-                        f"was saved, and the last good checkpoint stays in {run_dir} (try a lower --lr)"
-                    )
-                if config.max_grad_norm:
-                    accelerator.clip_grad_norm_(list(_trainable(plain).values()), config.max_grad_norm)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
-                state["step"] += 1
-                state["seconds"] += time.perf_counter() - step_start
-                boundary_rng = torch.get_rng_state()
-                running_loss = (running_loss + [step_loss])[-20:]
-                rate = session_tokens / max(1e-9, time.perf_counter() - session_start)
-                info = f"{objective.describe(sum(running_loss) / len(running_loss))}  {rate:,.0f} tok/s"
-                progress.update(task, completed=state["step"], info=info)
-                if state["step"] % eval_every == 0 or state["step"] == total:
-                    entry = evaluate()
-                    if main:
-                        progress.console.print(
-                            f"step {entry['step']}: "
-                            + "  ".join(
-                                f"{k} {v:.4g}"
-                                for k, v in entry.items()
-                                if k not in ("step", "epoch", "seconds", "score") and isinstance(v, (int, float))
-                            )
-                        )
-                    if config.patience is not None and state["stale"] >= config.patience:
-                        stopped_early = True
-                        if main:
-                            progress.console.print(
-                                f"[yellow]stopping early[/]: no improvement in {config.patience} evaluations"
-                            )
-                        break
-                if state["step"] % config.checkpoint_every == 0 and state["step"] < total:
-                    checkpoint(boundary_rng)
+        while state["step"] < run.total:
+            step_start = time.perf_counter()
+            loss, tokens, batches = run.step(batches)
+            state["seconds"] += time.perf_counter() - step_start
+            boundary_rng = torch.get_rng_state()
+            session_tokens += tokens
+            running_loss = (running_loss + [loss])[-20:]
+            rate = session_tokens / max(1e-9, time.perf_counter() - session_start)
+            progress.advance(
+                state["step"], f"{objective.describe(sum(running_loss) / len(running_loss))}  {rate:,.0f} tok/s"
+            )
+            if state["step"] % eval_every == 0 or state["step"] == run.total:
+                run.evaluate()
+                if config.patience is not None and state["stale"] >= config.patience:
+                    stopped_early = True
+                    progress.note(f"stopping early: no improvement in {config.patience} evaluations")
+                    break
+            if state["step"] % config.checkpoint_every == 0 and state["step"] < run.total:
+                run.checkpoint(boundary_rng)
     except KeyboardInterrupt:
-        checkpoint(boundary_rng)
-        if main:
-            console.print(f"[yellow]interrupted[/] at step {state['step']}; rerun the same command to resume")
+        run.checkpoint(boundary_rng)
+        progress.note(f"interrupted at step {state['step']}; rerun the same command to resume")
         raise
-    if objective.selects_best and best_weights is not None:
+    finally:
+        progress.stop()
+    if objective.selects_best and run.best_weights is not None:
         with torch.no_grad():
-            for name, param in _trainable(plain).items():
-                param.copy_(best_weights[name].to(param.device))
+            for name, param in _trainable(run.plain).items():
+                param.copy_(run.best_weights[name].to(param.device))
     return TrainResult(
-        state["step"], state["seconds"], state["tokens"], evaluations, state["best"], stopped_early, main
+        state["step"], state["seconds"], state["tokens"], run.evaluations, state["best"], stopped_early, main
     )
+
+
+class _Silent(TextProgress):
+    """The other processes of a distributed run say nothing."""
+
+    def note(self, text: str) -> None:
+        pass
 
 
 def _skip(batches: Iterator[dict], count: int) -> Iterator[dict]:

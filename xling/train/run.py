@@ -15,13 +15,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rich.console import Console
-
 from xling import __version__
 from xling.adapters import AdaptedModel
 from xling.adapters.model import ParameterCount
 from xling.errors import XlingError
-from xling.train.loop import LOG_FILE, Objective, TrainConfig, TrainResult, train
+from xling.train.loop import LOG_FILE, Objective, TrainConfig, TrainingProgress, TrainResult, train
 from xling.workspace import Workspace
 
 
@@ -52,10 +50,10 @@ class TrainingRun:
         options: dict,
         counts: ParameterCount,
         title: str,
-        console: Console,
+        progress: TrainingProgress | None = None,
     ) -> TrainResult:
         self.options, self.config, self.counts = options, config, counts
-        self.result = train(model, objective, config, self.run_dir, options, title, console, restart=self.restart)
+        self.result = train(model, objective, config, self.run_dir, options, title, progress, restart=self.restart)
         return self.result
 
     def report(self, **fields) -> dict:

@@ -28,7 +28,7 @@ from xling.errors import XlingError
 from xling.fileio import write_json_atomic, write_text_atomic
 from xling.tagging.tagger import Tagger
 from xling.tagging.words import tokenize
-from xling.train.loop import TrainConfig
+from xling.train.loop import TrainConfig, TrainingProgress
 from xling.train.tagging import TaggingRunOptions
 from xling.train.task import TaskAdapterOptions, train_task_adapter
 from xling.workspace import Workspace, check_lang
@@ -92,7 +92,9 @@ def to_conll(sentences: list[Sentence]) -> str:
     return "".join("".join(f"{token}\t{tag}\n" for token, tag in zip(s.tokens, s.tags)) + "\n" for s in sentences)
 
 
-def self_train(options: SelfTrainingOptions, console: Console | None = None) -> dict:
+def self_train(
+    options: SelfTrainingOptions, console: Console | None = None, progress: TrainingProgress | None = None
+) -> dict:
     console = console or Console(stderr=True)
     options = replace(options, lang=check_lang(options.lang))
     lang = options.lang
@@ -162,6 +164,7 @@ def self_train(options: SelfTrainingOptions, console: Console | None = None) -> 
                     restart=options.restart,
                 ),
                 console,
+                progress,
             )
             if processes.is_main_process:
                 write_text_atomic(target / "pseudo_labels.conll", pseudo_labels)

@@ -19,7 +19,7 @@ from xling.data.sources import load_ner
 from xling.errors import XlingError
 from xling.models import load_model
 from xling.tasks import METHODS, TaskRecord, load_task_model, save_task
-from xling.train.loop import TrainConfig
+from xling.train.loop import TrainConfig, TrainingProgress
 from xling.train.run import TrainingRun
 from xling.train.tagging import TaggingObjective, TaggingRunOptions
 from xling.workspace import Workspace, check_lang
@@ -52,7 +52,9 @@ class TaskAdapterOptions(TaggingRunOptions):
         return f"{self.task}-{self.lang}{suffix}"
 
 
-def train_task_adapter(options: TaskAdapterOptions, console: Console | None = None) -> dict:
+def train_task_adapter(
+    options: TaskAdapterOptions, console: Console | None = None, progress: TrainingProgress | None = None
+) -> dict:
     console = console or Console(stderr=True)
     lang = check_lang(options.lang)
     if options.method not in METHODS:
@@ -128,7 +130,7 @@ def train_task_adapter(options: TaskAdapterOptions, console: Console | None = No
         "train_limit": options.train_limit,
         "dev_limit": options.dev_limit,
     }
-    run.train(model, objective, options.training, run_options, counts, f"train-task {name}", console)
+    run.train(model, objective, options.training, run_options, counts, f"train-task {name}", progress)
     report = run.report(
         name=name,
         task=options.task,
