@@ -37,18 +37,18 @@ from rich.console import Console
 from rich.table import Table
 
 from xling.adapters import BottleneckConfig, FusionConfig
-from xling.cli.progress import TrainingBar
 from xling.data.catalog import load_catalog, resolve, tomllib
 from xling.data.labels import parse_label_map
 from xling.errors import XlingError
 from xling.fileio import write_json_atomic, write_text_atomic
+from xling.models.loading import DEFAULT_MODEL
 from xling.tagging.decoding import DEFAULT_DECODER
-from xling.train.loop import TrainConfig
+from xling.train.loop import OPTION_NAMES, TrainConfig
 from xling.train.self_training import SelfTrainingOptions
 from xling.train.summary import language_report_table, selection_summary, self_training_summary
 from xling.workspace import Workspace
 
-TRAIN_KEYS = {f.name for f in fields(TrainConfig)} | {"steps", "lr"}
+TRAIN_KEYS = {f.name for f in fields(TrainConfig)} - set(OPTION_NAMES.values()) | set(OPTION_NAMES)
 ADAPTER_KEYS = {"preset", "reduction_factor", "non_linearity", "leave_out", "share_every"}
 LABELLED_DATA_KEYS = {"drop_labels", "label_map", "decoder"}
 KEYS = {
@@ -126,7 +126,7 @@ class Step:
 class Recipe:
     file: str
     name: str
-    model: str = "e5-small"
+    model: str = DEFAULT_MODEL
     workspace: str | None = None
     description: str = ""
     seeds: list[int] = field(default_factory=list)  # empty: one run, seeds as the steps say
@@ -155,7 +155,7 @@ def read_recipe(path: str | Path) -> Recipe:
     return Recipe(
         str(path),
         head.get("name", path.stem),
-        head.get("model", "e5-small"),
+        head.get("model", DEFAULT_MODEL),
         head.get("workspace"),
         head.get("description", ""),
         seeds,
@@ -267,15 +267,6 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
 # ---- running ------------------------------------------------------------------------------------------
 
 
-def _training(o: dict, defaults: TrainConfig) -> TrainConfig:
-    values = {k: v for k, v in o.items() if k in TRAIN_KEYS}
-    if "steps" in values:
-        values["max_steps"] = values.pop("steps")
-    if "lr" in values:
-        values["learning_rate"] = values.pop("lr")
-    return replace(defaults, **values)
-
-
 def _adapter(o: dict, preset: str) -> BottleneckConfig:
     return BottleneckConfig.preset(o.get("preset", preset), **{k: o.get(k) for k in ADAPTER_KEYS - {"preset"}})
 
@@ -296,6 +287,8 @@ def run_step(
         k: ([resolve(x) for x in v] if isinstance(v, list) else resolve(v)) if k in PATH_KEYS else v
         for k, v in step.options.items()
     }
+    from xling.cli.progress import TrainingBar  # here: the command line imports the recipes
+
     common = {"model": recipe.model, "workspace": recipe.workspace}
     trained = {**common, "overwrite": overwrite}
     if step.run == "train-lang":
@@ -308,11 +301,13 @@ def run_step(
                 lang=o["lang"],
                 corpus=o["corpus"] if isinstance(o["corpus"], list) else [o["corpus"]],
                 adapter=_adapter(o, "madx-lang"),
-                training=_training(o, defaults.training),
-                seq_len=o.get("seq_len", 128),
-                masking=MaskingConfig(o.get("mask_prob", 0.15), o.get("whole_word", False)),
-                vocab_from_corpus=o.get("vocab_from_corpus", False),
-                held_out=o.get("held_out", 0.02),
+                training=defaults.training.with_options(o),
+                seq_len=o.get("seq_len", defaults.seq_len),
+                masking=MaskingConfig(
+                    o.get("mask_prob", defaults.masking.probability), o.get("whole_word", defaults.masking.whole_word)
+                ),
+                vocab_from_corpus=o.get("vocab_from_corpus", defaults.vocab_from_corpus),
+                held_out=o.get("held_out", defaults.held_out),
                 **trained,
             ),
             console,
@@ -337,8 +332,8 @@ def run_step(
                 lang_adapter=o.get("lang_adapter"),
                 init_from=o.get("init_from"),
                 adapter=_adapter(o, "pfeiffer"),
-                training=_training(o, replace(defaults.training, learning_rate=lr)),
-                max_len=o.get("max_len", 256),
+                training=replace(defaults.training, learning_rate=lr).with_options(o),
+                max_len=o.get("max_len", defaults.max_len),
                 train_limit=o.get("train_limit"),
                 dev_limit=o.get("dev_limit"),
                 **_labelled_data(o),
@@ -361,9 +356,12 @@ def run_step(
                 task=o.get("task", "ner"),
                 name=produces(step)[1],
                 use_lang_adapter=not o.get("no_lang_adapter", False),
-                fusion=FusionConfig(temperature=o.get("temperature", 1.0), value_penalty=o.get("value_penalty", 0.01)),
-                training=_training(o, defaults.training),
-                max_len=o.get("max_len", 256),
+                fusion=FusionConfig(
+                    temperature=o.get("temperature", defaults.fusion.temperature),
+                    value_penalty=o.get("value_penalty", defaults.fusion.value_penalty),
+                ),
+                training=defaults.training.with_options(o),
+                max_len=o.get("max_len", defaults.max_len),
                 **_labelled_data(o),
                 **trained,
             ),
@@ -387,8 +385,8 @@ def run_step(
                 threshold=o.get("threshold", defaults.threshold),
                 max_per_type=o.get("max_per_type", defaults.max_per_type) or None,
                 max_sentences=o.get("max_sentences", defaults.max_sentences) or None,
-                training=_training(o, defaults.training),
-                max_len=o.get("max_len", 256),
+                training=defaults.training.with_options(o),
+                max_len=o.get("max_len", defaults.max_len),
                 **_labelled_data(o),
                 **trained,
             ),

@@ -12,10 +12,10 @@ from rich.console import Console
 from xling import __version__
 from xling.cli import analyze as analyze_cli
 from xling.cli import corpora as corpora_cli
+from xling.cli import evaluate as evaluate_cli
 from xling.cli import models as models_cli
 from xling.cli import run as run_cli
 from xling.cli import tag as tag_cli
-from xling.cli import task as task_cli
 from xling.cli import train as train_cli
 from xling.device import check_launcher, process_rank
 from xling.errors import XlingError
@@ -29,10 +29,10 @@ app = typer.Typer(
 )
 app.add_typer(models_cli.app, name="models")
 app.command("train-lang")(train_cli.train_lang)
-app.command("train-task")(task_cli.train_task)
-app.command("train-fusion")(task_cli.train_fusion_command)
-app.command("self-train")(task_cli.self_train_command)
-app.command("evaluate")(task_cli.evaluate_command)
+app.command("train-task")(train_cli.train_task)
+app.command("train-fusion")(train_cli.train_fusion_command)
+app.command("self-train")(train_cli.self_train_command)
+app.command("evaluate")(evaluate_cli.evaluate_command)
 app.command("tag")(tag_cli.tag)
 app.add_typer(analyze_cli.app, name="analyze")
 app.add_typer(corpora_cli.app, name="corpora")

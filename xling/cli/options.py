@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from enum import Enum
+
 import typer
 
 from xling.adapters import BottleneckConfig
 from xling.adapters.bottleneck.config import PRESETS
+from xling.models.loading import DEFAULT_MODEL
 from xling.tagging.decoding import DECODERS, DEFAULT_DECODER
 
 MODEL = typer.Option(
-    "e5-small", "--model", "-m", help="Base model: e5-small (embedded), a Hugging Face id or a local directory."
+    DEFAULT_MODEL, "--model", "-m", help="Base model: e5-small (embedded), a Hugging Face id or a local directory."
 )
 WORKSPACE = typer.Option(
     None, "--workspace", "-w", help="Workspace root (default: $XLING_HOME/workspace, else ./xling-workspace)."
@@ -40,3 +43,12 @@ def adapter_config(
         leave_out=layers,
         share_every=share_every,
     )
+
+
+class Task(str, Enum):
+    ner = "ner"
+
+
+def comma_list(text: str | None) -> list[str]:
+    """`MISC, DATE` -> ["MISC", "DATE"]; nothing -> []."""
+    return [part.strip() for part in text.split(",") if part.strip()] if text else []

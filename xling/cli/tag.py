@@ -54,7 +54,7 @@ def tag(
     ),
     task: str = typer.Option("ner", help="The task."),
     adapter: str = typer.Option(
-        None, "--adapter", "-t", help="Task adapter (default: TASK-LANG if trained, else TASK-en)."
+        None, "--task-adapter", "-t", help="Task adapter (default: TASK-LANG if trained, else TASK-en)."
     ),
     fusion: str = typer.Option(None, help="A trained fusion to use instead of a single task adapter."),
     output_format: Format = typer.Option(Format.pretty, "--format", "-f", help="pretty, jsonl, conll or html."),

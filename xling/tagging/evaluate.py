@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from xling.data.labels import relabel
 from xling.data.sources import load_ner
+from xling.models.loading import DEFAULT_MODEL
 from xling.scoring.entities import score
 from xling.tagging.decoding import DEFAULT_DECODER, check_decoder
 from xling.tagging.tagger import Tagger
@@ -17,7 +18,7 @@ class EvaluationOptions:
     lang: str
     task_adapter: str | None = None  # default resolution as for tagging: ner-<lang>, else ner-en
     fusion: str | None = None
-    model: str = "e5-small"
+    model: str = DEFAULT_MODEL
     workspace: str | None = None
     use_lang_adapter: bool = True
     drop_labels: list[str] = field(default_factory=list)

@@ -16,6 +16,7 @@ from xling.adapters import Stack
 from xling.adapters.saving import load
 from xling.device import pick_device
 from xling.errors import XlingError
+from xling.models.loading import DEFAULT_MODEL
 from xling.tagging.decoding import DEFAULT_DECODER, check_decoder, decode
 from xling.tagging.predict import predict_probabilities
 from xling.tagging.words import Token, split_sentences, tokenize
@@ -100,7 +101,7 @@ class Tagger:
         task: str = "ner",
         adapter: str | None = None,
         fusion: str | None = None,
-        model: str = "e5-small",
+        model: str = DEFAULT_MODEL,
         workspace: str | None = None,
         use_lang_adapter: bool = True,
         device: str = "auto",

@@ -14,8 +14,9 @@ from xling.adapters.saving import save_adapter
 from xling.data.text import read_text
 from xling.errors import XlingError
 from xling.models import load_model, resolve_model_dir
+from xling.models.loading import DEFAULT_MODEL
 from xling.train.loop import TrainConfig, TrainingProgress
-from xling.train.mlm import MaskedLMObjective, MaskingConfig, checkpoint_mlm_head, pack_blocks
+from xling.train.mlm import MaskedLMObjective, MaskingConfig, pack_blocks, pretrained_mlm_head
 from xling.train.run import TrainingRun
 from xling.workspace import Workspace, check_lang
 
@@ -24,7 +25,7 @@ from xling.workspace import Workspace, check_lang
 class LanguageAdapterOptions:
     lang: str
     corpus: list[str]
-    model: str = "e5-small"
+    model: str = DEFAULT_MODEL
     workspace: str | None = None
     adapter: BottleneckConfig = field(default_factory=lambda: BottleneckConfig.preset("madx-lang"))
     training: TrainConfig = field(default_factory=lambda: TrainConfig(max_steps=1000, learning_rate=1e-4))
@@ -54,7 +55,7 @@ def mlm_head(model: AdaptedModel, model_dir: str) -> MaskedLMHead:
     transform and its output bias are trained, together with the adapter.
     """
     embeddings = model.encoder.get_input_embeddings()
-    state = checkpoint_mlm_head(model_dir, model.config.model_type)
+    state = pretrained_mlm_head(model_dir, model.config.model_type)
     config = MaskedLMHeadConfig(
         vocab_size=embeddings.num_embeddings,
         layer_norm_eps=getattr(model.config, "layer_norm_eps", 1e-12),

@@ -15,9 +15,9 @@ import math
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -59,6 +59,18 @@ class TrainConfig:
             raise XlingError("learning rate must be positive")
         if self.device not in ("auto", "cpu", "cuda"):
             raise XlingError(f"device must be auto, cpu or cuda, not {self.device!r}")
+
+    def with_options(self, options: Mapping) -> TrainConfig:
+        """These defaults with the command-line or recipe options in `options` (other keys and None are
+        ignored); `--steps` wins over `--epochs`, and `--epochs` alone replaces a default number of steps."""
+        names = {OPTION_NAMES.get(k, k): v for k, v in options.items() if v is not None}
+        values = {f.name: names[f.name] for f in fields(self) if f.name in names}
+        if "max_steps" not in values and "epochs" in values:
+            values["max_steps"] = None
+        return replace(self, **values)
+
+
+OPTION_NAMES = {"steps": "max_steps", "lr": "learning_rate"}  # command-line names that differ from the fields
 
 
 class Objective(Protocol):

@@ -190,7 +190,7 @@ class MaskedLMObjective:
 
 
 # The base model's own masked-LM head, where its checkpoint has one: key prefixes per architecture.
-_CHECKPOINT_HEADS = {
+_PRETRAINED_HEADS = {
     "bert": {
         "cls.predictions.transform.dense.": "dense.",
         "cls.predictions.transform.LayerNorm.": "norm.",
@@ -199,17 +199,17 @@ _CHECKPOINT_HEADS = {
     "roberta": {"lm_head.dense.": "dense.", "lm_head.layer_norm.": "norm.", "lm_head.bias": "bias"},
     "distilbert": {"vocab_transform.": "dense.", "vocab_layer_norm.": "norm.", "vocab_projector.bias": "bias"},
 }
-_CHECKPOINT_HEADS["xlm-roberta"] = _CHECKPOINT_HEADS["camembert"] = _CHECKPOINT_HEADS["roberta"]
+_PRETRAINED_HEADS["xlm-roberta"] = _PRETRAINED_HEADS["camembert"] = _PRETRAINED_HEADS["roberta"]
 
 
-def checkpoint_mlm_head(model_dir: str, model_type: str) -> dict[str, torch.Tensor] | None:
+def pretrained_mlm_head(model_dir: str, model_type: str) -> dict[str, torch.Tensor] | None:
     """The checkpoint's masked-LM head weights, renamed for MaskedLMHead, or None if it has none."""
     import json
 
     from safetensors import safe_open
     from transformers.utils import cached_file
 
-    prefixes = _CHECKPOINT_HEADS.get(model_type.replace("_", "-"))
+    prefixes = _PRETRAINED_HEADS.get(model_type.replace("_", "-"))
     if prefixes is None:
         return None
     files = []

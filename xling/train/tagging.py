@@ -13,6 +13,7 @@ from xling.adapters import AdaptedModel
 from xling.data.conll import Sentence
 from xling.data.labels import IGNORE
 from xling.errors import XlingError
+from xling.models.loading import DEFAULT_MODEL
 from xling.scoring import score
 from xling.tagging.align import window_labels, windows_for
 from xling.tagging.decoding import DEFAULT_DECODER, check_decoder, decode
@@ -23,7 +24,7 @@ from xling.tagging.predict import max_window, pad_batch, predict_probabilities
 class TaggingRunOptions:
     """What every run on labelled tagging data shares (task adapters, baselines, fusion)."""
 
-    model: str = "e5-small"
+    model: str = DEFAULT_MODEL
     workspace: str | None = None
     drop_labels: list[str] = field(default_factory=list)
     label_map: dict[str, str] = field(default_factory=dict)
