@@ -172,3 +172,12 @@ def test_adapter_of_another_base_model_is_refused(trained_workspace, tmp_path):
         tmp_path / "out.txt",
     )
     assert result.returncode == 1 and "does not fit" in result.stderr and not (tmp_path / "out.txt").exists()
+
+
+def test_pretokenised_sentences_keep_their_tokens(tagger):
+    sentences = [["juan", "lima", "the", "city"], ["maria"]]
+    tagged = tagger.tag_tokens(sentences)
+    assert [r.text for r in tagged] == ["juan lima the city", "maria"]
+    assert [[t.text for t in r.tokens] for r in tagged] == sentences
+    assert [r.tags for r in tagged] == [[tag for tag, _ in s] for s in tagger.tag_words(sentences)]
+    assert all(r.text[s.start : s.end] == s.text for r in tagged for s in r.spans)

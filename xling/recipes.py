@@ -102,7 +102,18 @@ KEYS = {
     | TRAIN_KEYS
     | LABELLED_DATA_KEYS,
     "evaluate": {"data", "lang", "task_adapter", "fusion", "no_lang_adapter", "limit", "label"} | LABELLED_DATA_KEYS,
-    "tag": {"input", "lang", "task_adapter", "fusion", "no_lang_adapter", "format", "output", "paragraphs", "decoder"},
+    "tag": {
+        "input",
+        "lang",
+        "task_adapter",
+        "fusion",
+        "no_lang_adapter",
+        "format",
+        "output",
+        "paragraphs",
+        "conll",
+        "decoder",
+    },
     "analyze": {"analysis", "data", "lang", "task_adapter", "fusion", "limit", "output"},
 }
 COMMON_KEYS = {"name", "run"}
@@ -423,8 +434,8 @@ def run_step(
 
 
 def _tag(o: dict, recipe: Recipe, console: Console) -> None:
-    from xling.data.conll import read_lines
-    from xling.tagging.output import render, to_pretty
+    from xling.data.conll import read_lines, read_tokens
+    from xling.tagging.output import write_results
     from xling.tagging.tagger import Tagger
 
     tagger = Tagger.load(
@@ -436,12 +447,14 @@ def _tag(o: dict, recipe: Recipe, console: Console) -> None:
         use_lang_adapter=not o.get("no_lang_adapter", False),
         decoder=o.get("decoder", DEFAULT_DECODER),
     )
-    results = tagger.tag_texts([line for _, line in read_lines(Path(o["input"]))], o.get("paragraphs", False))
-    output_format = o.get("format") or ("jsonl" if o.get("output") else "pretty")
-    if o.get("output"):
-        write_text_atomic(Path(o["output"]), render(results, output_format))
-    elif output_format == "pretty":
-        to_pretty(results, console)
+    lines = [line for _, line in read_lines(Path(o["input"]))]
+    results = (
+        tagger.tag_tokens(read_tokens(enumerate(lines, start=1)))
+        if o.get("conll")
+        else tagger.tag_texts(lines, o.get("paragraphs", False))
+    )
+    output = Path(o["output"]) if o.get("output") else None
+    write_results(results, o.get("format") or ("jsonl" if output else "pretty"), output, console)
 
 
 def _analyze(o: dict, recipe: Recipe, console: Console) -> None:

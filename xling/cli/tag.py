@@ -12,10 +12,9 @@ from rich.console import Console
 from xling.cli.options import DECODER, DEVICE, MODEL, WORKSPACE
 from xling.data.conll import read_lines, read_tokens
 from xling.errors import XlingError
-from xling.fileio import check_output_file, write_text_atomic
-from xling.tagging.output import FORMATS, render, to_pretty
-from xling.tagging.tagger import TaggedText, Tagger, spans_from_tags
-from xling.tagging.words import Token
+from xling.fileio import check_output_file
+from xling.tagging.output import FORMATS, write_results
+from xling.tagging.tagger import Tagger
 
 Format = Enum("Format", {name: name for name in FORMATS}, type=str)
 
@@ -32,19 +31,6 @@ def _input_lines(source: str) -> list[str]:
     if not path.is_file():
         raise XlingError(f"no such file: {source}")
     return [line for _, line in read_lines(path)]
-
-
-def _tag_pretokenised(tagger: Tagger, lines: list[str]) -> list[TaggedText]:
-    sentences = read_tokens(enumerate(lines, start=1))
-    results = []
-    for tokens, tagged in zip(sentences, tagger.tag_words(sentences)):
-        text, words, cursor = " ".join(tokens), [], 0
-        for token in tokens:
-            words.append(Token(token, cursor, cursor + len(token)))
-            cursor += len(token) + 1
-        tags, scores = [t for t, _ in tagged], [p for _, p in tagged]
-        results.append(TaggedText(text, words, tags, scores, spans_from_tags(text, words, tags, scores)))
-    return results
 
 
 def tag(
@@ -88,16 +74,8 @@ def tag(
         batch_size=batch_size,
         decoder=decoder,
     )
-    results = _tag_pretokenised(tagger, lines) if conll else tagger.tag_texts(lines, paragraphs)
-    if output_format is Format.pretty and output is None:
-        to_pretty(results, Console(highlight=False, soft_wrap=True))
-        return
-    text = render(results, output_format.value)
-    if output is None:
-        sys.stdout.write(text)
-        return
-    target = Path(output)
-    write_text_atomic(target, text)
-    Console(stderr=True).print(
-        f"[green]wrote[/] {target}: {len(results)} lines, {sum(len(r.spans) for r in results)} entities"
+    results = (
+        tagger.tag_tokens(read_tokens(enumerate(lines, start=1))) if conll else tagger.tag_texts(lines, paragraphs)
     )
+    console = Console(highlight=False, soft_wrap=True, stderr=output is not None)
+    write_results(results, output_format.value, Path(output) if output else None, console)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import html
 import io
 import json
+import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
 
+from xling.fileio import write_text_atomic
 from xling.tagging.tagger import TaggedText
 
 FORMATS = ("pretty", "jsonl", "conll", "html")
@@ -107,3 +110,16 @@ def render(results: list[TaggedText], output_format: str) -> str:
         to_pretty(results, console)
         return console.export_text(styles=False)
     return {"jsonl": to_jsonl, "conll": to_conll, "html": to_html}[output_format](results)
+
+
+def write_results(results: list[TaggedText], output_format: str, output: Path | None, console: Console) -> None:
+    """To `output`, written whole or not at all; else to standard output (`pretty` in colour on `console`)."""
+    if output is None and output_format == "pretty":
+        to_pretty(results, console)
+        return
+    text = render(results, output_format)
+    if output is None:
+        sys.stdout.write(text)
+        return
+    write_text_atomic(output, text)
+    console.print(f"[green]wrote[/] {output}: {len(results)} lines, {sum(len(r.spans) for r in results)} entities")

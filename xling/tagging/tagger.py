@@ -135,6 +135,18 @@ class Tagger:
             for p in predict_probabilities(self.model, self.tokenizer, sentences, self.head, self.batch_size)
         ]
 
+    def tag_tokens(self, sentences: list[list[str]]) -> list[TaggedText]:
+        """Pre-tokenised sentences -> tagged texts, each the tokens joined by single spaces."""
+        results = []
+        for tokens, tagged in zip(sentences, self.tag_words(sentences)):
+            text, words, cursor = " ".join(tokens), [], 0
+            for token in tokens:
+                words.append(Token(token, cursor, cursor + len(token)))
+                cursor += len(token) + 1
+            tags, scores = [t for t, _ in tagged], [p for _, p in tagged]
+            results.append(TaggedText(text, words, tags, scores, spans_from_tags(text, words, tags, scores)))
+        return results
+
     def tag_texts(self, texts: list[str], paragraphs: bool = False) -> list[TaggedText]:
         """Raw texts -> tagged texts. With `paragraphs`, each text is split into sentences first."""
         pieces: list[tuple[int, int, int]] = []  # (text index, start, end)
