@@ -19,7 +19,7 @@ from xling.adapters import (
     TaggingHeadConfig,
 )
 from xling.adapters.bottleneck.invertible import NICECoupling
-from xling.adapters.saving import load, save_adapter, save_fusion
+from xling.adapters.saving import load, save
 from xling.errors import XlingError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "adapterhub"
@@ -235,8 +235,8 @@ def _full_model(seed=0):
 def test_save_then_load_reproduces_outputs_bit_for_bit(tmp_path):
     model, batch = _full_model()
     for name in ("qu", "ner", "ner2"):
-        save_adapter(model, name, tmp_path / name)
-    save_fusion(model, "ner,ner2", tmp_path / "fusion")
+        save(model, name, tmp_path / name)
+    save(model, "ner,ner2", tmp_path / "fusion")
     expected_stack = outputs(model, batch, Stack("qu", "ner"))
     expected_fuse = outputs(model, batch, Stack("qu", Fuse("ner", "ner2")))
     expected_logits = model.heads["ner"].eval()(expected_stack)
@@ -254,7 +254,7 @@ def test_save_then_load_reproduces_outputs_bit_for_bit(tmp_path):
 
 def test_mismatched_base_model_is_refused_before_loading(tmp_path):
     model, _ = _full_model(seed=0)
-    save_adapter(model, "qu", tmp_path / "qu")
+    save(model, "qu", tmp_path / "qu")
     other, _ = adapted(seed=1)
     with pytest.raises(XlingError, match="does not fit.*embedding_sha256"):
         load(other, tmp_path / "qu")
@@ -263,10 +263,10 @@ def test_mismatched_base_model_is_refused_before_loading(tmp_path):
 
 def test_existing_directory_needs_overwrite_and_failed_save_leaves_nothing(tmp_path, monkeypatch):
     model, _ = _full_model()
-    save_adapter(model, "qu", tmp_path / "qu")
+    save(model, "qu", tmp_path / "qu")
     with pytest.raises(XlingError, match="already exists"):
-        save_adapter(model, "qu", tmp_path / "qu")
-    save_adapter(model, "qu", tmp_path / "qu", overwrite=True)
+        save(model, "qu", tmp_path / "qu")
+    save(model, "qu", tmp_path / "qu", overwrite=True)
 
     import xling.adapters.saving as saving
 
@@ -275,7 +275,7 @@ def test_existing_directory_needs_overwrite_and_failed_save_leaves_nothing(tmp_p
 
     monkeypatch.setattr(saving, "save_file", broken)
     with pytest.raises(OSError):
-        save_adapter(model, "ner", tmp_path / "ner")
+        save(model, "ner", tmp_path / "ner")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["qu"]
 
 

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from xling.adapters import AdaptedModel, Fuse
-from xling.adapters.saving import HEAD_CONFIG_FILE, load, load_head, save_adapter, save_head, write_head
+from xling.adapters.saving import HEAD_CONFIG_FILE, load, load_head, save, write_head
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json
 from xling.models import load_model
@@ -49,10 +49,8 @@ def save_task(
 ) -> None:
     extra = {**extra_files, TASK_FILE: json.dumps(asdict(record), indent=2) + "\n"}
     metadata = {"role": "task", "task": record.task, "lang": record.lang}
-    if record.method == "adapter":
-        save_adapter(model, record.name, target, overwrite, metadata, extra)
-    elif record.method == "head":
-        save_head(model, record.name, target, overwrite, metadata, extra)
+    if record.method in ("adapter", "head"):  # the task adapter and its head, or the head alone
+        save(model, record.name, target, overwrite, metadata, extra)
     else:
         with atomic_directory(Path(target), overwrite=overwrite, replaces=(TASK_FILE,)) as staging:
             model.encoder.save_pretrained(staging / "encoder")

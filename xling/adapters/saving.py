@@ -106,7 +106,7 @@ def _write(
         write_head(staging, head)
 
 
-def save_head(
+def save(
     model: AdaptedModel,
     name: str,
     directory: Path,
@@ -114,53 +114,21 @@ def save_head(
     metadata: dict | None = None,
     extra_files: dict[str, str] | None = None,
 ) -> Path:
-    """Save a head that works on the frozen base model alone (no adapter)."""
-    record = _record(model, "head", name, metadata)
+    """Save adapter, fusion or head `name` (an adapter or fusion with its head, if any) to `directory`,
+    atomically; `extra_files`: file name -> text."""
+    if name in model.adapters:
+        module = model.adapters[name]
+        record = _record(model, "bottleneck", name, metadata, config=module.config.to_dict())
+    elif name in model.fusions:
+        module = model.fusions[name]
+        record = _record(model, "fusion", name, metadata, adapters=module.adapter_names, config=module.config.to_dict())
+    elif name in model.heads:  # a head that works on the frozen base model alone
+        module, record = None, _record(model, "head", name, metadata)
+    else:
+        raise XlingError(f"no adapter, fusion or head named {name!r} to save")
+    head = model.heads[name] if name in model.heads else None
     with atomic_directory(Path(directory), overwrite=overwrite, replaces=(CONFIG_FILE,)) as staging:
-        _write(staging, record, None, model.heads[name], extra_files)
-    return Path(directory)
-
-
-def save_adapter(
-    model: AdaptedModel,
-    name: str,
-    directory: Path,
-    overwrite: bool = False,
-    metadata: dict | None = None,
-    extra_files: dict[str, str] | None = None,
-) -> Path:
-    """Save adapter `name` (and its head, if any) to `directory`, atomically; `extra_files`: name -> text."""
-    if name not in model.adapters:
-        raise XlingError(f"no adapter named {name!r} to save")
-    record = _record(model, "bottleneck", name, metadata, config=model.adapters[name].config.to_dict())
-    with atomic_directory(Path(directory), overwrite=overwrite, replaces=(CONFIG_FILE,)) as staging:
-        _write(
-            staging,
-            record,
-            model.adapters[name].state_dict(),
-            model.heads[name] if name in model.heads else None,
-            extra_files,
-        )
-    return Path(directory)
-
-
-def save_fusion(
-    model: AdaptedModel,
-    fusion_name: str,
-    directory: Path,
-    overwrite: bool = False,
-    metadata: dict | None = None,
-    extra_files: dict[str, str] | None = None,
-) -> Path:
-    if fusion_name not in model.fusions:
-        raise XlingError(f"no fusion named {fusion_name!r} to save")
-    fusion = model.fusions[fusion_name]
-    record = _record(
-        model, "fusion", fusion_name, metadata, adapters=fusion.adapter_names, config=fusion.config.to_dict()
-    )
-    head = model.heads[fusion_name] if fusion_name in model.heads else None
-    with atomic_directory(Path(directory), overwrite=overwrite, replaces=(CONFIG_FILE,)) as staging:
-        _write(staging, record, fusion.state_dict(), head, extra_files)
+        _write(staging, record, module.state_dict() if module is not None else None, head, extra_files)
     return Path(directory)
 
 

@@ -14,7 +14,7 @@ import torch
 from rich.console import Console
 
 from xling.adapters import AdaptedModel, Fuse, FusionConfig, Stack, TaggingHead, TaggingHeadConfig
-from xling.adapters.saving import load, save_fusion
+from xling.adapters.saving import load, save
 from xling.data.labels import label_list, relabel
 from xling.data.sources import load_ner
 from xling.errors import XlingError
@@ -110,7 +110,7 @@ def train_fusion(
     report = run.report(name=name, task=options.task, lang=lang, adapters=options.adapters, model=options.model)
     return run.save(
         report,
-        lambda target, extra: save_fusion(
+        lambda target, extra: save(
             model,
             fuse.name,
             target,

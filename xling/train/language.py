@@ -10,7 +10,7 @@ from rich.console import Console
 
 from xling.adapters import AdaptedModel, BottleneckConfig
 from xling.adapters.heads import MaskedLMHead, MaskedLMHeadConfig
-from xling.adapters.saving import save_adapter
+from xling.adapters.saving import save
 from xling.data.text import read_text
 from xling.errors import XlingError
 from xling.models import load_model, resolve_model_dir
@@ -148,7 +148,7 @@ def train_language_adapter(
     )
     return run.save(
         report,
-        lambda target, extra: save_adapter(
+        lambda target, extra: save(
             model, lang, target, overwrite=options.overwrite, metadata={"role": "language"}, extra_files=extra
         ),
     )
