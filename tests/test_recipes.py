@@ -27,7 +27,7 @@ def pipeline_steps(train: Path, dev: Path, epochs: int) -> str:
     """A tiny pipeline: an English language adapter, ner-en over it, and its dev evaluation."""
     return f'''
 [[step]]
-name = "lang-en"
+title = "lang-en"
 run = "train-lang"
 lang = "en"
 corpus = ["{train}"]
@@ -36,7 +36,7 @@ seq_len = 32
 batch_size = 4
 
 [[step]]
-name = "ner-en"
+title = "ner-en"
 run = "train-task"
 lang = "en"
 train = "{train}"
@@ -46,7 +46,7 @@ batch_size = 16
 lr = 5e-3
 
 [[step]]
-name = "dev"
+title = "dev"
 run = "evaluate"
 data = "{dev}"
 lang = "en"
@@ -62,21 +62,21 @@ def test_validation_reports_every_problem_with_file_and_step(tmp_path, trained_w
         tmp_path / "ws",
         f'''
 [[step]]
-name = "lang"
+title = "lang"
 run = "train-lang"
 lang = "qu"
 corpus = ["{tmp_path / "missing.txt"}"]
 stepz = 10
 
 [[step]]
-name = "task"
+title = "task"
 run = "train-task"
 lang = "de"
 train = "{train}"
 dev = "{dev}"
 
 [[step]]
-name = "eval"
+title = "eval"
 run = "evaluate"
 data = "{dev}"
 lang = "qu"
@@ -103,7 +103,7 @@ def test_recipe_runs_then_skips_finished_steps(tmp_path, trained_workspace):
         pipeline_steps(train, dev, epochs=2)
         + f'''
 [[step]]
-name = "tags"
+title = "tags"
 run = "tag"
 input = "{dev}"
 lang = "en"
@@ -217,7 +217,7 @@ def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path, trained_workspace):
         workspace,
         f'''
 [[step]]
-name = "ner-en"
+title = "ner-en"
 run = "train-task"
 lang = "en"
 no_lang_adapter = true
@@ -227,7 +227,7 @@ epochs = 1
 batch_size = 16
 
 [[step]]
-name = "dev"
+title = "dev"
 run = "evaluate"
 data = "{dev}"
 lang = "en"
@@ -257,7 +257,7 @@ no_lang_adapter = true
 
 def test_seeds_refuse_a_step_seed_and_bad_values(tmp_path, trained_workspace):
     _, model_dir, train, dev = trained_workspace
-    steps = f'[[step]]\nname = "t"\nrun = "train-task"\nlang = "en"\nno_lang_adapter = true\ntrain = "{train}"\ndev = "{dev}"\nseed = 3\n'
+    steps = f'[[step]]\ntitle = "t"\nrun = "train-task"\nlang = "en"\nno_lang_adapter = true\ntrain = "{train}"\ndev = "{dev}"\nseed = 3\n'
     recipe = write_recipe(tmp_path / "clash.toml", model_dir, tmp_path / "ws", steps)
     with pytest.raises(XlingError, match=r"clash.toml: step 1 \(t\): key 'seed' conflicts with the recipe's seeds"):
         run_recipe(recipe, seeds=[1, 2])

@@ -67,7 +67,7 @@ KEYS = {
         "max_len",
         "train_limit",
         "dev_limit",
-        "save_as",
+        "name",
     }
     | TRAIN_KEYS
     | ADAPTER_KEYS
@@ -82,7 +82,7 @@ KEYS = {
         "temperature",
         "value_penalty",
         "max_len",
-        "save_as",
+        "name",
     }
     | TRAIN_KEYS
     | LABELLED_DATA_KEYS,
@@ -97,7 +97,7 @@ KEYS = {
         "max_per_type",
         "max_sentences",
         "max_len",
-        "save_as",
+        "name",
     }
     | TRAIN_KEYS
     | LABELLED_DATA_KEYS,
@@ -116,7 +116,7 @@ KEYS = {
     },
     "analyze": {"analysis", "data", "lang", "task_adapter", "fusion", "limit", "output"},
 }
-COMMON_KEYS = {"name", "run"}
+COMMON_KEYS = {"title", "run"}  # a step's own keys; every other key is the command's option
 STEPS_FILE = "steps.json"
 TRAINING_RUNS = ("train-lang", "train-task", "train-fusion", "self-train")
 PATH_KEYS = {"corpus", "train", "dev", "data", "input"}
@@ -125,12 +125,12 @@ PATH_KEYS = {"corpus", "train", "dev", "data", "input"}
 @dataclass
 class Step:
     number: int
-    name: str
+    title: str
     run: str
     options: dict
 
     def where(self, file: str) -> str:
-        return f"{file}: step {self.number} ({self.name})"
+        return f"{file}: step {self.number} ({self.title})"
 
 
 @dataclass
@@ -160,7 +160,7 @@ def read_recipe(path: str | Path) -> Recipe:
     if not isinstance(seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
         raise XlingError(f"{path}: seeds must be a list of integers, e.g. seeds = [1, 2, 3]")
     steps = [
-        Step(i, s.get("name", f"step-{i}"), s.get("run", ""), {k: v for k, v in s.items() if k not in COMMON_KEYS})
+        Step(i, s.get("title", f"step-{i}"), s.get("run", ""), {k: v for k, v in s.items() if k not in COMMON_KEYS})
         for i, s in enumerate(data.get("step", []), start=1)
     ]
     return Recipe(
@@ -190,8 +190,8 @@ def seeded(recipe: Recipe, seed: int) -> Recipe:
 
 
 def _task_name(o: dict) -> str:
-    if "save_as" in o:
-        return o["save_as"]
+    if "name" in o:
+        return o["name"]
     suffix = {"adapter": "" if not o.get("no_lang_adapter") else "-nolang", "full": "-full", "head": "-head"}[
         o.get("method", "adapter")
     ]
@@ -206,16 +206,16 @@ def _self_training(o: dict) -> SelfTrainingOptions:
 
 
 def produces(step: Step) -> tuple[str, str] | None:
-    """(kind, name) of the adapter a training step saves; `save_as` names it, else the CLI default."""
+    """(kind, name) of the adapter a training step saves; `name` names it, else the command's default."""
     o = step.options
     if step.run == "train-lang":
         return ("lang", o["lang"])
     if step.run == "train-task":
         return ("task", _task_name(o))
     if step.run == "train-fusion":
-        return ("fusion", o.get("save_as") or f"{o.get('task', 'ner')}-fusion-{o['lang']}")
+        return ("fusion", o.get("name") or f"{o.get('task', 'ner')}-fusion-{o['lang']}")
     if step.run == "self-train":
-        return ("task", o.get("save_as") or _self_training(o).default_name())
+        return ("task", o.get("name") or _self_training(o).default_name())
     return None
 
 
@@ -420,7 +420,7 @@ def run_step(
                 **common,
             )
         )
-        result["label"] = o.get("label", step.name)
+        result["label"] = o.get("label", step.title)
         console.print(
             f"{result['label']}: F1 {100 * result['f1']:.1f} (precision {100 * result['precision']:.1f}, "
             f"recall {100 * result['recall']:.1f}) on {result['sentences']:,} sentences"
@@ -500,7 +500,7 @@ def output_file(step: Step, recipe: Recipe, workspace: Workspace) -> Path | None
     if produces(step):
         return _adapter_file(workspace, *produces(step))
     if step.run == "evaluate":
-        return results_dir(workspace, recipe) / f"{step.name}.json"
+        return results_dir(workspace, recipe) / f"{step.title}.json"
     if step.run in ("tag", "analyze") and step.options.get("output"):
         return output_path(step, recipe, workspace)
     return None
@@ -513,7 +513,7 @@ def _adapter_file(workspace: Workspace, kind: str, name: str) -> Path:
 
 def rerun_reason(step: Step, recipe: Recipe, workspace: Workspace, ran_with: dict) -> str | None:
     """Why a finished step is out of date, as make would judge it: edited options, or inputs saved after it."""
-    if step.name in ran_with and ran_with[step.name] != step.options:
+    if step.title in ran_with and ran_with[step.title] != step.options:
         return "its options changed since it ran"
     made_at = output_file(step, recipe, workspace).stat().st_mtime
     newer = [
@@ -556,22 +556,22 @@ def _run_once(recipe: Recipe, console: Console, on_step: Callable[[Step, str], N
     for step, reason in plan(recipe, workspace):
         where = f"{seed}step {step.number}/{len(recipe.steps)}"
         if reason is None:
-            console.print(f"[dim]{where} {step.name}: done already, skipped[/]")
+            console.print(f"[dim]{where} {step.title}: done already, skipped[/]")
             if on_step:
                 on_step(step, "skipped")
         else:
             again = "" if reason == "not run yet" else f", again: {reason}"
-            console.rule(f"{where}: {step.name} ({step.run}{again})")
+            console.rule(f"{where}: {step.title} ({step.run}{again})")
             result = run_step(step, recipe, workspace, console, overwrite=reason != "not run yet")
             if result is not None:
-                write_json_atomic(results_path / f"{step.name}.json", result)
+                write_json_atomic(results_path / f"{step.title}.json", result)
             if on_step:
                 on_step(step, "ran")
         # Outputs found without a record are taken as made with the recipe as it stands.
-        ran_with[step.name] = step.options
+        ran_with[step.title] = step.options
         write_json_atomic(results_path / STEPS_FILE, ran_with)
         if step.run == "evaluate":
-            results.append(json.loads((results_path / f"{step.name}.json").read_text()))
+            results.append(json.loads((results_path / f"{step.title}.json").read_text()))
     return results
 
 
@@ -621,7 +621,7 @@ def print_plan(recipe: Recipe, console: Console) -> None:
         )
         for step, reason in plan(run, workspace):
             what = "skip: done" if reason is None else f"run: {reason}"
-            console.print(f"  step {step.number}/{len(run.steps)} {step.name} ({step.run}): {what}", highlight=False)
+            console.print(f"  step {step.number}/{len(run.steps)} {step.title} ({step.run}): {what}", highlight=False)
 
 
 def run_recipe(
