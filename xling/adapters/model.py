@@ -102,7 +102,7 @@ class AdaptedModel(nn.Module):
         configs = [self.adapters[n].config for n in fuse]
         if len({(c.placement, tuple(c.leave_out)) for c in configs}) > 1:
             raise XlingError("fused adapters must share placement and leave_out")
-        layers = self.adapters[fuse.children[0]].layers
+        layers = self.adapters[fuse.children[0]].adapted_layers
         fusion = AdapterFusion(list(fuse), config or FusionConfig(), self.hidden_size, layers, configs[0].sites)
         self.fusions[fuse.name] = fusion.to(self._device_dtype()[0])
         return fusion

@@ -43,7 +43,7 @@ class BottleneckAdapter(nn.Module):
         self.num_layers = num_layers
         size = max(1, int(hidden // config.reduction_factor))
         self.blocks = nn.ModuleDict()
-        for layer in self.layers:
+        for layer in self.adapted_layers:
             for site in config.sites:
                 key = self.block_key(layer, site)
                 if key not in self.blocks:
@@ -57,7 +57,7 @@ class BottleneckAdapter(nn.Module):
         # Own copies of the LayerNorms after each site, starting from the frozen model's values.
         self.layer_norms = nn.ModuleDict()
         if config.train_layer_norms:
-            for layer in self.layers:
+            for layer in self.adapted_layers:
                 for site in config.sites:
                     original = layer_norms[(layer, site)]
                     copy = nn.LayerNorm(hidden, eps=original.eps)
@@ -65,7 +65,7 @@ class BottleneckAdapter(nn.Module):
                     self.layer_norms[site_key(layer, site)] = copy
 
     @property
-    def layers(self) -> list[int]:
+    def adapted_layers(self) -> list[int]:
         return [i for i in range(self.num_layers) if i not in self.config.leave_out]
 
     def block_key(self, layer: int, site: str) -> str:
