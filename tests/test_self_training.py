@@ -29,6 +29,9 @@ def test_selection_keeps_confident_sentences_with_entities_most_confident_first(
     # At most one sentence per type: the most confident LOC sentence (also PER) fills both.
     assert [s.tokens for s in select_confident(sentences, tagged, 0.9, 1)] == [["Juan", "Lima"]]
     assert select_confident(sentences, tagged, 0.999, None) == []
+    # Counting only the entities' words, the sentence whose one unsure word is O is kept too.
+    by_entities = select_confident(sentences, tagged, 0.9, None, confidence_of="entities")
+    assert [s.tokens for s in by_entities] == [["Ana", "c"], ["Juan", "Lima"], ["a", "Lima"], ["Cusco"]]
 
 
 def test_options_are_checked_before_any_work():
@@ -37,6 +40,7 @@ def test_options_are_checked_before_any_work():
         ({"threshold": 1.5}, "threshold must be between"),
         ({"max_sentences": 0}, "max-sentences must be at least 1"),
         ({"decoder": "x"}, "unknown decoder"),
+        ({"confidence_of": "tokens"}, "confidence-of must be one of words, entities"),
     ]:
         with pytest.raises(XlingError, match=message):
             SelfTrainingOptions(lang="qu", corpus=["c"], dev="d", **bad)

@@ -244,7 +244,10 @@ def self_train_command(
     workspace: str = WORKSPACE,
     rounds: int = typer.Option(SELF_TRAINING.rounds, help="Rounds of tagging, selecting and training."),
     threshold: float = typer.Option(
-        SELF_TRAINING.threshold, help="Keep a sentence when every word's tag probability is at least this."
+        SELF_TRAINING.threshold, help="Keep a sentence when its tag probabilities (see --confidence-of) reach this."
+    ),
+    confidence_of: str = typer.Option(
+        SELF_TRAINING.confidence_of, help="Whose probabilities must reach --threshold: every word's, or the entities'."
     ),
     max_per_type: int = typer.Option(
         SELF_TRAINING.max_per_type, help="At most this many kept sentences per entity type (balance); 0: no cap."
@@ -277,6 +280,7 @@ def self_train_command(
             workspace=workspace,
             rounds=rounds,
             threshold=threshold,
+            confidence_of=confidence_of,
             max_per_type=max_per_type or None,
             max_sentences=max_sentences or None,
             training=SELF_TRAINING.training.with_options(locals()),

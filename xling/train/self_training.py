@@ -33,6 +33,8 @@ from xling.train.tagging import TaggingRunOptions
 from xling.train.task import TaskAdapterOptions, train_task_adapter
 from xling.workspace import Workspace, check_lang
 
+CONFIDENCE_OF = ("words", "entities")
+
 
 @dataclass
 class SelfTrainingOptions(TaggingRunOptions):
@@ -43,7 +45,8 @@ class SelfTrainingOptions(TaggingRunOptions):
     task: str = "ner"
     name: str | None = None  # default: `default_name()`
     rounds: int = 2
-    threshold: float = 0.9  # least tag probability of every word in a kept sentence
+    threshold: float = 0.9  # least tag probability in a kept sentence, over the words `confidence_of` names
+    confidence_of: str = "words"  # words: every word must reach the threshold; entities: the entities' words
     max_per_type: int | None = 1000  # most kept sentences per entity type (balance); None: no cap
     max_sentences: int | None = 5000  # unlabelled sentences tagged per round, a seeded sample; None: all
     training: TrainConfig = field(
@@ -59,21 +62,29 @@ class SelfTrainingOptions(TaggingRunOptions):
             raise XlingError("rounds must be at least 1")
         if not 0 < self.threshold < 1:
             raise XlingError("threshold must be between 0 and 1")
+        if self.confidence_of not in CONFIDENCE_OF:
+            raise XlingError(f"confidence-of must be one of {', '.join(CONFIDENCE_OF)}, not {self.confidence_of!r}")
         for key in ("max_per_type", "max_sentences"):
             if getattr(self, key) is not None and getattr(self, key) < 1:
                 raise XlingError(f"{key.replace('_', '-')} must be at least 1")
 
 
 def select_confident(
-    sentences: list[list[str]], tagged: list[list[tuple[str, float]]], threshold: float, max_per_type: int | None
+    sentences: list[list[str]],
+    tagged: list[list[tuple[str, float]]],
+    threshold: float,
+    max_per_type: int | None,
+    confidence_of: str = "words",
 ) -> list[Sentence]:
-    """Sentences with an entity whose every word has tag probability >= threshold, most confident first,
-    taking a sentence only while each of its entity types has fewer than `max_per_type`."""
+    """Sentences with an entity whose words (every word, or with `confidence_of="entities"` the words of its
+    entities) have tag probability >= threshold, most confident first, taking a sentence only while each of
+    its entity types has fewer than `max_per_type`."""
     candidates = []
     for tokens, words in zip(sentences, tagged):
         tags = [tag for tag, _ in words]
         types = {tag[2:] for tag in tags if tag.startswith("B-")}
-        least = min((p for _, p in words), default=0.0)
+        counted = words if confidence_of == "words" else [(t, p) for t, p in words if t != "O"]
+        least = min((p for _, p in counted), default=0.0)
         if types and least >= threshold:
             candidates.append((least, Sentence(tokens, tags), types))
     candidates.sort(key=lambda c: -c[0])
@@ -131,7 +142,7 @@ def self_train(
             with console.status(f"round {number}: tagging {len(sentences):,} sentences with {tagger.setup!r}"):
                 tagged = tagger.tag_words(sentences)
             del tagger
-            kept = select_confident(sentences, tagged, options.threshold, options.max_per_type)
+            kept = select_confident(sentences, tagged, options.threshold, options.max_per_type, options.confidence_of)
             if not kept:
                 raise XlingError(
                     f"round {number}: no sentence reached the threshold {options.threshold}; lower --threshold"
@@ -187,6 +198,7 @@ def self_train(
         "corpus_files": [str(f) for f in files],
         "sentences_tagged": len(sentences),
         "threshold": options.threshold,
+        "confidence_of": options.confidence_of,
         "max_per_type": options.max_per_type,
         "rounds": rounds,
         "seconds": round(time.perf_counter() - started, 1),
