@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,12 @@ def _launch(launcher: list[str], workspace: Path, data: tuple, rows: Path, crash
     command += ["-m", str(model_dir), "-w", str(workspace), "--batch-size", "8", "--epochs", "1", "--seed", "3"]
     command += ["--checkpoint-every", "4", "--eval-every", "10", "--lr", "5e-3"]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def _weights(workspace: Path) -> dict[str, torch.Tensor]:
@@ -64,7 +71,7 @@ def _check_like_single(workspace: Path, single_workspace: Path):
     "launcher",
     [
         ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"],
-        ["-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2"],
+        ["-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--main_process_port", "PORT"],
     ],
     ids=["torchrun", "accelerate"],
 )
@@ -72,6 +79,7 @@ def test_two_processes_share_each_batch_and_match_one(single_run, tmp_path, laun
     single_workspace, single_rows, data = single_run
     workspace = tmp_path / "ws"
     shutil.copytree(single_workspace / "tinybert" / "lang", workspace / "tinybert" / "lang")
+    launcher = [str(_free_port()) if part == "PORT" else part for part in launcher]
     run = _launch([sys.executable, *launcher], workspace, data, tmp_path / "rows")
     assert run.returncode == 0, run.stderr
     first, second = _rows(tmp_path / "rows", 0), _rows(tmp_path / "rows", 1)
