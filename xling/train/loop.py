@@ -206,10 +206,12 @@ class _Run:
             accelerator.num_processes,
         )
         model.to(accelerator.device)
-        params = _trainable(model)
-        if not params:
+        self.trainable = _trainable(model)  # the same tensors before and after DDP wrapping
+        if not self.trainable:
             raise XlingError("nothing to train: no parameter requires gradients")
-        self.optimizer = torch.optim.AdamW(params.values(), lr=config.learning_rate, weight_decay=config.weight_decay)
+        self.optimizer = torch.optim.AdamW(
+            self.trainable.values(), lr=config.learning_rate, weight_decay=config.weight_decay
+        )
         self.per_epoch = max(1, objective.micro_batches_per_epoch(config.batch_size) // config.grad_accum)
         self.total = config.max_steps or max(1, math.ceil(config.epochs * self.per_epoch))
         warmup = int(config.warmup if config.warmup >= 1 else config.warmup * self.total)
@@ -225,10 +227,9 @@ class _Run:
         """Load the last checkpoint, if any, before the model is wrapped for DDP."""
         saved = load_checkpoint(self.run_dir / "checkpoint")
         if saved is not None:
-            params = _trainable(self.model)
             with torch.no_grad():
                 for name, value in saved["weights"].items():
-                    params[name].copy_(value)
+                    self.trainable[name].copy_(value)
             self.optimizer.load_state_dict(saved["optimizer"])
             self.scheduler.load_state_dict(saved["scheduler"])
             if self.main:  # the other processes keep their own dropout streams
@@ -239,8 +240,8 @@ class _Run:
             self.best_weights = saved.get("best_weights")
             self.progress.note(f"resuming {title} from step {self.state['step']} of {self.total} ({self.run_dir})")
         self.evaluations = _read_log(self.run_dir, self.state["step"], write=self.main)
+        # `wrapped` runs the training forward (DDP under a launcher); evaluation uses `model` itself.
         self.wrapped, self.optimizer = self.accelerator.prepare(_LossModule(self.model, self.objective), self.optimizer)
-        self.plain = self.accelerator.unwrap_model(self.wrapped).model
 
     def evaluate(self) -> dict:
         """The main process evaluates; every process gets the result and takes the same early-stopping decision."""
@@ -248,10 +249,10 @@ class _Run:
 
         state, metrics = self.state, None
         if self.main:
-            self.plain.eval()
+            self.model.eval()
             with torch.no_grad(), self.accelerator.autocast():
-                metrics = self.objective.evaluate(self.plain)
-            self.plain.train()
+                metrics = self.objective.evaluate(self.model)
+            self.model.train()
         metrics = broadcast_object_list([metrics])[0]
         entry = {
             "step": state["step"],
@@ -268,7 +269,7 @@ class _Run:
         if self.objective.selects_best:
             if state["best"] is None or metrics["score"] > state["best"]["score"]:
                 state["best"], state["stale"] = entry, 0
-                self.best_weights = {n: p.detach().clone().cpu() for n, p in _trainable(self.plain).items()}
+                self.best_weights = {n: p.detach().clone().cpu() for n, p in self.trainable.items()}
             else:
                 state["stale"] += 1
         return entry
@@ -279,7 +280,7 @@ class _Run:
         save_checkpoint(
             self.run_dir / "checkpoint",
             {
-                "weights": {n: p.detach() for n, p in _trainable(self.plain).items()},
+                "weights": {n: p.detach() for n, p in self.trainable.items()},
                 "optimizer": self.optimizer.state_dict(),
                 "scheduler": self.scheduler.state_dict(),
                 "rng": rng_state,
@@ -318,7 +319,7 @@ class _Run:
                 f"was saved, and the last good checkpoint stays in {self.run_dir} (try a lower --lr)"
             )
         if config.max_grad_norm:
-            accelerator.clip_grad_norm_(list(_trainable(self.plain).values()), config.max_grad_norm)
+            accelerator.clip_grad_norm_(list(self.trainable.values()), config.max_grad_norm)
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -347,7 +348,10 @@ def train(
     run_dir = Path(run_dir)
     accelerator = make_accelerator(config.device)
     main = accelerator.is_main_process
-    progress = progress if main and progress is not None else TextProgress() if main else _Silent()
+    if not main:
+        progress = _Silent()
+    elif progress is None:
+        progress = TextProgress()
     if restart and main and run_dir.exists():
         shutil.rmtree(run_dir)
     accelerator.wait_for_everyone()
@@ -363,7 +367,7 @@ def train(
     session_start, session_tokens, running_loss, stopped_early = time.perf_counter(), 0, [], False
     batches = _skip(objective.batches(state["epoch"], config.batch_size), state["position"])
     boundary_rng = torch.get_rng_state()
-    run.plain.train()
+    model.train()
     progress.start(title, run.total, state["step"])
     try:
         while state["step"] < run.total:
@@ -393,7 +397,7 @@ def train(
         progress.stop()
     if objective.selects_best and run.best_weights is not None:
         with torch.no_grad():
-            for name, param in _trainable(run.plain).items():
+            for name, param in run.trainable.items():
                 param.copy_(run.best_weights[name].to(param.device))
     return TrainResult(
         state["step"], state["seconds"], state["tokens"], run.evaluations, state["best"], stopped_early, main
