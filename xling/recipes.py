@@ -43,9 +43,11 @@ from xling.errors import XlingError
 from xling.fileio import write_json_atomic, write_text_atomic
 from xling.models.loading import DEFAULT_MODEL
 from xling.tagging.decoding import DEFAULT_DECODER
+from xling.train.fusion import FusionOptions
 from xling.train.loop import OPTION_NAMES, TrainConfig
 from xling.train.self_training import SelfTrainingOptions
 from xling.train.summary import language_report_table, selection_summary, self_training_summary
+from xling.train.task import TaskAdapterOptions
 from xling.workspace import Workspace
 
 TRAIN_KEYS = {f.name for f in fields(TrainConfig)} - set(OPTION_NAMES.values()) | set(OPTION_NAMES)
@@ -191,12 +193,18 @@ def seeded(recipe: Recipe, seed: int) -> Recipe:
 
 
 def _task_name(o: dict) -> str:
-    if "name" in o:
-        return o["name"]
-    suffix = {"adapter": "" if not o.get("no_lang_adapter") else "-nolang", "full": "-full", "head": "-head"}[
-        o.get("method", "adapter")
-    ]
-    return f"{o.get('task', 'ner')}-{o['lang']}{suffix}"
+    """A train-task step's adapter: its `name`, else the command's default for its task, language and method."""
+    return (
+        o.get("name")
+        or TaskAdapterOptions(
+            lang=o["lang"],
+            train="",
+            dev="",
+            task=o.get("task", "ner"),
+            method=o.get("method", "adapter"),
+            use_lang_adapter=not o.get("no_lang_adapter", False),
+        ).default_name()
+    )
 
 
 def _self_training(o: dict) -> SelfTrainingOptions:
@@ -214,7 +222,8 @@ def produces(step: Step) -> tuple[str, str] | None:
     if step.run == "train-task":
         return ("task", _task_name(o))
     if step.run == "train-fusion":
-        return ("fusion", o.get("name") or f"{o.get('task', 'ner')}-fusion-{o['lang']}")
+        defaults = FusionOptions(lang=o["lang"], adapters=[], train="", dev="", task=o.get("task", "ner"))
+        return ("fusion", o.get("name") or defaults.default_name())
     if step.run == "self-train":
         return ("task", o.get("name") or _self_training(o).default_name())
     return None
@@ -327,7 +336,7 @@ def run_step(
         )
         console.print(language_report_table(report))
     elif step.run == "train-task":
-        from xling.train.task import DEFAULT_LEARNING_RATES, TaskAdapterOptions, train_task_adapter
+        from xling.train.task import DEFAULT_LEARNING_RATES, train_task_adapter
 
         method = o.get("method", "adapter")
         defaults = TaskAdapterOptions(lang="x", train="", dev="")
@@ -356,7 +365,7 @@ def run_step(
         )
         console.print(selection_summary(report))
     elif step.run == "train-fusion":
-        from xling.train.fusion import FusionOptions, train_fusion
+        from xling.train.fusion import train_fusion
 
         defaults = FusionOptions(lang="x", adapters=[], train="", dev="")
         report = train_fusion(
@@ -436,7 +445,7 @@ def run_step(
 
 
 def _tag(o: dict, recipe: Recipe, console: Console) -> None:
-    from xling.data.conll import read_lines, read_tokens
+    from xling.data.conll import read_lines
     from xling.tagging.output import write_results
     from xling.tagging.tagger import Tagger
 
@@ -450,11 +459,7 @@ def _tag(o: dict, recipe: Recipe, console: Console) -> None:
         decoder=o.get("decoder", DEFAULT_DECODER),
     )
     lines = [line for _, line in read_lines(Path(o["input"]))]
-    results = (
-        tagger.tag_tokens(read_tokens(enumerate(lines, start=1)))
-        if o.get("conll")
-        else tagger.tag_texts(lines, o.get("paragraphs", False))
-    )
+    results = tagger.tag_lines(lines, o.get("paragraphs", False), o.get("conll", False))
     output = Path(o["output"]) if o.get("output") else None
     write_results(results, o.get("format") or ("jsonl" if output else "pretty"), output, console)
 

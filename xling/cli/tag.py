@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 
 from xling.cli.options import DECODER, DEVICE, MODEL, WORKSPACE
-from xling.data.conll import read_lines, read_tokens
+from xling.data.conll import read_lines
 from xling.errors import XlingError
 from xling.fileio import check_output_file
 from xling.tagging.output import FORMATS, write_results
@@ -74,8 +74,6 @@ def tag(
         batch_size=batch_size,
         decoder=decoder,
     )
-    results = (
-        tagger.tag_tokens(read_tokens(enumerate(lines, start=1))) if conll else tagger.tag_texts(lines, paragraphs)
-    )
+    results = tagger.tag_lines(lines, paragraphs, conll)
     console = Console(highlight=False, soft_wrap=True, stderr=output is not None)
     write_results(results, output_format.value, Path(output) if output else None, console)

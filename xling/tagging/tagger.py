@@ -14,6 +14,7 @@ from itertools import islice
 
 from xling.adapters import Stack
 from xling.adapters.saving import load
+from xling.data.conll import read_tokens
 from xling.device import pick_device
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL
@@ -134,6 +135,10 @@ class Tagger:
             decode(p, labels, self.decoder)
             for p in predict_probabilities(self.model, self.tokenizer, sentences, self.head, self.batch_size)
         ]
+
+    def tag_lines(self, lines: list[str], paragraphs: bool = False, conll: bool = False) -> list[TaggedText]:
+        """Lines of a file: one sentence each, running text (`paragraphs`), or pre-tokenised CoNLL (`conll`)."""
+        return self.tag_tokens(read_tokens(enumerate(lines, start=1))) if conll else self.tag_texts(lines, paragraphs)
 
     def tag_tokens(self, sentences: list[list[str]]) -> list[TaggedText]:
         """Pre-tokenised sentences -> tagged texts, each the tokens joined by single spaces."""

@@ -40,6 +40,9 @@ class FusionOptions(TaggingRunOptions):
         default_factory=lambda: TrainConfig(epochs=10, batch_size=16, learning_rate=5e-5, eval_every=None, patience=3)
     )
 
+    def default_name(self) -> str:
+        return f"{self.task}-fusion-{self.lang}"
+
 
 def train_fusion(
     options: FusionOptions, console: Console | None = None, progress: TrainingProgress | None = None
@@ -49,7 +52,7 @@ def train_fusion(
     if len(options.adapters) < 2:
         raise XlingError("fusion needs at least two task adapters (--adapters ner-en,ner-es)")
     workspace = Workspace(options.workspace, options.model)
-    name = options.name or f"{options.task}-fusion-{lang}"
+    name = options.name or options.default_name()
     run = TrainingRun.in_workspace(workspace, "fusion", name, options.overwrite, options.restart)
     records = [read_task(workspace.task(a)) for a in options.adapters]
     not_adapters = [r.name for r in records if r.method != "adapter"]

@@ -23,6 +23,11 @@ from xling.train.loop import LOG_FILE, Objective, TrainConfig, TrainingProgress,
 from xling.workspace import Workspace
 
 
+def refuse_to_replace(target: Path, what: str, overwrite: bool) -> None:
+    if target.exists() and not overwrite:
+        raise XlingError(f"a {what} already exists at {target} (use --overwrite to replace it)")
+
+
 @dataclass
 class TrainingRun:
     what: str  # what it trains, for messages: "language adapter", "task adapter", "fusion"
@@ -39,8 +44,7 @@ class TrainingRun:
         return cls(what, workspace.adapter_dir(kind, name), workspace.run_dir(kind, name), overwrite, restart)
 
     def __post_init__(self):
-        if self.target.exists() and not self.overwrite:
-            raise XlingError(f"a {self.what} already exists at {self.target} (use --overwrite to replace it)")
+        refuse_to_replace(self.target, self.what, self.overwrite)
 
     def train(
         self,

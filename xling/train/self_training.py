@@ -29,6 +29,7 @@ from xling.fileio import write_json_atomic, write_text_atomic
 from xling.tagging.tagger import Tagger
 from xling.tagging.words import tokenize
 from xling.train.loop import TrainConfig, TrainingProgress
+from xling.train.run import refuse_to_replace
 from xling.train.tagging import TaggingRunOptions
 from xling.train.task import TaskAdapterOptions, train_task_adapter
 from xling.workspace import Workspace, check_lang
@@ -112,8 +113,7 @@ def self_train(
     workspace = Workspace(options.workspace, options.model)
     name = options.name or options.default_name()
     final = workspace.adapter_dir("task", name)
-    if final.exists() and not options.overwrite:
-        raise XlingError(f"a task adapter already exists at {final} (use --overwrite to replace it)")
+    refuse_to_replace(final, "task adapter", options.overwrite)
     workspace.task(options.source)  # fails now, with how to train it, rather than after reading the corpus
     started = time.perf_counter()
     lines, files = read_text(options.corpus)
