@@ -34,23 +34,73 @@ def test_unknown_command_is_usage_error():
     assert result.returncode == 2
 
 
-def test_command_line_and_recipe_options_override_the_config_defaults_by_one_rule():
+def test_options_are_built_from_command_line_or_recipe_values_by_one_rule():
+    from xling.adapters import BottleneckConfig
+    from xling.errors import XlingError
+    from xling.options import build
+    from xling.train.language import LanguageAdapterOptions
     from xling.train.loop import TrainConfig
+    from xling.train.task import TaskAdapterOptions
 
-    lang_defaults = TrainConfig(max_steps=1000, learning_rate=1e-4)
-    assert lang_defaults.with_options({"epochs": 2, "lr": 3e-4, "lang": "qu"}) == TrainConfig(
-        max_steps=None, epochs=2, learning_rate=3e-4
+    lang = build(LanguageAdapterOptions, {"lang": "qu", "corpus": ["a.txt"], "epochs": 2, "lr": 3e-4})
+    assert lang.training == TrainConfig(max_steps=None, epochs=2, learning_rate=3e-4)  # --epochs replaces the steps
+    both = build(LanguageAdapterOptions, {"lang": "qu", "corpus": [], "steps": 50, "epochs": 2, "batch_size": None})
+    assert (both.training.max_steps, both.training.epochs, both.training.batch_size) == (50, 2, 8)
+    assert build(LanguageAdapterOptions, {"lang": "qu", "corpus": []}) == LanguageAdapterOptions(lang="qu", corpus=[])
+
+    task = build(
+        TaskAdapterOptions,
+        {
+            "lang": "en",
+            "train": ["t"],
+            "dev": "d",
+            "preset": "houlsby",
+            "reduction_factor": 8,
+            "leave_out": "10,11",  # command-line text and recipe lists alike
+            "drop_labels": "MISC, DATE",
+            "label_map": "PERSON=PER",
+            "no_lang_adapter": True,
+            "mask_prob": 0.5,  # another command's option: ignored
+        },
     )
-    both = lang_defaults.with_options({"steps": 50, "epochs": 2, "batch_size": None})
-    assert (both.max_steps, both.epochs, both.batch_size) == (50, 2, lang_defaults.batch_size)
-    assert TrainConfig(checkpoint_every=100).with_options({}) == TrainConfig(checkpoint_every=100)
+    assert task.adapter == BottleneckConfig.preset("houlsby", reduction_factor=8, leave_out=[10, 11])
+    assert (task.drop_labels, task.label_map, task.use_lang_adapter) == (["MISC", "DATE"], {"PERSON": "PER"}, False)
+    try:
+        build(TaskAdapterOptions, {"lang": "en", "dev": "d"})
+        raise AssertionError("a missing required option must be refused")
+    except XlingError as err:
+        assert str(err) == "missing option(s): --train"
+
+
+def test_every_option_of_a_command_is_its_config_option_and_a_recipe_key():
+    """One table: each command's options are its dataclass's options, and its recipe keys are the same names."""
+    import inspect
+
+    from xling.cli import evaluate, train
+    from xling.options import defaults, options_of
+    from xling.recipes import KEYS, OPTIONS, RUN_LEVEL
+
+    commands = {
+        "train-lang": train.train_lang,
+        "train-task": train.train_task,
+        "train-fusion": train.train_fusion_command,
+        "self-train": train.self_train_command,
+        "evaluate": evaluate.evaluate_command,
+    }
+    command_only = {"task", "as_json"}  # the task argument (a config field too) and --json
+    for run, command in commands.items():
+        names = {"from" if p == "source" else p for p in inspect.signature(command).parameters} - command_only
+        config_options = set(options_of(defaults(OPTIONS[run]))) - {"task"}
+        assert names == config_options, (run, names ^ config_options)
+        assert names - RUN_LEVEL <= KEYS[run], (run, names - RUN_LEVEL - KEYS[run])
 
 
 def test_command_defaults_are_the_config_defaults():
+    from xling.options import defaults
     from xling.train.task import TaskAdapterOptions
 
-    defaults = TaskAdapterOptions(lang="en", train="", dev="").training
+    training = defaults(TaskAdapterOptions).training
     shown = run_xling("train-task", "--help", env={"COLUMNS": "200"}).stdout
-    for option, value in [("--checkpoint-every", defaults.checkpoint_every), ("--batch-size", defaults.batch_size)]:
+    for option, value in [("--checkpoint-every", training.checkpoint_every), ("--batch-size", training.batch_size)]:
         line = next(line for line in shown.splitlines() if option in line)
         assert f"[default: {value}]" in line

@@ -127,9 +127,9 @@ def test_fusion_attention_averages_sum_to_one(fused):
 def test_layer_ablation_reuses_one_model(trained_workspace, monkeypatch):
     root, model_dir, _, dev = trained_workspace
     tagger = Tagger.load(lang="en", model=str(model_dir), workspace=str(root / "ws"))
-    import xling.tasks
+    import xling.trained_tasks
 
-    monkeypatch.setattr(xling.tasks, "load_model", lambda *a, **k: pytest.fail("the model was reloaded"))
+    monkeypatch.setattr(xling.trained_tasks, "load_model", lambda *a, **k: pytest.fail("the model was reloaded"))
     spans = []
     before = evaluate(EvaluationOptions(data=str(dev), lang="en", limit=20), tagger=tagger)
     result = layer_ablation(tagger, str(dev), limit=20, on_span=lambda i, j: spans.append((i, j)))

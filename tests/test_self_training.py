@@ -38,12 +38,14 @@ def test_options_are_checked_before_any_work():
     for bad, message in [
         ({"rounds": 0}, "rounds must be at least 1"),
         ({"threshold": 1.5}, "threshold must be between"),
-        ({"max_sentences": 0}, "max-sentences must be at least 1"),
+        ({"max_sentences": -1}, "max-sentences must be at least 1"),
         ({"decoder": "x"}, "unknown decoder"),
         ({"confidence_of": "tokens"}, "confidence-of must be one of words, entities"),
     ]:
         with pytest.raises(XlingError, match=message):
             SelfTrainingOptions(lang="qu", corpus=["c"], dev="d", **bad)
+    unlimited = SelfTrainingOptions(lang="qu", corpus=["c"], dev="d", max_sentences=0, max_per_type=0)
+    assert (unlimited.max_sentences, unlimited.max_per_type) == (None, None)  # 0 on the command line: no limit
 
 
 def test_self_training_rounds_resume_and_refuse_to_overwrite(tmp_path, trained_workspace):

@@ -8,6 +8,8 @@ import torch
 
 from xling.errors import XlingError
 
+DEVICE_HELP = "auto (a GPU when present), cpu or cuda."
+
 
 def pick_device(requested: str) -> str:
     if requested == "cuda" and not torch.cuda.is_available():

@@ -30,95 +30,50 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from xling.adapters import BottleneckConfig, FusionConfig
 from xling.data.catalog import load_catalog, resolve, tomllib
-from xling.data.labels import parse_label_map
 from xling.errors import XlingError
 from xling.fileio import write_json_atomic, write_text_atomic
 from xling.models.loading import DEFAULT_MODEL
+from xling.options import build, defaults, options_of
 from xling.tagging.decoding import DEFAULT_DECODER
-from xling.train.fusion import FusionOptions
-from xling.train.loop import OPTION_NAMES, TrainConfig
-from xling.train.self_training import SelfTrainingOptions
+from xling.tagging.evaluate import EvaluationOptions, evaluate
+from xling.train.fusion import FusionOptions, train_fusion
+from xling.train.language import LanguageAdapterOptions, train_language_adapter
+from xling.train.self_training import SelfTrainingOptions, self_train
 from xling.train.summary import language_report_table, selection_summary, self_training_summary
-from xling.train.task import TaskAdapterOptions
+from xling.train.task import TaskAdapterOptions, train_task_adapter
 from xling.workspace import Workspace
 
-TRAIN_KEYS = {f.name for f in fields(TrainConfig)} - set(OPTION_NAMES.values()) | set(OPTION_NAMES)
-ADAPTER_KEYS = {"preset", "reduction_factor", "non_linearity", "leave_out", "share_every"}
-LABELLED_DATA_KEYS = {"drop_labels", "label_map", "decoder"}
-KEYS = {
-    "train-lang": {"lang", "corpus", "seq_len", "mask_prob", "whole_word", "vocab_from_corpus", "held_out"}
-    | TRAIN_KEYS
-    | ADAPTER_KEYS,
-    "train-task": {
-        "lang",
-        "train",
-        "dev",
-        "task",
-        "method",
-        "no_lang_adapter",
-        "lang_adapter",
-        "init_from",
-        "max_len",
-        "train_limit",
-        "dev_limit",
-        "name",
-    }
-    | TRAIN_KEYS
-    | ADAPTER_KEYS
-    | LABELLED_DATA_KEYS,
-    "train-fusion": {
-        "lang",
-        "adapters",
-        "train",
-        "dev",
-        "task",
-        "no_lang_adapter",
-        "temperature",
-        "value_penalty",
-        "max_len",
-        "name",
-    }
-    | TRAIN_KEYS
-    | LABELLED_DATA_KEYS,
-    "self-train": {
-        "lang",
-        "corpus",
-        "dev",
-        "task",
-        "from",
-        "rounds",
-        "threshold",
-        "confidence_of",
-        "max_per_type",
-        "max_sentences",
-        "max_len",
-        "name",
-    }
-    | TRAIN_KEYS
-    | LABELLED_DATA_KEYS,
-    "evaluate": {"data", "lang", "task_adapter", "fusion", "no_lang_adapter", "limit", "label"} | LABELLED_DATA_KEYS,
-    "tag": {
-        "input",
-        "lang",
-        "task_adapter",
-        "fusion",
-        "no_lang_adapter",
-        "format",
-        "output",
-        "paragraphs",
-        "conll",
-        "decoder",
-    },
-    "analyze": {"analysis", "data", "lang", "task_adapter", "fusion", "limit", "output"},
+# The options of each run that reads its options from a dataclass, as on the command line.
+OPTIONS = {
+    "train-lang": LanguageAdapterOptions,
+    "train-task": TaskAdapterOptions,
+    "train-fusion": FusionOptions,
+    "self-train": SelfTrainingOptions,
+    "evaluate": EvaluationOptions,
 }
+RUN_LEVEL = {"model", "workspace", "overwrite", "restart"}  # set by the recipe and `xling run`, not by steps
+KEYS = {run: set(options_of(defaults(cls))) - RUN_LEVEL for run, cls in OPTIONS.items()}
+KEYS["evaluate"].add("label")  # the row's name in the results table
+KEYS["tag"] = {
+    "input",
+    "lang",
+    "task_adapter",
+    "fusion",
+    "no_lang_adapter",
+    "format",
+    "output",
+    "paragraphs",
+    "conll",
+    "decoder",
+}
+KEYS["analyze"] = {"analysis", "data", "lang", "task_adapter", "fusion", "limit", "output"}
 COMMON_KEYS = {"title", "run"}  # a step's own keys; every other key is the command's option
 STEPS_FILE = "steps.json"
 TRAINING_RUNS = ("train-lang", "train-task", "train-fusion", "self-train")
@@ -192,60 +147,40 @@ def seeded(recipe: Recipe, seed: int) -> Recipe:
 # ---- what each step needs and makes ----------------------------------------------------------------
 
 
-def _task_name(o: dict) -> str:
-    """A train-task step's adapter: its `name`, else the command's default for its task, language and method."""
-    return (
-        o.get("name")
-        or TaskAdapterOptions(
-            lang=o["lang"],
-            train="",
-            dev="",
-            task=o.get("task", "ner"),
-            method=o.get("method", "adapter"),
-            use_lang_adapter=not o.get("no_lang_adapter", False),
-        ).default_name()
-    )
-
-
-def _self_training(o: dict) -> SelfTrainingOptions:
-    """A self-train step's options where its defaults come from: name, source and the rest."""
-    return SelfTrainingOptions(
-        lang=o["lang"], corpus=[], dev="", task=o.get("task", "ner"), **({"source": o["from"]} if "from" in o else {})
-    )
+def step_options(step: Step, **run_level):
+    """A step's options dataclass (for runs that have one), built as the command line builds it."""
+    return build(OPTIONS[step.run], {**step.options, **run_level})
 
 
 def produces(step: Step) -> tuple[str, str] | None:
     """(kind, name) of the adapter a training step saves; `name` names it, else the command's default."""
-    o = step.options
     if step.run == "train-lang":
-        return ("lang", o["lang"])
-    if step.run == "train-task":
-        return ("task", _task_name(o))
-    if step.run == "train-fusion":
-        defaults = FusionOptions(lang=o["lang"], adapters=[], train="", dev="", task=o.get("task", "ner"))
-        return ("fusion", o.get("name") or defaults.default_name())
-    if step.run == "self-train":
-        return ("task", o.get("name") or _self_training(o).default_name())
+        return ("lang", step.options["lang"])
+    if step.run in ("train-task", "train-fusion", "self-train"):
+        options = step_options(step)
+        return ("fusion" if step.run == "train-fusion" else "task", options.name or options.default_name())
     return None
 
 
 def requires(step: Step) -> list[tuple[str, str]]:
     o = step.options
     needs: list[tuple[str, str]] = []
-    uses_lang = not o.get("no_lang_adapter")
     if step.run == "train-task":
-        if o.get("method", "adapter") == "adapter" and uses_lang:
-            needs.append(("lang", o.get("lang_adapter") or o["lang"]))
-        if o.get("init_from"):
-            needs.append(("task", o["init_from"]))
+        options = step_options(step)
+        if options.method == "adapter" and options.use_lang_adapter:
+            needs.append(("lang", options.lang_adapter or options.lang))
+        if options.init_from:
+            needs.append(("task", options.init_from))
     elif step.run == "train-fusion":
-        needs += [("task", a) for a in o.get("adapters", [])]
-        needs += [("lang", o["lang"])] if uses_lang else []
+        options = step_options(step)
+        needs += [("task", a) for a in options.adapters]
+        needs += [("lang", options.lang)] if options.use_lang_adapter else []
     elif step.run == "self-train":
-        needs += [("task", _self_training(o).source), ("lang", o["lang"])]
+        options = step_options(step)
+        needs += [("task", options.source), ("lang", options.lang)]
     elif step.run in ("evaluate", "tag", "analyze") and o.get("analysis") != "params":
         needs += [("fusion", o["fusion"])] if o.get("fusion") else [("task", o.get("task_adapter") or "ner-en")]
-        needs += [("lang", o["lang"])] if uses_lang and "lang" in o else []
+        needs += [("lang", o["lang"])] if not o.get("no_lang_adapter") and "lang" in o else []
     return needs
 
 
@@ -260,6 +195,12 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
             continue
         unknown = set(step.options) - KEYS[step.run]
         problems += [f"{where}: unknown key {key!r}" for key in sorted(unknown)]
+        if step.run in OPTIONS:
+            try:
+                step_options(step)
+            except XlingError as err:
+                problems.append(f"{where}: {err}")
+                continue
         for key in sorted(PATH_KEYS & set(step.options)):
             values = step.options[key] if isinstance(step.options[key], list) else [step.options[key]]
             for value in values:
@@ -288,17 +229,12 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
 # ---- running ------------------------------------------------------------------------------------------
 
 
-def _adapter(o: dict, preset: str) -> BottleneckConfig:
-    return BottleneckConfig.preset(o.get("preset", preset), **{k: o.get(k) for k in ADAPTER_KEYS - {"preset"}})
-
-
-def _labelled_data(o: dict) -> dict:
-    """Options of every step that reads labelled data: label set changes and the decoder."""
-    return {
-        "drop_labels": list(o.get("drop_labels", [])),
-        "label_map": parse_label_map(o.get("label_map")),
-        "decoder": o.get("decoder", DEFAULT_DECODER),
-    }
+TRAINERS = {
+    "train-lang": (train_language_adapter, language_report_table),
+    "train-task": (train_task_adapter, selection_summary),
+    "train-fusion": (train_fusion, lambda report: selection_summary(report, "fusion ")),
+    "self-train": (self_train, self_training_summary),
+}
 
 
 def run_step(
@@ -308,129 +244,15 @@ def run_step(
         k: ([resolve(x) for x in v] if isinstance(v, list) else resolve(v)) if k in PATH_KEYS else v
         for k, v in step.options.items()
     }
-    from xling.cli.progress import TrainingBar  # here: the command line imports the recipes
+    resolved = replace(step, options=o)
+    if step.run in TRAINERS:
+        from xling.cli.progress import TrainingBar  # here: the command line imports the recipes
 
-    common = {"model": recipe.model, "workspace": recipe.workspace}
-    trained = {**common, "overwrite": overwrite}
-    if step.run == "train-lang":
-        from xling.train.language import LanguageAdapterOptions, train_language_adapter
-        from xling.train.mlm import MaskingConfig
-
-        defaults = LanguageAdapterOptions(lang=o["lang"], corpus=[])
-        report = train_language_adapter(
-            LanguageAdapterOptions(
-                lang=o["lang"],
-                corpus=o["corpus"] if isinstance(o["corpus"], list) else [o["corpus"]],
-                adapter=_adapter(o, "madx-lang"),
-                training=defaults.training.with_options(o),
-                seq_len=o.get("seq_len", defaults.seq_len),
-                masking=MaskingConfig(
-                    o.get("mask_prob", defaults.masking.probability), o.get("whole_word", defaults.masking.whole_word)
-                ),
-                vocab_from_corpus=o.get("vocab_from_corpus", defaults.vocab_from_corpus),
-                held_out=o.get("held_out", defaults.held_out),
-                **trained,
-            ),
-            console,
-            TrainingBar(console),
-        )
-        console.print(language_report_table(report))
-    elif step.run == "train-task":
-        from xling.train.task import DEFAULT_LEARNING_RATES, train_task_adapter
-
-        method = o.get("method", "adapter")
-        defaults = TaskAdapterOptions(lang="x", train="", dev="")
-        lr = DEFAULT_LEARNING_RATES[method]
-        report = train_task_adapter(
-            TaskAdapterOptions(
-                lang=o["lang"],
-                train=o["train"],
-                dev=o["dev"],
-                task=o.get("task", "ner"),
-                name=produces(step)[1],
-                method=method,
-                use_lang_adapter=not o.get("no_lang_adapter", False),
-                lang_adapter=o.get("lang_adapter"),
-                init_from=o.get("init_from"),
-                adapter=_adapter(o, "pfeiffer"),
-                training=replace(defaults.training, learning_rate=lr).with_options(o),
-                max_len=o.get("max_len", defaults.max_len),
-                train_limit=o.get("train_limit"),
-                dev_limit=o.get("dev_limit"),
-                **_labelled_data(o),
-                **trained,
-            ),
-            console,
-            TrainingBar(console),
-        )
-        console.print(selection_summary(report))
-    elif step.run == "train-fusion":
-        from xling.train.fusion import train_fusion
-
-        defaults = FusionOptions(lang="x", adapters=[], train="", dev="")
-        report = train_fusion(
-            FusionOptions(
-                lang=o["lang"],
-                adapters=o["adapters"],
-                train=o["train"],
-                dev=o["dev"],
-                task=o.get("task", "ner"),
-                name=produces(step)[1],
-                use_lang_adapter=not o.get("no_lang_adapter", False),
-                fusion=FusionConfig(
-                    temperature=o.get("temperature", defaults.fusion.temperature),
-                    value_penalty=o.get("value_penalty", defaults.fusion.value_penalty),
-                ),
-                training=defaults.training.with_options(o),
-                max_len=o.get("max_len", defaults.max_len),
-                **_labelled_data(o),
-                **trained,
-            ),
-            console,
-            TrainingBar(console),
-        )
-        console.print(selection_summary(report, "fusion "))
-    elif step.run == "self-train":
-        from xling.train.self_training import self_train
-
-        defaults = _self_training(o)
-        report = self_train(
-            SelfTrainingOptions(
-                lang=o["lang"],
-                corpus=o["corpus"] if isinstance(o["corpus"], list) else [o["corpus"]],
-                dev=o["dev"],
-                source=defaults.source,
-                task=defaults.task,
-                name=produces(step)[1],
-                rounds=o.get("rounds", defaults.rounds),
-                threshold=o.get("threshold", defaults.threshold),
-                confidence_of=o.get("confidence_of", defaults.confidence_of),
-                max_per_type=o.get("max_per_type", defaults.max_per_type) or None,
-                max_sentences=o.get("max_sentences", defaults.max_sentences) or None,
-                training=defaults.training.with_options(o),
-                max_len=o.get("max_len", defaults.max_len),
-                **_labelled_data(o),
-                **trained,
-            ),
-            console,
-            TrainingBar(console),
-        )
-        console.print(self_training_summary(report))
+        trainer, summary = TRAINERS[step.run]
+        options = step_options(resolved, model=recipe.model, workspace=recipe.workspace, overwrite=overwrite)
+        console.print(summary(trainer(options, console, TrainingBar(console))))
     elif step.run == "evaluate":
-        from xling.tagging.evaluate import EvaluationOptions, evaluate
-
-        result = evaluate(
-            EvaluationOptions(
-                data=o["data"],
-                lang=o["lang"],
-                task_adapter=o.get("task_adapter"),
-                fusion=o.get("fusion"),
-                use_lang_adapter=not o.get("no_lang_adapter", False),
-                limit=o.get("limit"),
-                **_labelled_data(o),
-                **common,
-            )
-        )
+        result = evaluate(step_options(resolved, model=recipe.model, workspace=recipe.workspace))
         result["label"] = o.get("label", step.title)
         console.print(
             f"{result['label']}: F1 {100 * result['f1']:.1f} (precision {100 * result['precision']:.1f}, "

@@ -7,57 +7,33 @@ import json
 import typer
 from rich.console import Console
 
-from xling.cli.options import DECODER, MODEL, WORKSPACE, Task, comma_list
-from xling.data.labels import parse_label_map
+from xling.cli.options import MODEL, WORKSPACE, Task, argument, option
+from xling.options import build, defaults
 from xling.scoring import scores_table
 from xling.tagging.evaluate import EvaluationOptions, evaluate
 
 console = Console(stderr=True)
-EVALUATION = EvaluationOptions(data="", lang="qu")  # the defaults of `evaluate`
+EVALUATION = defaults(EvaluationOptions)
 
 
 def evaluate_command(
     task: Task = typer.Argument(..., help="The task: ner."),
-    data: str = typer.Argument(..., help="Labelled data: a CoNLL file or a named source such as wikiann:qu."),
-    lang: str = typer.Option(
-        ..., "--lang", help="Language of the data: its language adapter is stacked under the task adapter."
-    ),
-    task_adapter: str = typer.Option(
-        None,
-        "--task-adapter",
-        "-t",
-        help="Trained task (name or directory) (default: ner-LANG if trained, else ner-en).",
-    ),
-    fusion: str = typer.Option(None, help="A trained fusion to evaluate instead of a single task adapter."),
-    no_lang_adapter: bool = typer.Option(
-        False, "--no-lang-adapter", help="Evaluate the task adapter without any language adapter."
-    ),
+    data: str = argument(EVALUATION, "data"),
+    lang: str = option(EVALUATION, "lang"),
+    task_adapter: str = option(EVALUATION, "task_adapter", "--task-adapter", "-t"),
+    fusion: str = option(EVALUATION, "fusion"),
+    no_lang_adapter: bool = option(EVALUATION, "no_lang_adapter"),
     model: str = MODEL,
     workspace: str = WORKSPACE,
-    drop_labels: str = typer.Option(None, help="Entity types to turn into O in the gold data, e.g. MISC."),
-    label_map: str = typer.Option(None, help="Rename entity types in the gold data, e.g. PERSON=PER."),
-    limit: int = typer.Option(None, help="Score the first N sentences only."),
-    batch_size: int = typer.Option(EVALUATION.batch_size),
-    decoder: str = DECODER,
+    drop_labels: str = option(EVALUATION, "drop_labels"),
+    label_map: str = option(EVALUATION, "label_map"),
+    limit: int = option(EVALUATION, "limit"),
+    batch_size: int = option(EVALUATION, "batch_size"),
+    decoder: str = option(EVALUATION, "decoder"),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ):
     """Score a trained task on labelled data with seqeval (strict IOB2, entity level)."""
-    result = evaluate(
-        EvaluationOptions(
-            data=data,
-            lang=lang,
-            task_adapter=task_adapter,
-            fusion=fusion,
-            model=model,
-            workspace=workspace,
-            use_lang_adapter=not no_lang_adapter,
-            limit=limit,
-            drop_labels=comma_list(drop_labels),
-            label_map=parse_label_map(label_map),
-            batch_size=batch_size,
-            decoder=decoder,
-        )
-    )
+    result = evaluate(build(EvaluationOptions, locals()))
     if result["types_not_predicted"]:
         missing = ",".join(result["types_not_predicted"])
         console.print(

@@ -1,4 +1,4 @@
-"""Options several commands share, declared once."""
+"""Options several commands share, and typer options read from the config dataclasses."""
 
 from __future__ import annotations
 
@@ -6,49 +6,34 @@ from enum import Enum
 
 import typer
 
-from xling.adapters import BottleneckConfig
-from xling.adapters.bottleneck.config import PRESETS
-from xling.models.loading import DEFAULT_MODEL
-from xling.tagging.decoding import DECODERS, DEFAULT_DECODER
+from xling.device import DEVICE_HELP
+from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
+from xling.options import options_of
+from xling.tagging.decoding import DECODER_HELP, DEFAULT_DECODER
+from xling.workspace import WORKSPACE_HELP
 
-MODEL = typer.Option(
-    DEFAULT_MODEL, "--model", "-m", help="Base model: e5-small (embedded), a Hugging Face id or a local directory."
-)
-WORKSPACE = typer.Option(
-    None, "--workspace", "-w", help="Workspace root (default: $XLING_HOME/workspace, else ./xling-workspace)."
-)
-DEVICE = typer.Option("auto", "--device", help="auto (GPU when present), cpu or cuda.")
-PRESET_HELP = f"Adapter preset: {', '.join(PRESETS)}."
-DECODER = typer.Option(
-    DEFAULT_DECODER,
-    "--decoder",
-    help=f"From word probabilities to IOB2 tags: {', '.join(DECODERS)} "
-    "(viterbi: the best sequence where I-X follows only B-X or I-X).",
-)
+MODEL = typer.Option(DEFAULT_MODEL, "--model", "-m", help=MODEL_HELP)
+WORKSPACE = typer.Option(None, "--workspace", "-w", help=WORKSPACE_HELP)
+DEVICE = typer.Option("auto", "--device", help=DEVICE_HELP)
+DECODER = typer.Option(DEFAULT_DECODER, "--decoder", help=DECODER_HELP)
 
 
-def adapter_config(
-    preset: str,
-    reduction_factor: float | None,
-    non_linearity: str | None,
-    leave_out: str | None,
-    share_every: int | None,
-) -> BottleneckConfig:
-    """The preset with the command line's overrides; `leave_out` is comma-separated layer indices."""
-    layers = [int(i) for i in leave_out.split(",")] if leave_out else None
-    return BottleneckConfig.preset(
-        preset,
-        reduction_factor=reduction_factor,
-        non_linearity=non_linearity,
-        leave_out=layers,
-        share_every=share_every,
-    )
+def option(config, name: str, *flags: str):
+    """The typer option for option `name` of a config instance: default and help come from the dataclass."""
+    spec = options_of(config)[name]
+    flags = flags or (("--" + name.replace("_", "-"),) if spec.switch else ())
+    if spec.required:
+        return typer.Option(..., *flags, help=spec.help)
+    if spec.unset:
+        shown = " (default: the preset's)" if spec.from_preset else ""
+        shown = shown or (f" (default: {spec.default})" if spec.default not in (None, [], {}) else "")
+        return typer.Option(None, *flags, help=spec.help + shown, show_default=False)
+    return typer.Option(spec.default, *flags, help=spec.help)
+
+
+def argument(config, name: str):
+    return typer.Argument(..., help=options_of(config)[name].help)
 
 
 class Task(str, Enum):
     ner = "ner"
-
-
-def comma_list(text: str | None) -> list[str]:
-    """`MISC, DATE` -> ["MISC", "DATE"]; nothing -> []."""
-    return [part.strip() for part in text.split(",") if part.strip()] if text else []

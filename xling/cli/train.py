@@ -1,4 +1,8 @@
-"""`xling train-lang`, `train-task`, `train-fusion` and `self-train`: thin commands over `xling.train`."""
+"""`xling train-lang`, `train-task`, `train-fusion` and `self-train`: thin commands over `xling.train`.
+
+Each option's default and help come from the command's options dataclass (`option`), and the
+options are turned into that dataclass by `xling.options.build`, as recipe steps are.
+"""
 
 from __future__ import annotations
 
@@ -7,23 +11,22 @@ from enum import Enum
 import typer
 from rich.console import Console
 
-from xling.adapters import FusionConfig
-from xling.cli.options import DECODER, DEVICE, MODEL, PRESET_HELP, WORKSPACE, Task, adapter_config, comma_list
+from xling.cli.options import DEVICE, MODEL, WORKSPACE, Task, argument, option
 from xling.cli.progress import TrainingBar
-from xling.data.labels import parse_label_map
+from xling.options import build, defaults
 from xling.train.fusion import FusionOptions, train_fusion
 from xling.train.language import LanguageAdapterOptions, train_language_adapter
-from xling.train.mlm import MaskingConfig
 from xling.train.self_training import SelfTrainingOptions, self_train
 from xling.train.summary import language_report_table, selection_summary, self_training_summary
 from xling.train.task import DEFAULT_LEARNING_RATES, TaskAdapterOptions, train_task_adapter
 
 console = Console(stderr=True)
-# The defaults of each command come from its options dataclass, never from here.
-LANG = LanguageAdapterOptions(lang="qu", corpus=[])
-TASK = TaskAdapterOptions(lang="en", train="", dev="")
-FUSION = FusionOptions(lang="qu", adapters=[], train="", dev="")
-SELF_TRAINING = SelfTrainingOptions(lang="qu", corpus=[], dev="")
+# Instances whose values are the defaults each command shows.
+LANG = defaults(LanguageAdapterOptions)
+TASK = defaults(TaskAdapterOptions)
+FUSION = defaults(FusionOptions)
+SELF_TRAINING = defaults(SelfTrainingOptions)
+METHOD_LEARNING_RATES = ", ".join(f"{rate:g} {method}" for method, rate in DEFAULT_LEARNING_RATES.items())
 
 
 class Method(str, Enum):
@@ -33,262 +36,147 @@ class Method(str, Enum):
 
 
 def train_lang(
-    lang: str = typer.Argument(..., help="Language code, e.g. qu, es, en: the adapter's name."),
-    corpus: list[str] = typer.Argument(..., help="Text files, folders or globs (CoNLL files count as text)."),
+    lang: str = argument(LANG, "lang"),
+    corpus: list[str] = argument(LANG, "corpus"),
     model: str = MODEL,
     workspace: str = WORKSPACE,
-    preset: str = typer.Option("madx-lang", help=PRESET_HELP),
-    reduction_factor: float = typer.Option(None, help="Override the preset's reduction factor."),
-    non_linearity: str = typer.Option(None, help="Override the preset's non-linearity (relu, gelu, swish, tanh)."),
-    leave_out: str = typer.Option(None, help="Comma-separated layer indices without adapters."),
-    share_every: int = typer.Option(None, help="Share one adapter across this many consecutive layers."),
-    steps: int = typer.Option(
-        None, help=f"Optimiser steps (default: {LANG.training.max_steps}, unless --epochs is given)."
-    ),
-    epochs: float = typer.Option(None, help="Train for this many passes over the corpus instead of --steps."),
-    batch_size: int = typer.Option(LANG.training.batch_size, help="Blocks per micro-batch."),
-    grad_accum: int = typer.Option(LANG.training.grad_accum, help="Micro-batches per optimiser step."),
-    lr: float = typer.Option(LANG.training.learning_rate, help="Peak learning rate."),
-    warmup: float = typer.Option(
-        LANG.training.warmup, help="Warm-up: a fraction of the steps (below 1) or a number of steps."
-    ),
-    seq_len: int = typer.Option(LANG.seq_len, help="Tokens per training block."),
-    mask_prob: float = typer.Option(LANG.masking.probability, help="Share of pieces to mask."),
-    whole_word: bool = typer.Option(LANG.masking.whole_word, help="Mask whole words instead of single pieces."),
-    vocab_from_corpus: bool = typer.Option(
-        LANG.vocab_from_corpus, help="Restrict the training softmax to pieces seen in the corpus (faster)."
-    ),
-    held_out: float = typer.Option(LANG.held_out, help="Share of lines held out for perplexity (1-5%)."),
-    seed: int = typer.Option(LANG.training.seed),
-    eval_every: int = typer.Option(LANG.training.eval_every, help="Evaluate held-out perplexity every N steps."),
-    checkpoint_every: int = typer.Option(LANG.training.checkpoint_every, help="Checkpoint every N steps."),
+    preset: str = option(LANG, "preset"),
+    reduction_factor: float = option(LANG, "reduction_factor"),
+    non_linearity: str = option(LANG, "non_linearity"),
+    leave_out: str = option(LANG, "leave_out"),
+    share_every: int = option(LANG, "share_every"),
+    steps: int = option(LANG, "steps"),
+    epochs: float = option(LANG, "epochs"),
+    batch_size: int = option(LANG, "batch_size"),
+    grad_accum: int = option(LANG, "grad_accum"),
+    lr: float = option(LANG, "lr"),
+    warmup: float = option(LANG, "warmup"),
+    seq_len: int = option(LANG, "seq_len"),
+    mask_prob: float = option(LANG, "mask_prob"),
+    whole_word: bool = option(LANG, "whole_word"),
+    vocab_from_corpus: bool = option(LANG, "vocab_from_corpus"),
+    held_out: float = option(LANG, "held_out"),
+    seed: int = option(LANG, "seed"),
+    eval_every: int = option(LANG, "eval_every"),
+    checkpoint_every: int = option(LANG, "checkpoint_every"),
     device: str = DEVICE,
-    overwrite: bool = typer.Option(False, help="Replace an existing adapter of the same name."),
-    restart: bool = typer.Option(False, help="Discard an interrupted run instead of resuming it."),
+    overwrite: bool = option(LANG, "overwrite"),
+    restart: bool = option(LANG, "restart"),
 ):
     """Train a language adapter by masked-language modelling on unlabelled text."""
-    options = LanguageAdapterOptions(
-        lang=lang,
-        corpus=corpus,
-        model=model,
-        workspace=workspace,
-        adapter=adapter_config(preset, reduction_factor, non_linearity, leave_out, share_every),
-        training=LANG.training.with_options(locals()),
-        seq_len=seq_len,
-        masking=MaskingConfig(probability=mask_prob, whole_word=whole_word),
-        vocab_from_corpus=vocab_from_corpus,
-        held_out=held_out,
-        overwrite=overwrite,
-        restart=restart,
-    )
-    report = train_language_adapter(options, console, TrainingBar(console))
+    report = train_language_adapter(build(LanguageAdapterOptions, locals()), console, TrainingBar(console))
     Console().print(language_report_table(report))
 
 
 def train_task(
     task: Task = typer.Argument(..., help="The task: ner."),
-    lang: str = typer.Option(
-        ..., "--lang", help="Language of the training data; its language adapter is stacked below."
-    ),
-    train_data: list[str] = typer.Option(
-        ...,
-        "--train",
-        help="Training data: a CoNLL file or a named source such as wikiann:en; repeat to train on several.",
-    ),
-    dev_data: str = typer.Option(..., "--dev", help="Dev data for model selection and early stopping."),
-    name: str = typer.Option(None, help="Name of the trained task adapter (default: TASK-LANG, e.g. ner-en)."),
+    lang: str = option(TASK, "lang"),
+    train: list[str] = option(TASK, "train"),
+    dev: str = option(TASK, "dev"),
+    name: str = option(TASK, "name"),
     model: str = MODEL,
     workspace: str = WORKSPACE,
-    method: Method = typer.Option(
-        Method.adapter, help="adapter (MAD-X), full (full fine-tuning) or head (only the head)."
-    ),
-    no_lang_adapter: bool = typer.Option(
-        False, "--no-lang-adapter", help="Train the task adapter without a language adapter below it."
-    ),
-    lang_adapter: str = typer.Option(
-        None, help="Language adapter to stack below (default: --lang from the workspace)."
-    ),
-    init_from: str = typer.Option(None, help="Continue a trained task adapter (few-shot target-language training)."),
-    preset: str = typer.Option("pfeiffer", help=PRESET_HELP),
-    reduction_factor: float = typer.Option(None, help="Override the preset's reduction factor."),
-    non_linearity: str = typer.Option(None, help="Override the preset's non-linearity."),
-    leave_out: str = typer.Option(None, help="Comma-separated layer indices without adapters."),
-    share_every: int = typer.Option(None, help="Share one adapter across this many consecutive layers."),
-    drop_labels: str = typer.Option(None, help="Entity types to turn into O, e.g. MISC."),
-    label_map: str = typer.Option(None, help="Rename entity types, e.g. PERSON=PER,LOCATION=LOC."),
-    epochs: float = typer.Option(TASK.training.epochs, help="Passes over the training data."),
-    steps: int = typer.Option(None, help="Optimiser steps instead of --epochs."),
-    batch_size: int = typer.Option(TASK.training.batch_size),
-    grad_accum: int = typer.Option(TASK.training.grad_accum),
-    lr: float = typer.Option(None, help="Learning rate (default: 5e-4 adapter, 5e-5 full, 1e-2 head)."),
-    warmup: float = typer.Option(TASK.training.warmup),
-    eval_every: int = typer.Option(None, help="Evaluate dev F1 every N steps (default: once per epoch)."),
-    patience: int = typer.Option(
-        TASK.training.patience, help="Stop after this many evaluations without a better dev F1."
-    ),
-    checkpoint_every: int = typer.Option(TASK.training.checkpoint_every),
-    max_len: int = typer.Option(TASK.max_len, help="Longest window in sub-tokens; longer sentences are windowed."),
-    train_limit: int = typer.Option(None, help="Train on the first N sentences only."),
-    dev_limit: int = typer.Option(None, help="Select on the first N dev sentences only."),
-    decoder: str = DECODER,
-    seed: int = typer.Option(TASK.training.seed),
+    method: Method = option(TASK, "method"),
+    no_lang_adapter: bool = option(TASK, "no_lang_adapter"),
+    lang_adapter: str = option(TASK, "lang_adapter"),
+    init_from: str = option(TASK, "init_from"),
+    preset: str = option(TASK, "preset"),
+    reduction_factor: float = option(TASK, "reduction_factor"),
+    non_linearity: str = option(TASK, "non_linearity"),
+    leave_out: str = option(TASK, "leave_out"),
+    share_every: int = option(TASK, "share_every"),
+    drop_labels: str = option(TASK, "drop_labels"),
+    label_map: str = option(TASK, "label_map"),
+    epochs: float = option(TASK, "epochs"),
+    steps: int = option(TASK, "steps"),
+    batch_size: int = option(TASK, "batch_size"),
+    grad_accum: int = option(TASK, "grad_accum"),
+    lr: float = typer.Option(None, help=f"Peak learning rate (default: {METHOD_LEARNING_RATES})."),
+    warmup: float = option(TASK, "warmup"),
+    eval_every: int = option(TASK, "eval_every"),
+    patience: int = option(TASK, "patience"),
+    checkpoint_every: int = option(TASK, "checkpoint_every"),
+    max_len: int = option(TASK, "max_len"),
+    train_limit: int = option(TASK, "train_limit"),
+    dev_limit: int = option(TASK, "dev_limit"),
+    decoder: str = option(TASK, "decoder"),
+    seed: int = option(TASK, "seed"),
     device: str = DEVICE,
-    overwrite: bool = typer.Option(False, help="Replace an existing task adapter of the same name."),
-    restart: bool = typer.Option(False, help="Discard an interrupted run instead of resuming it."),
+    overwrite: bool = option(TASK, "overwrite"),
+    restart: bool = option(TASK, "restart"),
 ):
     """Train a NER task adapter (and its head) over the frozen language adapter, or a baseline."""
-    options = TaskAdapterOptions(
-        lang=lang,
-        train=train_data[0] if len(train_data) == 1 else train_data,
-        dev=dev_data,
-        task=task.value,
-        name=name,
-        model=model,
-        workspace=workspace,
-        method=method.value,
-        use_lang_adapter=not no_lang_adapter,
-        lang_adapter=lang_adapter,
-        init_from=init_from,
-        adapter=adapter_config(preset, reduction_factor, non_linearity, leave_out, share_every),
-        training=TASK.training.with_options({**locals(), "lr": lr or DEFAULT_LEARNING_RATES[method.value]}),
-        drop_labels=comma_list(drop_labels),
-        label_map=parse_label_map(label_map),
-        max_len=max_len,
-        train_limit=train_limit,
-        dev_limit=dev_limit,
-        decoder=decoder,
-        overwrite=overwrite,
-        restart=restart,
-    )
-    report = train_task_adapter(options, console, TrainingBar(console))
-    Console().print(selection_summary(report))
+    options = build(TaskAdapterOptions, {**locals(), "task": task.value, "method": method.value})
+    Console().print(selection_summary(train_task_adapter(options, console, TrainingBar(console))))
 
 
 def train_fusion_command(
     task: Task = typer.Argument(..., help="The task: ner."),
-    lang: str = typer.Option(
-        ..., "--lang", help="Language of the training data; its language adapter goes below the fusion."
-    ),
-    adapters: str = typer.Option(..., help="Task adapters to fuse, comma-separated, e.g. ner-en,ner-es."),
-    train_data: str = typer.Option(..., "--train", help="Training data (e.g. the 100 Quechua training sentences)."),
-    dev_data: str = typer.Option(..., "--dev", help="Dev data for model selection and early stopping."),
-    name: str = typer.Option(None, help="Name of the fusion (default: TASK-fusion-LANG)."),
+    lang: str = option(FUSION, "lang"),
+    adapters: str = option(FUSION, "adapters"),
+    train: str = option(FUSION, "train"),
+    dev: str = option(FUSION, "dev"),
+    name: str = option(FUSION, "name"),
     model: str = MODEL,
     workspace: str = WORKSPACE,
-    no_lang_adapter: bool = typer.Option(False, "--no-lang-adapter", help="Fuse without a language adapter below."),
-    temperature: float = typer.Option(FUSION.fusion.temperature, help="Softmax temperature over the fused adapters."),
-    value_penalty: float = typer.Option(
-        FUSION.fusion.value_penalty, help="Weight of the L2 pull of the value matrices towards identity."
-    ),
-    drop_labels: str = typer.Option(None, help="Entity types to turn into O, e.g. MISC."),
-    label_map: str = typer.Option(None, help="Rename entity types, e.g. PERSON=PER."),
-    epochs: float = typer.Option(FUSION.training.epochs),
-    steps: int = typer.Option(None, help="Optimiser steps instead of --epochs."),
-    batch_size: int = typer.Option(FUSION.training.batch_size),
-    grad_accum: int = typer.Option(FUSION.training.grad_accum),
-    lr: float = typer.Option(FUSION.training.learning_rate, help="Learning rate (AdapterFusion paper: 5e-5)."),
-    warmup: float = typer.Option(FUSION.training.warmup),
-    eval_every: int = typer.Option(None, help="Evaluate dev F1 every N steps (default: once per epoch)."),
-    patience: int = typer.Option(FUSION.training.patience),
-    checkpoint_every: int = typer.Option(FUSION.training.checkpoint_every),
-    max_len: int = typer.Option(FUSION.max_len, help="Longest window in sub-tokens; longer sentences are windowed."),
-    decoder: str = DECODER,
-    seed: int = typer.Option(FUSION.training.seed),
+    no_lang_adapter: bool = option(FUSION, "no_lang_adapter"),
+    temperature: float = option(FUSION, "temperature"),
+    value_penalty: float = option(FUSION, "value_penalty"),
+    drop_labels: str = option(FUSION, "drop_labels"),
+    label_map: str = option(FUSION, "label_map"),
+    epochs: float = option(FUSION, "epochs"),
+    steps: int = option(FUSION, "steps"),
+    batch_size: int = option(FUSION, "batch_size"),
+    grad_accum: int = option(FUSION, "grad_accum"),
+    lr: float = option(FUSION, "lr"),
+    warmup: float = option(FUSION, "warmup"),
+    eval_every: int = option(FUSION, "eval_every"),
+    patience: int = option(FUSION, "patience"),
+    checkpoint_every: int = option(FUSION, "checkpoint_every"),
+    max_len: int = option(FUSION, "max_len"),
+    decoder: str = option(FUSION, "decoder"),
+    seed: int = option(FUSION, "seed"),
     device: str = DEVICE,
-    overwrite: bool = typer.Option(False),
-    restart: bool = typer.Option(False),
+    overwrite: bool = option(FUSION, "overwrite"),
+    restart: bool = option(FUSION, "restart"),
 ):
     """Train an AdapterFusion layer over frozen task adapters: Stack(LANG, Fuse(ADAPTERS))."""
-    report = train_fusion(
-        FusionOptions(
-            lang=lang,
-            adapters=[a.strip() for a in adapters.split(",") if a.strip()],
-            train=train_data,
-            dev=dev_data,
-            task=task.value,
-            name=name,
-            model=model,
-            workspace=workspace,
-            use_lang_adapter=not no_lang_adapter,
-            fusion=FusionConfig(temperature=temperature, value_penalty=value_penalty),
-            training=FUSION.training.with_options(locals()),
-            drop_labels=comma_list(drop_labels),
-            label_map=parse_label_map(label_map),
-            max_len=max_len,
-            decoder=decoder,
-            overwrite=overwrite,
-            restart=restart,
-        ),
-        console,
-        TrainingBar(console),
-    )
-    Console().print(selection_summary(report, "fusion "))
+    options = build(FusionOptions, {**locals(), "task": task.value})
+    Console().print(selection_summary(train_fusion(options, console, TrainingBar(console)), "fusion "))
 
 
 def self_train_command(
     task: Task = typer.Argument(..., help="The task: ner."),
-    corpus: list[str] = typer.Argument(..., help="Unlabelled text of the language: files, folders or globs."),
-    lang: str = typer.Option(
-        ..., "--lang", help="Language of the text; its language adapter goes under the task adapter."
-    ),
-    source: str = typer.Option(
-        SELF_TRAINING.source,
-        "--from",
-        help="Task adapter that labels the first round and that every round starts from.",
-    ),
-    dev_data: str = typer.Option(..., "--dev", help="Labelled dev data, used only to pick each round's best epoch."),
-    name: str = typer.Option(
-        None, help="Name of the result (default: TASK-LANG-self); rounds before the last are NAME-roundK."
-    ),
+    corpus: list[str] = argument(SELF_TRAINING, "corpus"),
+    lang: str = option(SELF_TRAINING, "lang"),
+    source: str = option(SELF_TRAINING, "from", "--from"),
+    dev: str = option(SELF_TRAINING, "dev"),
+    name: str = option(SELF_TRAINING, "name"),
     model: str = MODEL,
     workspace: str = WORKSPACE,
-    rounds: int = typer.Option(SELF_TRAINING.rounds, help="Rounds of tagging, selecting and training."),
-    threshold: float = typer.Option(
-        SELF_TRAINING.threshold, help="Keep a sentence when its tag probabilities (see --confidence-of) reach this."
-    ),
-    confidence_of: str = typer.Option(
-        SELF_TRAINING.confidence_of, help="Whose probabilities must reach --threshold: every word's, or the entities'."
-    ),
-    max_per_type: int = typer.Option(
-        SELF_TRAINING.max_per_type, help="At most this many kept sentences per entity type (balance); 0: no cap."
-    ),
-    max_sentences: int = typer.Option(
-        SELF_TRAINING.max_sentences, help="Tag a seeded sample of this many corpus lines per round; 0: all."
-    ),
-    epochs: float = typer.Option(SELF_TRAINING.training.epochs),
-    batch_size: int = typer.Option(SELF_TRAINING.training.batch_size),
-    lr: float = typer.Option(SELF_TRAINING.training.learning_rate),
-    patience: int = typer.Option(
-        SELF_TRAINING.training.patience, help="Stop after this many evaluations without a better dev F1."
-    ),
-    decoder: str = DECODER,
-    seed: int = typer.Option(SELF_TRAINING.training.seed),
+    rounds: int = option(SELF_TRAINING, "rounds"),
+    threshold: float = option(SELF_TRAINING, "threshold"),
+    confidence_of: str = option(SELF_TRAINING, "confidence_of"),
+    max_per_type: int = option(SELF_TRAINING, "max_per_type"),
+    max_sentences: int = option(SELF_TRAINING, "max_sentences"),
+    drop_labels: str = option(SELF_TRAINING, "drop_labels"),
+    label_map: str = option(SELF_TRAINING, "label_map"),
+    epochs: float = option(SELF_TRAINING, "epochs"),
+    steps: int = option(SELF_TRAINING, "steps"),
+    batch_size: int = option(SELF_TRAINING, "batch_size"),
+    grad_accum: int = option(SELF_TRAINING, "grad_accum"),
+    lr: float = option(SELF_TRAINING, "lr"),
+    warmup: float = option(SELF_TRAINING, "warmup"),
+    eval_every: int = option(SELF_TRAINING, "eval_every"),
+    patience: int = option(SELF_TRAINING, "patience"),
+    checkpoint_every: int = option(SELF_TRAINING, "checkpoint_every"),
+    max_len: int = option(SELF_TRAINING, "max_len"),
+    decoder: str = option(SELF_TRAINING, "decoder"),
+    seed: int = option(SELF_TRAINING, "seed"),
     device: str = DEVICE,
-    overwrite: bool = typer.Option(False, help="Replace an existing result of the same name."),
-    restart: bool = typer.Option(False, help="Discard an interrupted round's training instead of resuming it."),
+    overwrite: bool = option(SELF_TRAINING, "overwrite"),
+    restart: bool = option(SELF_TRAINING, "restart"),
 ):
     """Self-training without target labels: tag unlabelled text, keep confident sentences, train on them; repeat."""
-    report = self_train(
-        SelfTrainingOptions(
-            lang=lang,
-            corpus=corpus,
-            dev=dev_data,
-            source=source,
-            task=task.value,
-            name=name,
-            model=model,
-            workspace=workspace,
-            rounds=rounds,
-            threshold=threshold,
-            confidence_of=confidence_of,
-            max_per_type=max_per_type or None,
-            max_sentences=max_sentences or None,
-            training=SELF_TRAINING.training.with_options(locals()),
-            decoder=decoder,
-            overwrite=overwrite,
-            restart=restart,
-        ),
-        console,
-        TrainingBar(console),
-    )
-    Console().print(self_training_summary(report))
+    options = build(SelfTrainingOptions, {**locals(), "task": task.value, "from": source})
+    Console().print(self_training_summary(self_train(options, console, TrainingBar(console))))

@@ -10,6 +10,7 @@ from xling.errors import XlingError
 from xling.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, embedded_dir
 
 DEFAULT_MODEL = "e5-small"
+MODEL_HELP = "Base model: e5-small (embedded), a Hugging Face id or a local directory."
 
 
 def resolve_model_dir(spec: str, on_step: Callable[[str], None] = lambda step: None) -> str:

@@ -18,6 +18,10 @@ from xling.errors import XlingError
 
 DECODERS = ("viterbi", "repair", "drop")
 DEFAULT_DECODER = "viterbi"
+DECODER_HELP = (
+    f"From word probabilities to IOB2 tags: {', '.join(DECODERS)} "
+    "(viterbi: the best sequence where I-X follows only B-X or I-X)."
+)
 
 
 def check_decoder(decoder: str) -> str:

@@ -2,30 +2,40 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from xling.data.labels import relabel
+from xling.data.labels import parse_label_map, relabel
 from xling.data.sources import load_ner
-from xling.models.loading import DEFAULT_MODEL
+from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
+from xling.options import comma_list, opt
 from xling.scoring.entities import score
-from xling.tagging.decoding import DEFAULT_DECODER, check_decoder
+from xling.tagging.decoding import DECODER_HELP, DEFAULT_DECODER, check_decoder
 from xling.tagging.tagger import Tagger
+from xling.workspace import WORKSPACE_HELP
 
 
 @dataclass
 class EvaluationOptions:
-    data: str
-    lang: str
-    task_adapter: str | None = None  # default resolution as for tagging: ner-<lang>, else ner-en
-    fusion: str | None = None
-    model: str = DEFAULT_MODEL
-    workspace: str | None = None
-    use_lang_adapter: bool = True
-    drop_labels: list[str] = field(default_factory=list)
-    label_map: dict[str, str] = field(default_factory=dict)
-    batch_size: int = 64
-    limit: int | None = None  # score the first N sentences only
-    decoder: str = DEFAULT_DECODER  # how per-word probabilities become IOB2 tags
+    data: str = opt(help="Labelled data: a CoNLL file or a named source such as wikiann:qu.")
+    lang: str = opt(help="Language of the data: its language adapter is stacked under the task adapter.")
+    task_adapter: str | None = opt(
+        None, "Trained task (name or directory) (default: ner-LANG if trained, else ner-en)."
+    )
+    fusion: str | None = opt(None, "A trained fusion to evaluate instead of a single task adapter.")
+    model: str = opt(DEFAULT_MODEL, MODEL_HELP)
+    workspace: str | None = opt(None, WORKSPACE_HELP)
+    use_lang_adapter: bool = opt(
+        True, "Evaluate the task adapter without any language adapter.", name="no_lang_adapter", invert=True
+    )
+    drop_labels: list[str] = opt(
+        factory=list, help="Entity types to turn into O in the gold data, e.g. MISC.", parse=comma_list
+    )
+    label_map: dict[str, str] = opt(
+        factory=dict, help="Rename entity types in the gold data, e.g. PERSON=PER.", parse=parse_label_map
+    )
+    batch_size: int = opt(64, "Sentences per batch.")
+    limit: int | None = opt(None, "Score the first N sentences only.")
+    decoder: str = opt(DEFAULT_DECODER, DECODER_HELP)
 
     def __post_init__(self):
         check_decoder(self.decoder)

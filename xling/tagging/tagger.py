@@ -21,7 +21,7 @@ from xling.models.loading import DEFAULT_MODEL
 from xling.tagging.decoding import DEFAULT_DECODER, check_decoder, decode
 from xling.tagging.predict import predict_probabilities
 from xling.tagging.words import Token, split_sentences, tokenize
-from xling.tasks import load_fusion_model, load_task_model
+from xling.trained_tasks import load_fusion_model, load_task_model
 from xling.workspace import Workspace, check_lang
 
 

@@ -15,9 +15,9 @@ import math
 import shutil
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -25,8 +25,9 @@ import torch
 
 from xling.adapters import AdaptedModel
 from xling.data.labels import IGNORE
-from xling.device import pick_device
+from xling.device import DEVICE_HELP, pick_device
 from xling.errors import XlingError
+from xling.options import opt
 from xling.train.checkpoint import load_checkpoint, save_checkpoint
 
 LOG_FILE = "log.jsonl"
@@ -35,19 +36,19 @@ RUN_FILE = "run.json"
 
 @dataclass
 class TrainConfig:
-    max_steps: int | None = None  # optimiser steps; when unset, `epochs` decides
-    epochs: float = 1.0
-    batch_size: int = 8
-    grad_accum: int = 1
-    learning_rate: float = 1e-4
-    warmup: float = 0.06  # a fraction of all steps when below 1, else a number of steps
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
-    eval_every: int | None = 100  # None: once per epoch
-    checkpoint_every: int = 100
-    patience: int | None = None  # evaluations without improvement before stopping early
-    seed: int = 42
-    device: str = "auto"  # auto, cpu or cuda
+    max_steps: int | None = opt(None, "Optimiser steps; when unset, --epochs decides.", name="steps")
+    epochs: float = opt(1.0, "Passes over the training data.", clears="max_steps")
+    batch_size: int = opt(8, "Examples per micro-batch.")
+    grad_accum: int = opt(1, "Micro-batches per optimiser step.")
+    learning_rate: float | None = opt(1e-4, "Peak learning rate.", name="lr")  # None: the objective's default
+    warmup: float = opt(0.06, "Warm-up: a fraction of all steps (below 1) or a number of steps.")
+    weight_decay: float = opt(0.0, hidden=True)
+    max_grad_norm: float = opt(1.0, hidden=True)
+    eval_every: int | None = opt(100, "Evaluate every N steps; unset: once per epoch.")
+    checkpoint_every: int = opt(100, "Save a resumable checkpoint every N steps.")
+    patience: int | None = opt(None, "Stop after this many evaluations without improvement.")
+    seed: int = opt(42, "Random seed (data order, initialisation, masking).")
+    device: str = opt("auto", DEVICE_HELP)
 
     def __post_init__(self):
         for name in ("batch_size", "grad_accum", "eval_every", "checkpoint_every"):
@@ -55,22 +56,10 @@ class TrainConfig:
                 raise XlingError(f"{name.replace('_', '-')} must be at least 1")
         if self.max_steps is not None and self.max_steps < 1:
             raise XlingError("steps must be at least 1")
-        if self.learning_rate <= 0:
+        if self.learning_rate is not None and self.learning_rate <= 0:
             raise XlingError("learning rate must be positive")
         if self.device not in ("auto", "cpu", "cuda"):
             raise XlingError(f"device must be auto, cpu or cuda, not {self.device!r}")
-
-    def with_options(self, options: Mapping) -> TrainConfig:
-        """These defaults with the command-line or recipe options in `options` (other keys and None are
-        ignored); `--steps` wins over `--epochs`, and `--epochs` alone replaces a default number of steps."""
-        names = {OPTION_NAMES.get(k, k): v for k, v in options.items() if v is not None}
-        values = {f.name: names[f.name] for f in fields(self) if f.name in names}
-        if "max_steps" not in values and "epochs" in values:
-            values["max_steps"] = None
-        return replace(self, **values)
-
-
-OPTION_NAMES = {"steps": "max_steps", "lr": "learning_rate"}  # command-line names that differ from the fields
 
 
 class Objective(Protocol):

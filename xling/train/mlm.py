@@ -19,12 +19,13 @@ import torch.nn.functional as F
 from xling.adapters import AdaptedModel
 from xling.data.labels import IGNORE
 from xling.errors import XlingError
+from xling.options import opt
 
 
 @dataclass
 class MaskingConfig:
-    probability: float = 0.15
-    whole_word: bool = False
+    probability: float = opt(0.15, "Share of pieces to mask.", name="mask_prob")
+    whole_word: bool = opt(False, "Mask whole words instead of single pieces.")
 
     def __post_init__(self):
         if not 0 < self.probability < 1:

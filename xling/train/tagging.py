@@ -4,38 +4,41 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 from xling.adapters import AdaptedModel
 from xling.data.conll import Sentence
-from xling.data.labels import IGNORE
+from xling.data.labels import IGNORE, parse_label_map
 from xling.errors import XlingError
-from xling.models.loading import DEFAULT_MODEL
+from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
+from xling.options import comma_list, opt
 from xling.scoring import score
 from xling.tagging.align import window_labels, windows_for
-from xling.tagging.decoding import DEFAULT_DECODER, check_decoder, decode
+from xling.tagging.decoding import DECODER_HELP, DEFAULT_DECODER, check_decoder, decode
 from xling.tagging.predict import max_window, pad_batch, predict_probabilities
+from xling.workspace import WORKSPACE_HELP
 
 
 @dataclass(kw_only=True)
 class TaggingRunOptions:
-    """What every run on labelled tagging data shares (task adapters, baselines, fusion)."""
+    """What every run on labelled tagging data shares (task adapters, baselines, fusion, self-training)."""
 
-    model: str = DEFAULT_MODEL
-    workspace: str | None = None
-    drop_labels: list[str] = field(default_factory=list)
-    label_map: dict[str, str] = field(default_factory=dict)
-    max_len: int | None = 256  # longest window in sub-tokens
-    decoder: str = DEFAULT_DECODER  # decoding of dev predictions for model selection, as at tagging time
+    model: str = opt(DEFAULT_MODEL, MODEL_HELP)
+    workspace: str | None = opt(None, WORKSPACE_HELP)
+    drop_labels: list[str] = opt(factory=list, help="Entity types to turn into O, e.g. MISC.", parse=comma_list)
+    label_map: dict[str, str] = opt(
+        factory=dict, help="Rename entity types, e.g. PERSON=PER,LOCATION=LOC.", parse=parse_label_map
+    )
+    max_len: int | None = opt(256, "Longest window in sub-tokens; longer sentences are windowed.")
+    decoder: str = opt(DEFAULT_DECODER, DECODER_HELP)  # dev predictions are decoded as at tagging time
+    overwrite: bool = opt(False, "Replace an existing adapter of the same name.")
+    restart: bool = opt(False, "Discard an interrupted run instead of resuming it.")
 
     def __post_init__(self):
         check_decoder(self.decoder)
-
-    overwrite: bool = False
-    restart: bool = False
 
 
 class TaggingObjective:

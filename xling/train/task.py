@@ -7,21 +7,23 @@ fine-tuning of the encoder with the head) and `head` (only the classification he
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
 import torch
 from rich.console import Console
 
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
+from xling.adapters.bottleneck.config import PRESET_HELP
 from xling.adapters.saving import load
 from xling.data.labels import label_list, relabel
 from xling.data.sources import load_ner
 from xling.errors import XlingError
 from xling.models import load_model
-from xling.tasks import METHODS, TaskRecord, load_task_model, save_task
+from xling.options import opt
 from xling.train.loop import TrainConfig, TrainingProgress
 from xling.train.run import TrainingRun
 from xling.train.tagging import TaggingObjective, TaggingRunOptions
+from xling.trained_tasks import METHODS, TaskRecord, load_task_model, save_task
 from xling.workspace import Workspace, check_lang
 
 # Per method. The head alone is a linear probe on frozen features and needs a larger step: on WikiANN-en,
@@ -31,20 +33,28 @@ DEFAULT_LEARNING_RATES = {"adapter": 5e-4, "full": 5e-5, "head": 1e-2}
 
 @dataclass
 class TaskAdapterOptions(TaggingRunOptions):
-    lang: str
-    train: str | list[str]  # one source, or several read one after the other (e.g. silver and gold)
-    dev: str
-    task: str = "ner"
-    name: str | None = None
-    method: str = "adapter"
-    train_limit: int | None = None  # train on the first N sentences only
-    dev_limit: int | None = None  # select on the first N dev sentences only
-    use_lang_adapter: bool = True
-    lang_adapter: str | None = None  # a name in the workspace, or a directory; default: --lang
-    init_from: str | None = None  # continue a trained task adapter (few-shot)
-    adapter: BottleneckConfig = field(default_factory=lambda: BottleneckConfig.preset("pfeiffer"))
-    training: TrainConfig = field(
-        default_factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=5e-4, eval_every=None, patience=2)
+    lang: str = opt(help="Language of the training data; its language adapter is stacked below.")
+    # one source, or several read one after the other (e.g. silver and gold)
+    train: str | list[str] = opt(
+        help="Training data: a CoNLL file or a named source such as wikiann:en; repeat for several."
+    )
+    dev: str = opt(help="Dev data for model selection and early stopping.")
+    task: str = opt("ner", "The task: ner.")
+    name: str | None = opt(None, "Name of the trained task adapter (default: TASK-LANG, e.g. ner-en).")
+    method: str = opt("adapter", "adapter (MAD-X), full (full fine-tuning) or head (only the head).")
+    train_limit: int | None = opt(None, "Train on the first N sentences only.")
+    dev_limit: int | None = opt(None, "Select on the first N dev sentences only.")
+    use_lang_adapter: bool = opt(
+        True, "Train the task adapter without a language adapter below it.", name="no_lang_adapter", invert=True
+    )
+    lang_adapter: str | None = opt(None, "Language adapter to stack below: a name or a directory (default: --lang).")
+    init_from: str | None = opt(None, "Continue a trained task adapter (few-shot target-language training).")
+    adapter: BottleneckConfig = opt(
+        factory=lambda: BottleneckConfig.preset("pfeiffer"), help=PRESET_HELP, preset="pfeiffer"
+    )
+    # learning rate None: the method's (DEFAULT_LEARNING_RATES)
+    training: TrainConfig = opt(
+        factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=None, eval_every=None, patience=2)
     )
 
     def default_name(self) -> str:
@@ -130,7 +140,10 @@ def train_task_adapter(
         "train_limit": options.train_limit,
         "dev_limit": options.dev_limit,
     }
-    run.train(model, objective, options.training, run_options, counts, f"train-task {name}", progress)
+    training = replace(
+        options.training, learning_rate=options.training.learning_rate or DEFAULT_LEARNING_RATES[options.method]
+    )
+    run.train(model, objective, training, run_options, counts, f"train-task {name}", progress)
     report = run.report(
         name=name,
         task=options.task,

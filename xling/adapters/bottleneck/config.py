@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 
 from torch import nn
 
 from xling.errors import XlingError
+from xling.options import comma_ints, opt
 
 PLACEMENTS = ("pfeiffer", "houlsby")
 ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "swish": nn.SiLU, "silu": nn.SiLU, "tanh": nn.Tanh}
+ACTIVATION_NAMES = ("relu", "gelu", "swish", "tanh")  # silu is swish
 
 
 @dataclass
@@ -28,16 +30,16 @@ class BottleneckConfig:
     invertible: add the MAD-X invertible adapter on the embedding output.
     """
 
-    placement: str = "pfeiffer"
-    reduction_factor: float = 16
-    non_linearity: str = "relu"
-    init_std: float = 1e-2
-    train_layer_norms: bool = False
-    leave_out: list[int] = field(default_factory=list)
-    share_every: int = 1
-    invertible: bool = False
-    invertible_reduction_factor: float = 2
-    invertible_non_linearity: str = "relu"
+    placement: str = opt("pfeiffer", hidden=True)
+    reduction_factor: float = opt(16, "Bottleneck size is the hidden size divided by this.")
+    non_linearity: str = opt("relu", f"Non-linearity in the bottleneck: {', '.join(ACTIVATION_NAMES)}.")
+    init_std: float = opt(1e-2, hidden=True)
+    train_layer_norms: bool = opt(False, hidden=True)
+    leave_out: list[int] = opt(factory=list, help="Comma-separated layer indices without adapters.", parse=comma_ints)
+    share_every: int = opt(1, "Share one adapter across this many consecutive layers.")
+    invertible: bool = opt(False, hidden=True)
+    invertible_reduction_factor: float = opt(2, hidden=True)
+    invertible_non_linearity: str = opt("relu", hidden=True)
 
     def __post_init__(self):
         if self.placement not in PLACEMENTS:
@@ -90,3 +92,4 @@ PRESETS = {
         placement="pfeiffer", reduction_factor=16, non_linearity="relu", share_every=3
     ),
 }
+PRESET_HELP = f"Adapter preset: {', '.join(PRESETS)}; the options below change single values of it."

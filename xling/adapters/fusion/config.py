@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 
 from xling.errors import XlingError
+from xling.options import opt
 
 
 @dataclass
@@ -16,10 +17,10 @@ class FusionConfig:
     value_noise: std of the noise added to the identity value matrices at initialisation.
     """
 
-    temperature: float = 1.0
-    value_penalty: float = 0.01
-    init_std: float = 0.02
-    value_noise: float = 1e-6
+    temperature: float = opt(1.0, "Softmax temperature over the fused adapters.")
+    value_penalty: float = opt(0.01, "Weight of the L2 pull of the value matrices towards identity.")
+    init_std: float = opt(0.02, hidden=True)
+    value_noise: float = opt(1e-6, hidden=True)
 
     def __post_init__(self):
         if self.temperature <= 0:

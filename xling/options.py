@@ -1,0 +1,150 @@
+"""The one table of defaults: config dataclasses carry each option's default, help and name.
+
+A field declared with `opt` carries its help text and, where the command-line name differs
+from the field's, that name (`lr` for `learning_rate`; `no_lang_adapter` for
+`use_lang_adapter`, inverted). A nested config (training, masking, fusion, adapter) lends
+its options to the outer one, so `TaskAdapterOptions` has `lr`, `epochs`, `reduction_factor`.
+The command line takes defaults and help from here, a recipe step's keys are checked
+against `options_of`, and both build their dataclass with `build`: a recipe key is always
+the command-line option's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass, replace
+
+from xling.errors import XlingError
+
+
+def opt(
+    default=MISSING,
+    help: str = "",
+    *,
+    factory=MISSING,
+    name: str | None = None,
+    invert: bool = False,
+    parse: Callable[[str], object] | None = None,
+    clears: str | None = None,
+    preset: str | None = None,
+    without: tuple[str, ...] = (),
+    hidden: bool = False,
+) -> Field:
+    """A dataclass field that is also an option.
+
+    name: the option's name where it is not the field's; invert: the option is the field's
+    negation; parse: turns command-line text into the field's value (e.g. a comma list);
+    clears: giving this option resets that field unless it is given too (`--epochs`
+    replaces a default number of steps); preset: a nested config that starts from this
+    named preset, chosen with the `preset` option; without: options of a nested config that
+    mean nothing here; hidden: not an option anywhere.
+    """
+    meta = dict(
+        help=help, name=name, invert=invert, parse=parse, clears=clears, preset=preset, without=without, hidden=hidden
+    )
+    return field(default=default, default_factory=factory, metadata={k: v for k, v in meta.items() if v})
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str  # snake_case: the command line's --kebab-case, and the recipe key
+    help: str
+    default: object
+    required: bool = False
+    # Left unset on the command line unless given: a preset's value, an option that clears or is cleared by
+    # another (--steps, --epochs), a list or table. The dataclass then keeps its default.
+    unset: bool = False
+    from_preset: bool = False
+    switch: bool = False  # a flag that is off unless given (`--no-lang-adapter`), with no negative form
+
+
+def option_name(f: Field) -> str:
+    return f.metadata.get("name", f.name)
+
+
+def field_value(f: Field, values: Mapping):
+    """The value option values give field `f` (parsed, inverted), or None if they do not give it."""
+    value = values.get(option_name(f))
+    if value is None:
+        return None
+    if f.metadata.get("parse") and isinstance(value, str):
+        value = f.metadata["parse"](value)
+    return not value if f.metadata.get("invert") else value
+
+
+def options_of(config, _preset: bool = False, _without: tuple[str, ...] = ()) -> dict[str, Option]:
+    """Every option of a config instance (its defaults are that instance's values), nested ones included."""
+    found: dict[str, Option] = {}
+    paired = {f.name for f in fields(config) if "clears" in f.metadata} | {
+        f.metadata["clears"] for f in fields(config) if "clears" in f.metadata
+    }
+    for f in fields(config):
+        meta, value = f.metadata, getattr(config, f.name)
+        if meta.get("hidden") or option_name(f) in _without:
+            continue
+        if is_dataclass(value):
+            if "preset" in meta:
+                found["preset"] = Option("preset", meta.get("help", ""), meta["preset"])
+            found.update(options_of(value, "preset" in meta, meta.get("without", ())))
+        else:
+            found[option_name(f)] = Option(
+                option_name(f),
+                meta.get("help", ""),
+                not value if meta.get("invert") else value,
+                required=_required(f),
+                unset=_preset or f.name in paired or isinstance(value, (list, dict)),
+                from_preset=_preset,
+                switch=bool(meta.get("invert")),
+            )
+    return found
+
+
+def with_options(config, values: Mapping, _without: tuple[str, ...] = ()):
+    """`config` with the options in `values` changed; None means "not given", other names are ignored."""
+    changes = {}
+    for f in fields(config):
+        meta, current = f.metadata, getattr(config, f.name)
+        if meta.get("hidden") or option_name(f) in _without:
+            continue
+        if is_dataclass(current):
+            preset = values.get("preset") if "preset" in meta else None
+            base = type(current).preset(preset) if preset else current
+            changes[f.name] = with_options(base, values, meta.get("without", ()))
+            continue
+        if (value := field_value(f, values)) is not None:
+            changes[f.name] = value
+    for f in fields(config):
+        if (cleared := f.metadata.get("clears")) and f.name in changes and cleared not in changes:
+            changes[cleared] = None
+    return replace(config, **changes)
+
+
+def defaults(cls):
+    """An instance holding every default; options without one (`lang`, `train`, ...) are None."""
+    return cls(**{f.name: None for f in fields(cls) if _required(f)})
+
+
+def _required(f: Field) -> bool:
+    return f.default is MISSING and f.default_factory is MISSING
+
+
+def build(cls, values: Mapping):
+    """A `cls` from option values, its defaults for the rest; a missing required option is an error."""
+    required = [f for f in fields(cls) if _required(f)]
+    missing = [option_name(f) for f in required if values.get(option_name(f)) is None]
+    if missing:
+        raise XlingError(f"missing option(s): {', '.join('--' + m.replace('_', '-') for m in missing)}")
+    return with_options(cls(**{f.name: field_value(f, values) for f in required}), values)
+
+
+def comma_list(text: str) -> list[str]:
+    """`MISC, DATE` -> ["MISC", "DATE"]."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def comma_ints(text: str) -> list[int]:
+    """`10,11` -> [10, 11]."""
+    try:
+        return [int(part) for part in comma_list(text)]
+    except ValueError:
+        raise XlingError(f"expected comma-separated whole numbers, not {text!r}") from None
