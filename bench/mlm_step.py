@@ -3,7 +3,9 @@
 Both train the same MAD-X language adapter (Pfeiffer, reduction 2, invertible) plus the
 same masked-LM head transform and bias, on the same model, batch (8 x 128) and masks.
 The plain path is `AutoModelForMaskedLM` computing vocabulary logits for every token;
-xling computes them only at masked positions, and optionally over the corpus pieces only.
+xling computes them only at masked positions, and optionally over the corpus pieces only;
+it runs in fp32 and under bf16 autocast (what `--precision auto` picks on CPUs with bf16
+units; weights and losses stay fp32).
 
     python -m bench.mlm_step [--rounds 5]
 """
@@ -16,7 +18,9 @@ import torch
 
 from bench.common import corpora_root, setup_threads, time_interleaved
 from xling.adapters import AdaptedModel, BottleneckConfig
+from xling.data.labels import IGNORE
 from xling.data.text import read_text
+from xling.device import autocast
 from xling.models import load_model, resolve_model_dir
 from xling.train.language import mlm_head
 from xling.train.mlm import MaskedLMObjective, MaskingConfig, pack_blocks
@@ -49,7 +53,7 @@ def plain_step_fn(model_dir, blocks, objective):
     return step
 
 
-def xling_step_fn(encoder, tokenizer, model_dir, train_blocks, held_out, vocab_from_corpus):
+def xling_step_fn(encoder, tokenizer, model_dir, train_blocks, held_out, vocab_from_corpus, precision="fp32"):
     model = AdaptedModel(encoder)
     name = "qu-vocab" if vocab_from_corpus else "qu"
     model.add_adapter(name, BottleneckConfig.preset("madx-lang"))
@@ -59,11 +63,13 @@ def xling_step_fn(encoder, tokenizer, model_dir, train_blocks, held_out, vocab_f
         name, train_blocks, held_out, tokenizer, MaskingConfig(), seed=0, vocab_from_corpus=vocab_from_corpus
     )
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
-    batch = {"index": torch.arange(BATCH)}
+    tensors = objective.prepare({"index": torch.arange(BATCH)}, step=0)
+    scale = 1 / max(1, int((tensors["labels"] != IGNORE).sum()))
 
     def step():
         model.set_active(name)
-        loss, _ = objective.loss(model, batch, step=0)
+        with autocast("cpu", precision):
+            loss = objective.loss(model, tensors, scale)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -83,16 +89,25 @@ def main():
     held_out = train_blocks[-BATCH:]
     full_step, objective = xling_step_fn(encoder, tokenizer, model_dir, train_blocks, held_out, False)
     vocab_step, vocab_objective = xling_step_fn(encoder, tokenizer, model_dir, train_blocks, held_out, True)
+    bf16_step, _ = xling_step_fn(encoder, tokenizer, model_dir, train_blocks, held_out, False, "bf16")
+    bf16_vocab_step, _ = xling_step_fn(encoder, tokenizer, model_dir, train_blocks, held_out, True, "bf16")
     plain_step = plain_step_fn(model_dir, train_blocks[:BATCH], objective)
     print(
         f"model e5-small, batch {BATCH} x {SEQ}, threads {torch.get_num_threads()}, "
         f"corpus vocabulary {len(vocab_objective.vocab_ids):,} of {len(tokenizer):,} pieces"
     )
     times = time_interleaved(
-        {"plain": plain_step, "xling": full_step, "xling --vocab-from-corpus": vocab_step}, args.rounds
+        {
+            "plain": plain_step,
+            "xling fp32": full_step,
+            "xling fp32 --vocab-from-corpus": vocab_step,
+            "xling bf16": bf16_step,
+            "xling bf16 --vocab-from-corpus": bf16_vocab_step,
+        },
+        args.rounds,
     )
     for name, seconds in times.items():
-        print(f"{name:28s} {seconds:6.2f} s/step   ratio to plain {seconds / times['plain']:.2f}")
+        print(f"{name:32s} {seconds:6.2f} s/step   ratio to plain {seconds / times['plain']:.2f}")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """Tagging throughput (sentences per second) on the first 2,000 sentences of wikiann-en/dev.
 
-Three ways, same embedded model, same head weights, batch 32, CPU:
-- xling with Stack(lang, task): a MAD-X language adapter under a task adapter;
-- xling with no adapter active (the bare model plus the head);
-- the Transformers `pipeline("token-classification")` on the bare model plus the same head.
+Same embedded model, same head weights, batch 32, CPU:
+- xling with Stack(lang, task): a MAD-X language adapter under a task adapter, in fp32 and
+  in bf16 (autocast; what `--precision auto` picks on CPUs with bf16 units);
+- xling with no adapter active (the bare model plus the head), fp32 and bf16;
+- the Transformers `pipeline("token-classification")` on the bare model plus the same head (fp32).
 
     python -m bench.tag_throughput [--sentences 2000] [--rounds 2]
 """
@@ -40,8 +41,11 @@ def main():
     model.add_adapter("ner", BottleneckConfig.preset("pfeiffer"))
     model.add_head("ner", TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels)))
     model.eval()
-    stacked = Tagger(model, tokenizer, "ner", Stack("en", "ner"), args.batch_size)
-    bare = Tagger(model, tokenizer, "ner", None, args.batch_size)
+    taggers = {
+        f"xling {setup} {precision}": Tagger(model, tokenizer, "ner", active, args.batch_size, precision=precision)
+        for precision in ("fp32", "bf16")
+        for setup, active in (("Stack(lang, task)", Stack("en", "ner")), ("bare model + head", None))
+    }
 
     from transformers import AutoModelForTokenClassification, pipeline
 
@@ -67,11 +71,7 @@ def main():
         list(hf_pipeline(texts, batch_size=args.batch_size))
 
     seconds = time_interleaved(
-        {
-            "xling Stack(lang, task)": run_xling(stacked),
-            "xling bare model + head": run_xling(bare),
-            "transformers pipeline": run_pipeline,
-        },
+        {**{name: run_xling(tagger) for name, tagger in taggers.items()}, "transformers pipeline": run_pipeline},
         rounds=args.rounds,
     )
     rate = {name: len(texts) / s for name, s in seconds.items()}
@@ -79,12 +79,14 @@ def main():
         f"model e5-small, {len(texts):,} sentences of wikiann-en/dev, batch {args.batch_size}, threads {torch.get_num_threads()}"
     )
     for name, value in rate.items():
-        print(f"{name:26s} {value:8.1f} sentences/s")
-    overhead = rate["xling bare model + head"] / rate["xling Stack(lang, task)"] - 1
-    print(f"adapter overhead over the bare model: {100 * overhead:.1f}%")
-    print(
-        f"xling Stack(lang, task) vs transformers pipeline: {rate['xling Stack(lang, task)'] / rate['transformers pipeline']:.2f}x"
-    )
+        print(f"{name:32s} {value:8.1f} sentences/s")
+    for precision in ("fp32", "bf16"):
+        stacked = rate[f"xling Stack(lang, task) {precision}"]
+        overhead = rate[f"xling bare model + head {precision}"] / stacked - 1
+        print(
+            f"{precision}: adapter overhead over the bare model {100 * overhead:.1f}%; "
+            f"Stack(lang, task) vs transformers pipeline {stacked / rate['transformers pipeline']:.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -3,8 +3,9 @@
 Same model (the embedded default), same batch (16 sentences padded to 128 sub-tokens).
 The adapter path trains a Pfeiffer task adapter (reduction 16) and its head on top of a
 frozen MAD-X language adapter; full fine-tuning trains the whole encoder and the head.
-Times are measured in one process, interleaved; peak memory is the resident set of a
-fresh process per path, sampled while it trains (after the model is loaded).
+Each path runs in fp32 and under bf16 autocast (what `--precision auto` picks on CPUs with
+bf16 units; weights and losses stay fp32). Times are measured in one process, interleaved;
+peak memory is the resident set of a fresh process per path, sampled while it trains.
 
     python -m bench.task_step [--rounds 5]
 """
@@ -22,6 +23,7 @@ from bench.common import corpora_root, setup_threads, time_interleaved
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.data.conll import read_conll
 from xling.data.labels import label_list
+from xling.device import autocast
 from xling.models import load_model
 from xling.tagging.align import window_labels, windows_for
 
@@ -41,7 +43,7 @@ def batch_tensors(tokenizer, labels):
     return ids, (ids != tokenizer.pad_token_id).long(), targets
 
 
-def step_fn(method: str):
+def step_fn(method: str, precision: str = "fp32"):
     encoder, tokenizer = load_model("e5-small")
     labels = label_list(read_conll(corpora_root() / "ner" / "wikiann-en" / "dev"))
     model = AdaptedModel(encoder)
@@ -57,7 +59,8 @@ def step_fn(method: str):
     ids, mask, targets = batch_tensors(tokenizer, labels)
 
     def step():
-        logits = model.heads["ner"](model(input_ids=ids, attention_mask=mask))
+        with autocast("cpu", precision):
+            logits = model.heads["ner"](model(input_ids=ids, attention_mask=mask)).float()
         loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1), ignore_index=-100)
         loss.backward()
         optimizer.step()
@@ -66,11 +69,11 @@ def step_fn(method: str):
     return step, sum(p.numel() for p in params)
 
 
-def peak_memory(method: str) -> float:
+def peak_memory(method: str, precision: str) -> float:
     """GB of peak resident memory while a fresh process trains 3 steps of `method` (sampled every 5 ms)."""
     code = (
         "import json, threading, time, psutil; from bench.task_step import step_fn; "
-        f"step, _ = step_fn({method!r}); process = psutil.Process(); peak = [process.memory_info().rss]; done = []\n"
+        f"step, _ = step_fn({method!r}, {precision!r}); process = psutil.Process(); peak = [process.memory_info().rss]; done = []\n"
         "def sample():\n"
         "    while not done:\n"
         "        peak[0] = max(peak[0], process.memory_info().rss); time.sleep(0.005)\n"
@@ -86,18 +89,23 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     setup_threads()
-    adapter, adapter_params = step_fn("adapter")
-    full, full_params = step_fn("full")
-    times = time_interleaved({"task adapter": adapter, "full fine-tuning": full}, args.rounds)
-    memory = {"task adapter": peak_memory("adapter"), "full fine-tuning": peak_memory("full")}
-    params = {"task adapter": adapter_params, "full fine-tuning": full_params}
+    paths = {
+        f"{name} {precision}": (method, precision)
+        for precision in ("fp32", "bf16")
+        for name, method in (("task adapter", "adapter"), ("full fine-tuning", "full"))
+    }
+    steps = {name: step_fn(*path) for name, path in paths.items()}
+    times = time_interleaved({name: step for name, (step, _) in steps.items()}, args.rounds)
+    memory = {name: peak_memory(*path) for name, path in paths.items()}
     print(f"model e5-small, batch {BATCH} x {SEQ}, threads {torch.get_num_threads()}")
     for name in times:
-        print(f"{name:18s} {times[name]:6.3f} s/step  {memory[name]:5.2f} GB peak  {params[name]:>12,} trainable")
-    print(
-        f"adapter / full: time {times['task adapter'] / times['full fine-tuning']:.2f}, "
-        f"memory {memory['task adapter'] / memory['full fine-tuning']:.2f}"
-    )
+        print(f"{name:23s} {times[name]:6.3f} s/step  {memory[name]:5.2f} GB peak  {steps[name][1]:>12,} trainable")
+    for precision in ("fp32", "bf16"):
+        adapter, full = f"task adapter {precision}", f"full fine-tuning {precision}"
+        print(
+            f"{precision}: adapter / full: time {times[adapter] / times[full]:.2f}, memory {memory[adapter] / memory[full]:.2f}"
+        )
+    print(f"task adapter bf16 / fp32: time {times['task adapter bf16'] / times['task adapter fp32']:.2f}")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ def _launch(launcher: list[str], workspace: Path, data: tuple, rows: Path, crash
         env["XLING_TEST_CRASH_AT"] = str(crash_at)
     command = [*launcher, str(ENTRY), "train-task", "ner", "--lang", "en", "--train", str(train), "--dev", str(dev)]
     command += ["-m", str(model_dir), "-w", str(workspace), "--batch-size", "8", "--epochs", "1", "--seed", "3"]
-    command += ["--checkpoint-every", "4", "--eval-every", "10", "--lr", "5e-3"]
+    # fp32: the check is that two processes make one process's update, to float rounding
+    command += ["--checkpoint-every", "4", "--eval-every", "10", "--lr", "5e-3", "--precision", "fp32"]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
 
 

@@ -72,6 +72,7 @@ KEYS["tag"] = {
     "paragraphs",
     "conll",
     "decoder",
+    "precision",
 }
 KEYS["analyze"] = {"analysis", "data", "lang", "task_adapter", "fusion", "limit", "output"}
 COMMON_KEYS = {"title", "run"}  # a step's own keys; every other key is the command's option
@@ -279,6 +280,7 @@ def _tag(o: dict, recipe: Recipe, console: Console) -> None:
         workspace=recipe.workspace,
         use_lang_adapter=not o.get("no_lang_adapter", False),
         decoder=o.get("decoder", DEFAULT_DECODER),
+        precision=o.get("precision", "auto"),
     )
     lines = [line for _, line in read_lines(Path(o["input"]))]
     results = tagger.tag_lines(lines, o.get("paragraphs", False), o.get("conll", False))

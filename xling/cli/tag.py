@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from xling.cli.options import DECODER, DEVICE, MODEL, WORKSPACE
+from xling.cli.options import DECODER, DEVICE, MODEL, PRECISION, WORKSPACE
 from xling.data.conll import read_lines
 from xling.errors import XlingError
 from xling.fileio import check_output_file
@@ -57,6 +57,7 @@ def tag(
     batch_size: int = typer.Option(32),
     decoder: str = DECODER,
     device: str = DEVICE,
+    precision: str = PRECISION,
 ):
     """Tag entities in text: one sentence per line, or running text with --paragraphs."""
     lines = _input_lines(source)
@@ -73,6 +74,7 @@ def tag(
         device=device,
         batch_size=batch_size,
         decoder=decoder,
+        precision=precision,
     )
     results = tagger.tag_lines(lines, paragraphs, conll)
     console = Console(highlight=False, soft_wrap=True, stderr=output is not None)

@@ -11,7 +11,7 @@ from enum import Enum
 import typer
 from rich.console import Console
 
-from xling.cli.options import DEVICE, MODEL, WORKSPACE, Task, argument, option
+from xling.cli.options import DEVICE, MODEL, PRECISION, WORKSPACE, Task, argument, option
 from xling.cli.progress import TrainingBar
 from xling.options import build, defaults
 from xling.train.fusion import FusionOptions, train_fusion
@@ -60,6 +60,7 @@ def train_lang(
     eval_every: int = option(LANG, "eval_every"),
     checkpoint_every: int = option(LANG, "checkpoint_every"),
     device: str = DEVICE,
+    precision: str = PRECISION,
     overwrite: bool = option(LANG, "overwrite"),
     restart: bool = option(LANG, "restart"),
 ):
@@ -102,6 +103,7 @@ def train_task(
     decoder: str = option(TASK, "decoder"),
     seed: int = option(TASK, "seed"),
     device: str = DEVICE,
+    precision: str = PRECISION,
     overwrite: bool = option(TASK, "overwrite"),
     restart: bool = option(TASK, "restart"),
 ):
@@ -137,6 +139,7 @@ def train_fusion_command(
     decoder: str = option(FUSION, "decoder"),
     seed: int = option(FUSION, "seed"),
     device: str = DEVICE,
+    precision: str = PRECISION,
     overwrite: bool = option(FUSION, "overwrite"),
     restart: bool = option(FUSION, "restart"),
 ):
@@ -174,6 +177,7 @@ def self_train_command(
     decoder: str = option(SELF_TRAINING, "decoder"),
     seed: int = option(SELF_TRAINING, "seed"),
     device: str = DEVICE,
+    precision: str = PRECISION,
     overwrite: bool = option(SELF_TRAINING, "overwrite"),
     restart: bool = option(SELF_TRAINING, "restart"),
 ):

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from xling.data.labels import parse_label_map, relabel
 from xling.data.sources import load_ner
+from xling.device import PRECISION_HELP, pick_precision
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import comma_list, opt
 from xling.scoring.entities import score
@@ -36,6 +37,7 @@ class EvaluationOptions:
     batch_size: int = opt(64, "Sentences per batch.")
     limit: int | None = opt(None, "Score the first N sentences only.")
     decoder: str = opt(DEFAULT_DECODER, DECODER_HELP)
+    precision: str = opt("auto", PRECISION_HELP)
 
     def __post_init__(self):
         check_decoder(self.decoder)
@@ -52,6 +54,7 @@ def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
         use_lang_adapter=options.use_lang_adapter,
         batch_size=options.batch_size,
         decoder=options.decoder,
+        precision=options.precision,
     )
     predicted = tagger.tag_words([s.tokens for s in sentences])
     result = score([s.tags for s in sentences], [[tag for tag, _ in p] for p in predicted])
@@ -65,6 +68,7 @@ def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
             "task_adapter": tagger.head,
             "setup": repr(tagger.setup) if tagger.setup is not None else "no adapters",
             "decoder": tagger.decoder,
+            "computed_in": pick_precision(tagger.precision, next(tagger.model.parameters()).device.type),
             "types_not_predicted": sorted(gold_types - predictable),
         }
     )

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import numpy as np
 import torch
 
 from xling.adapters import AdaptedModel
+from xling.device import autocast
 from xling.tagging.align import Window, merge_predictions, windows_for
 
 
@@ -40,20 +43,21 @@ def predict_probabilities(
     batch_size: int = 32,
     max_len: int | None = None,
     stride: int = 32,
+    precision: str | None = None,
 ) -> list[np.ndarray]:
-    """Per sentence, a (words, labels) array of tag probabilities; `xling.tagging.decoding` makes them tags."""
+    """Per sentence, a (words, labels) array of tag probabilities; `xling.tagging.decoding` makes them tags.
+
+    `precision` (fp32, bf16, fp16) sets the autocast; None keeps the caller's (e.g. the training loop's)."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
     windows = windows_for(sentences, tokenizer, max_window(model, tokenizer, max_len), stride)
     probabilities: list = [None] * len(windows)
-    autocast = (
-        torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else torch.autocast("cpu", enabled=False)
-    )
+    context = autocast(device.type, precision) if precision else nullcontext()
     tagger = model.heads[head]
     for batch in length_batches(windows, batch_size):
         ids, mask = pad_batch([windows[i] for i in batch], tokenizer.pad_token_id, device)
-        with autocast:
+        with context:
             logits = tagger(model(input_ids=ids, attention_mask=mask))
         probs = logits.float().softmax(-1).cpu().numpy()
         for row, index in enumerate(batch):

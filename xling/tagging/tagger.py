@@ -15,7 +15,7 @@ from itertools import islice
 from xling.adapters import Stack
 from xling.adapters.saving import load
 from xling.data.conll import read_tokens
-from xling.device import pick_device
+from xling.device import check_precision, pick_device, pick_precision
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL
 from xling.tagging.decoding import DEFAULT_DECODER, check_decoder, decode
@@ -90,9 +90,19 @@ def resolve_task_adapter(workspace: Workspace, task: str, lang: str, adapter: st
 
 
 class Tagger:
-    def __init__(self, model, tokenizer, head: str, setup, batch_size: int = 32, decoder: str = DEFAULT_DECODER):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        head: str,
+        setup,
+        batch_size: int = 32,
+        decoder: str = DEFAULT_DECODER,
+        precision: str = "auto",
+    ):
         self.model, self.tokenizer, self.head, self.setup, self.batch_size = model, tokenizer, head, setup, batch_size
         self.decoder = check_decoder(decoder)
+        self.precision = check_precision(precision)
         check_batch_size(batch_size)
 
     @classmethod
@@ -108,11 +118,14 @@ class Tagger:
         device: str = "auto",
         batch_size: int = 32,
         decoder: str = DEFAULT_DECODER,
+        precision: str = "auto",
     ) -> Tagger:
         """A ready tagger: `Stack(<lang>, <task adapter>)`, or `Stack(<lang>, Fuse(...))` with `fusion`."""
         lang = check_lang(lang)
         check_decoder(decoder)
         check_batch_size(batch_size)
+        device = pick_device(device)
+        pick_precision(precision, device)  # refused before anything loads
         ws = Workspace(workspace, model)
         if fusion:
             loaded, tokenizer, head, setup = load_fusion_model(model, ws, fusion)
@@ -124,16 +137,19 @@ class Tagger:
             lang_name = load(loaded, ws.lang_adapter(lang), name=f"lang-{lang}", head=False)
             setup = Stack(lang_name, setup)
         loaded.set_active(setup)
-        loaded.to(pick_device(device))
+        loaded.to(device)
         loaded.eval()
-        return cls(loaded, tokenizer, head, setup, batch_size, decoder)
+        return cls(loaded, tokenizer, head, setup, batch_size, decoder, precision)
 
     def tag_words(self, sentences: list[list[str]]) -> list[list[tuple[str, float]]]:
         """Pre-tokenised sentences -> per word (tag, probability)."""
         labels = self.model.heads[self.head].labels
+        precision = pick_precision(self.precision, next(self.model.parameters()).device.type)
         return [
             decode(p, labels, self.decoder)
-            for p in predict_probabilities(self.model, self.tokenizer, sentences, self.head, self.batch_size)
+            for p in predict_probabilities(
+                self.model, self.tokenizer, sentences, self.head, self.batch_size, precision=precision
+            )
         ]
 
     def tag_lines(self, lines: list[str], paragraphs: bool = False, conll: bool = False) -> list[TaggedText]:

@@ -1,8 +1,9 @@
 """The one training loop every objective shares.
 
-It runs on a GPU with mixed precision when one is present (through `accelerate`), on the
-CPU otherwise, and as torch DDP under `torchrun` or `accelerate launch` (each process
-trains on its share of every batch). It checkpoints every N steps (trainable weights,
+It runs on a GPU when one is present, on the CPU otherwise, with bf16 (or fp16) autocast
+where the hardware has the units for it (`precision`, through `accelerate`), and as torch
+DDP under `torchrun` or `accelerate launch` (each process trains on its share of every
+batch). It checkpoints every N steps (trainable weights,
 optimiser, scheduler, RNG state, data position) and on Ctrl-C; rerunning the same command
 resumes from the last checkpoint and finishes exactly as an uninterrupted run would. It
 reports through a `TrainingProgress`; the command line's progress bar lives in `xling.cli`.
@@ -25,7 +26,7 @@ import torch
 
 from xling.adapters import AdaptedModel
 from xling.data.labels import IGNORE
-from xling.device import DEVICE_HELP, pick_device
+from xling.device import DEVICE_HELP, PRECISION_HELP, autocast, check_precision, pick_device, pick_precision
 from xling.errors import XlingError
 from xling.options import opt
 from xling.train.checkpoint import load_checkpoint, save_checkpoint
@@ -49,6 +50,7 @@ class TrainConfig:
     patience: int | None = opt(None, "Stop after this many evaluations without improvement.")
     seed: int = opt(42, "Random seed (data order, initialisation, masking).")
     device: str = opt("auto", DEVICE_HELP)
+    precision: str = opt("auto", PRECISION_HELP)
 
     def __post_init__(self):
         for name in ("batch_size", "grad_accum", "eval_every", "checkpoint_every"):
@@ -60,6 +62,7 @@ class TrainConfig:
             raise XlingError("learning rate must be positive")
         if self.device not in ("auto", "cpu", "cuda"):
             raise XlingError(f"device must be auto, cpu or cuda, not {self.device!r}")
+        check_precision(self.precision)
 
 
 class Objective(Protocol):
@@ -93,16 +96,18 @@ class TrainResult:
     best: dict | None = None
     stopped_early: bool = False
     is_main_process: bool = True  # under torchrun / accelerate launch, only the main process saves
+    precision: str = "fp32"  # what the model computed in
 
 
-def make_accelerator(device: str):
+def make_accelerator(device: str, precision: str):
+    """The accelerator for a picked device and precision.
+
+    bf16 runs under xling's own autocast (`_Run.autocast`): accelerate fixes its precision once per
+    process, and one process may train at several (recipes, the Python API). fp16 needs accelerate's
+    gradient scaler, so it is accelerate's setting."""
     from accelerate import Accelerator
 
-    device = pick_device(device)
-    precision = "no"
-    if device == "cuda":
-        precision = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    return Accelerator(cpu=device == "cpu", mixed_precision=precision)
+    return Accelerator(cpu=device == "cpu", mixed_precision="fp16" if precision == "fp16" else "no")
 
 
 class _LossModule(torch.nn.Module):
@@ -186,9 +191,9 @@ class TextProgress:
 class _Run:
     """One call of `train`: what resuming, evaluating, stepping and checkpointing share."""
 
-    def __init__(self, model, objective, config, run_dir, accelerator, progress):
+    def __init__(self, model, objective, config, run_dir, accelerator, precision, progress):
         self.objective, self.config, self.run_dir, self.progress = objective, config, run_dir, progress
-        self.accelerator = accelerator
+        self.accelerator, self.precision = accelerator, precision
         self.main, self.rank, self.world = (
             accelerator.is_main_process,
             accelerator.process_index,
@@ -211,6 +216,9 @@ class _Run:
         self.state = {"step": 0, "epoch": 0, "position": 0, "tokens": 0, "seconds": 0.0, "best": None, "stale": 0}
         self.best_weights: dict[str, torch.Tensor] | None = None
         self.model = model
+
+    def autocast(self):
+        return autocast(self.accelerator.device.type, self.precision)
 
     def resume(self, title: str) -> None:
         """Load the last checkpoint, if any, before the model is wrapped for DDP."""
@@ -239,7 +247,7 @@ class _Run:
         state, metrics = self.state, None
         if self.main:
             self.model.eval()
-            with torch.no_grad(), self.accelerator.autocast():
+            with torch.no_grad(), self.autocast():
                 metrics = self.objective.evaluate(self.model)
             self.model.train()
         metrics = broadcast_object_list([metrics])[0]
@@ -297,7 +305,7 @@ class _Run:
             # DDP averages gradients over processes: `world` makes that average the global sum.
             scale = self.world / max(1, labelled)
             last = micro == config.grad_accum - 1
-            with nullcontext() if last else accelerator.no_sync(self.wrapped), accelerator.autocast():
+            with nullcontext() if last else accelerator.no_sync(self.wrapped), self.autocast():
                 loss = self.wrapped(shard, scale) / config.grad_accum
             accelerator.backward(loss)
             step_loss += loss.detach()
@@ -335,7 +343,9 @@ def train(
     the main process evaluates and writes the run directory.
     """
     run_dir = Path(run_dir)
-    accelerator = make_accelerator(config.device)
+    device = pick_device(config.device)
+    precision = pick_precision(config.precision, device)
+    accelerator = make_accelerator(device, precision)
     main = accelerator.is_main_process
     if not main:
         progress = _Silent()
@@ -347,7 +357,7 @@ def train(
     _check_run_options(run_dir, {**run_options, "train": asdict(config)}, write=main)
     accelerator.wait_for_everyone()
     torch.manual_seed(config.seed + accelerator.process_index)  # dropout differs between processes, as between rows
-    run = _Run(model, objective, config, run_dir, accelerator, progress)
+    run = _Run(model, objective, config, run_dir, accelerator, precision, progress)
     run.resume(title)
     state = run.state
     if state["step"] == 0 and objective.evaluate_at_start and not run.evaluations:
@@ -389,7 +399,7 @@ def train(
             for name, param in run.trainable.items():
                 param.copy_(run.best_weights[name].to(param.device))
     return TrainResult(
-        state["step"], state["seconds"], state["tokens"], run.evaluations, state["best"], stopped_early, main
+        state["step"], state["seconds"], state["tokens"], run.evaluations, state["best"], stopped_early, main, precision
     )
 
 

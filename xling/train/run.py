@@ -69,6 +69,7 @@ class TrainingRun:
             "steps": result.steps,
             "stopped_early": result.stopped_early,
             "training_seconds": round(result.seconds, 1),
+            "computed_in": result.precision,
             "total_seconds": round(time.perf_counter() - self.started, 1),
             "best": result.best,
             "trainable_parameters": self.counts.trainable,

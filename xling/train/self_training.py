@@ -147,6 +147,7 @@ def self_train(
                 workspace=options.workspace,
                 device=options.training.device,
                 decoder=options.decoder,
+                precision=options.training.precision,
             )
             with console.status(f"round {number}: tagging {len(sentences):,} sentences with {tagger.setup!r}"):
                 tagged = tagger.tag_words(sentences)

@@ -1,0 +1,79 @@
+"""Precision: bf16 autocast where the hardware has bf16 units, fp32 weights and losses always."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tests.tiny import run_xling, save_tiny_model, synthetic_conll
+from xling.errors import XlingError
+
+
+def test_auto_picks_bf16_only_where_the_cpu_has_bf16_units(monkeypatch):
+    import xling.device as device
+
+    monkeypatch.setattr(device, "cpu_has_bf16", lambda: True)
+    assert device.pick_precision("auto", "cpu") == "bf16"
+    monkeypatch.setattr(device, "cpu_has_bf16", lambda: False)
+    assert device.pick_precision("auto", "cpu") == "fp32"
+    assert device.pick_precision("bf16", "cpu") == "bf16"  # asked for: honoured, if slowly
+    with pytest.raises(XlingError, match="fp16 runs on a GPU only"):
+        device.pick_precision("fp16", "cpu")
+    with pytest.raises(XlingError, match="precision must be one of auto, fp32, bf16, fp16"):
+        device.pick_precision("half", "cpu")
+
+
+def _record_dtypes(model) -> list:
+    """The dtypes the encoder's first feed-forward layer computes in, call by call."""
+    seen = []
+    layer = model.encoder.base_model.encoder.layer[0].intermediate.dense
+    layer.register_forward_hook(lambda module, args, output: seen.append(output.dtype))
+    return seen
+
+
+@pytest.mark.parametrize("precision, computed", [("bf16", torch.bfloat16), ("fp32", torch.float32)])
+def test_training_computes_in_the_chosen_precision_and_keeps_fp32_weights(tmp_path, precision, computed):
+    from xling.adapters import AdaptedModel, BottleneckConfig, TaggingHead, TaggingHeadConfig
+    from xling.data.conll import read_conll
+    from xling.data.labels import label_list
+    from xling.models import load_model
+    from xling.train.loop import TrainConfig, train
+    from xling.train.tagging import TaggingObjective
+
+    model_dir = save_tiny_model("bert", tmp_path / "tinybert")
+    sentences = read_conll(synthetic_conll(tmp_path / "train", 32, 1))
+    encoder, tokenizer = load_model(str(model_dir))
+    model = AdaptedModel(encoder)
+    model.add_adapter("ner", BottleneckConfig.preset("pfeiffer"))
+    model.add_head("ner", TaggingHead(model.hidden_size, TaggingHeadConfig(labels=label_list(sentences))))
+    model.train_adapter("ner", ["ner"])
+    seen = _record_dtypes(model)
+    objective = TaggingObjective("ner", sentences, sentences[:8], tokenizer, model, seed=1)
+    config = TrainConfig(max_steps=3, batch_size=8, eval_every=3, checkpoint_every=3, precision=precision)
+    result = train(model, objective, config, tmp_path / "run", {}, "precision")
+    assert result.steps == 3 and set(seen) == {computed}  # training steps and the dev evaluation alike
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert all(np.isfinite(e["loss"]) for e in result.evaluations if "loss" in e)
+
+
+def test_tagging_in_bf16_gives_the_fp32_probabilities_to_bf16_accuracy(trained_workspace):
+    from xling import Tagger
+
+    root, model_dir, _, _ = trained_workspace
+    sentences = [["Qusqu", "llaqta", "Lima"], ["Juan", "Perú", "suyupi", "tiyan"]]
+    probabilities = {}
+    for precision in ("fp32", "bf16"):
+        tagger = Tagger.load(lang="qu", model=str(model_dir), workspace=str(root / "ws"), precision=precision)
+        seen = _record_dtypes(tagger.model)
+        probabilities[precision] = [score for tagged in tagger.tag_words(sentences) for _, score in tagged]
+        assert set(seen) == {torch.bfloat16 if precision == "bf16" else torch.float32}
+    assert np.allclose(probabilities["fp32"], probabilities["bf16"], atol=0.03)
+
+
+def test_fp16_on_the_cpu_is_refused_in_one_line(tmp_path):
+    (tmp_path / "in.txt").write_text("Qusqu llaqta\n")
+    run = run_xling("tag", str(tmp_path / "in.txt"), "--lang", "qu", "--precision", "fp16", "--device", "cpu")
+    assert run.returncode == 1 and run.stderr.strip() == (
+        "error: --precision fp16 runs on a GPU only; use bf16 or fp32 on the CPU"
+    )
