@@ -40,7 +40,7 @@ def plain_step_fn(model_dir, blocks, objective):
     head.bias.requires_grad_(True)
     # MAD-X: undo the invertible adapter right before the tied output embeddings.
     head.decoder.register_forward_pre_hook(lambda module, args: (adapted.invert_embeddings(args[0]),))
-    optimizer = torch.optim.AdamW([p for p in mlm.parameters() if p.requires_grad], lr=1e-4)
+    optimizer = torch.optim.AdamW([p for p in mlm.parameters() if p.requires_grad], lr=1e-4, fused=True)
     inputs, chosen = objective.mask(blocks, torch.Generator().manual_seed(0))
     labels = torch.where(chosen, blocks, torch.full_like(blocks, -100))
 
@@ -62,7 +62,7 @@ def xling_step_fn(encoder, tokenizer, model_dir, train_blocks, held_out, vocab_f
     objective = MaskedLMObjective(
         name, train_blocks, held_out, tokenizer, MaskingConfig(), seed=0, vocab_from_corpus=vocab_from_corpus
     )
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4, fused=True)
     tensors = objective.prepare({"index": torch.arange(BATCH)}, step=0)
     scale = 1 / max(1, int((tensors["labels"] != IGNORE).sum()))
 

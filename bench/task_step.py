@@ -55,7 +55,7 @@ def step_fn(method: str, precision: str = "fp32"):
     else:
         model.train()
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=1e-4)
+    optimizer = torch.optim.AdamW(params, lr=1e-4, fused=True)  # as xling's loop and the Trainer's default
     ids, mask, targets = batch_tensors(tokenizer, labels)
 
     def step():
