@@ -2,7 +2,8 @@
 
 Same model (the embedded default), same batch (16 sentences padded to 128 sub-tokens).
 The adapter path trains a Pfeiffer task adapter (reduction 16) and its head on top of a
-frozen MAD-X language adapter; full fine-tuning trains the whole encoder and the head.
+frozen MAD-X language adapter; full fine-tuning trains the whole encoder and the head,
+through xling and on the plain Transformers path (`AutoModelForTokenClassification`).
 Each path runs in fp32 and under bf16 autocast (what `--precision auto` picks on CPUs with
 bf16 units; weights and losses stay fp32). Times are measured in one process, interleaved;
 peak memory is the resident set of a fresh process per path, sampled while it trains.
@@ -24,7 +25,7 @@ from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, T
 from xling.data.conll import read_conll
 from xling.data.labels import label_list
 from xling.device import autocast
-from xling.models import load_model
+from xling.models import load_model, resolve_model_dir
 from xling.tagging.align import window_labels, windows_for
 
 BATCH, SEQ = 16, 128
@@ -43,7 +44,32 @@ def batch_tensors(tokenizer, labels):
     return ids, (ids != tokenizer.pad_token_id).long(), targets
 
 
+def plain_step_fn(precision: str):
+    """Full fine-tuning on the plain Transformers path: AutoModelForTokenClassification, no xling."""
+    from transformers import AutoModelForTokenClassification
+
+    _, tokenizer = load_model("e5-small")
+    labels = label_list(read_conll(corpora_root() / "ner" / "wikiann-en" / "dev"))
+    model = AutoModelForTokenClassification.from_pretrained(resolve_model_dir("e5-small"), num_labels=len(labels))
+    model.train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=1e-4, fused=True)
+    ids, mask, targets = batch_tensors(tokenizer, labels)
+
+    def step():
+        with autocast("cpu", precision):
+            logits = model(input_ids=ids, attention_mask=mask).logits.float()
+        loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1), ignore_index=-100)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step, sum(p.numel() for p in params)
+
+
 def step_fn(method: str, precision: str = "fp32"):
+    if method == "plain":
+        return plain_step_fn(precision)
     encoder, tokenizer = load_model("e5-small")
     labels = label_list(read_conll(corpora_root() / "ner" / "wikiann-en" / "dev"))
     model = AdaptedModel(encoder)
@@ -92,19 +118,25 @@ def main():
     paths = {
         f"{name} {precision}": (method, precision)
         for precision in ("fp32", "bf16")
-        for name, method in (("task adapter", "adapter"), ("full fine-tuning", "full"))
+        for name, method in (
+            ("task adapter", "adapter"),
+            ("full fine-tuning", "full"),
+            ("plain full fine-tuning", "plain"),
+        )
     }
     steps = {name: step_fn(*path) for name, path in paths.items()}
     times = time_interleaved({name: step for name, (step, _) in steps.items()}, args.rounds)
     memory = {name: peak_memory(*path) for name, path in paths.items()}
     print(f"model e5-small, batch {BATCH} x {SEQ}, threads {torch.get_num_threads()}")
     for name in times:
-        print(f"{name:23s} {times[name]:6.3f} s/step  {memory[name]:5.2f} GB peak  {steps[name][1]:>12,} trainable")
+        print(f"{name:29s} {times[name]:6.3f} s/step  {memory[name]:5.2f} GB peak  {steps[name][1]:>12,} trainable")
     for precision in ("fp32", "bf16"):
         adapter, full = f"task adapter {precision}", f"full fine-tuning {precision}"
         print(
             f"{precision}: adapter / full: time {times[adapter] / times[full]:.2f}, memory {memory[adapter] / memory[full]:.2f}"
         )
+        plain = f"plain full fine-tuning {precision}"
+        print(f"{precision}: xling full fine-tuning / plain Transformers path: time {times[full] / times[plain]:.2f}")
     print(f"task adapter bf16 / fp32: time {times['task adapter bf16'] / times['task adapter fp32']:.2f}")
 
 
