@@ -44,21 +44,14 @@ def batch_tensors(tokenizer, labels):
     return ids, (ids != tokenizer.pad_token_id).long(), targets
 
 
-def plain_step_fn(precision: str):
-    """Full fine-tuning on the plain Transformers path: AutoModelForTokenClassification, no xling."""
-    from transformers import AutoModelForTokenClassification
-
-    _, tokenizer = load_model("e5-small")
-    labels = label_list(read_conll(corpora_root() / "ner" / "wikiann-en" / "dev"))
-    model = AutoModelForTokenClassification.from_pretrained(resolve_model_dir("e5-small"), num_labels=len(labels))
-    model.train()
-    params = [p for p in model.parameters() if p.requires_grad]
+def training_step(forward, params: list, ids, mask, targets, precision: str):
+    """One step of `forward(ids, mask) -> logits` with cross-entropy and fused AdamW (xling's loop and the
+    Transformers Trainer's default); returns the step and the number of trained parameters."""
     optimizer = torch.optim.AdamW(params, lr=1e-4, fused=True)
-    ids, mask, targets = batch_tensors(tokenizer, labels)
 
     def step():
         with autocast("cpu", precision):
-            logits = model(input_ids=ids, attention_mask=mask).logits.float()
+            logits = forward(ids, mask).float()
         loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1), ignore_index=-100)
         loss.backward()
         optimizer.step()
@@ -68,10 +61,16 @@ def plain_step_fn(precision: str):
 
 
 def step_fn(method: str, precision: str = "fp32"):
-    if method == "plain":
-        return plain_step_fn(precision)
     encoder, tokenizer = load_model("e5-small")
     labels = label_list(read_conll(corpora_root() / "ner" / "wikiann-en" / "dev"))
+    batch = batch_tensors(tokenizer, labels)
+    if method == "plain":  # full fine-tuning on the plain Transformers path, no xling
+        from transformers import AutoModelForTokenClassification
+
+        plain = AutoModelForTokenClassification.from_pretrained(resolve_model_dir("e5-small"), num_labels=len(labels))
+        plain.train()
+        params = [p for p in plain.parameters() if p.requires_grad]
+        return training_step(lambda i, m: plain(input_ids=i, attention_mask=m).logits, params, *batch, precision)
     model = AdaptedModel(encoder)
     model.add_head("ner", TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels)))
     if method == "adapter":
@@ -81,18 +80,8 @@ def step_fn(method: str, precision: str = "fp32"):
     else:
         model.train()
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=1e-4, fused=True)  # as xling's loop and the Trainer's default
-    ids, mask, targets = batch_tensors(tokenizer, labels)
-
-    def step():
-        with autocast("cpu", precision):
-            logits = model.heads["ner"](model(input_ids=ids, attention_mask=mask)).float()
-        loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1), ignore_index=-100)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-
-    return step, sum(p.numel() for p in params)
+    forward = lambda i, m: model.heads["ner"](model(input_ids=i, attention_mask=m))  # noqa: E731
+    return training_step(forward, params, *batch, precision)
 
 
 def peak_memory(method: str, precision: str) -> float:
