@@ -19,6 +19,7 @@ from xling.train.language import LanguageAdapterOptions, train_language_adapter
 from xling.train.self_training import SelfTrainingOptions, self_train
 from xling.train.summary import language_report_table, selection_summary, self_training_summary
 from xling.train.task import DEFAULT_LEARNING_RATES, TaskAdapterOptions, train_task_adapter
+from xling.trained_tasks import METHODS
 
 console = Console(stderr=True)
 # Instances whose values are the defaults each command shows.
@@ -29,10 +30,7 @@ SELF_TRAINING = defaults(SelfTrainingOptions)
 METHOD_LEARNING_RATES = ", ".join(f"{rate:g} {method}" for method, rate in DEFAULT_LEARNING_RATES.items())
 
 
-class Method(str, Enum):
-    adapter = "adapter"
-    full = "full"
-    head = "head"
+Method = Enum("Method", {method: method for method in METHODS}, type=str)
 
 
 def train_lang(

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from xling.data.labels import parse_label_map, relabel
 from xling.data.sources import load_ner
-from xling.device import PRECISION_HELP, pick_precision
+from xling.device import PRECISION_HELP
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import comma_list, opt
 from xling.scoring.entities import score
@@ -68,7 +68,7 @@ def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
             "task_adapter": tagger.head,
             "setup": repr(tagger.setup) if tagger.setup is not None else "no adapters",
             "decoder": tagger.decoder,
-            "computed_in": pick_precision(tagger.precision, next(tagger.model.parameters()).device.type),
+            "computed_in": tagger.computed_in,
             "types_not_predicted": sorted(gold_types - predictable),
         }
     )

@@ -141,14 +141,18 @@ class Tagger:
         loaded.eval()
         return cls(loaded, tokenizer, head, setup, batch_size, decoder, precision)
 
+    @property
+    def computed_in(self) -> str:
+        """fp32, bf16 or fp16: what `precision` picks on the device the model is on now."""
+        return pick_precision(self.precision, next(self.model.parameters()).device.type)
+
     def tag_words(self, sentences: list[list[str]]) -> list[list[tuple[str, float]]]:
         """Pre-tokenised sentences -> per word (tag, probability)."""
         labels = self.model.heads[self.head].labels
-        precision = pick_precision(self.precision, next(self.model.parameters()).device.type)
         return [
             decode(p, labels, self.decoder)
             for p in predict_probabilities(
-                self.model, self.tokenizer, sentences, self.head, self.batch_size, precision=precision
+                self.model, self.tokenizer, sentences, self.head, self.batch_size, precision=self.computed_in
             )
         ]
 

@@ -9,37 +9,30 @@ import torch
 from rich.console import Console
 
 from xling.adapters import AdaptedModel, BottleneckConfig
-from xling.adapters.bottleneck.config import PRESET_HELP
+from xling.adapters.bottleneck.config import adapter_option
 from xling.adapters.heads import MaskedLMHead, MaskedLMHeadConfig
 from xling.adapters.saving import save
 from xling.data.text import read_text
 from xling.errors import XlingError
 from xling.models import load_model, resolve_model_dir
-from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import opt
 from xling.train.loop import TrainConfig, TrainingProgress
 from xling.train.mlm import MaskedLMObjective, MaskingConfig, pack_blocks, pretrained_mlm_head
-from xling.train.run import TrainingRun
-from xling.workspace import WORKSPACE_HELP, Workspace, check_lang
+from xling.train.run import RunOptions, TrainingRun
+from xling.workspace import Workspace, check_lang
 
 
 @dataclass
-class LanguageAdapterOptions:
+class LanguageAdapterOptions(RunOptions):
     lang: str = opt(help="Language code, e.g. qu, es, en: the adapter's name.")
     corpus: list[str] = opt(help="Text files, folders or globs (CoNLL files count as text).")
-    model: str = opt(DEFAULT_MODEL, MODEL_HELP)
-    workspace: str | None = opt(None, WORKSPACE_HELP)
-    adapter: BottleneckConfig = opt(
-        factory=lambda: BottleneckConfig.preset("madx-lang"), help=PRESET_HELP, preset="madx-lang"
-    )
+    adapter: BottleneckConfig = adapter_option("madx-lang")
     # no early stopping: held-out perplexity is reported, not used to select
     training: TrainConfig = opt(factory=lambda: TrainConfig(max_steps=1000, learning_rate=1e-4), without=("patience",))
     seq_len: int = opt(128, "Tokens per training block.")
     masking: MaskingConfig = opt(factory=MaskingConfig)
     vocab_from_corpus: bool = opt(False, "Restrict the training softmax to pieces seen in the corpus (faster).")
     held_out: float = opt(0.02, "Share of lines held out for perplexity (kept within 1-5%).")
-    overwrite: bool = opt(False, "Replace an existing adapter of the same name.")
-    restart: bool = opt(False, "Discard an interrupted run instead of resuming it.")
 
 
 def split_held_out(lines: list[str], share: float, seed: int) -> tuple[list[str], list[str]]:

@@ -1,12 +1,12 @@
 """The one training loop every objective shares.
 
-It runs on a GPU when one is present, on the CPU otherwise, with bf16 (or fp16) autocast
-where the hardware has the units for it (`precision`, through `accelerate`), and as torch
-DDP under `torchrun` or `accelerate launch` (each process trains on its share of every
-batch). It checkpoints every N steps (trainable weights,
-optimiser, scheduler, RNG state, data position) and on Ctrl-C; rerunning the same command
-resumes from the last checkpoint and finishes exactly as an uninterrupted run would. It
-reports through a `TrainingProgress`; the command line's progress bar lives in `xling.cli`.
+It runs on a GPU when one is present, on the CPU otherwise, under bf16 (or, on older GPUs,
+fp16) autocast where the hardware has the units for it (`precision`), and as torch DDP
+under `torchrun` or `accelerate launch` (each process trains on its share of every batch).
+It checkpoints every N steps (trainable weights, optimiser, scheduler, RNG state, data
+position) and on Ctrl-C; rerunning the same command resumes from the last checkpoint and
+finishes exactly as an uninterrupted run would. It reports through a `TrainingProgress`;
+the command line's progress bar lives in `xling.cli`.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import torch
 from rich.console import Console
 
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
-from xling.adapters.bottleneck.config import PRESET_HELP
+from xling.adapters.bottleneck.config import adapter_option
 from xling.adapters.saving import load
 from xling.data.labels import label_list, relabel
 from xling.data.sources import load_ner
@@ -49,9 +49,7 @@ class TaskAdapterOptions(TaggingRunOptions):
     )
     lang_adapter: str | None = opt(None, "Language adapter to stack below: a name or a directory (default: --lang).")
     init_from: str | None = opt(None, "Continue a trained task adapter (few-shot target-language training).")
-    adapter: BottleneckConfig = opt(
-        factory=lambda: BottleneckConfig.preset("pfeiffer"), help=PRESET_HELP, preset="pfeiffer"
-    )
+    adapter: BottleneckConfig = adapter_option("pfeiffer")
     # learning rate None: the method's (DEFAULT_LEARNING_RATES)
     training: TrainConfig = opt(
         factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=None, eval_every=None, patience=2)

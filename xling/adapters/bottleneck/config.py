@@ -11,7 +11,6 @@ from xling.options import comma_ints, opt
 
 PLACEMENTS = ("pfeiffer", "houlsby")
 ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "swish": nn.SiLU, "silu": nn.SiLU, "tanh": nn.Tanh}
-ACTIVATION_NAMES = ("relu", "gelu", "swish", "tanh")  # silu is swish
 
 
 @dataclass
@@ -32,7 +31,7 @@ class BottleneckConfig:
 
     placement: str = opt("pfeiffer", hidden=True)
     reduction_factor: float = opt(16, "Bottleneck size is the hidden size divided by this.")
-    non_linearity: str = opt("relu", f"Non-linearity in the bottleneck: {', '.join(ACTIVATION_NAMES)}.")
+    non_linearity: str = opt("relu", f"Non-linearity in the bottleneck: {', '.join(ACTIVATIONS)}.")
     init_std: float = opt(1e-2, hidden=True)
     train_layer_norms: bool = opt(False, hidden=True)
     leave_out: list[int] = opt(factory=list, help="Comma-separated layer indices without adapters.", parse=comma_ints)
@@ -93,3 +92,9 @@ PRESETS = {
     ),
 }
 PRESET_HELP = f"Adapter preset: {', '.join(PRESETS)}; the options below change single values of it."
+
+
+def adapter_option(preset: str):
+    """An options dataclass's `adapter` field: `preset` unless `--preset` names another, changed by the
+    adapter's own options."""
+    return opt(factory=lambda: BottleneckConfig.preset(preset), help=PRESET_HELP, preset=preset)
