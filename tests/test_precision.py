@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -17,7 +19,12 @@ def test_auto_picks_bf16_only_where_the_cpu_has_bf16_units(monkeypatch):
     assert device.pick_precision("auto", "cpu") == "bf16"
     monkeypatch.setattr(device, "cpu_has_bf16", lambda: False)
     assert device.pick_precision("auto", "cpu") == "fp32"
-    assert device.pick_precision("bf16", "cpu") == "bf16"  # asked for: honoured, if slowly
+    with pytest.warns(UserWarning, match="no bf16 matrix units"):
+        assert device.pick_precision("bf16", "cpu") == "bf16"  # asked for: honoured, with a warning
+    monkeypatch.setattr(device, "cpu_has_bf16", lambda: True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert device.pick_precision("bf16", "cpu") == "bf16"
     with pytest.raises(XlingError, match="fp16 runs on a GPU only"):
         device.pick_precision("fp16", "cpu")
     with pytest.raises(XlingError, match="precision must be one of auto, fp32, bf16, fp16"):

@@ -90,6 +90,8 @@ def test_tagger_api(tagger):
     streamed = list(tagger.pipe(["juan lima", "", "runa " * 400 + "maria"], batch_size=2))
     assert [r.text for r in streamed] == ["juan lima", "", "runa " * 400 + "maria"]
     assert streamed[1].spans == [] and len(streamed[2].tags) == 401  # long line: windowed, nothing dropped
+    texts = [f"juan {'runa ' * n}lima" for n in range(40)]  # reads of 16 model batches: same tags as one call
+    assert [r.tags for r in tagger.pipe(texts)] == [r.tags for r in tagger.tag_texts(texts)]
 
 
 def test_html_is_self_contained_with_legend(tagger):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 import torch
 
@@ -41,6 +42,12 @@ def pick_precision(requested: str, device: str) -> str:
     """fp32, bf16 or fp16 for `device` (cpu or cuda)."""
     if check_precision(requested) == "fp16" and device == "cpu":
         raise XlingError("--precision fp16 runs on a GPU only; use bf16 or fp32 on the CPU")
+    if requested == "bf16" and device == "cpu" and not cpu_has_bf16():
+        warnings.warn(
+            "this CPU has no bf16 matrix units (AVX-512 BF16 or AMX): bf16 is emulated and several times "
+            "slower than fp32 here; --precision auto picks fp32",
+            stacklevel=2,
+        )
     if requested != "auto":
         return requested
     if device == "cuda":

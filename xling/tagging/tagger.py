@@ -196,8 +196,14 @@ class Tagger:
     def __call__(self, text: str) -> list[Span]:
         return self.tag_texts([text])[0].spans
 
-    def pipe(self, texts: Iterable[str], batch_size: int = 256, paragraphs: bool = False) -> Iterator[TaggedText]:
-        """Stream tagged texts, tagging `batch_size` texts at a time."""
+    def pipe(
+        self, texts: Iterable[str], batch_size: int | None = None, paragraphs: bool = False
+    ) -> Iterator[TaggedText]:
+        """Stream tagged texts, reading `batch_size` texts at a time (default: 16 model batches).
+
+        Each read is sorted by length into model batches of `self.batch_size`; reading many model batches at
+        once keeps the padding small, which is what makes larger model batches pay."""
+        check_batch_size(batch_size or self.batch_size)
         iterator = iter(texts)
-        while chunk := list(islice(iterator, batch_size)):
+        while chunk := list(islice(iterator, batch_size or 16 * self.batch_size)):
             yield from self.tag_texts(chunk, paragraphs)
