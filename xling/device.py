@@ -66,6 +66,13 @@ def process_rank() -> int:
     return int(os.environ.get("RANK", "0"))
 
 
+def end_processes() -> None:
+    """Close a distributed run's process group before exit: left to interpreter teardown, gloo's threads
+    can abort the process ("terminate called without an active exception") after its work is done."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+
+
 def check_launcher() -> None:
     """`accelerate launch --cpu --num_processes N` sets MASTER_ADDR but starts one process (MPI aside): say so."""
     env = os.environ

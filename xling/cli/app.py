@@ -17,7 +17,7 @@ from xling.cli import models as models_cli
 from xling.cli import run as run_cli
 from xling.cli import tag as tag_cli
 from xling.cli import train as train_cli
-from xling.device import check_launcher, process_rank
+from xling.device import check_launcher, end_processes, process_rank
 from xling.errors import XlingError
 
 app = typer.Typer(
@@ -83,3 +83,5 @@ def main() -> None:
         if process_rank() > 0:  # its own failure, not one the first process reports
             traceback.print_exc(file=sys.__stderr__)
         raise
+    finally:
+        end_processes()
