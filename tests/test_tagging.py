@@ -8,6 +8,7 @@ import pytest
 
 from tests.tiny import run_xling
 from xling import Tagger
+from xling.errors import XlingError
 from xling.tagging.output import render, to_html
 from xling.tagging.tagger import Span, TaggedText, spans_from_tags
 from xling.tagging.words import split_sentences, tokenize
@@ -62,7 +63,6 @@ def tagger(trained_workspace):
 
 
 def test_task_adapter_resolution(tmp_path):
-    from xling.errors import XlingError
     from xling.tagging.tagger import resolve_task_adapter
     from xling.workspace import Workspace
 
@@ -92,6 +92,8 @@ def test_tagger_api(tagger):
     assert streamed[1].spans == [] and len(streamed[2].tags) == 401  # long line: windowed, nothing dropped
     texts = [f"juan {'runa ' * n}lima" for n in range(40)]  # reads of 16 model batches: same tags as one call
     assert [r.tags for r in tagger.pipe(texts)] == [r.tags for r in tagger.tag_texts(texts)]
+    with pytest.raises(XlingError, match="batch-size must be at least 1"):
+        next(tagger.pipe(texts, batch_size=0))
 
 
 def test_html_is_self_contained_with_legend(tagger):

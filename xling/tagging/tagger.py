@@ -203,7 +203,8 @@ class Tagger:
 
         Each read is sorted by length into model batches of `self.batch_size`; reading many model batches at
         once keeps the padding small, which is what makes larger model batches pay."""
-        check_batch_size(batch_size or self.batch_size)
+        if batch_size is not None:
+            check_batch_size(batch_size)
         iterator = iter(texts)
         while chunk := list(islice(iterator, batch_size or 16 * self.batch_size)):
             yield from self.tag_texts(chunk, paragraphs)
