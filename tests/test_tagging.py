@@ -87,6 +87,15 @@ def test_tagger_api(tagger):
     spans = tagger("juan lima the city of qusqu")
     assert spans and all(s.label in {"PER", "LOC"} and 0 < s.score <= 1 for s in spans)
     assert all("juan lima the city of qusqu"[s.start : s.end] == s.text for s in spans)
+    assert tagger(["juan lima the city of qusqu", "maria of peru"]) == [spans, tagger("maria of peru")]
+    first = spans[0].to_pipeline_dict()
+    assert first == {
+        "entity_group": spans[0].label,
+        "score": spans[0].score,
+        "word": spans[0].text,
+        "start": spans[0].start,
+        "end": spans[0].end,
+    }
     streamed = list(tagger.pipe(["juan lima", "", "runa " * 400 + "maria"], batch_size=2))
     assert [r.text for r in streamed] == ["juan lima", "", "runa " * 400 + "maria"]
     assert streamed[1].spans == [] and len(streamed[2].tags) == 401  # long line: windowed, nothing dropped

@@ -36,6 +36,16 @@ class Span:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def to_pipeline_dict(self) -> dict:
+        """The shape of Transformers' `pipeline("token-classification", aggregation_strategy=...)` entities."""
+        return {
+            "entity_group": self.label,
+            "score": self.score,
+            "word": self.text,
+            "start": self.start,
+            "end": self.end,
+        }
+
 
 @dataclass
 class TaggedText:
@@ -193,8 +203,11 @@ class Tagger:
             result.spans = spans_from_tags(result.text, result.tokens, result.tags, result.scores)
         return results
 
-    def __call__(self, text: str) -> list[Span]:
-        return self.tag_texts([text])[0].spans
+    def __call__(self, text: str | list[str]) -> list[Span] | list[list[Span]]:
+        """A text's entity spans; for a list of texts, a list of span lists (batched together)."""
+        if isinstance(text, str):
+            return self.tag_texts([text])[0].spans
+        return [tagged.spans for tagged in self.tag_texts(list(text))]
 
     def pipe(
         self, texts: Iterable[str], batch_size: int | None = None, paragraphs: bool = False
