@@ -218,6 +218,7 @@ class Tagger:
         once keeps the padding small, which is what makes larger model batches pay."""
         if batch_size is not None:
             check_batch_size(batch_size)
+        read = batch_size or 16 * self.batch_size
         iterator = iter(texts)
-        while chunk := list(islice(iterator, batch_size or 16 * self.batch_size)):
+        while chunk := list(islice(iterator, read)):
             yield from self.tag_texts(chunk, paragraphs)
