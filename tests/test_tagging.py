@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import json
+import subprocess
+import sys
 
 import pytest
+from rich.console import Console
 
 from tests.tiny import run_xling
 from xling import Tagger
+from xling.cli.progress import counted_bar
 from xling.errors import XlingError
-from xling.tagging.output import render, to_html
+from xling.tagging.output import KNOWN, PALETTE, colour, render, to_html
 from xling.tagging.tagger import Span, TaggedText, spans_from_tags
 from xling.tagging.words import split_sentences, tokenize
 
@@ -142,6 +147,37 @@ def test_tag_command_formats(trained_workspace, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.html", "pre.conll"]  # no temporary left
 
 
+def test_tag_streams_results_before_its_input_ends(trained_workspace):
+    root, model_dir, _, _ = trained_workspace
+    command = [sys.executable, "-m", "xling", "tag", "-", "--lang", "qu", "-f", "jsonl", "--batch-size", "2"]
+    command += ["--model", str(model_dir), "-w", str(root / "ws")]
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as tagging:
+        tagging.stdin.write("juan lima\nmaria of peru\n")
+        tagging.stdin.flush()  # and left open: the input has not ended
+        first = [json.loads(tagging.stdout.readline())["text"] for _ in range(2)]
+        tagging.stdin.write("runa wasi\n")
+        tagging.stdin.close()
+        rest = [json.loads(line)["text"] for line in tagging.stdout]
+    assert first == ["juan lima", "maria of peru"] and rest == ["runa wasi"] and tagging.returncode == 0
+
+
+def test_counted_bar_passes_everything_through_and_counts_it():
+    shown = io.StringIO()
+    console = Console(file=shown, force_terminal=True, width=80)
+    assert list(counted_bar(iter("abc"), 3, "tagging", console)) == ["a", "b", "c"]
+    assert "3/3" in shown.getvalue()
+
+
+def test_badge_colours_meet_wcag_aa_with_white_text():
+    def luminance(colour: str) -> float:
+        channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+        linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    assert all((1.05 / (luminance(c) + 0.05)) >= 4.5 for c in PALETTE)
+    assert colour("DATE") == colour("DATE") in PALETTE[len(KNOWN) :]  # other types: stable, not a known type's
+
+
 @pytest.mark.parametrize(
     "case, expected",
     [
@@ -194,3 +230,22 @@ def test_pretokenised_sentences_keep_their_tokens(tagger):
     assert [[t.text for t in r.tokens] for r in tagged] == sentences
     assert [r.tags for r in tagged] == [[tag for tag, _ in s] for s in tagger.tag_words(sentences)]
     assert all(r.text[s.start : s.end] == s.text for r in tagged for s in r.spans)
+
+
+def test_tagger_spacy_component_and_command_give_the_same_entities(trained_workspace, tagger, tmp_path):
+    spacy = pytest.importorskip("spacy")  # the optional extra: pip install xling[spacy]
+    root, model_dir, _, _ = trained_workspace
+    texts = ["juan lima the city of qusqu", "maria of peru", "runa wasi qusqu llaqtapi"]
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    command = run_tag(trained_workspace, str(source), "--lang", "qu", "-t", "ner-en", "-f", "jsonl")
+    from_command = [
+        [(e["start"], e["end"], e["label"]) for e in json.loads(row)["entities"]] for row in command.stdout.splitlines()
+    ]
+    from_api = [[(s.start, s.end, s.label) for s in spans] for spans in tagger(texts)]
+    nlp = spacy.blank("xx")
+    config = {"lang": "qu", "adapter": "ner-en", "model": str(model_dir), "workspace": str(root / "ws")}
+    nlp.add_pipe("xling_ner", config=config)  # found through the spacy_factories entry point
+    from_spacy = [[(e.start_char, e.end_char, e.label_) for e in doc.ents] for doc in nlp.pipe(texts)]
+    assert any(from_command) and from_command == from_api == from_spacy
+    assert [[(e.start_char, e.end_char, e.label_) for e in nlp(texts[0]).ents]] == from_spacy[:1]

@@ -44,19 +44,26 @@ def atomic_directory(target: Path, overwrite: bool = False, replaces: tuple[str,
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """The file holds either its old content or all of `text`, never a part."""
+@contextmanager
+def atomic_text_file(path: Path):
+    """Yield a text file handle whose content replaces `path` only if the block succeeds."""
     path = check_output_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+            yield f
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """The file holds either its old content or all of `text`, never a part."""
+    with atomic_text_file(path) as f:
+        f.write(text)
 
 
 def check_output_file(path: Path) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
@@ -39,6 +40,16 @@ def step_progress(title: str, total_steps: int):
 
         yield on_step
         progress.update(task, completed=total_steps)
+
+
+def counted_bar(items: Iterable, total: int, title: str, console: Console) -> Iterator:
+    """Pass `items` through, advancing a bar on `console` by one for each; gone when they are."""
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True, redirect_stdout=False, redirect_stderr=False) as bar:
+        task = bar.add_task(title, total=total)
+        for item in items:
+            yield item
+            bar.advance(task)
 
 
 class TrainingBar:

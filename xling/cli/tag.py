@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
 
@@ -10,7 +11,8 @@ import typer
 from rich.console import Console
 
 from xling.cli.options import DECODER, DEVICE, MODEL, PRECISION, WORKSPACE
-from xling.data.conll import read_lines
+from xling.cli.progress import counted_bar
+from xling.data.conll import read_lines, read_tokens
 from xling.errors import XlingError
 from xling.fileio import check_output_file
 from xling.tagging.output import FORMATS, write_results
@@ -19,18 +21,12 @@ from xling.tagging.tagger import Tagger
 Format = Enum("Format", {name: name for name in FORMATS}, type=str)
 
 
-def _input_lines(source: str) -> list[str]:
-    if source == "-":
-        data = sys.stdin.buffer.read()
+def _stdin_lines() -> Iterator[str]:
+    for number, raw in enumerate(sys.stdin.buffer, start=1):
         try:
-            return data.decode("utf-8").splitlines()
+            yield raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError as err:
-            line = data[: err.start].count(b"\n") + 1
-            raise XlingError(f"<stdin>:{line}: not UTF-8 text ({err.reason})") from None
-    path = Path(source)
-    if not path.is_file():
-        raise XlingError(f"no such file: {source}")
-    return [line for _, line in read_lines(path)]
+            raise XlingError(f"<stdin>:{number}: not UTF-8 text ({err.reason})") from None
 
 
 def tag(
@@ -59,8 +55,13 @@ def tag(
     device: str = DEVICE,
     precision: str = PRECISION,
 ):
-    """Tag entities in text: one sentence per line, or running text with --paragraphs."""
-    lines = _input_lines(source)
+    """Tag entities in text: one sentence per line, or running text with --paragraphs.
+
+    Results are written as their batch finishes (html, which needs them all, at the end); with a file as
+    input and the output not on the terminal, a progress bar shows on standard error."""
+    path = None if source == "-" else Path(source)
+    if path is not None and not path.is_file():
+        raise XlingError(f"no such file: {source}")
     if output is not None:
         check_output_file(Path(output))  # before the model loads, not after it has run
     tagger = Tagger.load(
@@ -76,6 +77,12 @@ def tag(
         decoder=decoder,
         precision=precision,
     )
-    results = tagger.tag_lines(lines, paragraphs, conll)
+    results = tagger.tag_lines(
+        _stdin_lines() if path is None else (line for _, line in read_lines(path)), paragraphs, conll
+    )
+    status = Console(stderr=True)
+    if path is not None and status.is_terminal and (output is not None or not sys.stdout.isatty()):
+        total = sum(1 for _ in read_tokens(read_lines(path))) if conll else sum(1 for _ in read_lines(path))
+        results = counted_bar(results, total, "tagging", status)
     console = Console(highlight=False, soft_wrap=True, stderr=output is not None)
     write_results(results, output_format.value, Path(output) if output else None, console)

@@ -7,6 +7,7 @@ prefix of WikiANN releases (stripped), and IOB1 input (converted to IOB2).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,13 +96,15 @@ def read_conll(path: Path) -> list[Sentence]:
     return sentences
 
 
-def read_tokens(lines) -> list[list[str]]:
-    """Pre-tokenised input: the first column of each line, blank lines between sentences."""
-    sentences: list[list[str]] = [[]]
+def read_tokens(lines) -> Iterator[list[str]]:
+    """Pre-tokenised input, sentence by sentence as it is read: the first column of each line, blank lines
+    between sentences."""
+    sentence: list[str] = []
     for _, line in lines:
-        if not line.strip():
-            if sentences[-1]:
-                sentences.append([])
-            continue
-        sentences[-1].append(WIKIANN_PREFIX.sub("", line.split()[0], count=1))
-    return [s for s in sentences if s]
+        if line.strip():
+            sentence.append(WIKIANN_PREFIX.sub("", line.split()[0], count=1))
+        elif sentence:
+            yield sentence
+            sentence = []
+    if sentence:
+        yield sentence

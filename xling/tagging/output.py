@@ -6,49 +6,51 @@ import html
 import io
 import json
 import sys
+import zlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
 
-from xling.fileio import write_text_atomic
+from xling.fileio import atomic_text_file
 from xling.tagging.tagger import TaggedText
 
 FORMATS = ("pretty", "jsonl", "conll", "html")
-# Colour per entity type, shared by the terminal and the HTML page; other types cycle through the rest.
-PALETTE = ["#e76f51", "#2a9d8f", "#e9c46a", "#8ab17d", "#9c89b8", "#f4a261", "#5fa8d3", "#d62828"]
+# Colour per entity type, shared by the terminal and the HTML page; other types take one of the rest by a stable
+# hash of their name, so a streamed output colours a type the same from its first line. White text on each has
+# a contrast of at least 5.3:1 (WCAG AA asks 4.5:1).
+PALETTE = ["#b3401f", "#1d7067", "#8a6500", "#4d7236", "#6b559a", "#a3521b", "#2f6f9f", "#b01e1e"]
 KNOWN = {"PER": 0, "LOC": 1, "ORG": 2, "MISC": 3}
 
 
-def colour(label: str, labels: list[str]) -> str:
+def colour(label: str) -> str:
     if label in KNOWN:
         return PALETTE[KNOWN[label]]
-    others = [label for label in labels if label not in KNOWN]
-    return PALETTE[(len(KNOWN) + others.index(label)) % len(PALETTE)]
+    return PALETTE[len(KNOWN) + zlib.crc32(label.encode()) % (len(PALETTE) - len(KNOWN))]
 
 
-def to_conll(results: list[TaggedText]) -> str:
+def to_conll(results: Iterable[TaggedText]) -> str:
     return "".join("".join(f"{t.text}\t{tag}\n" for t, tag in zip(r.tokens, r.tags)) + "\n" for r in results)
 
 
-def to_jsonl(results: list[TaggedText]) -> str:
+def to_jsonl(results: Iterable[TaggedText]) -> str:
     return "".join(
         json.dumps({"text": r.text, "entities": [s.to_dict() for s in r.spans]}, ensure_ascii=False) + "\n"
         for r in results
     )
 
 
-def to_pretty(results: list[TaggedText], console: Console) -> None:
+def to_pretty(results: Iterable[TaggedText], console: Console) -> None:
     """Each line with its entities as `[text](LABEL)`: highlighted in a terminal, still readable without colour."""
-    labels = sorted({s.label for r in results for s in r.spans})
     for result in results:
         line, end = Text(), 0
         for span in result.spans:
             line.append(result.text[end : span.start])
             line.append("[", "dim")
-            line.append(result.text[span.start : span.end], f"bold black on {colour(span.label, labels)}")
+            line.append(result.text[span.start : span.end], f"bold white on {colour(span.label)}")
             line.append("](", "dim")
-            line.append(span.label, f"bold {colour(span.label, labels)}")
+            line.append(span.label, f"bold {colour(span.label)}")
             line.append(")", "dim")
             end = span.end
         line.append(result.text[end:])
@@ -64,7 +66,7 @@ def to_html(results: list[TaggedText], title: str = "xling entities") -> str:
         for span in result.spans:
             parts.append(html.escape(result.text[cursor : span.start]))
             parts.append(
-                f'<mark style="--c:{colour(span.label, labels)}" title="{span.label} · {span.score:.2f}">'
+                f'<mark style="--c:{colour(span.label)}" title="{span.label} · {span.score:.2f}">'
                 f'{html.escape(span.text)}<span class="tag">{span.label}</span></mark>'
             )
             cursor = span.end
@@ -72,7 +74,7 @@ def to_html(results: list[TaggedText], title: str = "xling entities") -> str:
         rows.append(f'<p><span class="n">{number}</span>{"".join(parts) or "&nbsp;"}</p>')
     legend = (
         "".join(
-            f'<li><mark style="--c:{colour(label, labels)}">{label}<span class="tag">{counts[label]}</span></mark></li>'
+            f'<li><mark style="--c:{colour(label)}">{label}<span class="tag">{counts[label]}</span></mark></li>'
             for label in labels
         )
         or "<li>no entities found</li>"
@@ -103,23 +105,50 @@ mark {{ background: color-mix(in srgb, var(--c) 22%, white); border-bottom: 2px 
 """
 
 
-def render(results: list[TaggedText], output_format: str) -> str:
+def render(results: Iterable[TaggedText], output_format: str) -> str:
     """The text of `results` in one of FORMATS (`pretty` as plain text, without colours)."""
-    if output_format == "pretty":
-        console = Console(record=True, width=100, file=io.StringIO())
-        to_pretty(results, console)
-        return console.export_text(styles=False)
-    return {"jsonl": to_jsonl, "conll": to_conll, "html": to_html}[output_format](results)
+    return "".join(_rendered(results, output_format))
 
 
-def write_results(results: list[TaggedText], output_format: str, output: Path | None, console: Console) -> None:
-    """To `output`, written whole or not at all; else to standard output (`pretty` in colour on `console`)."""
+def _rendered(results: Iterable[TaggedText], output_format: str) -> Iterator[str]:
+    """The text of each result as it comes (html, which needs them all for its legend, at the end)."""
+    if output_format == "html":
+        yield to_html(list(results))
+        return
+    plain = Console(record=True, width=100, file=io.StringIO())
+    for result in results:
+        if output_format == "pretty":
+            to_pretty([result], plain)
+            yield plain.export_text(styles=False, clear=True)
+        else:
+            yield {"jsonl": to_jsonl, "conll": to_conll}[output_format]([result])
+
+
+def write_results(results: Iterable[TaggedText], output_format: str, output: Path | None, console: Console) -> None:
+    """Each result as it comes: to standard output (`pretty` in colour on `console`), or to `output`, which
+    holds all of them or is left as it was (an interrupted run writes nothing there)."""
+    counted = _Counted(results)
     if output is None and output_format == "pretty":
-        to_pretty(results, console)
-        return
-    text = render(results, output_format)
-    if output is None:
-        sys.stdout.write(text)
-        return
-    write_text_atomic(output, text)
-    console.print(f"[green]wrote[/] {output}: {len(results)} lines, {sum(len(r.spans) for r in results)} entities")
+        to_pretty(counted, console)
+    elif output is None:
+        for text in _rendered(counted, output_format):
+            sys.stdout.write(text)
+            sys.stdout.flush()
+    else:
+        with atomic_text_file(output) as f:
+            for text in _rendered(counted, output_format):
+                f.write(text)
+        console.print(f"[green]wrote[/] {output}: {counted.lines} lines, {counted.entities} entities")
+
+
+class _Counted:
+    """Passes results through, counting lines and entities for the closing line."""
+
+    def __init__(self, results: Iterable[TaggedText]):
+        self.results, self.lines, self.entities = results, 0, 0
+
+    def __iter__(self) -> Iterator[TaggedText]:
+        for result in self.results:
+            self.lines += 1
+            self.entities += len(result.spans)
+            yield result

@@ -166,9 +166,14 @@ class Tagger:
             )
         ]
 
-    def tag_lines(self, lines: list[str], paragraphs: bool = False, conll: bool = False) -> list[TaggedText]:
-        """Lines of a file: one sentence each, running text (`paragraphs`), or pre-tokenised CoNLL (`conll`)."""
-        return self.tag_tokens(read_tokens(enumerate(lines, start=1))) if conll else self.tag_texts(lines, paragraphs)
+    def tag_lines(self, lines: Iterable[str], paragraphs: bool = False, conll: bool = False) -> Iterator[TaggedText]:
+        """Lines of a file, streamed: one sentence each, running text (`paragraphs`), or pre-tokenised CoNLL
+        (`conll`: one result per sentence)."""
+        if conll:
+            for chunk in self._reads(read_tokens(enumerate(lines, start=1))):
+                yield from self.tag_tokens(chunk)
+        else:
+            yield from self.pipe(lines, paragraphs=paragraphs)
 
     def tag_tokens(self, sentences: list[list[str]]) -> list[TaggedText]:
         """Pre-tokenised sentences -> tagged texts, each the tokens joined by single spaces."""
@@ -212,13 +217,21 @@ class Tagger:
     def pipe(
         self, texts: Iterable[str], batch_size: int | None = None, paragraphs: bool = False
     ) -> Iterator[TaggedText]:
-        """Stream tagged texts, reading `batch_size` texts at a time (default: 16 model batches).
+        """Stream tagged texts, reading `batch_size` texts at a time (default: one model batch first, then
+        twice as many each time up to 16 model batches).
 
         Each read is sorted by length into model batches of `self.batch_size`; reading many model batches at
-        once keeps the padding small, which is what makes larger model batches pay."""
+        once keeps the padding small, which is what makes larger model batches pay, and a small first read
+        gives the first results quickly."""
         if batch_size is not None:
             check_batch_size(batch_size)
-        read = batch_size or 16 * self.batch_size
-        iterator = iter(texts)
-        while chunk := list(islice(iterator, read)):
+        for chunk in self._reads(texts, batch_size):
             yield from self.tag_texts(chunk, paragraphs)
+
+    def _reads(self, items: Iterable, size: int | None = None) -> Iterator[list]:
+        """`items` in lists of `size`, or growing from one model batch to 16."""
+        read = size or self.batch_size
+        iterator = iter(items)
+        while chunk := list(islice(iterator, read)):
+            yield chunk
+            read = size or min(2 * read, 16 * self.batch_size)
