@@ -10,7 +10,8 @@ The workspace is `--workspace`, else `$XLING_HOME/workspace`, else `./xling-work
 This module alone turns names into paths. A name is letters, digits, '_' and '-' (the
 names of the adapters inside the model too), so whatever xling writes or replaces stays inside the workspace. Where a
 trained adapter is asked for, a bare name (`qu`) always means the workspace's; only what
-is written as a path (`./qu`, `/x/y`, `~/z`) is taken as a directory.
+is written as a path (`./qu`, `/x/y`, `~/z`) is taken as a directory, and `hf:ORG/NAME` as
+a Hugging Face Hub repository (fetched into the Hub's cache).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from xling.adapters.model import check_name
 from xling.errors import XlingError
+from xling.hub import download, is_hub_name
 from xling.models import model_label
 from xling.paths import default_workspace
 
@@ -27,6 +29,7 @@ KINDS = ("lang", "task", "fusion")
 LANG_CODE = re.compile(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$")
 RUN_SUFFIX = ".partial"
 WORKSPACE_HELP = "Workspace root (default: $XLING_HOME/workspace, else ./xling-workspace)."
+LANG_ADAPTER_HELP = "Language adapter to stack below: a name, a directory or hf:ORG/NAME (default: --lang)."
 
 
 def check_lang(code: str) -> str:
@@ -58,7 +61,10 @@ class Workspace:
         return self.model_dir / kind / f"{check_name(name)}{RUN_SUFFIX}"
 
     def _trained(self, kind: str, name: str, label: str, how: str) -> Path:
-        """A trained adapter's directory (a name in the workspace, or a path), or an error saying how to train it."""
+        """A trained adapter's directory (a name in the workspace, a path, or `hf:ORG/NAME` on the Hugging Face
+        Hub), or an error saying how to train it."""
+        if is_hub_name(name):
+            return download(name)
         if is_path(name):
             if not Path(name).expanduser().is_dir():
                 raise XlingError(f"no such directory: {name}")
@@ -78,3 +84,16 @@ class Workspace:
         return self._trained(
             "fusion", name, "fusion", "xling train-fusion ner --lang LANG --adapters A,B --train FILE --dev FILE"
         )
+
+    def adapter(self, name: str) -> Path:
+        """Any trained adapter, fusion or task by name (whichever kind has it), directory or Hub name."""
+        if is_hub_name(name) or is_path(name):
+            return self._trained("task", name, "", "")
+        found = [self.adapter_dir(kind, name) for kind in KINDS if self.adapter_dir(kind, name).is_dir()]
+        if not found:
+            raise XlingError(f"no adapter {name!r} in {self.model_dir} (looked in {', '.join(KINDS)})")
+        if len(found) > 1:
+            raise XlingError(
+                f"{name!r} names several adapters in {self.model_dir}: {', '.join(map(str, found))}; give the directory"
+            )
+        return found[0]

@@ -15,6 +15,7 @@ from xling.cli import corpora as corpora_cli
 from xling.cli import evaluate as evaluate_cli
 from xling.cli import models as models_cli
 from xling.cli import run as run_cli
+from xling.cli import share as share_cli
 from xling.cli import tag as tag_cli
 from xling.cli import train as train_cli
 from xling.device import check_launcher, end_processes, process_rank
@@ -36,6 +37,7 @@ app.command("evaluate")(evaluate_cli.evaluate_command)
 app.command("tag")(tag_cli.tag)
 app.add_typer(analyze_cli.app, name="analyze")
 app.add_typer(corpora_cli.app, name="corpora")
+app.command("push")(share_cli.push_command)
 app.command("run")(run_cli.run)
 app.command("demo")(run_cli.demo)
 

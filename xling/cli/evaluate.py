@@ -23,6 +23,7 @@ def evaluate_command(
     task_adapter: str = option(EVALUATION, "task_adapter", "--task-adapter", "-t"),
     fusion: str = option(EVALUATION, "fusion"),
     no_lang_adapter: bool = option(EVALUATION, "no_lang_adapter"),
+    lang_adapter: str = option(EVALUATION, "lang_adapter"),
     model: str = MODEL,
     workspace: str = WORKSPACE,
     drop_labels: str = option(EVALUATION, "drop_labels"),

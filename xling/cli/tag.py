@@ -17,6 +17,7 @@ from xling.errors import XlingError
 from xling.fileio import check_output_file
 from xling.tagging.output import FORMATS, write_results
 from xling.tagging.tagger import Tagger
+from xling.workspace import LANG_ADAPTER_HELP
 
 Format = Enum("Format", {name: name for name in FORMATS}, type=str)
 
@@ -36,7 +37,10 @@ def tag(
     ),
     task: str = typer.Option("ner", help="The task."),
     adapter: str = typer.Option(
-        None, "--task-adapter", "-t", help="Task adapter (default: TASK-LANG if trained, else TASK-en)."
+        None,
+        "--task-adapter",
+        "-t",
+        help="Task adapter: a name, a directory or hf:ORG/NAME (default: TASK-LANG if trained, else TASK-en).",
     ),
     fusion: str = typer.Option(None, help="A trained fusion to use instead of a single task adapter."),
     output_format: Format = typer.Option(Format.pretty, "--format", "-f", help="pretty, jsonl, conll or html."),
@@ -48,6 +52,7 @@ def tag(
         False, "--conll", help="Input is pre-tokenised: a token per line, blank lines between sentences."
     ),
     no_lang_adapter: bool = typer.Option(False, "--no-lang-adapter", help="Tag without a language adapter."),
+    lang_adapter: str = typer.Option(None, "--lang-adapter", help=LANG_ADAPTER_HELP),
     model: str = MODEL,
     workspace: str = WORKSPACE,
     batch_size: int = typer.Option(32),
@@ -72,6 +77,7 @@ def tag(
         model=model,
         workspace=workspace,
         use_lang_adapter=not no_lang_adapter,
+        lang_adapter=lang_adapter,
         device=device,
         batch_size=batch_size,
         decoder=decoder,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from xling.errors import XlingError
-from xling.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, embedded_dir
+from xling.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, UPSTREAM_ID, embedded_dir
 
 DEFAULT_MODEL = "e5-small"
 MODEL_HELP = "Base model: e5-small (embedded), a Hugging Face id or a local directory."
@@ -30,6 +30,13 @@ def model_label(spec: str) -> str:
     if path.is_dir():
         return path.resolve().name
     return spec.replace("/", "--")
+
+
+def hub_id(spec: str) -> str | None:
+    """The Hub id of a model spec (the embedded default's upstream model), or None for a local directory."""
+    if spec in EMBEDDED_ALIASES:
+        return UPSTREAM_ID
+    return None if not spec or spec.startswith(("/", ".", "~")) or Path(spec).is_dir() else spec
 
 
 def load_model(spec: str = DEFAULT_MODEL, on_step: Callable[[str], None] = lambda step: None):

@@ -12,7 +12,7 @@ from xling.options import comma_list, opt
 from xling.scoring.entities import score
 from xling.tagging.decoding import DECODER_HELP, DEFAULT_DECODER, check_decoder
 from xling.tagging.tagger import Tagger
-from xling.workspace import WORKSPACE_HELP
+from xling.workspace import LANG_ADAPTER_HELP, WORKSPACE_HELP
 
 
 @dataclass
@@ -20,7 +20,7 @@ class EvaluationOptions:
     data: str = opt(help="Labelled data: a CoNLL file or a named source such as wikiann:qu.")
     lang: str = opt(help="Language of the data: its language adapter is stacked under the task adapter.")
     task_adapter: str | None = opt(
-        None, "Trained task (name or directory) (default: ner-LANG if trained, else ner-en)."
+        None, "Trained task: a name, a directory or hf:ORG/NAME (default: ner-LANG if trained, else ner-en)."
     )
     fusion: str | None = opt(None, "A trained fusion to evaluate instead of a single task adapter.")
     model: str = opt(DEFAULT_MODEL, MODEL_HELP)
@@ -28,6 +28,7 @@ class EvaluationOptions:
     use_lang_adapter: bool = opt(
         True, "Evaluate the task adapter without any language adapter.", name="no_lang_adapter", invert=True
     )
+    lang_adapter: str | None = opt(None, LANG_ADAPTER_HELP)
     drop_labels: list[str] = opt(
         factory=list, help="Entity types to turn into O in the gold data, e.g. MISC.", parse=comma_list
     )
@@ -52,6 +53,7 @@ def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
         model=options.model,
         workspace=options.workspace,
         use_lang_adapter=options.use_lang_adapter,
+        lang_adapter=options.lang_adapter,
         batch_size=options.batch_size,
         decoder=options.decoder,
         precision=options.precision,

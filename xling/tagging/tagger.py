@@ -125,12 +125,16 @@ class Tagger:
         model: str = DEFAULT_MODEL,
         workspace: str | None = None,
         use_lang_adapter: bool = True,
+        lang_adapter: str | None = None,
         device: str = "auto",
         batch_size: int = 32,
         decoder: str = DEFAULT_DECODER,
         precision: str = "auto",
     ) -> Tagger:
-        """A ready tagger: `Stack(<lang>, <task adapter>)`, or `Stack(<lang>, Fuse(...))` with `fusion`."""
+        """A ready tagger: `Stack(<lang>, <task adapter>)`, or `Stack(<lang>, Fuse(...))` with `fusion`.
+
+        Adapters are workspace names, directories or Hub names (`hf:ORG/NAME`); the language adapter is
+        `lang_adapter` if given, else the workspace's adapter for `lang`."""
         lang = check_lang(lang)
         check_decoder(decoder)
         check_batch_size(batch_size)
@@ -144,7 +148,7 @@ class Tagger:
             loaded, tokenizer, record = load_task_model(model, directory)
             head, setup = record.name, (record.name if record.method == "adapter" else None)
         if setup is not None and use_lang_adapter:
-            lang_name = load(loaded, ws.lang_adapter(lang), name=f"lang-{lang}", head=False)
+            lang_name = load(loaded, ws.lang_adapter(lang_adapter or lang), name=f"lang-{lang}", head=False)
             setup = Stack(lang_name, setup)
         loaded.set_active(setup)
         loaded.to(device)

@@ -19,6 +19,7 @@ from xling import __version__
 from xling.adapters import AdaptedModel
 from xling.adapters.model import ParameterCount
 from xling.errors import XlingError
+from xling.hub import CARD_FILE, model_card
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import opt
 from xling.train.loop import LOG_FILE, Objective, TrainConfig, TrainingProgress, TrainResult, train
@@ -97,6 +98,7 @@ class TrainingRun:
             extra = {
                 "report.json": json.dumps(report, indent=2) + "\n",
                 "train_log.jsonl": (self.run_dir / LOG_FILE).read_text(),
+                CARD_FILE: model_card(report),
             }
             write(self.target, extra)
             shutil.rmtree(self.run_dir, ignore_errors=True)

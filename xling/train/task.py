@@ -24,7 +24,7 @@ from xling.train.loop import TrainConfig, TrainingProgress
 from xling.train.run import TrainingRun
 from xling.train.tagging import TaggingObjective, TaggingRunOptions
 from xling.trained_tasks import METHODS, TaskRecord, load_task_model, save_task
-from xling.workspace import Workspace, check_lang
+from xling.workspace import LANG_ADAPTER_HELP, Workspace, check_lang
 
 # Per method. The head alone is a linear probe on frozen features and needs a larger step: on WikiANN-en,
 # one epoch reached dev F1 17.8 at 1e-3 and 40.0 at 1e-2.
@@ -47,7 +47,7 @@ class TaskAdapterOptions(TaggingRunOptions):
     use_lang_adapter: bool = opt(
         True, "Train the task adapter without a language adapter below it.", name="no_lang_adapter", invert=True
     )
-    lang_adapter: str | None = opt(None, "Language adapter to stack below: a name or a directory (default: --lang).")
+    lang_adapter: str | None = opt(None, LANG_ADAPTER_HELP)
     init_from: str | None = opt(None, "Continue a trained task adapter (few-shot target-language training).")
     adapter: BottleneckConfig = adapter_option("pfeiffer")
     # learning rate None: the method's (DEFAULT_LEARNING_RATES)

@@ -1,0 +1,91 @@
+"""The Hugging Face Hub: model cards, `xling push` and `hf:ORG/NAME` adapters, against a local stand-in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from typer.testing import CliRunner
+
+import xling.hub
+from xling import Tagger
+from xling.cli.app import app
+from xling.errors import XlingError
+
+
+class LocalHub:
+    """Stands in for the Hub where `xling.hub` calls `huggingface_hub`: a repository is a folder under `root`."""
+
+    def __init__(self, root: Path):
+        self.root, self.tokens = root, []
+
+    def api(self, token=None):
+        self.tokens.append(token)
+        return self
+
+    def create_repo(self, repo_id, private=False, exist_ok=False):
+        (self.root / repo_id).mkdir(parents=True, exist_ok=exist_ok)
+
+    def create_commit(self, repo_id, operations, commit_message):
+        for operation in operations:
+            target = self.root / repo_id / operation.path_in_repo
+            target.parent.mkdir(parents=True, exist_ok=True)
+            content = operation.path_or_fileobj
+            target.write_bytes(content if isinstance(content, bytes) else Path(content).read_bytes())
+        return SimpleNamespace(commit_url=f"local://{repo_id}")
+
+    def snapshot_download(self, repo_id, revision=None):
+        if not (self.root / repo_id).is_dir():
+            raise OSError(f"Repository Not Found for url: local://{repo_id}")
+        return str(self.root / repo_id)
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    stand_in = LocalHub(tmp_path / "hub")
+    monkeypatch.setattr(xling.hub, "HfApi", stand_in.api)
+    monkeypatch.setattr(xling.hub, "snapshot_download", stand_in.snapshot_download)
+    return stand_in
+
+
+def test_saved_adapters_carry_a_model_card(trained_workspace):
+    root, model_dir, _, _ = trained_workspace
+    card = (root / "ws" / model_dir.name / "task" / "ner-en" / "README.md").read_text()
+    assert card.startswith("---\n") and "library_name: xling" in card and "- en" in card
+    assert "pipeline_tag: token-classification" in card and "dev F1" in card and "B-PER" in card
+    lang_card = (root / "ws" / model_dir.name / "lang" / "qu" / "README.md").read_text()
+    assert "masked-lm" in lang_card and "held-out perplexity" in lang_card and "--lang-adapter qu" in lang_card
+
+
+def test_push_then_load_by_hub_name_gives_the_same_tags(trained_workspace, hub):
+    root, model_dir, _, _ = trained_workspace
+    where = ["--model", str(model_dir), "-w", str(root / "ws")]
+    for adapter, repo in (("ner-en", "org/ner-en"), ("qu", "org/lang-qu")):
+        pushed = CliRunner().invoke(app, ["push", adapter, repo, "--token", "secret", *where])
+        assert pushed.exit_code == 0, pushed.output
+    assert hub.tokens == ["secret", "secret"]
+    card = (hub.root / "org" / "ner-en" / "README.md").read_text()
+    assert "--task-adapter hf:org/ner-en" in card and 'adapter="hf:org/ner-en"' in card
+    assert {p.name for p in (hub.root / "org" / "ner-en").iterdir()} >= {"adapter_model.safetensors", "task.json"}
+
+    texts = ["juan lima the city of qusqu", "maria of peru"]
+    local = Tagger.load(lang="qu", adapter="ner-en", model=str(model_dir), workspace=str(root / "ws"))
+    pulled = Tagger.load(
+        lang="qu",
+        adapter="hf:org/ner-en",
+        lang_adapter="hf:org/lang-qu",
+        model=str(model_dir),
+        workspace=str(root / "ws"),
+    )
+    assert [r.tags for r in pulled.tag_texts(texts)] == [r.tags for r in local.tag_texts(texts)]
+    assert [r.scores for r in pulled.tag_texts(texts)] == [r.scores for r in local.tag_texts(texts)]
+
+
+def test_hub_names_that_cannot_be_fetched_are_one_line_errors(trained_workspace, hub):
+    root, model_dir, _, _ = trained_workspace
+    for name, message in (("hf:org/missing", "cannot fetch hf:org/missing"), ("hf:nothing", "not a Hub adapter name")):
+        with pytest.raises(XlingError, match=message):
+            Tagger.load(lang="qu", adapter=name, model=str(model_dir), workspace=str(root / "ws"))
+    with pytest.raises(XlingError, match="no adapter 'ner-xx'"):
+        xling.hub.push(xling.workspace.Workspace(str(root / "ws"), str(model_dir)).adapter("ner-xx"), "org/x")
