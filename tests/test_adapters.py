@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from xling.adapters import (
     TaggingHead,
     TaggingHeadConfig,
 )
+from xling.adapters.adapterhub import export_adapterhub
 from xling.adapters.bottleneck.invertible import NICECoupling
 from xling.adapters.saving import load, save
 from xling.errors import XlingError
@@ -293,3 +295,46 @@ def test_adapterhub_fixture_loads_and_matches():
     for label, setup in {"lang": "lang", "task": "task", "stack": Stack("lang", "task")}.items():
         assert torch.allclose(outputs(model, batch, setup), expected[label], atol=1e-6), label
     assert not torch.allclose(outputs(model, batch), expected["lang"], atol=1e-3)
+
+
+@pytest.mark.parametrize("name", ["lang", "task"])
+def test_export_writes_what_the_adapters_library_saved(tmp_path, name):
+    from transformers import AutoModel
+
+    model = AdaptedModel(AutoModel.from_pretrained(FIXTURE / "base", add_pooling_layer=False).eval())
+    load(model, FIXTURE / name)  # saved by the library: Pfeiffer + invertible, and Houlsby
+    save(model, name, tmp_path / "xling")
+    export_adapterhub(tmp_path / "xling", tmp_path / "exported")
+    theirs = json.loads((FIXTURE / name / "adapter_config.json").read_text())
+    mine = json.loads((tmp_path / "exported" / "adapter_config.json").read_text())
+    assert mine["config"] == {key: theirs["config"][key] for key in mine["config"]}
+    assert {k: mine[k] for k in ("hidden_size", "model_type", "name", "version")} == {
+        k: theirs[k] for k in ("hidden_size", "model_type", "name", "version")
+    }
+    original = torch.load(FIXTURE / name / "pytorch_adapter.bin", weights_only=True)
+    for exported in (
+        torch.load(tmp_path / "exported" / "pytorch_adapter.bin", weights_only=True),
+        load_file(str(tmp_path / "exported" / "adapter.safetensors")),
+    ):
+        assert exported.keys() == original.keys() and all(torch.equal(exported[k], original[k]) for k in original)
+
+
+def test_export_carries_the_tagging_head_and_refuses_what_the_library_lacks(tmp_path):
+    model, _ = _full_model()
+    save(model, "qu", tmp_path / "qu")
+    save(model, "ner", tmp_path / "ner")  # shares one adapter across two layers: the library cannot
+    save(model, "ner,ner2", tmp_path / "fusion")
+    model.add_adapter("task", BottleneckConfig.preset("pfeiffer"))
+    model.add_head("task", model.heads["ner"])
+    save(model, "task", tmp_path / "task")
+    export_adapterhub(tmp_path / "task", tmp_path / "exported")
+    head = json.loads((tmp_path / "exported" / "head_config.json").read_text())
+    assert head["config"]["head_type"] == "tagging" and head["model_class"] == "BertAdapterModel"
+    assert head["config"]["label2id"] == {"O": 0, "B-PER": 1, "I-PER": 2}
+    weights = torch.load(tmp_path / "exported" / "pytorch_model_head.bin", weights_only=True)
+    assert torch.equal(weights["heads.task.1.weight"], model.heads["ner"].classifier.weight)
+    with pytest.raises(XlingError, match="no equivalent of share_every=2, train_layer_norms=True"):
+        export_adapterhub(tmp_path / "ner", tmp_path / "x")
+    with pytest.raises(XlingError, match="only bottleneck adapters export"):
+        export_adapterhub(tmp_path / "fusion", tmp_path / "x")
+    assert not (tmp_path / "x").exists()

@@ -89,3 +89,17 @@ def test_hub_names_that_cannot_be_fetched_are_one_line_errors(trained_workspace,
             Tagger.load(lang="qu", adapter=name, model=str(model_dir), workspace=str(root / "ws"))
     with pytest.raises(XlingError, match="no adapter 'ner-xx'"):
         xling.hub.push(xling.workspace.Workspace(str(root / "ws"), str(model_dir)).adapter("ner-xx"), "org/x")
+
+
+def test_export_command_writes_an_adapterhub_directory(trained_workspace, tmp_path):
+    root, model_dir, _, _ = trained_workspace
+    where = ["--model", str(model_dir), "-w", str(root / "ws")]
+    exported = CliRunner().invoke(app, ["export", "ner-en", str(tmp_path / "hub"), "--format", "adapterhub", *where])
+    assert exported.exit_code == 0, exported.output
+    files = {p.name for p in (tmp_path / "hub").iterdir()}
+    assert files == {"adapter_config.json", "pytorch_adapter.bin", "adapter.safetensors", "head_config.json"} | {
+        "pytorch_model_head.bin",
+        "model_head.safetensors",
+    }
+    again = CliRunner().invoke(app, ["export", "ner-en", str(tmp_path / "hub"), "--format", "adapterhub", *where])
+    assert again.exit_code != 0 and "already exists" in str(again.exception)

@@ -1,9 +1,11 @@
-"""Load bottleneck adapters saved by the AdapterHub `adapters` library.
+"""Bottleneck adapters to and from the AdapterHub `adapters` library.
 
 Its directories hold `adapter_config.json` (with `config` and `version: adapters.*`)
-and weights in `pytorch_adapter.bin` or `adapter_model.safetensors`. The Pfeiffer
-(SeqBn) and Houlsby (DoubleSeqBn) layouts, with or without the NICE invertible
-adapter, map onto xling's bottleneck adapters; the arithmetic matches theirs.
+and weights in `pytorch_adapter.bin` or `adapter.safetensors`; a tagging head adds
+`head_config.json` and `pytorch_model_head.bin` or `model_head.safetensors`. The Pfeiffer (SeqBn) and Houlsby
+(DoubleSeqBn) layouts, with or without the NICE invertible adapter, map onto xling's
+bottleneck adapters; the arithmetic matches theirs. `export_adapterhub` writes the other
+way, from the saved files alone (no model is loaded).
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ import re
 from pathlib import Path
 
 import torch
+from safetensors.torch import save_file
 
 from xling.adapters.bottleneck import BottleneckConfig
 from xling.adapters.model import AdaptedModel, check_name
 from xling.errors import XlingError
+from xling.fileio import atomic_directory, read_json, write_json_atomic
 
 # Options whose other values would need modules xling does not have.
 _REQUIRED = {
@@ -33,6 +37,17 @@ _PLACEMENTS = {
     # (mh_adapter, output_adapter, original_ln_before) -> placement
     (False, True, True): "pfeiffer",
     (True, True, False): "houlsby",
+}
+# Where the library keeps an adapter's weights: safetensors (`use_safetensors=True`), else a tensor pickle.
+_WEIGHTS_FILES = ("adapter.safetensors", "pytorch_adapter.bin", "adapter_model.safetensors")
+# The version of the library whose layout export writes (and whose loading the bench script checks).
+EXPORT_VERSION = "adapters.1.3.0"
+# Model types whose layers the library names `encoder.layer.N.(attention.)output` as BERT does, and its class
+# with flexible heads for each (a head loads only into the class it names).
+_EXPORT_CLASSES = {
+    "bert": "BertAdapterModel",
+    "roberta": "RobertaAdapterModel",
+    "xlm-roberta": "XLMRobertaAdapterModel",
 }
 
 
@@ -70,10 +85,10 @@ def _config(raw: dict, directory: Path) -> BottleneckConfig:
 def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
     from xling.adapters.saving import read_weights
 
-    for file_name in ("adapter_model.safetensors", "pytorch_adapter.bin"):
+    for file_name in _WEIGHTS_FILES:
         if (directory / file_name).is_file():
             return read_weights(directory / file_name)
-    raise XlingError(f"{directory}: no pytorch_adapter.bin or adapter_model.safetensors")
+    raise XlingError(f"{directory}: no {' or '.join(_WEIGHTS_FILES)}")
 
 
 def _rename(key: str, saved_name: str) -> str | None:
@@ -123,3 +138,94 @@ def load_adapterhub(model: AdaptedModel, directory: Path, record: dict, name: st
             f"{directory}: weights do not match the adapter config (missing {missing[:3]}, unexpected {unexpected[:3]})"
         )
     return name
+
+
+def _export_config(config: dict, directory: Path) -> dict:
+    """The library's bottleneck config for an xling one (the inverse of `_config`)."""
+    unsupported = [
+        f"{k}={config[k]!r}" for k, v in (("share_every", 1), ("train_layer_norms", False)) if config[k] != v
+    ]
+    if config["invertible"] and config["invertible_non_linearity"] != config["non_linearity"]:
+        unsupported.append("an invertible non-linearity other than the adapter's")
+    if unsupported:
+        raise XlingError(f"{directory}: the adapters library has no equivalent of {', '.join(unsupported)}")
+    placement = next(key for key, value in _PLACEMENTS.items() if value == config["placement"])
+    return {
+        **_REQUIRED,
+        "mh_adapter": placement[0],
+        "output_adapter": placement[1],
+        "original_ln_before": placement[2],
+        "reduction_factor": config["reduction_factor"],
+        "non_linearity": config["non_linearity"],
+        "leave_out": config["leave_out"],
+        "inv_adapter": "nice" if config["invertible"] else None,
+        "inv_adapter_reduction_factor": config["invertible_reduction_factor"] if config["invertible"] else None,
+        "init_weights": "bert",
+        "dropout": 0.0,
+    }
+
+
+def _export_name(key: str, name: str) -> str:
+    """xling parameter name -> the library's, under the base model (the inverse of `_rename`)."""
+    block = re.fullmatch(r"blocks\.(\d+)_(attn|ffn)\.(down|up)\.(weight|bias)", key)
+    if block:
+        layer, site, part, kind = block.groups()
+        where = "attention.output" if site == "attn" else "output"
+        module = "adapter_down.0" if part == "down" else "adapter_up"
+        return f"encoder.layer.{layer}.{where}.adapters.{name}.{module}.{kind}"
+    return f"invertible_adapters.{name}.{key.removeprefix('invertible.')}"
+
+
+def export_adapterhub(directory: Path, target: Path, overwrite: bool = False) -> Path:
+    """Write the xling bottleneck adapter saved in `directory` (with its tagging head, if it has one) as the
+    `adapters` library saves one, so that its `model.load_adapter(target)` loads it."""
+    from xling.adapters.saving import CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE, read_weights
+
+    directory = Path(directory)
+    record = read_json(directory / CONFIG_FILE) if (directory / CONFIG_FILE).is_file() else {}
+    if record.get("kind") != "bottleneck":
+        raise XlingError(
+            f"{directory}: only bottleneck adapters export to the adapters library, not {record.get('kind') or 'this'}"
+        )
+    base = record["base_model"]
+    model_type = base["fingerprint"]["architecture"]
+    if model_type not in _EXPORT_CLASSES:
+        raise XlingError(
+            f"{directory}: exporting adapters of {model_type} models is not supported (only {', '.join(_EXPORT_CLASSES)})"
+        )
+    name = record["name"]
+    about = {
+        "hidden_size": base["fingerprint"]["hidden_size"],
+        "model_class": _EXPORT_CLASSES[model_type],
+        "model_name": base.get("name", ""),
+        "model_type": model_type,
+        "name": name,
+        "version": EXPORT_VERSION,
+    }
+    weights = {_export_name(k, name): v for k, v in read_weights(directory / WEIGHTS_FILE).items()}
+    with atomic_directory(Path(target), overwrite=overwrite, replaces=(CONFIG_FILE,)) as staging:
+        write_json_atomic(staging / CONFIG_FILE, {"config": _export_config(record["config"], directory), **about})
+        torch.save(weights, staging / "pytorch_adapter.bin")  # what `load_adapter` reads by default
+        save_file(weights, str(staging / "adapter.safetensors"))  # what it reads with use_safetensors=True
+        if (directory / HEAD_CONFIG_FILE).is_file():
+            head = read_json(directory / HEAD_CONFIG_FILE)
+            if head.get("kind") != "tagging":
+                raise XlingError(f"{directory}: a {head.get('kind')} head has no equivalent in the adapters library")
+            labels = head["labels"]
+            config = {
+                "head_type": "tagging",
+                "num_labels": len(labels),
+                "layers": 1,
+                "activation_function": "tanh",
+                "dropout_prob": head["dropout"],
+                "label2id": {label: i for i, label in enumerate(labels)},
+            }
+            write_json_atomic(staging / "head_config.json", {"config": config, **about})
+            # The library's one-layer tagging head is Sequential(Dropout, Linear): the Linear is module 1.
+            head_weights = {
+                f"heads.{name}.1.{k.removeprefix('classifier.')}": v
+                for k, v in read_weights(directory / HEAD_WEIGHTS_FILE).items()
+            }
+            torch.save(head_weights, staging / "pytorch_model_head.bin")
+            save_file(head_weights, str(staging / "model_head.safetensors"))
+    return Path(target)

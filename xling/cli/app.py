@@ -38,6 +38,7 @@ app.command("tag")(tag_cli.tag)
 app.add_typer(analyze_cli.app, name="analyze")
 app.add_typer(corpora_cli.app, name="corpora")
 app.command("push")(share_cli.push_command)
+app.command("export")(share_cli.export_command)
 app.command("run")(run_cli.run)
 app.command("demo")(run_cli.demo)
 

@@ -1,10 +1,15 @@
-"""`xling push`: an adapter to the Hugging Face Hub, with its model card."""
+"""`xling push` (an adapter to the Hugging Face Hub, with its model card) and `xling export` (an adapter in
+another library's layout)."""
 
 from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
 
 import typer
 from rich.console import Console
 
+from xling.adapters.adapterhub import export_adapterhub
 from xling.cli.options import MODEL, WORKSPACE
 from xling.hub import push
 from xling.workspace import Workspace
@@ -23,3 +28,22 @@ def push_command(
     """Upload an adapter to the Hugging Face Hub; load it anywhere as hf:ORG/NAME."""
     url = push(Workspace(workspace, model).adapter(adapter), repo_id, private=private, token=token)
     Console(stderr=True).print(f"[green]pushed[/] {adapter} to {url}; use it as hf:{repo_id}", highlight=False)
+
+
+class ExportFormat(str, Enum):
+    adapterhub = "adapterhub"
+
+
+def export_command(
+    adapter: str = typer.Argument(..., help="A trained language or task adapter: a workspace name or a directory."),
+    target: Path = typer.Argument(..., help="The directory to write (written whole, or not at all)."),
+    export_format: ExportFormat = typer.Option(..., "--format", help="adapterhub: the AdapterHub adapters library."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace a directory an earlier export wrote."),
+    model: str = MODEL,
+    workspace: str = WORKSPACE,
+):
+    """Write an adapter (with its head) for another library: `model.load_adapter(DIR)` in `adapters`."""
+    export_adapterhub(Workspace(workspace, model).adapter(adapter), target, overwrite=overwrite)
+    Console(stderr=True).print(
+        f"[green]wrote[/] {target}: load it with model.load_adapter({str(target)!r})", highlight=False
+    )

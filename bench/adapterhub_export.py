@@ -1,0 +1,118 @@
+"""An xling adapter in the AdapterHub `adapters` library: export, load there, compare the outputs.
+
+xling side: the embedded default with a MAD-X language adapter (Pfeiffer, reduction 2, invertible) and a NER
+task adapter with its head, either trained ones from a workspace (--lang-adapter, --task-adapter) or fresh
+ones with random weights large enough to move every output; `xling export --format adapterhub` writes both.
+Library side (its own virtual environment: it pins Transformers 4.57): `load_adapter` on the exported
+directories, `Stack(lang, task)` active, the same token ids. Prints the largest difference of the tag logits
+and how many tokens' best tag agree.
+
+    bash ../shared/anchor-bench/setup.sh     # once: the library's virtual environment
+    python bench/adapterhub_export.py        # [--library-python PATH] [--lang-adapter DIR --task-adapter DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+import torch
+
+from xling.adapters import AdaptedModel, BottleneckConfig, Stack
+from xling.adapters.adapterhub import export_adapterhub
+from xling.adapters.heads import TaggingHead, TaggingHeadConfig
+from xling.adapters.saving import load, save
+from xling.models import load_model, resolve_model_dir
+
+SENTENCES = [
+    "Arguedas José Maríaqa Andahuaylas llaqtapi paqarirqan.",
+    "Qusqu llaqtaqa Perú mama llaqtap ñawpa uma llaqtanmi karqan.",
+    "Túpac Amaru II nisqaqa 1780 watapi Tinta llaqtapi hatarirqan.",
+    "Lima llaqtapim Universidad Nacional Mayor de San Marcos kachkan.",
+]
+
+LIBRARY_SIDE = """
+import json, sys, torch
+from adapters import AutoAdapterModel
+from adapters.composition import Stack
+model_dir, lang_dir, task_dir, batch_file = sys.argv[1:5]
+model = AutoAdapterModel.from_pretrained(model_dir)
+lang = model.load_adapter(lang_dir)
+task = model.load_adapter(task_dir)  # with its tagging head
+model.set_active_adapters(Stack(lang, task))
+model.eval()
+batch = json.load(open(batch_file))
+with torch.no_grad():
+    logits = model(input_ids=torch.tensor(batch["input_ids"]), attention_mask=torch.tensor(batch["attention_mask"])).logits
+json.dump({"logits": logits.tolist(), "lang": lang, "task": task}, sys.stdout)
+"""
+
+
+def fresh_adapters(out: Path) -> tuple[Path, Path]:
+    torch.manual_seed(0)
+    model = AdaptedModel(load_model("e5-small")[0])
+    model.add_adapter("qu", BottleneckConfig.preset("madx-lang"))
+    model.add_adapter("ner", BottleneckConfig.preset("pfeiffer"))
+    model.add_head("ner", TaggingHead(model.hidden_size, TaggingHeadConfig(["O", "B-PER", "I-PER", "B-LOC", "I-LOC"])))
+    with torch.no_grad():  # fresh adapters are near the identity: make them change the outputs
+        for parameter in [*model.adapters.parameters(), *model.heads.parameters()]:
+            parameter.normal_(0, 0.05)
+    return save(model, "qu", out / "xling-qu"), save(model, "ner", out / "xling-ner")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--library-python", default=str(Path(tempfile.gettempdir()) / "anchor-venv" / "bin" / "python"))
+    parser.add_argument("--lang-adapter", help="A trained xling language adapter directory (default: a fresh one).")
+    parser.add_argument("--task-adapter", help="A trained xling task adapter directory (default: a fresh one).")
+    args = parser.parse_args()
+    if not Path(args.library_python).is_file():
+        raise SystemExit(f"no {args.library_python}: run bash ../shared/anchor-bench/setup.sh first")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp)
+        if args.lang_adapter and args.task_adapter:
+            lang_dir, task_dir = Path(args.lang_adapter), Path(args.task_adapter)
+        else:
+            lang_dir, task_dir = fresh_adapters(out)
+        encoder, tokenizer = load_model("e5-small")
+        model = AdaptedModel(encoder)
+        lang, task = load(model, lang_dir, name="qu", head=False), load(model, task_dir, name="ner")
+        model.set_active(Stack(lang, task))
+        model.eval()
+        batch = tokenizer(SENTENCES, padding=True, return_tensors="pt")
+        with torch.no_grad():
+            mine = model.heads[task](model(batch["input_ids"], batch["attention_mask"]))
+            model.set_active(None)  # what the head gives with no adapters: the difference the adapters make
+            bare = model.heads[task](model(batch["input_ids"], batch["attention_mask"]))
+
+        export_adapterhub(lang_dir, out / "hub-qu")
+        export_adapterhub(task_dir, out / "hub-ner")
+        (out / "batch.json").write_text(json.dumps({k: v.tolist() for k, v in batch.items() if k != "token_type_ids"}))
+        (out / "library_side.py").write_text(LIBRARY_SIDE)
+        done = subprocess.run(
+            [args.library_python, str(out / "library_side.py"), resolve_model_dir("e5-small")]
+            + [str(out / "hub-qu"), str(out / "hub-ner"), str(out / "batch.json")],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"the adapters library failed:\n{done.stderr[-3000:]}")
+        theirs = torch.tensor(json.loads(done.stdout)["logits"])
+
+    real = batch["attention_mask"].bool()
+    difference = (mine - theirs).abs()[real]
+    agree = (mine.argmax(-1) == theirs.argmax(-1))[real].float().mean().item()
+    print(f"adapters (Transformers 4.57) vs xling, Stack(qu, ner), {int(real.sum())} tokens")
+    print(
+        f"largest |logit difference|: {difference.max().item():.2e}  (logits span {mine[real].abs().max().item():.2f})"
+    )
+    print(f"best tag agrees on {100 * agree:.1f}% of tokens")
+    print(f"(for scale: the adapters change xling's logits by up to {(mine - bare).abs()[real].max().item():.2f})")
+
+
+if __name__ == "__main__":
+    main()
