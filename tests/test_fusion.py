@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -184,3 +185,11 @@ def test_analysis_commands_write_readable_pngs(fused, tmp_path):
         assert json.loads((tmp_path / f"{name}.json").read_text())
     params = run_xling("analyze", "params", "--json", *common)
     assert params.returncode == 0 and json.loads(params.stdout)["rows"]
+
+
+def test_ablation_colours_diverge_about_zero():
+    from xling.analysis.plots import colour_norm
+
+    norm = colour_norm(np.array([[-5.0, 20.0], [np.nan, 0.0]]), center=0.0)
+    assert norm(0.0) == 0.5 and norm(-5.0) < 0.5 < norm(20.0)  # F1 rising and falling get opposite colours
+    assert norm(-20.0) == pytest.approx(1 - norm(20.0))  # equal changes, equally strong colours

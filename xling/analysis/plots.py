@@ -9,6 +9,14 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
+from matplotlib.colors import CenteredNorm  # noqa: E402
+
+
+def colour_norm(data: np.ndarray, center: float | None) -> CenteredNorm | None:
+    """Values to [0, 1] for the colour map, symmetric about `center`; None: matplotlib's, the data's range."""
+    if center is None:
+        return None
+    return CenteredNorm(vcenter=center, halfrange=float(np.nanmax(np.abs(data - center))) or 1.0)
 
 
 def heatmap(
@@ -22,11 +30,15 @@ def heatmap(
     path: Path,
     fmt: str = "{:.2f}",
     cmap: str = "viridis",
+    center: float | None = None,
 ) -> Path:
-    """A labelled heatmap with a colour bar and the value in each cell; NaN cells stay blank."""
+    """A labelled heatmap with a colour bar and the value in each cell; NaN cells stay blank. With `center`,
+    the colour scale is diverging: that value is the middle colour, and equal distances either side of it
+    are equally strong colours."""
     data = np.asarray(values, dtype=float)
     fig, ax = plt.subplots(figsize=(max(6.5, 0.75 * len(columns) + 2.5), max(4.0, 0.42 * len(rows) + 1.8)))
-    image = ax.imshow(np.ma.masked_invalid(data), cmap=cmap, aspect="auto")
+    image = ax.imshow(np.ma.masked_invalid(data), cmap=cmap, norm=colour_norm(data, center), aspect="auto")
+    ax.set_facecolor("#d9d9d9")  # blank (NaN) cells: grey, never the middle colour of a diverging scale
     ax.set_xticks(
         range(len(columns)),
         columns,
