@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 from tests.tiny import run_xling
 
 
@@ -10,8 +14,26 @@ def test_version_and_help():
 
     result = run_xling("--version")
     assert result.returncode == 0 and result.stdout.strip() == f"xling {__version__}"
-    result = run_xling("--help")
+    result = run_xling("--help", env={"COLUMNS": "200"})
     assert result.returncode == 0 and "models" in result.stdout
+    assert "Tag entities in text: one sentence per line" in result.stdout  # summaries read from the source
+    assert "--install-completion" in result.stdout
+
+
+def test_version_help_and_command_completion_never_import_torch():
+    probe = (
+        "import sys; from xling.cli.app import app\n"
+        "for args in (['--version'], ['--help']):\n"
+        "    try: app(args)\n"
+        "    except SystemExit: pass\n"
+        "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'imported'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    as_script = "import sys; from xling.cli import main; sys.argv[0] = 'xling'; main()"  # the installed `xling`
+    completing = {**os.environ, "_XLING_COMPLETE": "complete_bash", "COMP_WORDS": "xling tr", "COMP_CWORD": "1"}
+    completion = subprocess.run([sys.executable, "-c", as_script], capture_output=True, text=True, env=completing)
+    assert completion.returncode == 0 and "train-lang" in completion.stdout and "tag" not in completion.stdout.split()
 
 
 def test_models_pull_then_list(embedded, xling_home):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import torch
@@ -59,26 +58,3 @@ def autocast(device: str, precision: str):
     """The autocast context for a picked precision (fp32: autocast off)."""
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
     return torch.autocast(device, dtype=dtype, enabled=dtype is not None)
-
-
-def process_rank() -> int:
-    """This process's rank under `torchrun` or `accelerate launch`; 0 when it runs alone."""
-    return int(os.environ.get("RANK", "0"))
-
-
-def end_processes() -> None:
-    """Close a distributed run's process group before exit: left to interpreter teardown, gloo's threads
-    can abort the process ("terminate called without an active exception") after its work is done."""
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        torch.distributed.destroy_process_group()
-
-
-def check_launcher() -> None:
-    """`accelerate launch --cpu --num_processes N` sets MASTER_ADDR but starts one process (MPI aside): say so."""
-    env = os.environ
-    if env.get("ACCELERATE_USE_CPU") == "True" and "MASTER_ADDR" in env and "WORLD_SIZE" not in env:
-        raise XlingError(
-            "`accelerate launch --cpu` starts a single process; for several CPU processes run "
-            "`accelerate launch --multi_gpu --num_processes N -m xling ...` (gloo on CPU when no GPU is "
-            "present) or `torchrun --nproc_per_node N -m xling ...`"
-        )

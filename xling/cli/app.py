@@ -1,46 +1,102 @@
-"""Root of the command tree; each command group lives in its own module."""
+"""Root of the command tree; each command or command group lives in its own module.
+
+A command's module (and torch with it) is imported only when that command runs, shows its own help, or
+completes its options: `xling --help`, `xling --version` and completing a command name read the commands'
+one-line summaries from their source instead.
+"""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
 import os
 import sys
 import traceback
+from pathlib import Path
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand, TyperGroup
 
 from xling import __version__
-from xling.cli import analyze as analyze_cli
-from xling.cli import corpora as corpora_cli
-from xling.cli import evaluate as evaluate_cli
-from xling.cli import models as models_cli
-from xling.cli import run as run_cli
-from xling.cli import share as share_cli
-from xling.cli import tag as tag_cli
-from xling.cli import train as train_cli
-from xling.device import check_launcher, end_processes, process_rank
 from xling.errors import XlingError
+
+# name: (module, attribute); an attribute that is a Typer app is a group of commands.
+COMMANDS = {
+    "models": ("xling.cli.models", "app"),
+    "train-lang": ("xling.cli.train", "train_lang"),
+    "train-task": ("xling.cli.train", "train_task"),
+    "train-fusion": ("xling.cli.train", "train_fusion_command"),
+    "self-train": ("xling.cli.train", "self_train_command"),
+    "evaluate": ("xling.cli.evaluate", "evaluate_command"),
+    "tag": ("xling.cli.tag", "tag"),
+    "push": ("xling.cli.share", "push_command"),
+    "export": ("xling.cli.share", "export_command"),
+    "analyze": ("xling.cli.analyze", "app"),
+    "corpora": ("xling.cli.corpora", "app"),
+    "run": ("xling.cli.run", "run"),
+    "demo": ("xling.cli.run", "demo"),
+}
+
+
+def summary(module: str, attribute: str) -> str:
+    """A command's help as typer shows it (the function's docstring, a group's `help=`), read without importing."""
+    tree = ast.parse(Path(importlib.util.find_spec(module).origin).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == attribute:
+            return ast.get_docstring(node) or ""
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == attribute for t in node.targets):
+            return next((ast.literal_eval(k.value) for k in getattr(node.value, "keywords", []) if k.arg == "help"), "")
+    return ""
+
+
+class LazyCommands(TyperGroup):
+    """Commands by name, each built from its module only when it is needed."""
+
+    listing = False  # while the root's help or a command-name completion lists the commands
+
+    def list_commands(self, ctx) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx, name: str):
+        if name not in COMMANDS:
+            return None
+        if self.listing:
+            return TyperCommand(name, help=summary(*COMMANDS[name]))
+        _quiet_transformers()
+        module, attribute = COMMANDS[name]
+        target = getattr(importlib.import_module(module), attribute)
+        if isinstance(target, typer.Typer):
+            command = typer.main.get_group(target)
+        else:
+            single = typer.Typer(pretty_exceptions_enable=False)
+            single.command(name)(target)
+            command = typer.main.get_command(single)
+        command.name = name
+        return command
+
+    def format_help(self, ctx, formatter) -> None:
+        self._listing(super().format_help, ctx, formatter)
+
+    def shell_complete(self, ctx, incomplete: str):
+        return self._listing(super().shell_complete, ctx, incomplete)
+
+    def _listing(self, method, *args):
+        self.listing = True
+        try:
+            return method(*args)
+        finally:
+            self.listing = False
+
 
 app = typer.Typer(
     name="xling",
+    cls=LazyCommands,
     help="Named-entity recognition for low-resource languages with MAD-X adapters.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.add_typer(models_cli.app, name="models")
-app.command("train-lang")(train_cli.train_lang)
-app.command("train-task")(train_cli.train_task)
-app.command("train-fusion")(train_cli.train_fusion_command)
-app.command("self-train")(train_cli.self_train_command)
-app.command("evaluate")(evaluate_cli.evaluate_command)
-app.command("tag")(tag_cli.tag)
-app.add_typer(analyze_cli.app, name="analyze")
-app.add_typer(corpora_cli.app, name="corpora")
-app.command("push")(share_cli.push_command)
-app.command("export")(share_cli.export_command)
-app.command("run")(run_cli.run)
-app.command("demo")(run_cli.demo)
 
 
 def _version(value: bool):
@@ -66,6 +122,33 @@ def _quiet_transformers() -> None:
     logging.disable_progress_bar()
 
 
+def process_rank() -> int:
+    """This process's rank under `torchrun` or `accelerate launch`; 0 when it runs alone."""
+    return int(os.environ.get("RANK", "0"))
+
+
+def check_launcher() -> None:
+    """`accelerate launch --cpu --num_processes N` sets MASTER_ADDR but starts one process (MPI aside): say so."""
+    env = os.environ
+    if env.get("ACCELERATE_USE_CPU") == "True" and "MASTER_ADDR" in env and "WORLD_SIZE" not in env:
+        raise XlingError(
+            "`accelerate launch --cpu` starts a single process; for several CPU processes run "
+            "`accelerate launch --multi_gpu --num_processes N -m xling ...` (gloo on CPU when no GPU is "
+            "present) or `torchrun --nproc_per_node N -m xling ...`"
+        )
+
+
+def end_processes() -> None:
+    """Close a distributed run's process group before exit: left to interpreter teardown, gloo's threads
+    can abort the process ("terminate called without an active exception") after its work is done."""
+    if "torch" not in sys.modules:  # no torch, no process group (and no need to import it now)
+        return
+    import torch
+
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+
+
 def _silence_other_processes() -> None:
     """Under torchrun / accelerate launch every process runs the command; the first one speaks for all."""
     if process_rank() > 0:
@@ -74,7 +157,6 @@ def _silence_other_processes() -> None:
 
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit code 1."""
-    _quiet_transformers()
     _silence_other_processes()
     try:
         check_launcher()
