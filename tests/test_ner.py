@@ -11,7 +11,7 @@ from safetensors.torch import load_file
 
 from tests.tiny import run_xling, synthetic_conll, tiny_model
 from xling.adapters import AdaptedModel, TaggingHead, TaggingHeadConfig
-from xling.data.conll import iob1_to_iob2, read_conll
+from xling.data.conll import read_conll, to_iob2
 from xling.data.labels import label_list, parse_label_map, relabel
 from xling.data.sources import load_ner, sentences_from_dataset
 from xling.errors import XlingError
@@ -49,8 +49,16 @@ def test_malformed_conll_names_file_and_line(tmp_path):
         read_conll(file)
 
 
-def test_iob1_to_iob2():
-    assert iob1_to_iob2(["I-PER", "I-PER", "O", "I-LOC", "I-ORG", "B-ORG", "I-ORG"]) == [
+def test_to_iob2():
+    assert to_iob2(["S-PER", "S-PER", "B-LOC", "E-LOC", "ORG", "ORG"]) == [
+        "B-PER",
+        "B-PER",
+        "B-LOC",
+        "I-LOC",
+        "B-ORG",
+        "I-ORG",
+    ]
+    assert to_iob2(["I-PER", "I-PER", "O", "I-LOC", "I-ORG", "B-ORG", "I-ORG"]) == [
         "B-PER",
         "I-PER",
         "O",
@@ -94,6 +102,34 @@ def test_named_source_through_datasets_on_local_files(tmp_path):
     assert sentences_from_dataset(local_loader("x", "y", "z"))[1].tags == ["B-PER"]
     with pytest.raises(XlingError, match="no such file"):
         load_ner("nowhere/train")
+
+
+def test_hub_token_classification_datasets_by_id_come_out_in_iob2(tmp_path):
+    from datasets import ClassLabel, Features, Sequence, Value, load_dataset
+
+    def rows_with(features, rows):
+        (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return lambda name, config, split: (
+            asked.update(name=name, config=config, split=split)
+            or load_dataset("json", data_files=str(tmp_path / "rows.jsonl"), features=Features(features), split="train")
+        )
+
+    asked = {}
+    bioes = ClassLabel(names=["O", "S-PER", "B-LOC", "E-LOC", "I-LOC"])  # as MasakhaNER-style sets name them
+    loader = rows_with(
+        {"tokens": Sequence(Value("string")), "ner_tags": Sequence(bioes)},
+        [{"tokens": list("abcd"), "ner_tags": [1, 2, 4, 3]}],
+    )
+    sentences = load_ner("hf:masakhane/masakhaner2:yor", "dev", loader=loader)
+    assert asked == {"name": "masakhane/masakhaner2", "config": "yor", "split": "validation"}
+    assert sentences[0].tags == ["B-PER", "B-LOC", "I-LOC", "I-LOC"]
+    io_strings = {"words": Sequence(Value("string")), "tags": Sequence(Value("string"))}  # IO tags as strings
+    loader = rows_with(io_strings, [{"words": ["Juan", "Perez", "in", "Lima"], "tags": ["PER", "PER", "O", "LOC"]}])
+    assert load_ner("hf:conll2003::test", "train", loader=loader)[0].tags == ["B-PER", "I-PER", "O", "B-LOC"]
+    assert asked == {"name": "conll2003", "config": None, "split": "test"}
+    loader = rows_with({"text": Value("string")}, [{"text": "no tags here"}])
+    with pytest.raises(XlingError, match="hf:squad has no token column .* its columns: text"):
+        load_ner("hf:squad", loader=loader)
 
 
 # ---- alignment and prediction ------------------------------------------------------------------

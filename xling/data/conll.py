@@ -14,6 +14,7 @@ from pathlib import Path
 from xling.errors import XlingError
 
 TAG = re.compile(r"^(O|[BIES]-\S+)$")
+BIOES_PREFIXES = ("B-", "I-", "E-", "S-")
 WIKIANN_PREFIX = re.compile(r"^[a-z]{2,3}(-[a-z]+)?:(?=.)")
 
 
@@ -51,10 +52,13 @@ def looks_like_conll(path: Path, sample: int = 200) -> bool:
     return seen > 0 and tagged >= 0.9 * seen
 
 
-def iob1_to_iob2(tags: list[str]) -> list[str]:
-    """An I- tag that starts an entity becomes B-; IOB2 input passes unchanged."""
+def to_iob2(tags: list[str]) -> list[str]:
+    """IOB2 from IOB1, BIOES (S- is B-, E- is I-) or IO (a bare type is I-): an I- tag that starts an entity
+    becomes B-; IOB2 input passes unchanged."""
     fixed = []
     for i, tag in enumerate(tags):
+        if tag != "O":
+            tag = {"S-": "B-", "E-": "I-"}.get(tag[:2], tag[:2]) + tag[2:] if tag[:2] in BIOES_PREFIXES else "I-" + tag
         if tag.startswith("I-"):
             previous = fixed[i - 1] if i else "O"
             if previous == "O" or previous[2:] != tag[2:]:
@@ -71,7 +75,7 @@ def read_conll(path: Path) -> list[Sentence]:
 
     def flush():
         if tokens:
-            sentences.append(Sentence(list(tokens), iob1_to_iob2(list(tags))))
+            sentences.append(Sentence(list(tokens), to_iob2(list(tags))))
             tokens.clear()
             tags.clear()
 

@@ -1,42 +1,77 @@
 """NER data by path (CoNLL files) or by name through `datasets` (for users online).
 
-`wikiann:qu` is the Hugging Face WikiANN config `qu`; a split is chosen by the caller
-(`train`, `validation`/`dev`, `test`), or spelled out as `wikiann:qu:validation`.
+`wikiann:qu` is the Hugging Face WikiANN config `qu`; any token-classification dataset on the Hub is
+`hf:NAME[:CONFIG[:SPLIT]]` (`hf:conll2003`, `hf:masakhane/masakhaner2:yor`, `hf:conll2003::test`), its tags
+read from the dataset's label names and brought to IOB2 (from IOB1, BIOES or IO). A split is chosen by the
+caller (`train`, `validation`/`dev`, `test`) unless spelled out.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from xling.data.conll import Sentence, read_conll
+from xling.data.conll import Sentence, read_conll, to_iob2
 from xling.errors import XlingError
 
 HUB_DATASETS = {"wikiann": "unimelb-nlp/wikiann"}
+HF_PREFIX = "hf:"
 SPLIT_ALIASES = {"dev": "validation"}
+TOKEN_COLUMNS = ("tokens", "words")
+TAG_COLUMNS = ("ner_tags", "ner", "tags", "labels", "ner_labels")
 
 
-def sentences_from_dataset(dataset) -> list[Sentence]:
-    """Rows with `tokens` and integer `ner_tags` (a ClassLabel feature naming the tags)."""
-    names = dataset.features["ner_tags"].feature.names
-    return [Sentence(list(row["tokens"]), [names[t] for t in row["ner_tags"]]) for row in dataset]
+def _tag_names(feature) -> list[str] | None:
+    """The label names of a sequence-of-class-labels column; [] for a sequence of strings; None otherwise."""
+    inner = getattr(feature, "feature", None)
+    if getattr(inner, "names", None):
+        return list(inner.names)
+    return [] if getattr(inner, "dtype", None) == "string" else None
+
+
+def sentences_from_dataset(dataset, source: str = "the dataset") -> list[Sentence]:
+    """Rows with a token column and a tag column (class labels naming the tags, or tag strings), in IOB2."""
+    features = dataset.features
+    tokens = next((c for c in TOKEN_COLUMNS if c in features), None)
+    tags = next((c for c in TAG_COLUMNS if c in features and _tag_names(features[c]) is not None), None)
+    if tokens is None or tags is None:
+        raise XlingError(
+            f"{source} has no token column ({', '.join(TOKEN_COLUMNS)}) with a tag column ({', '.join(TAG_COLUMNS)}) "
+            f"of class labels or strings; its columns: {', '.join(features)}"
+        )
+    names = _tag_names(features[tags])
+    return [
+        Sentence(list(row[tokens]), to_iob2([names[t] for t in row[tags]] if names else list(row[tags])))
+        for row in dataset
+    ]
+
+
+def _hub_dataset(source: str) -> tuple[str, str | None, str]:
+    """(dataset id, config, split) of `wikiann:LANG[:SPLIT]` or `hf:NAME[:CONFIG[:SPLIT]]`."""
+    if source.startswith(HF_PREFIX):
+        name, config, split = (source[len(HF_PREFIX) :].split(":") + ["", ""])[:3]
+        if name:
+            return name, config or None, split
+    name, _, rest = source.partition(":")
+    if name in HUB_DATASETS and rest:
+        config, _, split = rest.partition(":")
+        return HUB_DATASETS[name], config, split
+    known = ", ".join([k + ":LANG" for k in HUB_DATASETS] + ["hf:NAME[:CONFIG[:SPLIT]]"])
+    raise XlingError(f"no such file: {source} (named sources: {known})")
 
 
 def load_ner(source: str, split: str = "train", loader=None) -> list[Sentence]:
-    """Sentences from a CoNLL file, or from a named hub dataset such as `wikiann:qu`."""
+    """Sentences from a CoNLL file, or from a named hub dataset such as `wikiann:qu` or `hf:conll2003`."""
     path = Path(source).expanduser()
     if path.exists():
         if path.is_dir():
             raise XlingError(f"{source} is a folder; give the CoNLL file itself (e.g. {source}/train)")
         return read_conll(path)
-    name, _, rest = source.partition(":")
-    if name not in HUB_DATASETS or not rest:
-        raise XlingError(f"no such file: {source} (named sources: {', '.join(k + ':LANG' for k in HUB_DATASETS)})")
-    config, _, explicit_split = rest.partition(":")
+    dataset_id, config, explicit_split = _hub_dataset(source)
     split = SPLIT_ALIASES.get(explicit_split or split, explicit_split or split)
     if loader is None:
         from datasets import load_dataset as loader
     try:
-        dataset = loader(HUB_DATASETS[name], config, split=split)
+        dataset = loader(dataset_id, config, split=split)
     except Exception as err:  # offline, unknown config, ...
         raise XlingError(f"cannot load {source} ({split}) through datasets: {str(err).splitlines()[0]}") from err
-    return sentences_from_dataset(dataset)
+    return sentences_from_dataset(dataset, source)

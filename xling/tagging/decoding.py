@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from xling.data.conll import iob1_to_iob2
+from xling.data.conll import to_iob2
 from xling.errors import XlingError
 
 DECODERS = ("viterbi", "repair", "drop")
@@ -75,6 +75,6 @@ def decode(probabilities: np.ndarray, labels: list[str], decoder: str = DEFAULT_
         tags = [labels[i] for i in viterbi(probabilities, *allowed_transitions(labels))]
     else:
         tags = [labels[i] for i in probabilities.argmax(-1).tolist()]
-        tags = iob1_to_iob2(tags) if decoder == "repair" else drop_fragments(tags)
+        tags = to_iob2(tags) if decoder == "repair" else drop_fragments(tags)
     index = {label: i for i, label in enumerate(labels)}
     return [(tag, float(probabilities[word, index[tag]])) for word, tag in enumerate(tags)]

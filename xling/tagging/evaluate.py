@@ -17,7 +17,7 @@ from xling.workspace import LANG_ADAPTER_HELP, WORKSPACE_HELP
 
 @dataclass
 class EvaluationOptions:
-    data: str = opt(help="Labelled data: a CoNLL file or a named source such as wikiann:qu.")
+    data: str = opt(help="Labelled data: a CoNLL file, wikiann:LANG or hf:DATASET[:CONFIG[:SPLIT]].")
     lang: str = opt(help="Language of the data: its language adapter is stacked under the task adapter.")
     task_adapter: str | None = opt(
         None, "Trained task: a name, a directory or hf:ORG/NAME (default: ner-LANG if trained, else ner-en)."
