@@ -41,7 +41,7 @@ def embedded(xling_home):
     return load_model("e5-small")
 
 
-@pytest.fixture(params=["bert", "xlm-roberta", "distilbert"])
+@pytest.fixture(params=["bert", "xlm-roberta", "distilbert", "deberta-v2"])
 def tiny_model_dir(request, tmp_path) -> Path:
     return save_tiny_model(request.param, tmp_path / request.param)
 

@@ -47,7 +47,7 @@ def outputs(model, batch, setup=None):
         return model(**batch)
 
 
-@pytest.mark.parametrize("arch", ["bert", "xlm-roberta", "distilbert"])
+@pytest.mark.parametrize("arch", ["bert", "xlm-roberta", "distilbert", "deberta-v2"])
 @pytest.mark.parametrize("preset", ["pfeiffer", "houlsby", "madx-lang"])
 def test_near_identity_at_initialisation(arch, preset):
     model, batch = adapted(arch)

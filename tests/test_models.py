@@ -171,3 +171,30 @@ def test_missing_local_model_is_a_clear_error(tmp_path):
 def test_model_labels():
     assert model_label("e5-small") == model_label("multilingual-e5-small") == "multilingual-e5-small"
     assert model_label("FacebookAI/xlm-roberta-base") == "FacebookAI--xlm-roberta-base"
+
+
+def test_a_deberta_v2_encoder_trains_adapters_and_tags(tmp_path):
+    """mDeBERTa-v3's layout (relative attention, no absolute positions): language and task adapters train on
+    it, and the stack tags."""
+    from tests.tiny import save_tiny_model, synthetic_conll
+    from xling import Tagger
+    from xling.train.language import LanguageAdapterOptions, train_language_adapter
+    from xling.train.loop import TrainConfig
+    from xling.train.task import TaskAdapterOptions, train_task_adapter
+
+    model_dir = str(save_tiny_model("deberta-v2", tmp_path / "tinydeberta"))
+    train, dev = synthetic_conll(tmp_path / "train", 200, 1), synthetic_conll(tmp_path / "dev", 40, 2)
+    where = {"model": model_dir, "workspace": str(tmp_path / "ws")}
+    train_language_adapter(
+        LanguageAdapterOptions(
+            lang="qu", corpus=[str(train)], seq_len=32, training=TrainConfig(max_steps=4, batch_size=4), **where
+        )
+    )
+    report = train_task_adapter(
+        TaskAdapterOptions(
+            lang="qu", train=str(train), dev=str(dev), training=TrainConfig(epochs=3, learning_rate=5e-3), **where
+        )
+    )
+    assert report["best"]["f1"] > 0.5  # names and places are learnable even on a tiny random encoder
+    tagger = Tagger.load(lang="qu", adapter="ner-qu", **where)
+    assert repr(tagger.setup) == "Stack('lang-qu', 'ner-qu')" and tagger("juan lima the city")

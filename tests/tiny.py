@@ -43,7 +43,7 @@ def tiny_tokenizer():
 
 
 def tiny_config(arch: str, vocab_size: int):
-    from transformers import BertConfig, DistilBertConfig, XLMRobertaConfig
+    from transformers import BertConfig, DebertaV2Config, DistilBertConfig, XLMRobertaConfig
 
     if arch == "bert":
         return BertConfig(
@@ -73,6 +73,20 @@ def tiny_config(arch: str, vocab_size: int):
             n_heads=4,
             hidden_dim=64,
             max_position_embeddings=64,
+            pad_token_id=1,
+        )
+    if arch == "deberta-v2":  # the layout of mDeBERTa-v3: relative attention, no absolute positions
+        return DebertaV2Config(
+            vocab_size=vocab_size,
+            hidden_size=32,
+            num_hidden_layers=3,
+            num_attention_heads=4,
+            intermediate_size=64,
+            max_position_embeddings=64,
+            relative_attention=True,
+            position_buckets=16,
+            pos_att_type=["p2c", "c2p"],
+            position_biased_input=False,
             pad_token_id=1,
         )
     raise ValueError(arch)

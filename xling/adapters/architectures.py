@@ -43,6 +43,7 @@ ARCHITECTURES: dict[str, LayerPaths] = {
     "xlm-roberta": _BERT_LIKE,
     "camembert": _BERT_LIKE,
     "electra": _BERT_LIKE,
+    "deberta-v2": _BERT_LIKE,  # DeBERTa-v3 and mDeBERTa-v3 too: their sublayers are laid out as BERT's
     "distilbert": LayerPaths(
         embeddings="embeddings",
         layers="transformer.layer",

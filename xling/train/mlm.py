@@ -199,6 +199,14 @@ _PRETRAINED_HEADS = {
     },
     "roberta": {"lm_head.dense.": "dense.", "lm_head.layer_norm.": "norm.", "lm_head.bias": "bias"},
     "distilbert": {"vocab_transform.": "dense.", "vocab_layer_norm.": "norm.", "vocab_projector.bias": "bias"},
+    "deberta-v2": {  # the released checkpoints' names, and Transformers' own for the legacy layout
+        "lm_predictions.lm_head.dense.": "dense.",
+        "lm_predictions.lm_head.LayerNorm.": "norm.",
+        "lm_predictions.lm_head.bias": "bias",
+        "cls.predictions.transform.dense.": "dense.",
+        "cls.predictions.transform.LayerNorm.": "norm.",
+        "cls.predictions.bias": "bias",
+    },
 }
 _PRETRAINED_HEADS["xlm-roberta"] = _PRETRAINED_HEADS["camembert"] = _PRETRAINED_HEADS["roberta"]
 
