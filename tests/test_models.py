@@ -198,3 +198,22 @@ def test_a_deberta_v2_encoder_trains_adapters_and_tags(tmp_path):
     assert report["best"]["f1"] > 0.5  # names and places are learnable even on a tiny random encoder
     tagger = Tagger.load(lang="qu", adapter="ner-qu", **where)
     assert repr(tagger.setup) == "Stack('lang-qu', 'ner-qu')" and tagger("juan lima the city")
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+def test_a_deberta_v2_checkpoint_lends_its_masked_lm_head(tmp_path, legacy):
+    from transformers import DebertaV2ForMaskedLM
+
+    from tests.tiny import tiny_config
+    from xling.train.mlm import pretrained_mlm_head
+
+    config = tiny_config("deberta-v2", 100)
+    config.legacy = legacy  # the released checkpoints' head names, or Transformers' legacy ones
+    torch.manual_seed(0)
+    checkpoint = DebertaV2ForMaskedLM(config)
+    checkpoint.save_pretrained(tmp_path)
+    head = pretrained_mlm_head(str(tmp_path), "deberta-v2")
+    own = checkpoint.cls.predictions if legacy else checkpoint.lm_predictions.lm_head
+    dense = own.transform.dense if legacy else own.dense
+    assert sorted(head) == ["bias", "dense.bias", "dense.weight", "norm.bias", "norm.weight"]
+    assert torch.equal(head["dense.weight"], dense.weight) and torch.equal(head["bias"], own.bias)
