@@ -1,9 +1,10 @@
 """Tagging throughput (sentences per second) on the first 2,000 sentences of wikiann-en/dev.
 
 Same embedded model, same head weights, batch 32, CPU:
-- xling with Stack(lang, task): a MAD-X language adapter under a task adapter, in fp32 and
-  in bf16 (autocast; what `--precision auto` picks on CPUs with bf16 units);
-- xling with no adapter active (the bare model plus the head), fp32 and bf16;
+- xling with Stack(lang, task): a MAD-X language adapter under a task adapter, in fp32, in
+  bf16 (autocast; what `--precision auto` picks on CPUs with bf16 units) and in int8 (the
+  Linear layers dynamically quantised, `--precision int8`);
+- xling with no adapter active (the bare model plus the head), in the same three;
 - the Transformers `pipeline("token-classification")` on the bare model plus the same head (fp32).
 
     python -m bench.tag_throughput [--sentences 2000] [--rounds 2]
@@ -19,8 +20,12 @@ from bench.common import corpora_root, setup_threads, time_interleaved
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.data.conll import read_conll
 from xling.data.labels import label_list
+from xling.device import cpu_has_bf16
 from xling.models import load_model, resolve_model_dir
 from xling.tagging.tagger import Tagger
+
+# bf16 only where the CPU has bf16 units: elsewhere it is emulated, many times slower, and not what auto picks.
+PRECISIONS = ("fp32", "bf16", "int8") if cpu_has_bf16() else ("fp32", "int8")
 
 
 def main():
@@ -34,16 +39,22 @@ def main():
     texts = [" ".join(s.tokens) for s in sentences]
     labels = label_list(sentences)
 
-    encoder, tokenizer = load_model("e5-small")
-    model = AdaptedModel(encoder)
-    torch.manual_seed(0)
-    model.add_adapter("en", BottleneckConfig.preset("madx-lang"))
-    model.add_adapter("ner", BottleneckConfig.preset("pfeiffer"))
-    model.add_head("ner", TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels)))
-    model.eval()
+    def build():
+        encoder, tokenizer = load_model("e5-small")
+        model = AdaptedModel(encoder)
+        torch.manual_seed(0)
+        model.add_adapter("en", BottleneckConfig.preset("madx-lang"))
+        model.add_adapter("ner", BottleneckConfig.preset("pfeiffer"))
+        model.add_head("ner", TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels)))
+        return model.eval(), tokenizer
+
+    model, tokenizer = build()
+    quantised, _ = build()  # the same weights; int8 replaces its Linear layers
     taggers = {
-        f"xling {setup} {precision}": Tagger(model, tokenizer, "ner", active, args.batch_size, precision=precision)
-        for precision in ("fp32", "bf16")
+        f"xling {setup} {precision}": Tagger(
+            quantised if precision == "int8" else model, tokenizer, "ner", active, args.batch_size, precision=precision
+        )
+        for precision in PRECISIONS
         for setup, active in (("Stack(lang, task)", Stack("en", "ner")), ("bare model + head", None))
     }
 
@@ -62,7 +73,7 @@ def main():
 
     def run_xling(tagger):
         def run():
-            model.set_active(tagger.setup)
+            tagger.model.set_active(tagger.setup)
             tagger.tag_texts(texts)
 
         return run
@@ -80,7 +91,7 @@ def main():
     )
     for name, value in rate.items():
         print(f"{name:32s} {value:8.1f} sentences/s")
-    for precision in ("fp32", "bf16"):
+    for precision in PRECISIONS:
         stacked = rate[f"xling Stack(lang, task) {precision}"]
         overhead = rate[f"xling bare model + head {precision}"] / stacked - 1
         print(

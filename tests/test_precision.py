@@ -84,3 +84,32 @@ def test_fp16_on_the_cpu_is_refused_in_one_line(tmp_path):
     assert run.returncode == 1 and run.stderr.strip() == (
         "error: --precision fp16 runs on a GPU only; use bf16 or fp32 on the CPU"
     )
+
+
+def test_int8_tagging_quantises_the_linear_layers_and_keeps_the_probabilities_close(trained_workspace):
+    from torch.ao.nn.quantized.dynamic import Linear as DynamicInt8Linear
+
+    from xling import Tagger
+
+    root, model_dir, _, _ = trained_workspace
+    sentences = [["Qusqu", "llaqta", "Lima"], ["Juan", "Perú", "suyupi", "tiyan"]]
+    probabilities = {}
+    for precision in ("fp32", "int8"):
+        tagger = Tagger.load(lang="qu", model=str(model_dir), workspace=str(root / "ws"), precision=precision)
+        kinds = {type(m) for m in tagger.model.modules()}
+        assert (DynamicInt8Linear in kinds) == (precision == "int8") and (torch.nn.Linear in kinds) == (
+            precision == "fp32"
+        )
+        probabilities[precision] = [score for tagged in tagger.tag_words(sentences) for _, score in tagged]
+    assert tagger.computed_in == "int8"
+    assert np.allclose(probabilities["fp32"], probabilities["int8"], atol=0.05)
+
+
+def test_int8_is_for_tagging_on_the_cpu_only():
+    from xling.device import pick_precision
+    from xling.train.loop import TrainConfig
+
+    with pytest.raises(XlingError, match="int8 is for tagging and evaluation"):
+        TrainConfig(precision="int8")
+    with pytest.raises(XlingError, match="int8 .* runs on the CPU only"):
+        pick_precision("int8", "cuda")

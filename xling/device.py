@@ -20,9 +20,14 @@ def pick_device(requested: str) -> str:
 
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+INFERENCE_PRECISIONS = PRECISIONS + ("int8",)  # int8: dynamic quantisation, for tagging and evaluation only
 PRECISION_HELP = (
     "auto (bf16 on CPUs and GPUs with bf16 units, fp16 on older GPUs, else fp32), fp32, bf16 or fp16 (GPU): "
     "what the model computes in; weights, optimiser state and losses stay fp32."
+)
+INFERENCE_PRECISION_HELP = (
+    "auto (bf16 on CPUs and GPUs with bf16 units, fp16 on older GPUs, else fp32), fp32, bf16, fp16 (GPU) or "
+    "int8 (CPU: the Linear layers dynamically quantised)."
 )
 
 
@@ -31,16 +36,20 @@ def cpu_has_bf16() -> bool:
     return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
 
 
-def check_precision(requested: str) -> str:
-    if requested not in PRECISIONS:
-        raise XlingError(f"precision must be one of {', '.join(PRECISIONS)}, not {requested!r}")
+def check_precision(requested: str, inference: bool = False) -> str:
+    allowed = INFERENCE_PRECISIONS if inference else PRECISIONS
+    if requested not in allowed:
+        hint = " (int8 is for tagging and evaluation)" if requested == "int8" else ""
+        raise XlingError(f"precision must be one of {', '.join(allowed)}, not {requested!r}{hint}")
     return requested
 
 
 def pick_precision(requested: str, device: str) -> str:
-    """fp32, bf16 or fp16 for `device` (cpu or cuda)."""
-    if check_precision(requested) == "fp16" and device == "cpu":
+    """fp32, bf16 or fp16 (or int8, for inference) for `device` (cpu or cuda)."""
+    if check_precision(requested, inference=True) == "fp16" and device == "cpu":
         raise XlingError("--precision fp16 runs on a GPU only; use bf16 or fp32 on the CPU")
+    if requested == "int8" and device != "cpu":
+        raise XlingError("--precision int8 (dynamic quantisation) runs on the CPU only; use bf16 or fp16 on a GPU")
     if requested == "bf16" and device == "cpu" and not cpu_has_bf16():
         warnings.warn(
             "this CPU has no bf16 matrix units (AVX-512 BF16 or AMX): bf16 is emulated and several times "
@@ -58,3 +67,14 @@ def autocast(device: str, precision: str):
     """The autocast context for a picked precision (fp32: autocast off)."""
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
     return torch.autocast(device, dtype=dtype, enabled=dtype is not None)
+
+
+def quantize_int8(model: torch.nn.Module) -> torch.nn.Module:
+    """Dynamic int8 quantisation (`torch.ao`) of every Linear layer, in place: int8 weights, activations
+    quantised on the fly; LayerNorms, embeddings and the hooks around them stay as they are."""
+    from torch.ao.quantization import quantize_dynamic
+
+    with warnings.catch_warnings():  # torch announces the move of this API to torchao; it works as it is
+        warnings.filterwarnings("ignore", message=".*deprecated", category=DeprecationWarning)
+        warnings.filterwarnings("ignore", message=".*quantize_per_tensor.*deprecated")
+        return quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)

@@ -6,7 +6,7 @@ from enum import Enum
 
 import typer
 
-from xling.device import DEVICE_HELP, PRECISION_HELP
+from xling.device import DEVICE_HELP, INFERENCE_PRECISION_HELP, PRECISION_HELP
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import options_of
 from xling.tagging.decoding import DECODER_HELP, DEFAULT_DECODER
@@ -16,6 +16,7 @@ MODEL = typer.Option(DEFAULT_MODEL, "--model", "-m", help=MODEL_HELP)
 WORKSPACE = typer.Option(None, "--workspace", "-w", help=WORKSPACE_HELP)
 DEVICE = typer.Option("auto", "--device", help=DEVICE_HELP)
 PRECISION = typer.Option("auto", "--precision", help=PRECISION_HELP)
+INFERENCE_PRECISION = typer.Option("auto", "--precision", help=INFERENCE_PRECISION_HELP)
 DECODER = typer.Option(DEFAULT_DECODER, "--decoder", help=DECODER_HELP)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from xling.cli.options import DECODER, DEVICE, MODEL, PRECISION, WORKSPACE
+from xling.cli.options import DECODER, DEVICE, INFERENCE_PRECISION, MODEL, WORKSPACE
 from xling.cli.progress import counted_bar
 from xling.data.conll import read_lines, read_tokens
 from xling.errors import XlingError
@@ -58,7 +58,7 @@ def tag(
     batch_size: int = typer.Option(32),
     decoder: str = DECODER,
     device: str = DEVICE,
-    precision: str = PRECISION,
+    precision: str = INFERENCE_PRECISION,
 ):
     """Tag entities in text: one sentence per line, or running text with --paragraphs.
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from xling.data.labels import parse_label_map, relabel
 from xling.data.sources import load_ner
-from xling.device import PRECISION_HELP
+from xling.device import INFERENCE_PRECISION_HELP, check_precision
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import comma_list, opt
 from xling.scoring.entities import score
@@ -38,10 +38,11 @@ class EvaluationOptions:
     batch_size: int = opt(64, "Sentences per batch.")
     limit: int | None = opt(None, "Score the first N sentences only.")
     decoder: str = opt(DEFAULT_DECODER, DECODER_HELP)
-    precision: str = opt("auto", PRECISION_HELP)
+    precision: str = opt("auto", INFERENCE_PRECISION_HELP)
 
     def __post_init__(self):
         check_decoder(self.decoder)
+        check_precision(self.precision, inference=True)
 
 
 def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:

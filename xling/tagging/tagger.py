@@ -15,7 +15,7 @@ from itertools import islice
 from xling.adapters import Stack
 from xling.adapters.saving import load
 from xling.data.conll import read_tokens
-from xling.device import check_precision, pick_device, pick_precision
+from xling.device import check_precision, pick_device, pick_precision, quantize_int8
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL
 from xling.tagging.decoding import DEFAULT_DECODER, check_decoder, decode
@@ -112,8 +112,10 @@ class Tagger:
     ):
         self.model, self.tokenizer, self.head, self.setup, self.batch_size = model, tokenizer, head, setup, batch_size
         self.decoder = check_decoder(decoder)
-        self.precision = check_precision(precision)
+        self.precision = check_precision(precision, inference=True)
         check_batch_size(batch_size)
+        if precision == "int8":
+            quantize_int8(model)
 
     @classmethod
     def load(
