@@ -22,8 +22,9 @@ from xling.data.labels import IGNORE
 from xling.data.text import read_text
 from xling.device import autocast
 from xling.models import load_model, resolve_model_dir
+from xling.train.config import MaskingConfig
 from xling.train.language import mlm_head
-from xling.train.mlm import MaskedLMObjective, MaskingConfig, pack_blocks
+from xling.train.mlm import MaskedLMObjective, pack_blocks
 
 BATCH, SEQ = 8, 128
 

@@ -49,9 +49,9 @@ def tiny_model_dir(request, tmp_path) -> Path:
 @pytest.fixture(scope="session")
 def trained_workspace(tmp_path_factory):
     """A tiny BERT with English and Quechua language adapters and an `ner-en` task adapter."""
-    from xling.train.language import LanguageAdapterOptions, train_language_adapter
-    from xling.train.loop import TrainConfig
-    from xling.train.task import TaskAdapterOptions, train_task_adapter
+    from xling.train.config import LanguageAdapterOptions, TaskAdapterOptions, TrainConfig
+    from xling.train.language import train_language_adapter
+    from xling.train.task import train_task_adapter
 
     root = tmp_path_factory.mktemp("trained")
     model_dir = save_tiny_model("bert", root / "tinybert")

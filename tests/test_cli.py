@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from tests.tiny import run_xling
+from xling.cli.app import COMMANDS
 
 
 def test_version_and_help():
@@ -21,9 +22,10 @@ def test_version_and_help():
 
 
 def test_version_help_and_command_completion_never_import_torch():
+    commands = [["--version"], ["--help"]] + [[name, "--help"] for name in COMMANDS]
     probe = (
         "import sys; from xling.cli.app import app\n"
-        "for args in (['--version'], ['--help']):\n"
+        f"for args in {commands!r}:\n"
         "    try: app(args)\n"
         "    except SystemExit: pass\n"
         "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, 'imported'\n"
@@ -60,9 +62,7 @@ def test_options_are_built_from_command_line_or_recipe_values_by_one_rule():
     from xling.adapters import BottleneckConfig
     from xling.errors import XlingError
     from xling.options import build
-    from xling.train.language import LanguageAdapterOptions
-    from xling.train.loop import TrainConfig
-    from xling.train.task import TaskAdapterOptions
+    from xling.train.config import LanguageAdapterOptions, TaskAdapterOptions, TrainConfig
 
     lang = build(LanguageAdapterOptions, {"lang": "qu", "corpus": ["a.txt"], "epochs": 2, "lr": 3e-4})
     assert lang.training == TrainConfig(max_steps=None, epochs=2, learning_rate=3e-4)  # --epochs replaces the steps
@@ -119,7 +119,7 @@ def test_every_option_of_a_command_is_its_config_option_and_a_recipe_key():
 
 def test_command_defaults_are_the_config_defaults():
     from xling.options import defaults
-    from xling.train.task import TaskAdapterOptions
+    from xling.train.config import TaskAdapterOptions
 
     training = defaults(TaskAdapterOptions).training
     shown = run_xling("train-task", "--help", env={"COLUMNS": "200"}).stdout

@@ -16,9 +16,9 @@ from xling.analysis.params import parameter_table
 from xling.errors import XlingError
 from xling.tagging.evaluate import EvaluationOptions, evaluate
 from xling.tagging.tagger import Tagger
-from xling.train.fusion import FusionOptions, train_fusion
-from xling.train.loop import TrainConfig
-from xling.train.task import TaskAdapterOptions, train_task_adapter
+from xling.train.config import FusionOptions, TaskAdapterOptions, TrainConfig
+from xling.train.fusion import train_fusion
+from xling.train.task import train_task_adapter
 from xling.workspace import Workspace
 
 

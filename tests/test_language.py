@@ -21,9 +21,9 @@ from tests.tiny import run_xling, save_tiny_model, tiny_model, tiny_tokenizer
 from xling.adapters import AdaptedModel, BottleneckConfig
 from xling.data.text import read_text
 from xling.errors import XlingError
-from xling.train.language import LanguageAdapterOptions, mlm_head, split_held_out, train_language_adapter
-from xling.train.loop import TrainConfig
-from xling.train.mlm import MaskedLMObjective, MaskingConfig, pack_blocks
+from xling.train.config import LanguageAdapterOptions, MaskingConfig, TrainConfig
+from xling.train.language import mlm_head, split_held_out, train_language_adapter
+from xling.train.mlm import MaskedLMObjective, pack_blocks
 
 WORDS = "qusqu llaqta pi runa wasi the city of lima peru juan maria".split()
 
@@ -215,6 +215,7 @@ def test_train_lang_saves_adapter_head_report_and_log(tmp_path, tiny_dir):
         "head_model.safetensors",
         "report.json",
         "train_log.jsonl",
+        "README.md",  # the model card
     }
     assert not (saved.parent / "qu.partial").exists()
     config = json.loads((saved / "adapter_config.json").read_text())

@@ -20,8 +20,8 @@ from xling.tagging.align import windows_for
 from xling.tagging.decoding import decode
 from xling.tagging.evaluate import EvaluationOptions, evaluate
 from xling.tagging.predict import predict_probabilities
-from xling.train.loop import TrainConfig
-from xling.train.task import TaskAdapterOptions, train_task_adapter
+from xling.train.config import TaskAdapterOptions, TrainConfig
+from xling.train.task import train_task_adapter
 
 # ---- data ------------------------------------------------------------------------------------
 

@@ -45,7 +45,8 @@ def test_training_computes_in_the_chosen_precision_and_keeps_fp32_weights(tmp_pa
     from xling.data.conll import read_conll
     from xling.data.labels import label_list
     from xling.models import load_model
-    from xling.train.loop import TrainConfig, train
+    from xling.train.config import TrainConfig
+    from xling.train.loop import train
     from xling.train.tagging import TaggingObjective
 
     model_dir = save_tiny_model("bert", tmp_path / "tinybert")
@@ -107,7 +108,7 @@ def test_int8_tagging_quantises_the_linear_layers_and_keeps_the_probabilities_cl
 
 def test_int8_is_for_tagging_on_the_cpu_only():
     from xling.device import pick_precision
-    from xling.train.loop import TrainConfig
+    from xling.train.config import TrainConfig
 
     with pytest.raises(XlingError, match="int8 is for tagging and evaluation"):
         TrainConfig(precision="int8")

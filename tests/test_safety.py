@@ -196,8 +196,8 @@ def test_pickled_weights_are_never_loaded(tmp_path):
 
 
 def test_training_stops_when_the_loss_is_no_longer_finite(tmp_path, trained_workspace):
-    from xling.train.language import LanguageAdapterOptions, train_language_adapter
-    from xling.train.loop import TrainConfig
+    from xling.train.config import LanguageAdapterOptions, TrainConfig
+    from xling.train.language import train_language_adapter
 
     root, model_dir, train, _ = trained_workspace
     with pytest.raises(XlingError, match=r"training stopped: the loss became (nan|inf) at step \d+; nothing was saved"):
@@ -278,8 +278,8 @@ def test_tag_checks_the_output_path_before_the_model_runs(copied_workspace, tmp_
 def test_dev_types_missing_from_the_training_data_are_named(tmp_path, trained_workspace):
     from rich.console import Console
 
-    from xling.train.loop import TrainConfig
-    from xling.train.task import TaskAdapterOptions, train_task_adapter
+    from xling.train.config import TaskAdapterOptions, TrainConfig
+    from xling.train.task import train_task_adapter
 
     root, model_dir, train, dev = trained_workspace
     with_misc = tmp_path / "dev"

@@ -10,8 +10,8 @@ import pytest
 from tests.tiny import run_xling
 from xling.data.conll import read_conll
 from xling.errors import XlingError
-from xling.train.loop import TrainConfig
-from xling.train.self_training import SelfTrainingOptions, select_confident, self_train
+from xling.train.config import SelfTrainingOptions, TrainConfig
+from xling.train.self_training import select_confident, self_train
 
 
 def test_selection_keeps_confident_sentences_with_entities_most_confident_first():

@@ -2,11 +2,7 @@
 
 __version__ = "0.1.0"
 
+from xling.lazy import lazy_exports
 
-def __getattr__(name):
-    # `from xling import Tagger` without importing torch for `xling --version`.
-    if name == "Tagger":
-        from xling.tagging.tagger import Tagger
-
-        return Tagger
-    raise AttributeError(name)
+# `from xling import Tagger` without importing torch for `xling --version`.
+__getattr__ = lazy_exports({"Tagger": "xling.tagging.tagger"})

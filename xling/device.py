@@ -1,10 +1,11 @@
-"""Which device and precision run the model (training and tagging both ask here), and which process this is."""
+"""Which device and precision run the model (training and tagging both ask here).
+
+torch is imported inside the functions, so that the options, which name these choices, load without it.
+"""
 
 from __future__ import annotations
 
 import warnings
-
-import torch
 
 from xling.errors import XlingError
 
@@ -12,6 +13,8 @@ DEVICE_HELP = "auto (a GPU when present), cpu or cuda."
 
 
 def pick_device(requested: str) -> str:
+    import torch
+
     if requested == "cuda" and not torch.cuda.is_available():
         raise XlingError("--device cuda was asked for, but no CUDA GPU is available")
     if requested == "auto":
@@ -33,6 +36,8 @@ INFERENCE_PRECISION_HELP = (
 
 def cpu_has_bf16() -> bool:
     """bf16 matrix instructions (AVX-512 BF16 or AMX): bf16 autocast is then faster than fp32, not slower."""
+    import torch
+
     return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
 
 
@@ -59,19 +64,24 @@ def pick_precision(requested: str, device: str) -> str:
     if requested != "auto":
         return requested
     if device == "cuda":
+        import torch
+
         return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
     return "bf16" if cpu_has_bf16() else "fp32"
 
 
 def autocast(device: str, precision: str):
     """The autocast context for a picked precision (fp32: autocast off)."""
+    import torch
+
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
     return torch.autocast(device, dtype=dtype, enabled=dtype is not None)
 
 
-def quantize_int8(model: torch.nn.Module) -> torch.nn.Module:
+def quantize_int8(model):
     """Dynamic int8 quantisation (`torch.ao`) of every Linear layer, in place: int8 weights, activations
     quantised on the fly; LayerNorms, embeddings and the hooks around them stay as they are."""
+    import torch
     from torch.ao.quantization import quantize_dynamic
 
     with warnings.catch_warnings():  # torch announces the move of this API to torchao; it works as it is

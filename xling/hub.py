@@ -18,18 +18,13 @@ from xling.errors import XlingError
 from xling.fileio import read_json
 from xling.models.loading import hub_id
 
-HUB_PREFIX = "hf:"
 CARD_FILE = "README.md"
 REPORT_FILE = "report.json"
 
 
-def is_hub_name(spec: str) -> bool:
-    return spec.startswith(HUB_PREFIX)
-
-
 def download(spec: str) -> Path:
     """The local directory of adapter `hf:ORG/NAME[@REVISION]`, fetched into the Hub cache if need be."""
-    repo_id, _, revision = spec.removeprefix(HUB_PREFIX).partition("@")
+    repo_id, _, revision = spec.removeprefix("hf:").partition("@")
     if repo_id.count("/") != 1 or not all(repo_id.split("/")):
         raise XlingError(f"{spec!r} is not a Hub adapter name: write hf:ORG/NAME (or hf:ORG/NAME@REVISION)")
     try:

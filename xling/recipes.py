@@ -43,11 +43,12 @@ from xling.models.loading import DEFAULT_MODEL
 from xling.options import build, defaults, options_of
 from xling.tagging.decoding import DEFAULT_DECODER
 from xling.tagging.evaluate import EvaluationOptions, evaluate
-from xling.train.fusion import FusionOptions, train_fusion
-from xling.train.language import LanguageAdapterOptions, train_language_adapter
-from xling.train.self_training import SelfTrainingOptions, self_train
+from xling.train.config import FusionOptions, LanguageAdapterOptions, SelfTrainingOptions, TaskAdapterOptions
+from xling.train.fusion import train_fusion
+from xling.train.language import train_language_adapter
+from xling.train.self_training import self_train
 from xling.train.summary import language_report_table, selection_summary, self_training_summary
-from xling.train.task import TaskAdapterOptions, train_task_adapter
+from xling.train.task import train_task_adapter
 from xling.workspace import Workspace
 
 # The options of each run that reads its options from a dataclass, as on the command line.

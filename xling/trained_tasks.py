@@ -18,7 +18,6 @@ from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json
 from xling.models import load_model
 
-METHODS = ("adapter", "full", "head")
 TASK_FILE = "task.json"
 
 

@@ -19,9 +19,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from xling.adapters.model import check_name
+from xling.adapters.composition import check_name
 from xling.errors import XlingError
-from xling.hub import download, is_hub_name
 from xling.models import model_label
 from xling.paths import default_workspace
 
@@ -40,6 +39,11 @@ def check_lang(code: str) -> str:
         )
     primary = len(re.match(r"[A-Za-z]+", code).group())
     return code[:primary].lower() + code[primary:]
+
+
+def is_hub_name(spec: str) -> bool:
+    """`hf:ORG/NAME`: an adapter on the Hugging Face Hub."""
+    return spec.startswith("hf:")
 
 
 def is_path(spec: str) -> bool:
@@ -64,6 +68,8 @@ class Workspace:
         """A trained adapter's directory (a name in the workspace, a path, or `hf:ORG/NAME` on the Hugging Face
         Hub), or an error saying how to train it."""
         if is_hub_name(name):
+            from xling.hub import download  # huggingface_hub loads slowly: only when an adapter is fetched
+
             return download(name)
         if is_path(name):
             if not Path(name).expanduser().is_dir():

@@ -1,18 +1,16 @@
 """Adapters: bottleneck and invertible adapters, AdapterFusion, composition, save and load."""
 
-from xling.adapters.bottleneck import BottleneckConfig
-from xling.adapters.composition import Fuse, Stack
-from xling.adapters.fusion import FusionConfig
-from xling.adapters.heads import TaggingHead, TaggingHeadConfig
-from xling.adapters.model import AdaptedModel, ParameterCount
+from xling.lazy import lazy_exports
 
-__all__ = [
-    "AdaptedModel",
-    "BottleneckConfig",
-    "FusionConfig",
-    "Fuse",
-    "Stack",
-    "TaggingHead",
-    "TaggingHeadConfig",
-    "ParameterCount",
-]
+_EXPORTS = {
+    "AdaptedModel": "xling.adapters.model",
+    "ParameterCount": "xling.adapters.model",
+    "BottleneckConfig": "xling.adapters.bottleneck.config",
+    "FusionConfig": "xling.adapters.fusion.config",
+    "Fuse": "xling.adapters.composition",
+    "Stack": "xling.adapters.composition",
+    "TaggingHead": "xling.adapters.heads",
+    "TaggingHeadConfig": "xling.adapters.heads",
+}
+__getattr__ = lazy_exports(_EXPORTS)
+__all__ = list(_EXPORTS)

@@ -17,7 +17,8 @@ import torch
 from safetensors.torch import save_file
 
 from xling.adapters.bottleneck import BottleneckConfig
-from xling.adapters.model import AdaptedModel, check_name
+from xling.adapters.composition import check_name
+from xling.adapters.model import AdaptedModel
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json, write_json_atomic
 

@@ -79,3 +79,11 @@ def adapter_names(setup: Setup) -> list[str]:
 
 def fusion_names(setup: Setup) -> list[str]:
     return [c.name for c in as_stack(setup) if isinstance(c, Fuse)]
+
+
+def check_name(name: str) -> str:
+    if not name or not all(c.isalnum() or c in "-_" for c in name) or not name[0].isalnum():
+        raise XlingError(
+            f"invalid adapter name {name!r}: use letters, digits, '-' and '_', starting with a letter or digit"
+        )
+    return name

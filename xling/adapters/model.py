@@ -25,7 +25,7 @@ from torch import nn
 
 from xling.adapters.architectures import layer_paths
 from xling.adapters.bottleneck import BottleneckAdapter, BottleneckConfig
-from xling.adapters.composition import Fuse, Setup, Stack, adapter_names, as_stack, fusion_names
+from xling.adapters.composition import Fuse, Setup, Stack, adapter_names, as_stack, check_name, fusion_names
 from xling.adapters.fusion import AdapterFusion, FusionConfig
 from xling.errors import XlingError
 
@@ -39,14 +39,6 @@ class ParameterCount:
 
     def __str__(self) -> str:
         return f"{self.trainable:,} trainable of {self.total:,} parameters ({100 * self.trainable / self.total:.2f}%)"
-
-
-def check_name(name: str) -> str:
-    if not name or not all(c.isalnum() or c in "-_" for c in name) or not name[0].isalnum():
-        raise XlingError(
-            f"invalid adapter name {name!r}: use letters, digits, '-' and '_', starting with a letter or digit"
-        )
-    return name
 
 
 class AdaptedModel(nn.Module):

@@ -17,9 +17,10 @@ from safetensors.torch import load_file, save_file
 
 from xling import __version__
 from xling.adapters.bottleneck import BottleneckConfig
+from xling.adapters.composition import check_name
 from xling.adapters.fusion import FusionConfig
 from xling.adapters.heads import build_head
-from xling.adapters.model import AdaptedModel, check_name
+from xling.adapters.model import AdaptedModel
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json, write_json_atomic
 

@@ -8,7 +8,6 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from xling.analysis import reports
 from xling.cli.options import MODEL, WORKSPACE
 
 app = typer.Typer(help="Analyses: fusion attention, layer ablations, parameter budgets.", no_args_is_help=True)
@@ -27,6 +26,8 @@ def fusion(
     workspace: str = WORKSPACE,
 ):
     """Average fusion attention per layer and adapter, as a heatmap (AdapterFusion, Figure 4)."""
+    from xling.analysis import reports
+
     result = reports.fusion_report(data, fusion_name, lang, output, model, workspace)
     console.print(f"[green]wrote[/] {output} and {result['json']} ({result['tokens']:,} tokens)")
 
@@ -45,6 +46,8 @@ def ablation(
     workspace: str = WORKSPACE,
 ):
     """Relative F1 drop when the adapters of layers i..j are removed (Houlsby et al., Figure 6)."""
+    from xling.analysis import reports
+
     result = reports.ablation_report(data, lang, task_adapter, fusion_name, limit, output, model, workspace, console)
     console.print(f"[green]wrote[/] {output} and {result['json']} (F1 with all adapters {100 * result['f1']:.1f})")
 
@@ -52,6 +55,8 @@ def ablation(
 @app.command("params")
 def params(model: str = MODEL, workspace: str = WORKSPACE, as_json: bool = typer.Option(False, "--json")):
     """Parameters each adapter and task adds, as a share of the base model."""
+    from xling.analysis import reports
+
     result = reports.params_report(model, workspace)
     if as_json:
         print(json.dumps(result, indent=2))

@@ -1,8 +1,9 @@
 """Root of the command tree; each command or command group lives in its own module.
 
-A command's module (and torch with it) is imported only when that command runs, shows its own help, or
-completes its options: `xling --help`, `xling --version` and completing a command name read the commands'
-one-line summaries from their source instead.
+A command's module is imported only when that command runs, shows its own help, or completes its options;
+`xling --help`, `xling --version` and completing a command name read the commands' one-line summaries from
+their source instead. The command modules import no model library at the top (torch, Transformers and seqeval
+load when a command runs), so every `--help` answers at once.
 """
 
 from __future__ import annotations
@@ -64,7 +65,6 @@ class LazyCommands(TyperGroup):
             return None
         if self.listing:
             return TyperCommand(name, help=summary(*COMMANDS[name]))
-        _quiet_transformers()
         module, attribute = COMMANDS[name]
         target = getattr(importlib.import_module(module), attribute)
         if isinstance(target, typer.Typer):
@@ -114,14 +114,6 @@ def _root(
     pass
 
 
-def _quiet_transformers() -> None:
-    """The command line shows its own progress; Transformers' load reports and bars are noise here."""
-    from transformers.utils import logging
-
-    logging.set_verbosity_error()
-    logging.disable_progress_bar()
-
-
 def process_rank() -> int:
     """This process's rank under `torchrun` or `accelerate launch`; 0 when it runs alone."""
     return int(os.environ.get("RANK", "0"))
@@ -157,6 +149,10 @@ def _silence_other_processes() -> None:
 
 def main() -> None:
     """Entry point: user errors become one line on stderr and exit code 1."""
+    # The command line shows its own progress; Transformers' load reports and bars are noise here. Set in the
+    # environment (a user's own setting wins) so that nothing is imported for it.
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     _silence_other_processes()
     try:
         check_launcher()

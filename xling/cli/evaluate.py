@@ -9,7 +9,6 @@ from rich.console import Console
 
 from xling.cli.options import MODEL, WORKSPACE, Task, argument, option
 from xling.options import build, defaults
-from xling.scoring import scores_table
 from xling.tagging.evaluate import EvaluationOptions, evaluate
 
 console = Console(stderr=True)
@@ -35,6 +34,8 @@ def evaluate_command(
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ):
     """Score a trained task on labelled data with seqeval (strict IOB2, entity level)."""
+    from xling.scoring import scores_table  # seqeval loads slowly: not for --help
+
     result = evaluate(build(EvaluationOptions, locals()))
     if result["types_not_predicted"]:
         missing = ",".join(result["types_not_predicted"])

@@ -11,7 +11,6 @@ from rich.console import Console
 from xling.cli.options import MODEL
 from xling.errors import XlingError
 from xling.paths import default_workspace
-from xling.recipes import print_plan, read_recipe, run_recipe
 
 console = Console(stderr=True)
 
@@ -26,6 +25,8 @@ def run(
     ),
 ):
     """Run a recipe's steps in order, skipping those already done, and print the results table."""
+    from xling.recipes import print_plan, read_recipe, run_recipe
+
     try:
         seed_list = [int(s) for s in seeds.split(",") if s.strip()] if seeds else []
     except ValueError:
@@ -46,6 +47,7 @@ def demo(
 ):
     """A small but real MAD-X pipeline on the embedded model: adapters, scores, tagged Quechua."""
     from xling.demo import demo_recipe, demo_sources
+    from xling.recipes import run_recipe
 
     sources = demo_sources(console)
     console.print(f"[bold]data:[/] {sources['source']}")

@@ -9,7 +9,6 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from xling.adapters.adapterhub import export_adapterhub
 from xling.cli.options import MODEL, WORKSPACE
 from xling.hub import push
 from xling.workspace import Workspace
@@ -43,6 +42,8 @@ def export_command(
     workspace: str = WORKSPACE,
 ):
     """Write an adapter (with its head) for another library: `model.load_adapter(DIR)` in `adapters`."""
+    from xling.adapters.adapterhub import export_adapterhub
+
     export_adapterhub(Workspace(workspace, model).adapter(adapter), target, overwrite=overwrite)
     Console(stderr=True).print(
         f"[green]wrote[/] {target}: load it with model.load_adapter({str(target)!r})", highlight=False

@@ -16,7 +16,6 @@ from xling.data.conll import read_lines, read_tokens
 from xling.errors import XlingError
 from xling.fileio import check_output_file
 from xling.tagging.output import FORMATS, write_results
-from xling.tagging.tagger import Tagger
 from xling.workspace import LANG_ADAPTER_HELP
 
 Format = Enum("Format", {name: name for name in FORMATS}, type=str)
@@ -69,6 +68,8 @@ def tag(
         raise XlingError(f"no such file: {source}")
     if output is not None:
         check_output_file(Path(output))  # before the model loads, not after it has run
+    from xling.tagging.tagger import Tagger  # torch loads here, not for --help
+
     tagger = Tagger.load(
         lang=lang,
         task=task,

@@ -1,5 +1,8 @@
 """`xling train-lang`, `train-task`, `train-fusion` and `self-train`: thin commands over `xling.train`.
 
+The training functions (and torch with them) are imported when a command runs; its options and help come
+from `xling.train.config` alone.
+
 Each option's default and help come from the command's options dataclass (`option`), and the
 options are turned into that dataclass by `xling.options.build`, as recipe steps are.
 """
@@ -14,12 +17,14 @@ from rich.console import Console
 from xling.cli.options import DEVICE, MODEL, PRECISION, WORKSPACE, Task, argument, option
 from xling.cli.progress import TrainingBar
 from xling.options import build, defaults
-from xling.train.fusion import FusionOptions, train_fusion
-from xling.train.language import LanguageAdapterOptions, train_language_adapter
-from xling.train.self_training import SelfTrainingOptions, self_train
-from xling.train.summary import language_report_table, selection_summary, self_training_summary
-from xling.train.task import DEFAULT_LEARNING_RATES, TaskAdapterOptions, train_task_adapter
-from xling.trained_tasks import METHODS
+from xling.train.config import (
+    DEFAULT_LEARNING_RATES,
+    METHODS,
+    FusionOptions,
+    LanguageAdapterOptions,
+    SelfTrainingOptions,
+    TaskAdapterOptions,
+)
 
 console = Console(stderr=True)
 # Instances whose values are the defaults each command shows.
@@ -63,6 +68,9 @@ def train_lang(
     restart: bool = option(LANG, "restart"),
 ):
     """Train a language adapter by masked-language modelling on unlabelled text."""
+    from xling.train.language import train_language_adapter
+    from xling.train.summary import language_report_table
+
     report = train_language_adapter(build(LanguageAdapterOptions, locals()), console, TrainingBar(console))
     Console().print(language_report_table(report))
 
@@ -107,6 +115,9 @@ def train_task(
 ):
     """Train a NER task adapter (and its head) over the frozen language adapter, or a baseline."""
     options = build(TaskAdapterOptions, {**locals(), "task": task.value, "method": method.value})
+    from xling.train.summary import selection_summary
+    from xling.train.task import train_task_adapter
+
     Console().print(selection_summary(train_task_adapter(options, console, TrainingBar(console))))
 
 
@@ -143,6 +154,9 @@ def train_fusion_command(
 ):
     """Train an AdapterFusion layer over frozen task adapters: Stack(LANG, Fuse(ADAPTERS))."""
     options = build(FusionOptions, {**locals(), "task": task.value})
+    from xling.train.fusion import train_fusion
+    from xling.train.summary import selection_summary
+
     Console().print(selection_summary(train_fusion(options, console, TrainingBar(console)), "fusion "))
 
 
@@ -181,4 +195,7 @@ def self_train_command(
 ):
     """Self-training without target labels: tag unlabelled text, keep confident sentences, train on them; repeat."""
     options = build(SelfTrainingOptions, {**locals(), "task": task.value, "from": source})
+    from xling.train.self_training import self_train
+    from xling.train.summary import self_training_summary
+
     Console().print(self_training_summary(self_train(options, console, TrainingBar(console))))

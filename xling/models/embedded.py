@@ -17,8 +17,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import torch
-from safetensors.torch import save_file
 
 from xling.fileio import atomic_directory
 from xling.models.e5file import E5File, read_e5_file
@@ -58,7 +56,7 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def bert_state_dict(e5: E5File) -> dict[str, torch.Tensor]:
+def bert_state_dict(e5: E5File) -> dict:
     h = e5.header
     t = e5.tensors
     state = {
@@ -72,6 +70,8 @@ def bert_state_dict(e5: E5File) -> dict[str, torch.Tensor]:
         for short, hf_name in _LAYER_TENSORS.items():
             for s, hf_suffix in _SUFFIX.items():
                 state[f"encoder.layer.{i}.{hf_name}.{hf_suffix}"] = t[f"l{i}.{short}.{s}"]
+    import torch  # here, not at import: the command line reads the embedded model's name without torch
+
     return {k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32)) for k, v in state.items()}
 
 
@@ -154,6 +154,8 @@ def convert(source: Path, target: Path, on_step: Callable[[str], None] = lambda 
     on_step("writing model.safetensors")
     target.mkdir(parents=True, exist_ok=True)
     bert_config(e5).save_pretrained(target)
+    from safetensors.torch import save_file
+
     save_file(state, str(target / "model.safetensors"), metadata={"format": "pt"})
     on_step("building the tokenizer")
     build_tokenizer(e5).save_pretrained(target)

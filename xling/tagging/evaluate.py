@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from xling.data.labels import parse_label_map, relabel
 from xling.data.sources import load_ner
 from xling.device import INFERENCE_PRECISION_HELP, check_precision
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import comma_list, opt
-from xling.scoring.entities import score
 from xling.tagging.decoding import DECODER_HELP, DEFAULT_DECODER, check_decoder
-from xling.tagging.tagger import Tagger
 from xling.workspace import LANG_ADAPTER_HELP, WORKSPACE_HELP
+
+if TYPE_CHECKING:
+    from xling.tagging.tagger import Tagger
 
 
 @dataclass
@@ -47,6 +49,9 @@ class EvaluationOptions:
 
 def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
     sentences = relabel(load_ner(options.data, "validation"), options.drop_labels, options.label_map)[: options.limit]
+    from xling.scoring.entities import score  # seqeval, and torch with the tagger: when evaluating, not for --help
+    from xling.tagging.tagger import Tagger
+
     tagger = tagger or Tagger.load(
         lang=options.lang,
         adapter=options.task_adapter,

@@ -9,12 +9,15 @@ import sys
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.text import Text
 
+if TYPE_CHECKING:  # the command line imports this module without torch
+    from xling.tagging.tagger import TaggedText
+
 from xling.fileio import atomic_text_file
-from xling.tagging.tagger import TaggedText
 
 FORMATS = ("pretty", "jsonl", "conll", "html")
 # Colour per entity type, shared by the terminal and the HTML page; other types take one of the rest by a stable

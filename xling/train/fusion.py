@@ -8,42 +8,22 @@ one label set, the head starts from the first adapter's head; otherwise it is ne
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 
 import torch
 from rich.console import Console
 
-from xling.adapters import AdaptedModel, Fuse, FusionConfig, Stack, TaggingHead, TaggingHeadConfig
+from xling.adapters import AdaptedModel, Fuse, Stack, TaggingHead, TaggingHeadConfig
 from xling.adapters.saving import load, save
 from xling.data.labels import label_list, relabel
 from xling.data.sources import load_ner
 from xling.errors import XlingError
 from xling.models import load_model
-from xling.options import comma_list, opt
-from xling.train.loop import TrainConfig, TrainingProgress
+from xling.train.config import FusionOptions
+from xling.train.loop import TrainingProgress
 from xling.train.run import TrainingRun
-from xling.train.tagging import TaggingObjective, TaggingRunOptions
+from xling.train.tagging import TaggingObjective
 from xling.trained_tasks import read_task
 from xling.workspace import Workspace, check_lang
-
-
-@dataclass
-class FusionOptions(TaggingRunOptions):
-    lang: str = opt(help="Language of the training data; its language adapter goes below the fusion.")
-    adapters: list[str] = opt(help="Task adapters to fuse, comma-separated, e.g. ner-en,ner-es.", parse=comma_list)
-    train: str = opt(help="Training data (e.g. the 100 Quechua training sentences).")
-    dev: str = opt(help="Dev data for model selection and early stopping.")
-    task: str = opt("ner", "The task: ner.")
-    name: str | None = opt(None, "Name of the fusion (default: TASK-fusion-LANG).")
-    use_lang_adapter: bool = opt(True, "Fuse without a language adapter below.", name="no_lang_adapter", invert=True)
-    fusion: FusionConfig = opt(factory=FusionConfig)
-    # learning rate as in the AdapterFusion paper
-    training: TrainConfig = opt(
-        factory=lambda: TrainConfig(epochs=10, batch_size=16, learning_rate=5e-5, eval_every=None, patience=3)
-    )
-
-    def default_name(self) -> str:
-        return f"{self.task}-fusion-{self.lang}"
 
 
 def train_fusion(

@@ -3,36 +3,22 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import torch
 from rich.console import Console
 
-from xling.adapters import AdaptedModel, BottleneckConfig
-from xling.adapters.bottleneck.config import adapter_option
+from xling.adapters import AdaptedModel
 from xling.adapters.heads import MaskedLMHead, MaskedLMHeadConfig
 from xling.adapters.saving import save
 from xling.data.text import read_text
 from xling.errors import XlingError
 from xling.models import load_model, resolve_model_dir
-from xling.options import opt
-from xling.train.loop import TrainConfig, TrainingProgress
-from xling.train.mlm import MaskedLMObjective, MaskingConfig, pack_blocks, pretrained_mlm_head
-from xling.train.run import RunOptions, TrainingRun
+from xling.train.config import LanguageAdapterOptions
+from xling.train.loop import TrainingProgress
+from xling.train.mlm import MaskedLMObjective, pack_blocks, pretrained_mlm_head
+from xling.train.run import TrainingRun
 from xling.workspace import Workspace, check_lang
-
-
-@dataclass
-class LanguageAdapterOptions(RunOptions):
-    lang: str = opt(help="Language code, e.g. qu, es, en: the adapter's name.")
-    corpus: list[str] = opt(help="Text files, folders or globs (CoNLL files count as text).")
-    adapter: BottleneckConfig = adapter_option("madx-lang")
-    # no early stopping: held-out perplexity is reported, not used to select
-    training: TrainConfig = opt(factory=lambda: TrainConfig(max_steps=1000, learning_rate=1e-4), without=("patience",))
-    seq_len: int = opt(128, "Tokens per training block.")
-    masking: MaskingConfig = opt(factory=MaskingConfig)
-    vocab_from_corpus: bool = opt(False, "Restrict the training softmax to pieces seen in the corpus (faster).")
-    held_out: float = opt(0.02, "Share of lines held out for perplexity (kept within 1-5%).")
 
 
 def split_held_out(lines: list[str], share: float, seed: int) -> tuple[list[str], list[str]]:

@@ -26,43 +26,13 @@ import torch
 
 from xling.adapters import AdaptedModel
 from xling.data.labels import IGNORE
-from xling.device import DEVICE_HELP, PRECISION_HELP, autocast, check_precision, pick_device, pick_precision
+from xling.device import autocast, pick_device, pick_precision
 from xling.errors import XlingError
-from xling.options import opt
 from xling.train.checkpoint import load_checkpoint, save_checkpoint
+from xling.train.config import TrainConfig
 
 LOG_FILE = "log.jsonl"
 RUN_FILE = "run.json"
-
-
-@dataclass
-class TrainConfig:
-    max_steps: int | None = opt(None, "Optimiser steps; when unset, --epochs decides.", name="steps")
-    epochs: float = opt(1.0, "Passes over the training data.", clears="max_steps")
-    batch_size: int = opt(8, "Examples per micro-batch.")
-    grad_accum: int = opt(1, "Micro-batches per optimiser step.")
-    learning_rate: float | None = opt(1e-4, "Peak learning rate.", name="lr")  # None: the objective's default
-    warmup: float = opt(0.06, "Warm-up: a fraction of all steps (below 1) or a number of steps.")
-    weight_decay: float = opt(0.0, hidden=True)
-    max_grad_norm: float = opt(1.0, hidden=True)
-    eval_every: int | None = opt(100, "Evaluate every N steps; unset: once per epoch.")
-    checkpoint_every: int = opt(100, "Save a resumable checkpoint every N steps.")
-    patience: int | None = opt(None, "Stop after this many evaluations without improvement.")
-    seed: int = opt(42, "Random seed (data order, initialisation, masking).")
-    device: str = opt("auto", DEVICE_HELP)
-    precision: str = opt("auto", PRECISION_HELP)
-
-    def __post_init__(self):
-        for name in ("batch_size", "grad_accum", "eval_every", "checkpoint_every"):
-            if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise XlingError(f"{name.replace('_', '-')} must be at least 1")
-        if self.max_steps is not None and self.max_steps < 1:
-            raise XlingError("steps must be at least 1")
-        if self.learning_rate is not None and self.learning_rate <= 0:
-            raise XlingError("learning rate must be positive")
-        if self.device not in ("auto", "cpu", "cuda"):
-            raise XlingError(f"device must be auto, cpu or cuda, not {self.device!r}")
-        check_precision(self.precision)
 
 
 class Objective(Protocol):

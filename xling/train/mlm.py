@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -19,17 +18,7 @@ import torch.nn.functional as F
 from xling.adapters import AdaptedModel
 from xling.data.labels import IGNORE
 from xling.errors import XlingError
-from xling.options import opt
-
-
-@dataclass
-class MaskingConfig:
-    probability: float = opt(0.15, "Share of pieces to mask.", name="mask_prob")
-    whole_word: bool = opt(False, "Mask whole words instead of single pieces.")
-
-    def __post_init__(self):
-        if not 0 < self.probability < 1:
-            raise XlingError("mask probability must be between 0 and 1")
+from xling.train.config import MaskingConfig
 
 
 def word_start_table(tokenizer) -> torch.Tensor:

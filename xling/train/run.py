@@ -20,21 +20,9 @@ from xling.adapters import AdaptedModel
 from xling.adapters.model import ParameterCount
 from xling.errors import XlingError
 from xling.hub import CARD_FILE, model_card
-from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
-from xling.options import opt
-from xling.train.loop import LOG_FILE, Objective, TrainConfig, TrainingProgress, TrainResult, train
-from xling.workspace import WORKSPACE_HELP, Workspace
-
-
-@dataclass(kw_only=True)
-class RunOptions:
-    """What every training command takes besides its own options: where, on what model, and what to do
-    with an earlier adapter or an interrupted run."""
-
-    model: str = opt(DEFAULT_MODEL, MODEL_HELP)
-    workspace: str | None = opt(None, WORKSPACE_HELP)
-    overwrite: bool = opt(False, "Replace an existing adapter of the same name.")
-    restart: bool = opt(False, "Discard an interrupted run instead of resuming it.")
+from xling.train.config import TrainConfig
+from xling.train.loop import LOG_FILE, Objective, TrainingProgress, TrainResult, train
+from xling.workspace import Workspace
 
 
 def refuse_to_replace(target: Path, what: str, overwrite: bool) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from accelerate import PartialState
 from rich.console import Console
@@ -26,57 +26,13 @@ from xling.data.text import read_text
 from xling.device import pick_device
 from xling.errors import XlingError
 from xling.fileio import write_json_atomic, write_text_atomic
-from xling.options import opt
 from xling.tagging.tagger import Tagger
 from xling.tagging.words import tokenize
-from xling.train.loop import TrainConfig, TrainingProgress
+from xling.train.config import SelfTrainingOptions, TaskAdapterOptions
+from xling.train.loop import TrainingProgress
 from xling.train.run import refuse_to_replace
-from xling.train.tagging import TaggingRunOptions
-from xling.train.task import TaskAdapterOptions, train_task_adapter
+from xling.train.task import train_task_adapter
 from xling.workspace import Workspace, check_lang
-
-CONFIDENCE_OF = ("words", "entities")
-
-
-@dataclass
-class SelfTrainingOptions(TaggingRunOptions):
-    lang: str = opt(help="Language of the text; its language adapter goes under the task adapter.")
-    corpus: list[str] = opt(help="Unlabelled text of the language: files, folders or globs.")
-    dev: str = opt(help="Labelled dev data, used only to pick each round's best epoch.")
-    source: str = opt(
-        "ner-en", "Task adapter that labels the first round and that every round starts from.", name="from"
-    )
-    task: str = opt("ner", "The task: ner.")
-    name: str | None = opt(
-        None, "Name of the result (default: TASK-LANG-self); rounds before the last are NAME-roundK."
-    )
-    rounds: int = opt(2, "Rounds of tagging, selecting and training.")
-    threshold: float = opt(0.9, "Keep a sentence when its tag probabilities (see --confidence-of) reach this.")
-    confidence_of: str = opt(
-        "words", "Whose probabilities must reach --threshold: every word's (words), or the entities' (entities)."
-    )
-    max_per_type: int | None = opt(1000, "At most this many kept sentences per entity type (balance); 0: no cap.")
-    max_sentences: int | None = opt(5000, "Tag a seeded sample of this many corpus lines per round; 0: all.")
-    training: TrainConfig = opt(
-        factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=5e-4, eval_every=None, patience=2)
-    )
-
-    def default_name(self) -> str:
-        return f"{self.task}-{self.lang}-self"
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.rounds < 1:
-            raise XlingError("rounds must be at least 1")
-        if not 0 < self.threshold < 1:
-            raise XlingError("threshold must be between 0 and 1")
-        if self.confidence_of not in CONFIDENCE_OF:
-            raise XlingError(f"confidence-of must be one of {', '.join(CONFIDENCE_OF)}, not {self.confidence_of!r}")
-        for key in ("max_per_type", "max_sentences"):
-            if getattr(self, key) == 0:
-                setattr(self, key, None)  # 0 on the command line: no limit
-            elif getattr(self, key) is not None and getattr(self, key) < 1:
-                raise XlingError(f"{key.replace('_', '-')} must be at least 1")
 
 
 def select_confident(

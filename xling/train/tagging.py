@@ -4,36 +4,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 from xling.adapters import AdaptedModel
 from xling.data.conll import Sentence
-from xling.data.labels import IGNORE, parse_label_map
+from xling.data.labels import IGNORE
 from xling.errors import XlingError
-from xling.options import comma_list, opt
 from xling.scoring import score
 from xling.tagging.align import window_labels, windows_for
-from xling.tagging.decoding import DECODER_HELP, DEFAULT_DECODER, check_decoder, decode
+from xling.tagging.decoding import DEFAULT_DECODER, check_decoder, decode
 from xling.tagging.predict import max_window, pad_batch, predict_probabilities
-from xling.train.run import RunOptions
-
-
-@dataclass(kw_only=True)
-class TaggingRunOptions(RunOptions):
-    """What every run on labelled tagging data shares (task adapters, baselines, fusion, self-training)."""
-
-    drop_labels: list[str] = opt(factory=list, help="Entity types to turn into O, e.g. MISC.", parse=comma_list)
-    label_map: dict[str, str] = opt(
-        factory=dict, help="Rename entity types, e.g. PERSON=PER,LOCATION=LOC.", parse=parse_label_map
-    )
-    max_len: int | None = opt(256, "Longest window in sub-tokens; longer sentences are windowed.")
-    decoder: str = opt(DEFAULT_DECODER, DECODER_HELP)  # dev predictions are decoded as at tagging time
-
-    def __post_init__(self):
-        check_decoder(self.decoder)
 
 
 class TaggingObjective:

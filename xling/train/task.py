@@ -7,57 +7,23 @@ fine-tuning of the encoder with the head) and `head` (only the classification he
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import torch
 from rich.console import Console
 
-from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
-from xling.adapters.bottleneck.config import adapter_option
+from xling.adapters import AdaptedModel, Stack, TaggingHead, TaggingHeadConfig
 from xling.adapters.saving import load
 from xling.data.labels import label_list, relabel
 from xling.data.sources import load_ner
 from xling.errors import XlingError
 from xling.models import load_model
-from xling.options import opt
-from xling.train.loop import TrainConfig, TrainingProgress
+from xling.train.config import DEFAULT_LEARNING_RATES, METHODS, TaskAdapterOptions
+from xling.train.loop import TrainingProgress
 from xling.train.run import TrainingRun
-from xling.train.tagging import TaggingObjective, TaggingRunOptions
-from xling.trained_tasks import METHODS, TaskRecord, load_task_model, save_task
-from xling.workspace import LANG_ADAPTER_HELP, Workspace, check_lang
-
-# Per method. The head alone is a linear probe on frozen features and needs a larger step: on WikiANN-en,
-# one epoch reached dev F1 17.8 at 1e-3 and 40.0 at 1e-2.
-DEFAULT_LEARNING_RATES = {"adapter": 5e-4, "full": 5e-5, "head": 1e-2}
-
-
-@dataclass
-class TaskAdapterOptions(TaggingRunOptions):
-    lang: str = opt(help="Language of the training data; its language adapter is stacked below.")
-    # one source, or several read one after the other (e.g. silver and gold)
-    train: str | list[str] = opt(
-        help="Training data: a CoNLL file, wikiann:LANG or hf:DATASET[:CONFIG[:SPLIT]]; repeat for several."
-    )
-    dev: str = opt(help="Dev data for model selection and early stopping.")
-    task: str = opt("ner", "The task: ner.")
-    name: str | None = opt(None, "Name of the trained task adapter (default: TASK-LANG, e.g. ner-en).")
-    method: str = opt("adapter", "adapter (MAD-X), full (full fine-tuning) or head (only the head).")
-    train_limit: int | None = opt(None, "Train on the first N sentences only.")
-    dev_limit: int | None = opt(None, "Select on the first N dev sentences only.")
-    use_lang_adapter: bool = opt(
-        True, "Train the task adapter without a language adapter below it.", name="no_lang_adapter", invert=True
-    )
-    lang_adapter: str | None = opt(None, LANG_ADAPTER_HELP)
-    init_from: str | None = opt(None, "Continue a trained task adapter (few-shot target-language training).")
-    adapter: BottleneckConfig = adapter_option("pfeiffer")
-    # learning rate None: the method's (DEFAULT_LEARNING_RATES)
-    training: TrainConfig = opt(
-        factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=None, eval_every=None, patience=2)
-    )
-
-    def default_name(self) -> str:
-        suffix = {"adapter": "" if self.use_lang_adapter else "-nolang", "full": "-full", "head": "-head"}[self.method]
-        return f"{self.task}-{self.lang}{suffix}"
+from xling.train.tagging import TaggingObjective
+from xling.trained_tasks import TaskRecord, load_task_model, save_task
+from xling.workspace import Workspace, check_lang
 
 
 def train_task_adapter(

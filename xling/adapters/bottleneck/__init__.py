@@ -1,4 +1,10 @@
-from xling.adapters.bottleneck.config import PRESETS, BottleneckConfig
-from xling.adapters.bottleneck.layer import Bottleneck, BottleneckAdapter
+from xling.lazy import lazy_exports
 
-__all__ = ["BottleneckConfig", "BottleneckAdapter", "Bottleneck", "PRESETS"]
+_EXPORTS = {
+    "BottleneckConfig": "xling.adapters.bottleneck.config",
+    "PRESETS": "xling.adapters.bottleneck.config",
+    "BottleneckAdapter": "xling.adapters.bottleneck.layer",
+    "Bottleneck": "xling.adapters.bottleneck.layer",
+}
+__getattr__ = lazy_exports(_EXPORTS)
+__all__ = list(_EXPORTS)

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
-from torch import nn
-
 from xling.errors import XlingError
 from xling.options import comma_ints, opt
 
 PLACEMENTS = ("pfeiffer", "houlsby")
-ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "swish": nn.SiLU, "silu": nn.SiLU, "tanh": nn.Tanh}
+ACTIVATIONS = ("relu", "gelu", "swish", "silu", "tanh")
+
+
+def activation(name: str):
+    """A new module for non-linearity `name` (torch is imported here, not with the config)."""
+    from torch import nn
+
+    return {"relu": nn.ReLU, "gelu": nn.GELU, "swish": nn.SiLU, "silu": nn.SiLU, "tanh": nn.Tanh}[name]()
 
 
 @dataclass

@@ -5,12 +5,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from xling.adapters.bottleneck.config import ACTIVATIONS
+from xling.adapters.bottleneck.config import activation
 
 
 def _subnet(dim_in: int, dim_out: int, reduction_factor: float, non_linearity: str) -> nn.Sequential:
     size = max(1, int(dim_in // reduction_factor))
-    return nn.Sequential(nn.Linear(dim_in, size), ACTIVATIONS[non_linearity](), nn.Linear(size, dim_out))
+    return nn.Sequential(nn.Linear(dim_in, size), activation(non_linearity), nn.Linear(size, dim_out))
 
 
 class NICECoupling(nn.Module):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from xling.adapters.bottleneck.config import ACTIVATIONS, BottleneckConfig
+from xling.adapters.bottleneck.config import BottleneckConfig, activation
 from xling.adapters.bottleneck.invertible import NICECoupling
 
 
@@ -23,7 +23,7 @@ class Bottleneck(nn.Module):
     def __init__(self, hidden: int, bottleneck: int, non_linearity: str):
         super().__init__()
         self.down = nn.Linear(hidden, bottleneck)
-        self.act = ACTIVATIONS[non_linearity]()
+        self.act = activation(non_linearity)
         self.up = nn.Linear(bottleneck, hidden)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

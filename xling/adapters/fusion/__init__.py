@@ -1,4 +1,9 @@
-from xling.adapters.fusion.config import FusionConfig
-from xling.adapters.fusion.layer import AdapterFusion, FusionLayer
+from xling.lazy import lazy_exports
 
-__all__ = ["FusionConfig", "AdapterFusion", "FusionLayer"]
+_EXPORTS = {
+    "FusionConfig": "xling.adapters.fusion.config",
+    "AdapterFusion": "xling.adapters.fusion.layer",
+    "FusionLayer": "xling.adapters.fusion.layer",
+}
+__getattr__ = lazy_exports(_EXPORTS)
+__all__ = list(_EXPORTS)

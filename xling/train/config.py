@@ -1,0 +1,199 @@
+"""The options of every training command, in one place and without torch: `xling <command> --help`
+reads them without loading a model library.
+
+One dataclass per command (`LanguageAdapterOptions`, `TaskAdapterOptions`, `FusionOptions`,
+`SelfTrainingOptions`), built from what they share: `RunOptions` (where, on what model), `TaggingRunOptions`
+(labelled tagging data) and the nested `TrainConfig` (the loop) and `MaskingConfig` (masked-LM).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xling.adapters.bottleneck.config import BottleneckConfig, adapter_option
+from xling.adapters.fusion.config import FusionConfig
+from xling.data.labels import parse_label_map
+from xling.device import DEVICE_HELP, PRECISION_HELP, check_precision
+from xling.errors import XlingError
+from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
+from xling.options import comma_list, opt
+from xling.tagging.decoding import DECODER_HELP, DEFAULT_DECODER, check_decoder
+from xling.workspace import LANG_ADAPTER_HELP, WORKSPACE_HELP
+
+METHODS = ("adapter", "full", "head")
+
+
+@dataclass
+class TrainConfig:
+    max_steps: int | None = opt(None, "Optimiser steps; when unset, --epochs decides.", name="steps")
+    epochs: float = opt(1.0, "Passes over the training data.", clears="max_steps")
+    batch_size: int = opt(8, "Examples per micro-batch.")
+    grad_accum: int = opt(1, "Micro-batches per optimiser step.")
+    learning_rate: float | None = opt(1e-4, "Peak learning rate.", name="lr")  # None: the objective's default
+    warmup: float = opt(0.06, "Warm-up: a fraction of all steps (below 1) or a number of steps.")
+    weight_decay: float = opt(0.0, hidden=True)
+    max_grad_norm: float = opt(1.0, hidden=True)
+    eval_every: int | None = opt(100, "Evaluate every N steps; unset: once per epoch.")
+    checkpoint_every: int = opt(100, "Save a resumable checkpoint every N steps.")
+    patience: int | None = opt(None, "Stop after this many evaluations without improvement.")
+    seed: int = opt(42, "Random seed (data order, initialisation, masking).")
+    device: str = opt("auto", DEVICE_HELP)
+    precision: str = opt("auto", PRECISION_HELP)
+
+    def __post_init__(self):
+        for name in ("batch_size", "grad_accum", "eval_every", "checkpoint_every"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise XlingError(f"{name.replace('_', '-')} must be at least 1")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise XlingError("steps must be at least 1")
+        if self.learning_rate is not None and self.learning_rate <= 0:
+            raise XlingError("learning rate must be positive")
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise XlingError(f"device must be auto, cpu or cuda, not {self.device!r}")
+        check_precision(self.precision)
+
+
+@dataclass
+class MaskingConfig:
+    probability: float = opt(0.15, "Share of pieces to mask.", name="mask_prob")
+    whole_word: bool = opt(False, "Mask whole words instead of single pieces.")
+
+    def __post_init__(self):
+        if not 0 < self.probability < 1:
+            raise XlingError("mask probability must be between 0 and 1")
+
+
+@dataclass(kw_only=True)
+class RunOptions:
+    """What every training command takes besides its own options: where, on what model, and what to do
+    with an earlier adapter or an interrupted run."""
+
+    model: str = opt(DEFAULT_MODEL, MODEL_HELP)
+    workspace: str | None = opt(None, WORKSPACE_HELP)
+    overwrite: bool = opt(False, "Replace an existing adapter of the same name.")
+    restart: bool = opt(False, "Discard an interrupted run instead of resuming it.")
+
+
+@dataclass(kw_only=True)
+class TaggingRunOptions(RunOptions):
+    """What every run on labelled tagging data shares (task adapters, baselines, fusion, self-training)."""
+
+    drop_labels: list[str] = opt(factory=list, help="Entity types to turn into O, e.g. MISC.", parse=comma_list)
+    label_map: dict[str, str] = opt(
+        factory=dict, help="Rename entity types, e.g. PERSON=PER,LOCATION=LOC.", parse=parse_label_map
+    )
+    max_len: int | None = opt(256, "Longest window in sub-tokens; longer sentences are windowed.")
+    decoder: str = opt(DEFAULT_DECODER, DECODER_HELP)  # dev predictions are decoded as at tagging time
+
+    def __post_init__(self):
+        check_decoder(self.decoder)
+
+
+@dataclass
+class LanguageAdapterOptions(RunOptions):
+    lang: str = opt(help="Language code, e.g. qu, es, en: the adapter's name.")
+    corpus: list[str] = opt(help="Text files, folders or globs (CoNLL files count as text).")
+    adapter: BottleneckConfig = adapter_option("madx-lang")
+    # no early stopping: held-out perplexity is reported, not used to select
+    training: TrainConfig = opt(factory=lambda: TrainConfig(max_steps=1000, learning_rate=1e-4), without=("patience",))
+    seq_len: int = opt(128, "Tokens per training block.")
+    masking: MaskingConfig = opt(factory=MaskingConfig)
+    vocab_from_corpus: bool = opt(False, "Restrict the training softmax to pieces seen in the corpus (faster).")
+    held_out: float = opt(0.02, "Share of lines held out for perplexity (kept within 1-5%).")
+
+
+# Per method. The head alone is a linear probe on frozen features and needs a larger step: on WikiANN-en,
+# one epoch reached dev F1 17.8 at 1e-3 and 40.0 at 1e-2.
+DEFAULT_LEARNING_RATES = {"adapter": 5e-4, "full": 5e-5, "head": 1e-2}
+
+
+@dataclass
+class TaskAdapterOptions(TaggingRunOptions):
+    lang: str = opt(help="Language of the training data; its language adapter is stacked below.")
+    # one source, or several read one after the other (e.g. silver and gold)
+    train: str | list[str] = opt(
+        help="Training data: a CoNLL file, wikiann:LANG or hf:DATASET[:CONFIG[:SPLIT]]; repeat for several."
+    )
+    dev: str = opt(help="Dev data for model selection and early stopping.")
+    task: str = opt("ner", "The task: ner.")
+    name: str | None = opt(None, "Name of the trained task adapter (default: TASK-LANG, e.g. ner-en).")
+    method: str = opt("adapter", "adapter (MAD-X), full (full fine-tuning) or head (only the head).")
+    train_limit: int | None = opt(None, "Train on the first N sentences only.")
+    dev_limit: int | None = opt(None, "Select on the first N dev sentences only.")
+    use_lang_adapter: bool = opt(
+        True, "Train the task adapter without a language adapter below it.", name="no_lang_adapter", invert=True
+    )
+    lang_adapter: str | None = opt(None, LANG_ADAPTER_HELP)
+    init_from: str | None = opt(None, "Continue a trained task adapter (few-shot target-language training).")
+    adapter: BottleneckConfig = adapter_option("pfeiffer")
+    # learning rate None: the method's (DEFAULT_LEARNING_RATES)
+    training: TrainConfig = opt(
+        factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=None, eval_every=None, patience=2)
+    )
+
+    def default_name(self) -> str:
+        suffix = {"adapter": "" if self.use_lang_adapter else "-nolang", "full": "-full", "head": "-head"}[self.method]
+        return f"{self.task}-{self.lang}{suffix}"
+
+
+@dataclass
+class FusionOptions(TaggingRunOptions):
+    lang: str = opt(help="Language of the training data; its language adapter goes below the fusion.")
+    adapters: list[str] = opt(help="Task adapters to fuse, comma-separated, e.g. ner-en,ner-es.", parse=comma_list)
+    train: str = opt(help="Training data (e.g. the 100 Quechua training sentences).")
+    dev: str = opt(help="Dev data for model selection and early stopping.")
+    task: str = opt("ner", "The task: ner.")
+    name: str | None = opt(None, "Name of the fusion (default: TASK-fusion-LANG).")
+    use_lang_adapter: bool = opt(True, "Fuse without a language adapter below.", name="no_lang_adapter", invert=True)
+    fusion: FusionConfig = opt(factory=FusionConfig)
+    # learning rate as in the AdapterFusion paper
+    training: TrainConfig = opt(
+        factory=lambda: TrainConfig(epochs=10, batch_size=16, learning_rate=5e-5, eval_every=None, patience=3)
+    )
+
+    def default_name(self) -> str:
+        return f"{self.task}-fusion-{self.lang}"
+
+
+CONFIDENCE_OF = ("words", "entities")
+
+
+@dataclass
+class SelfTrainingOptions(TaggingRunOptions):
+    lang: str = opt(help="Language of the text; its language adapter goes under the task adapter.")
+    corpus: list[str] = opt(help="Unlabelled text of the language: files, folders or globs.")
+    dev: str = opt(help="Labelled dev data, used only to pick each round's best epoch.")
+    source: str = opt(
+        "ner-en", "Task adapter that labels the first round and that every round starts from.", name="from"
+    )
+    task: str = opt("ner", "The task: ner.")
+    name: str | None = opt(
+        None, "Name of the result (default: TASK-LANG-self); rounds before the last are NAME-roundK."
+    )
+    rounds: int = opt(2, "Rounds of tagging, selecting and training.")
+    threshold: float = opt(0.9, "Keep a sentence when its tag probabilities (see --confidence-of) reach this.")
+    confidence_of: str = opt(
+        "words", "Whose probabilities must reach --threshold: every word's (words), or the entities' (entities)."
+    )
+    max_per_type: int | None = opt(1000, "At most this many kept sentences per entity type (balance); 0: no cap.")
+    max_sentences: int | None = opt(5000, "Tag a seeded sample of this many corpus lines per round; 0: all.")
+    training: TrainConfig = opt(
+        factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=5e-4, eval_every=None, patience=2)
+    )
+
+    def default_name(self) -> str:
+        return f"{self.task}-{self.lang}-self"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.rounds < 1:
+            raise XlingError("rounds must be at least 1")
+        if not 0 < self.threshold < 1:
+            raise XlingError("threshold must be between 0 and 1")
+        if self.confidence_of not in CONFIDENCE_OF:
+            raise XlingError(f"confidence-of must be one of {', '.join(CONFIDENCE_OF)}, not {self.confidence_of!r}")
+        for key in ("max_per_type", "max_sentences"):
+            if getattr(self, key) == 0:
+                setattr(self, key, None)  # 0 on the command line: no limit
+            elif getattr(self, key) is not None and getattr(self, key) < 1:
+                raise XlingError(f"{key.replace('_', '-')} must be at least 1")
