@@ -54,6 +54,7 @@ def test_saved_adapters_carry_a_model_card(trained_workspace):
     card = (root / "ws" / model_dir.name / "task" / "ner-en" / "README.md").read_text()
     assert card.startswith("---\n") and "library_name: xling" in card and "- en" in card
     assert "pipeline_tag: token-classification" in card and "dev F1" in card and "B-PER" in card
+    assert "model-index:" in card and "type: f1" in card  # the dev F1 as Hub evaluation results
     lang_card = (root / "ws" / model_dir.name / "lang" / "qu" / "README.md").read_text()
     assert "masked-lm" in lang_card and "held-out perplexity" in lang_card and "--lang-adapter qu" in lang_card
 
@@ -103,3 +104,16 @@ def test_export_command_writes_an_adapterhub_directory(trained_workspace, tmp_pa
     }
     again = CliRunner().invoke(app, ["export", "ner-en", str(tmp_path / "hub"), "--format", "adapterhub", *where])
     assert again.exit_code != 0 and "already exists" in str(again.exception)
+
+
+def test_model_card_names_hub_datasets_and_the_embedded_models_upstream():
+    report = {"name": "ner-en", "lang": "en", "model": "e5-small", "labels": ["O", "B-PER", "I-PER"]}
+    report |= {"best": {"f1": 0.8, "precision": 0.8, "recall": 0.8}, "steps": 10, "computed_in": "fp32"}
+    report["options"] = {
+        "train": ["wikiann:en:train", "local-file-that-stays-unnamed"],
+        "dev": "hf:conll2003::validation",
+    }
+    card = xling.hub.model_card(report, "org/ner-en")
+    assert "base_model: intfloat/multilingual-e5-small" in card
+    assert "datasets:\n- conll2003\n- unimelb-nlp/wikiann\n" in card and "local-file" not in card
+    assert "value: 0.8" in card and "xling tag --lang LANG --task-adapter hf:org/ner-en" in card

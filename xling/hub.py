@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from huggingface_hub import CommitOperationAdd, HfApi, ModelCard, ModelCardData, snapshot_download
+from huggingface_hub import CommitOperationAdd, EvalResult, HfApi, ModelCard, ModelCardData, snapshot_download
 from huggingface_hub.errors import HfHubHTTPError
 
 from xling import __version__
+from xling.data.sources import hub_dataset_id
 from xling.errors import XlingError
 from xling.fileio import read_json
 from xling.models.loading import hub_id
@@ -73,13 +74,33 @@ def model_card(report: dict, repo_id: str | None = None) -> str:
     lang = report.get("lang") or report.get("adapter")
     name = report.get("name") or report.get("adapter")
     base = hub_id(report.get("model", ""))
+    options = report.get("options", {})
+    trained_on = options.get("corpus") or options.get("train") or []
+    sources = [trained_on] if isinstance(trained_on, str) else list(trained_on)
+    datasets = sorted({d for d in map(hub_dataset_id, sources + [options.get("dev") or ""]) if d})
+    best, dev = report.get("best") or {}, options.get("dev")
+    results = None
+    if kind != "language" and "f1" in best and dev:
+        dataset = EvalResult(
+            task_type="token-classification",
+            dataset_type=hub_dataset_id(dev) or "custom",
+            dataset_name=Path(dev).name if Path(dev).exists() else dev,
+            dataset_split="validation",
+            metric_type="f1",
+            metric_value=round(float(best["f1"]), 4),  # a numpy float in a fresh report
+            metric_name="seqeval F1 (strict IOB2)",
+        )
+        results = [dataset]
     data = ModelCardData(
+        model_name=name if results else None,
         language=[lang] if lang else None,
         library_name="xling",
         base_model=base,
+        datasets=datasets or None,
         tags=["xling", "adapters", "mad-x", "masked-lm" if kind == "language" else "named-entity-recognition"],
         pipeline_tag=None if kind == "language" else "token-classification",
         metrics=None if kind == "language" else ["seqeval"],
+        eval_results=results,
     )
     spec = f"hf:{repo_id}" if repo_id else name
     rows = [
@@ -95,7 +116,6 @@ def model_card(report: dict, repo_id: str | None = None) -> str:
             rows += [("held-out perplexity", f"{before:.1f} before, {after:.1f} after")]
         use = f"xling train-task ner --lang {lang} --lang-adapter {spec} --train FILE --dev FILE"
     else:
-        best = report.get("best") or {}
         if "f1" in best:
             rows += [
                 (

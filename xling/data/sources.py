@@ -59,6 +59,14 @@ def _hub_dataset(source: str) -> tuple[str, str | None, str]:
     raise XlingError(f"no such file: {source} (named sources: {known})")
 
 
+def hub_dataset_id(source: str) -> str | None:
+    """The Hub dataset a source names (`wikiann:qu` -> unimelb-nlp/wikiann), or None for a file."""
+    try:
+        return None if Path(source).expanduser().exists() else _hub_dataset(source)[0]
+    except XlingError:
+        return None
+
+
 def load_ner(source: str, split: str = "train", loader=None) -> list[Sentence]:
     """Sentences from a CoNLL file, or from a named hub dataset such as `wikiann:qu` or `hf:conll2003`."""
     path = Path(source).expanduser()
