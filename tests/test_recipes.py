@@ -81,6 +81,14 @@ run = "evaluate"
 data = "{dev}"
 lang = "qu"
 task_adapter = "ner-xx"
+
+[[step]]
+title = "by path"
+run = "evaluate"
+data = "hf:conll2003::validation"
+lang = "qu"
+lang_adapter = "{tmp_path / "no-such-adapter"}"
+task_adapter = "hf:org/ner-en"
 ''',
     )
     with pytest.raises(XlingError) as error:
@@ -90,7 +98,9 @@ task_adapter = "ner-xx"
     assert "step 1 (lang): key 'corpus'" in message and "missing.txt not found" in message
     assert "step 2 (task): needs the lang adapter 'de'" in message
     assert "step 3 (eval): needs the task adapter 'ner-xx'" in message
-    assert "4 problem(s)" in message
+    # adapters named by path are checked as folders, Hub adapters and datasets are fetched when the step runs
+    assert f"step 4 (by path): the lang adapter {tmp_path / 'no-such-adapter'} is not a directory" in message
+    assert "5 problem(s)" in message
 
 
 def test_recipe_runs_then_skips_finished_steps(tmp_path, trained_workspace):

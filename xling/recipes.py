@@ -37,6 +37,7 @@ from rich.console import Console
 from rich.table import Table
 
 from xling.data.catalog import load_catalog, resolve, tomllib
+from xling.data.sources import hub_dataset_id
 from xling.errors import XlingError
 from xling.fileio import write_json_atomic, write_text_atomic
 from xling.models.loading import DEFAULT_MODEL
@@ -49,7 +50,7 @@ from xling.train.language import train_language_adapter
 from xling.train.self_training import self_train
 from xling.train.summary import language_report_table, selection_summary, self_training_summary
 from xling.train.task import train_task_adapter
-from xling.workspace import Workspace
+from xling.workspace import Workspace, is_hub_name, is_path
 
 # The options of each run that reads its options from a dataclass, as on the command line.
 OPTIONS = {
@@ -68,6 +69,7 @@ KEYS["tag"] = {
     "task_adapter",
     "fusion",
     "no_lang_adapter",
+    "lang_adapter",
     "format",
     "output",
     "paragraphs",
@@ -182,7 +184,7 @@ def requires(step: Step) -> list[tuple[str, str]]:
         needs += [("task", options.source), ("lang", options.lang)]
     elif step.run in ("evaluate", "tag", "analyze") and o.get("analysis") != "params":
         needs += [("fusion", o["fusion"])] if o.get("fusion") else [("task", o.get("task_adapter") or "ner-en")]
-        needs += [("lang", o["lang"])] if not o.get("no_lang_adapter") and "lang" in o else []
+        needs += [("lang", o.get("lang_adapter") or o["lang"])] if not o.get("no_lang_adapter") and "lang" in o else []
     return needs
 
 
@@ -212,12 +214,18 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
                     problems.append(f"{where}: key {key!r}: {err}")
                     continue
                 if (
-                    not resolved.startswith(("wikiann:",))
+                    hub_dataset_id(resolved) is None
                     and not Path(resolved).exists()
                     and not any(c in resolved for c in "*?[")
                 ):
                     problems.append(f"{where}: key {key!r}: {value} not found")
         for kind, name in requires(step):
+            if is_hub_name(name):  # fetched when the step runs
+                continue
+            if is_path(name):
+                if not Path(name).expanduser().is_dir():
+                    problems.append(f"{where}: the {kind} adapter {name} is not a directory")
+                continue
             if (kind, name) not in made and not workspace.adapter_dir(kind, name).is_dir():
                 problems.append(
                     f"{where}: needs the {kind} adapter {name!r}, which no earlier step trains and the workspace does not hold"
@@ -280,6 +288,7 @@ def _tag(o: dict, recipe: Recipe, console: Console) -> None:
         model=recipe.model,
         workspace=recipe.workspace,
         use_lang_adapter=not o.get("no_lang_adapter", False),
+        lang_adapter=o.get("lang_adapter"),
         decoder=o.get("decoder", DEFAULT_DECODER),
         precision=o.get("precision", "auto"),
     )
