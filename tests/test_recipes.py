@@ -157,6 +157,14 @@ def test_catalogue_resolves_local_then_hub(tmp_path, monkeypatch):
         resolve("corpus:nope/train", catalog)
     with pytest.raises(XlingError, match="no split"):
         resolve("corpus:wikiann-qu/test", catalog)
+    from xling.data.sources import load_ner
+    from xling.data.text import expand_sources
+
+    # every command takes the names, not only recipes: training and evaluation data, and text corpora
+    assert load_ner("corpus:wikiann-qu/dev")[0].tags == ["B-LOC"]
+    (tmp_path / "text" / "qu").mkdir(parents=True)
+    (tmp_path / "text" / "qu" / "a.txt").write_text("Qusqu llaqta\n")
+    assert expand_sources(["corpus:quechua-text"]) == [tmp_path / "text" / "qu" / "a.txt"]
 
 
 def test_corpora_list_shows_what_is_here(corpora_root):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from xling.data.catalog import resolve
 from xling.data.conll import Sentence, read_conll, to_iob2
 from xling.errors import XlingError
 
@@ -68,7 +69,9 @@ def hub_dataset_id(source: str) -> str | None:
 
 
 def load_ner(source: str, split: str = "train", loader=None) -> list[Sentence]:
-    """Sentences from a CoNLL file, or from a named hub dataset such as `wikiann:qu` or `hf:conll2003`."""
+    """Sentences from a CoNLL file, a catalogue name (`corpus:wikiann-qu/dev`), or a named hub dataset such as
+    `wikiann:qu` or `hf:conll2003`."""
+    source = resolve(source)
     path = Path(source).expanduser()
     if path.exists():
         if path.is_dir():

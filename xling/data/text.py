@@ -11,15 +11,17 @@ import glob
 import unicodedata
 from pathlib import Path
 
+from xling.data.catalog import resolve
 from xling.data.conll import looks_like_conll, read_conll, read_lines
 from xling.errors import XlingError
 
 
 def expand_sources(sources: list[str]) -> list[Path]:
-    """Files, folders (every file below, sorted) and globs, in the order given."""
+    """Files, folders (every file below, sorted), globs and catalogue names (`corpus:quechua-text`), in the
+    order given."""
     files: list[Path] = []
     for source in sources:
-        path = Path(source).expanduser()
+        path = Path(resolve(source)).expanduser()
         if path.is_file():
             files.append(path)
         elif path.is_dir():

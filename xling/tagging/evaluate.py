@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class EvaluationOptions:
-    data: str = opt(help="Labelled data: a CoNLL file, wikiann:LANG or hf:DATASET[:CONFIG[:SPLIT]].")
+    data: str = opt(help="Labelled data: a CoNLL file, corpus:NAME/SPLIT, wikiann:LANG or hf:DATASET[:CONFIG[:SPLIT]].")
     lang: str = opt(help="Language of the data: its language adapter is stacked under the task adapter.")
     task_adapter: str | None = opt(
         None, "Trained task: a name, a directory or hf:ORG/NAME (default: ner-LANG if trained, else ner-en)."

@@ -112,7 +112,7 @@ class TaskAdapterOptions(TaggingRunOptions):
     lang: str = opt(help="Language of the training data; its language adapter is stacked below.")
     # one source, or several read one after the other (e.g. silver and gold)
     train: str | list[str] = opt(
-        help="Training data: a CoNLL file, wikiann:LANG or hf:DATASET[:CONFIG[:SPLIT]]; repeat for several."
+        help="Training data: a CoNLL file, corpus:NAME/SPLIT, wikiann:LANG or hf:DATASET[:CONFIG[:SPLIT]]; repeat for several."
     )
     dev: str = opt(help="Dev data for model selection and early stopping.")
     task: str = opt("ner", "The task: ner.")
