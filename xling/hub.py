@@ -126,7 +126,7 @@ def model_card(report: dict, repo_id: str | None = None) -> str:
         rows += [("labels", ", ".join(report.get("labels", [])) or "?")]
         if report.get("train_sentences"):
             rows += [("training sentences", str(report["train_sentences"]))]
-        use = f"xling tag --lang LANG --{'fusion' if kind == 'fusion' else 'task-adapter'} {spec} FILE.txt"
+        use = f"xling tag --lang qu --{'fusion' if kind == 'fusion' else 'task-adapter'} {spec} FILE.txt"
     rows += [
         ("steps", f"{report.get('steps', '?')} ({report.get('computed_in', '?')})"),
         ("xling", report.get("xling_version", __version__)),
