@@ -23,13 +23,15 @@ TASK = Path("tinybert") / "task" / "ner-en"
 def _launch(launcher: list[str], workspace: Path, data: tuple, rows: Path, crash_at: int | None = None):
     model_dir, train, dev = data
     rows.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "XLING_TEST_ROWS": str(rows), "PYTHONPATH": str(ENTRY.parent.parent)}
+    pythonpath = os.pathsep.join(filter(None, [str(ENTRY.parent.parent), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "XLING_TEST_ROWS": str(rows), "PYTHONPATH": pythonpath}
     if crash_at:
         env["XLING_TEST_CRASH_AT"] = str(crash_at)
     command = [*launcher, str(ENTRY), "train-task", "ner", "--lang", "en", "--train", str(train), "--dev", str(dev)]
     command += ["-m", str(model_dir), "-w", str(workspace), "--batch-size", "8", "--epochs", "1", "--seed", "3"]
     # fp32: the check is that two processes make one process's update, to float rounding
     command += ["--checkpoint-every", "4", "--eval-every", "10", "--lr", "5e-3", "--precision", "fp32"]
+    command += ["--device", "cpu"]  # gloo: two processes cannot share one GPU under NCCL
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
 
 

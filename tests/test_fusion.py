@@ -144,7 +144,7 @@ def test_layer_ablation_reuses_one_model(trained_workspace, monkeypatch):
 
 def test_without_layers_removes_exactly_those_adapters(trained_workspace):
     root, model_dir, _, _ = trained_workspace
-    model = Tagger.load(lang="en", model=str(model_dir), workspace=str(root / "ws")).model
+    model = Tagger.load(lang="en", model=str(model_dir), workspace=str(root / "ws"), device="cpu").model
     ids = torch.tensor([[0, 5, 6, 7, 8, 2]])
 
     def hidden():

@@ -96,7 +96,10 @@ def test_int8_tagging_quantises_the_linear_layers_and_keeps_the_probabilities_cl
     sentences = [["Qusqu", "llaqta", "Lima"], ["Juan", "Perú", "suyupi", "tiyan"]]
     probabilities = {}
     for precision in ("fp32", "int8"):
-        tagger = Tagger.load(lang="qu", model=str(model_dir), workspace=str(root / "ws"), precision=precision)
+        # int8 is CPU-only: pinned, so that the comparison also runs where a GPU is present
+        tagger = Tagger.load(
+            lang="qu", model=str(model_dir), workspace=str(root / "ws"), precision=precision, device="cpu"
+        )
         kinds = {type(m) for m in tagger.model.modules()}
         assert (DynamicInt8Linear in kinds) == (precision == "int8") and (torch.nn.Linear in kinds) == (
             precision == "fp32"
