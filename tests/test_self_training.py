@@ -23,14 +23,14 @@ def test_selection_keeps_confident_sentences_with_entities_most_confident_first(
         [("B-PER", 0.99), ("O", 0.5)],  # one unsure word: not kept
         [("B-LOC", 0.91)],
     ]
-    kept = select_confident(sentences, tagged, 0.9, None)
+    kept = select_confident(sentences, tagged, 0.9, None, confidence_of="words")
     assert [s.tokens for s in kept] == [["Juan", "Lima"], ["a", "Lima"], ["Cusco"]]
     assert kept[0].tags == ["B-PER", "B-LOC"]
     # At most one sentence per type: the most confident LOC sentence (also PER) fills both.
-    assert [s.tokens for s in select_confident(sentences, tagged, 0.9, 1)] == [["Juan", "Lima"]]
-    assert select_confident(sentences, tagged, 0.999, None) == []
-    # Counting only the entities' words, the sentence whose one unsure word is O is kept too.
-    by_entities = select_confident(sentences, tagged, 0.9, None, confidence_of="entities")
+    assert [s.tokens for s in select_confident(sentences, tagged, 0.9, 1, "words")] == [["Juan", "Lima"]]
+    assert select_confident(sentences, tagged, 0.999, None, "words") == []
+    # Counting only the entities' words (the default), the sentence whose one unsure word is O is kept too.
+    by_entities = select_confident(sentences, tagged, 0.9, None)
     assert [s.tokens for s in by_entities] == [["Ana", "c"], ["Juan", "Lima"], ["a", "Lima"], ["Cusco"]]
 
 

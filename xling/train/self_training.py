@@ -2,12 +2,13 @@
 
 Each round tags a seeded sample of the unlabelled sentences with `Stack(<lang>, <adapter>)`
 (the source adapter in round 1, the previous round's after that), keeps the sentences the
-model is sure of (an entity in them, every word's tag probability at least `threshold`,
-at most `max_per_type` sentences per entity type, most confident first), and trains a task
-adapter on them. Every round starts again from the source adapter, so one round's errors
-are not compounded in the weights, only in the labels it passes on. Dev data choose the best
-epoch, nothing else. Rounds are saved as `<name>-round<K>`, the last as `<name>`, each with
-the sentences it was trained on (`pseudo_labels.conll`); a rerun skips finished rounds, and an
+model is sure of (an entity in them, the words of its entities, or with
+`confidence_of="words"` every word, tagged with probability at least `threshold`, at most
+`max_per_type` sentences per entity type, most confident first), and trains a task adapter
+on them. Every round starts again from the source adapter, so one round's errors are not
+compounded in the weights, only in the labels it passes on. Dev data choose the best epoch,
+nothing else. Rounds are saved as `<name>-round<K>`, the last as `<name>`, each with the
+sentences it was trained on (`pseudo_labels.conll`); a rerun skips finished rounds, and an
 interrupted round resumes like any training.
 """
 
@@ -40,10 +41,10 @@ def select_confident(
     tagged: list[list[tuple[str, float]]],
     threshold: float,
     max_per_type: int | None,
-    confidence_of: str = "words",
+    confidence_of: str = "entities",
 ) -> list[Sentence]:
-    """Sentences with an entity whose words (every word, or with `confidence_of="entities"` the words of its
-    entities) have tag probability >= threshold, most confident first, taking a sentence only while each of
+    """Sentences with an entity whose entities' words (or with `confidence_of="words"` every word) have tag
+    probability >= threshold, most confident first, taking a sentence only while each of
     its entity types has fewer than `max_per_type`."""
     candidates = []
     for tokens, words in zip(sentences, tagged):
