@@ -104,6 +104,15 @@ def test_export_command_writes_an_adapterhub_directory(trained_workspace, tmp_pa
     }
     again = CliRunner().invoke(app, ["export", "ner-en", str(tmp_path / "hub"), "--format", "adapterhub", *where])
     assert again.exit_code != 0 and "already exists" in str(again.exception)
+    # A trained language adapter exports without its masked-LM head, which the library has no use for.
+    language = CliRunner().invoke(app, ["export", "qu", str(tmp_path / "qu"), "--format", "adapterhub", *where])
+    assert language.exit_code == 0, language.output
+    assert (root / "ws" / "tinybert" / "lang" / "qu" / "head_config.json").is_file()
+    assert {p.name for p in (tmp_path / "qu").iterdir()} == {
+        "adapter_config.json",
+        "pytorch_adapter.bin",
+        "adapter.safetensors",
+    }
 
 
 def test_model_card_names_hub_datasets_and_the_embedded_models_upstream():

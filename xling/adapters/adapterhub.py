@@ -179,7 +179,9 @@ def _export_name(key: str, name: str) -> str:
 
 def export_adapterhub(directory: Path, target: Path, overwrite: bool = False) -> Path:
     """Write the xling bottleneck adapter saved in `directory` (with its tagging head, if it has one) as the
-    `adapters` library saves one, so that its `model.load_adapter(target)` loads it."""
+    `adapters` library saves one, so that its `model.load_adapter(target)` loads it. A language adapter's
+    masked-LM head stays behind: it serves its training only, and the library stacks language adapters
+    without one."""
     from xling.adapters.saving import CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE, read_weights
 
     directory = Path(directory)
@@ -208,8 +210,8 @@ def export_adapterhub(directory: Path, target: Path, overwrite: bool = False) ->
         write_json_atomic(staging / CONFIG_FILE, {"config": _export_config(record["config"], directory), **about})
         torch.save(weights, staging / "pytorch_adapter.bin")  # what `load_adapter` reads by default
         save_file(weights, str(staging / "adapter.safetensors"))  # what it reads with use_safetensors=True
-        if (directory / HEAD_CONFIG_FILE).is_file():
-            head = read_json(directory / HEAD_CONFIG_FILE)
+        head = read_json(directory / HEAD_CONFIG_FILE) if (directory / HEAD_CONFIG_FILE).is_file() else {}
+        if head and head.get("kind") != "mlm":
             if head.get("kind") != "tagging":
                 raise XlingError(f"{directory}: a {head.get('kind')} head has no equivalent in the adapters library")
             labels = head["labels"]
