@@ -6,6 +6,9 @@ import io
 import json
 import subprocess
 import sys
+import threading
+import time
+from itertools import repeat
 
 import pytest
 from rich.console import Console
@@ -15,6 +18,7 @@ from xling import Tagger
 from xling.cli.progress import counted_bar
 from xling.errors import XlingError
 from xling.tagging.output import KNOWN, PALETTE, colour, render, to_html
+from xling.tagging.reading import ready_chunks
 from xling.tagging.tagger import Span, TaggedText, spans_from_tags
 from xling.tagging.words import split_sentences, tokenize
 
@@ -149,16 +153,34 @@ def test_tag_command_formats(trained_workspace, tmp_path):
 
 def test_tag_streams_results_before_its_input_ends(trained_workspace):
     root, model_dir, _, _ = trained_workspace
-    command = [sys.executable, "-m", "xling", "tag", "-", "--lang", "qu", "-f", "jsonl", "--batch-size", "2"]
+    command = [sys.executable, "-m", "xling", "tag", "-", "--lang", "qu", "-f", "jsonl"]  # batches of 32
     command += ["--model", str(model_dir), "-w", str(root / "ws")]
     with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as tagging:
-        tagging.stdin.write("juan lima\nmaria of peru\n")
-        tagging.stdin.flush()  # and left open: the input has not ended
-        first = [json.loads(tagging.stdout.readline())["text"] for _ in range(2)]
-        tagging.stdin.write("runa wasi\n")
+        watchdog = threading.Timer(120, tagging.kill)  # a tag that waits for more input never answers
+        watchdog.start()
+        tagging.stdin.write("juan lima\n")
+        tagging.stdin.flush()  # and left open: one line of a batch of 32, and the input has not ended
+        first = json.loads(tagging.stdout.readline())["text"]
+        tagging.stdin.write("maria of peru\nruna wasi\n")
         tagging.stdin.close()
         rest = [json.loads(line)["text"] for line in tagging.stdout]
-    assert first == ["juan lima", "maria of peru"] and rest == ["runa wasi"] and tagging.returncode == 0
+        watchdog.cancel()
+    assert first == "juan lima" and rest == ["maria of peru", "runa wasi"] and tagging.returncode == 0
+
+
+def test_ready_chunks_take_what_has_come_and_pass_errors_on_in_order():
+    assert list(ready_chunks(range(7), iter([2, 2, 4]), ahead=8)) == [[0, 1], [2, 3], [4, 5, 6]]
+
+    def slow():
+        yield "a"
+        time.sleep(0.5)  # a chunk of 10 does not wait for this
+        yield "b"
+        raise XlingError("<stdin>:3: not UTF-8 text")
+
+    chunks = ready_chunks(slow(), repeat(10), ahead=4)
+    assert next(chunks) == ["a"] and next(chunks) == ["b"]
+    with pytest.raises(XlingError, match="stdin>:3"):
+        next(chunks)
 
 
 def test_counted_bar_passes_everything_through_and_counts_it():

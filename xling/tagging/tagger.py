@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
-from itertools import islice
+from itertools import count
 
 from xling.adapters import Stack
 from xling.adapters.saving import load
@@ -20,6 +20,7 @@ from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL
 from xling.tagging.decoding import DEFAULT_DECODER, check_decoder, decode
 from xling.tagging.predict import predict_probabilities
+from xling.tagging.reading import ready_chunks
 from xling.tagging.words import Token, split_sentences, tokenize
 from xling.trained_tasks import load_fusion_model, load_task_model
 from xling.workspace import Workspace, check_lang
@@ -223,8 +224,8 @@ class Tagger:
     def pipe(
         self, texts: Iterable[str], batch_size: int | None = None, paragraphs: bool = False
     ) -> Iterator[TaggedText]:
-        """Stream tagged texts, reading `batch_size` texts at a time (default: one model batch first, then
-        twice as many each time up to 16 model batches).
+        """Stream tagged texts, reading up to `batch_size` texts at a time (default: one model batch first,
+        then twice as many each time up to 16 model batches), never waiting for texts that have not come.
 
         Each read is sorted by length into model batches of `self.batch_size`; reading many model batches at
         once keeps the padding small, which is what makes larger model batches pay, and a small first read
@@ -235,9 +236,8 @@ class Tagger:
             yield from self.tag_texts(chunk, paragraphs)
 
     def _reads(self, items: Iterable, size: int | None = None) -> Iterator[list]:
-        """`items` in lists of `size`, or growing from one model batch to 16."""
-        read = size or self.batch_size
-        iterator = iter(items)
-        while chunk := list(islice(iterator, read)):
-            yield chunk
-            read = size or min(2 * read, 16 * self.batch_size)
+        """`items` in lists of up to `size`, or growing from one model batch to 16; a list never waits for
+        input that has not come yet (`ready_chunks`), so a slow pipe's lines are tagged as they arrive."""
+        largest = size or 16 * self.batch_size
+        sizes = (size or min(self.batch_size * 2**n, largest) for n in count())
+        return ready_chunks(items, sizes, ahead=largest)
