@@ -83,6 +83,33 @@ def test_self_training_rounds_resume_and_refuse_to_overwrite(tmp_path, trained_w
     assert again["rounds"][0] == report["rounds"][0]
 
 
+def test_labelled_data_join_every_rounds_pseudo_labels(tmp_path, trained_workspace):
+    root, model_dir, train, dev = trained_workspace
+    workspace = tmp_path / "ws"
+    shutil.copytree(root / "ws", workspace)
+    gold = tmp_path / "gold.conll"
+    gold.write_text("".join(f"qu:Lima{i}\tB-LOC\nqu:llaqta\tO\n\n" for i in range(7)))
+    options = SelfTrainingOptions(
+        lang="qu",
+        corpus=[str(train)],
+        dev=str(dev),
+        labelled=[str(gold)],
+        model=str(model_dir),
+        workspace=str(workspace),
+        name="ner-qu-semi",
+        rounds=1,
+        threshold=0.05,
+        max_sentences=60,
+        training=TrainConfig(epochs=1, batch_size=16, learning_rate=5e-3, eval_every=None),
+    )
+    report = self_train(options)
+    (only,) = report["rounds"]
+    assert only["kept"] > 0 and only["trained_on"] == only["kept"] + 7
+    saved = workspace / "tinybert" / "task" / "ner-qu-semi"
+    assert json.loads((saved / "report.json").read_text())["options"]["train"][1:] == [str(gold)]
+    assert json.loads((saved / "self_training.json").read_text())["labelled"] == [str(gold)]
+
+
 def test_self_train_command_fails_in_one_line_on_a_missing_source(tmp_path, trained_workspace):
     root, model_dir, train, dev = trained_workspace
     run = run_xling(

@@ -166,6 +166,7 @@ def self_train_command(
     lang: str = option(SELF_TRAINING, "lang"),
     source: str = option(SELF_TRAINING, "from", "--from"),
     dev: str = option(SELF_TRAINING, "dev"),
+    labelled: list[str] = option(SELF_TRAINING, "labelled"),
     name: str = option(SELF_TRAINING, "name"),
     model: str = MODEL,
     workspace: str = WORKSPACE,

@@ -170,6 +170,10 @@ class SelfTrainingOptions(TaggingRunOptions):
     name: str | None = opt(
         None, "Name of the result (default: TASK-LANG-self); rounds before the last are NAME-roundK."
     )
+    labelled: list[str] = opt(
+        factory=list,
+        help="Labelled data of the language added to every round's pseudo-labels (e.g. 100 gold sentences); repeat for several.",
+    )
     rounds: int = opt(2, "Rounds of tagging, selecting and training.")
     # Transferred models are unsure on the new language: at 0.9 under 1% of the sentences passed.
     threshold: float = opt(0.5, "Keep a sentence when its tag probabilities (see --confidence-of) reach this.")

@@ -5,10 +5,11 @@ Each round tags a seeded sample of the unlabelled sentences with `Stack(<lang>, 
 model is sure of (an entity in them, the words of its entities, or with
 `confidence_of="words"` every word, tagged with probability at least `threshold`, at most
 `max_per_type` sentences per entity type, most confident first), and trains a task adapter
-on them. Every round starts again from the source adapter, so one round's errors are not
-compounded in the weights, only in the labels it passes on. Dev data choose the best epoch,
-nothing else. Rounds are saved as `<name>-round<K>`, the last as `<name>`, each with the
-sentences it was trained on (`pseudo_labels.conll`); a rerun skips finished rounds, and an
+on them, with the `labelled` data of the language if there are any. Every round starts
+again from the source adapter, so one round's errors are not compounded in the weights,
+only in the labels it passes on. Dev data choose the best epoch, nothing else. Rounds are
+saved as `<name>-round<K>`, the last as `<name>`, each with the sentences it was trained on
+(`pseudo_labels.conll`); a rerun skips finished rounds, and an
 interrupted round resumes like any training.
 """
 
@@ -22,7 +23,7 @@ from dataclasses import replace
 from accelerate import PartialState
 from rich.console import Console
 
-from xling.data.conll import Sentence
+from xling.data.conll import Sentence, read_conll
 from xling.data.text import read_text
 from xling.device import pick_device
 from xling.errors import XlingError
@@ -126,7 +127,7 @@ def self_train(
             train_task_adapter(
                 TaskAdapterOptions(
                     lang=lang,
-                    train=str(data_file),
+                    train=[str(data_file), *options.labelled],
                     dev=options.dev,
                     task=options.task,
                     name=round_name,
@@ -153,7 +154,8 @@ def self_train(
                 "round": number,
                 "adapter": round_name,
                 "labelled_by": labeller,
-                "kept": report["train_sentences"],
+                "kept": len(read_conll(target / "pseudo_labels.conll")),
+                "trained_on": report["train_sentences"],  # with the --labelled sentences
                 "best": report["best"],
             }
         )
@@ -164,6 +166,7 @@ def self_train(
         "source": options.source,
         "corpus_files": [str(f) for f in files],
         "sentences_tagged": len(sentences),
+        "labelled": options.labelled,
         "threshold": options.threshold,
         "confidence_of": options.confidence_of,
         "max_per_type": options.max_per_type,

@@ -34,8 +34,9 @@ def selection_summary(report: dict, kind: str = "") -> str:
 def self_training_summary(report: dict) -> str:
     """A line per round, then where the result went."""
     rounds = [
-        f"round {r['round']}: {r['adapter']} trained on {r['kept']:,} sentences labelled by {r['labelled_by']}, "
-        f"best dev F1 {100 * (r['best'] or {}).get('f1', 0):.1f}"
+        f"round {r['round']}: {r['adapter']} trained on {r['kept']:,} sentences labelled by {r['labelled_by']}"
+        + (f" and {r['trained_on'] - r['kept']:,} labelled ones" if r["trained_on"] > r["kept"] else "")
+        + f", best dev F1 {100 * (r['best'] or {}).get('f1', 0):.1f}"
         for r in report["rounds"]
     ]
     return "\n".join(rounds + [f"[green]saved[/] {report['name']} to {report['saved_to']} ({report['seconds']:.0f} s)"])
