@@ -9,7 +9,7 @@ benchmark's `compare_results.py` puts it beside the library's. `--precision bf16
 (int8: tagging only).
 
     bash ../shared/anchor-bench/setup.sh                # once: the library's environment, model files, data
-    python -m bench.anchor_workload                     # about 8 minutes (XLING_ANCHOR_BENCH: another folder)
+    python -m bench.anchor_workload                     # about 11 minutes (XLING_ANCHOR_BENCH: another folder)
     python ../shared/anchor-bench/compare_results.py LIBRARY.json XLING.json   # beside the library's result
 
 Timed per step, as the benchmark: building the batch tensors (masking, padding, labels), forward, loss,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 
 import pytest
 
@@ -102,6 +103,9 @@ def test_labelled_data_join_every_rounds_pseudo_labels(tmp_path, trained_workspa
         max_sentences=60,
         training=TrainConfig(epochs=1, batch_size=16, learning_rate=5e-3, eval_every=None),
     )
+    with pytest.raises(XlingError, match="missing.conll"):  # before any tagging or training
+        self_train(replace(options, labelled=[str(gold), str(tmp_path / "missing.conll")]))
+    assert not (workspace / "tinybert" / "task" / "ner-qu-semi").exists()
     report = self_train(options)
     (only,) = report["rounds"]
     assert only["kept"] > 0 and only["trained_on"] == only["kept"] + 7

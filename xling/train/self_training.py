@@ -24,6 +24,7 @@ from accelerate import PartialState
 from rich.console import Console
 
 from xling.data.conll import Sentence, read_conll
+from xling.data.sources import load_ner
 from xling.data.text import read_text
 from xling.device import pick_device
 from xling.errors import XlingError
@@ -82,6 +83,8 @@ def self_train(
     final = workspace.adapter_dir("task", name)
     refuse_to_replace(final, "task adapter", options.overwrite)
     workspace.task(options.source)  # fails now, with how to train it, rather than after reading the corpus
+    for source in options.labelled:  # likewise: a missing or malformed file, before any tagging
+        load_ner(source, "train")
     started = time.perf_counter()
     lines, files = read_text(options.corpus)
     if options.max_sentences and len(lines) > options.max_sentences:
