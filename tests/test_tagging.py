@@ -10,6 +10,7 @@ import threading
 import time
 from itertools import repeat
 
+import numpy as np
 import pytest
 from rich.console import Console
 
@@ -17,7 +18,10 @@ from tests.tiny import run_xling
 from xling import Tagger
 from xling.cli.progress import counted_bar
 from xling.errors import XlingError
+from xling.tagging import predict
+from xling.tagging.align import Window
 from xling.tagging.output import KNOWN, PALETTE, colour, render, to_html
+from xling.tagging.predict import length_batches, predict_probabilities
 from xling.tagging.reading import ready_chunks
 from xling.tagging.tagger import Span, TaggedText, spans_from_tags
 from xling.tagging.words import split_sentences, tokenize
@@ -112,6 +116,27 @@ def test_tagger_api(tagger):
     assert [r.tags for r in tagger.pipe(texts)] == [r.tags for r in tagger.tag_texts(texts)]
     with pytest.raises(XlingError, match="batch-size must be at least 1"):
         next(tagger.pipe(texts, batch_size=0))
+
+
+def test_length_batches_keep_both_the_batch_size_and_the_token_cap():
+    lengths = (5, 300, 7, 6, 40, 8, 600)
+    windows = [Window(0, [1] * n, [-1] * n) for n in lengths]
+    assert length_batches(windows, 3) == [[0, 3, 2], [5, 4, 1], [6]]  # sorted by length, 3 at most
+    # capped at 100 padded tokens: 3 x 7 fits, 3 x 300 does not; a window longer than the cap goes alone
+    assert length_batches(windows, 3, max_tokens=100) == [[0, 3, 2], [5, 4], [1], [6]]
+
+
+def test_token_cap_changes_the_batches_not_the_predictions(tagger, monkeypatch):
+    sentences = [("runa " * n + "juan lima").split() for n in (1, 30, 2, 12, 60, 3)]
+    forwards = []
+    hook = tagger.model.register_forward_hook(lambda module, args, output: forwards.append(1))
+    whole = predict_probabilities(tagger.model, tagger.tokenizer, sentences, tagger.head, batch_size=8)
+    assert len(forwards) == 1  # all six in one batch
+    monkeypatch.setattr(predict, "CPU_MAX_TOKENS", 64)
+    capped = predict_probabilities(tagger.model, tagger.tokenizer, sentences, tagger.head, batch_size=8)
+    hook.remove()
+    assert len(forwards) > 3  # at least three batches under the cap
+    assert all(a.shape == b.shape and np.allclose(a, b, atol=1e-5) for a, b in zip(whole, capped))
 
 
 def test_html_is_self_contained_with_legend(tagger):

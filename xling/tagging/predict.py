@@ -28,10 +28,25 @@ def pad_batch(windows: list[Window], pad_id: int, device) -> tuple[torch.Tensor,
     return ids.to(device), (ids != pad_id).long().to(device)
 
 
-def length_batches(windows: list[Window], batch_size: int) -> list[list[int]]:
-    """Indices grouped so that each batch holds windows of similar length (little padding)."""
-    order = sorted(range(len(windows)), key=lambda i: len(windows[i].input_ids))
-    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+# On a CPU, a forward pass over more padded tokens than this is slower per token (its activations leave the
+# caches; attention grows with the square of the length): 2,000 Quechua corpus lines at batch size 128 ran 3x
+# faster capped here, and at any batch size from 32 to 512 alike. A GPU takes whole batches.
+CPU_MAX_TOKENS = 2048
+
+
+def length_batches(windows: list[Window], batch_size: int, max_tokens: int | None = None) -> list[list[int]]:
+    """Indices grouped so that each batch holds windows of similar length (little padding): at most
+    `batch_size` windows and, with `max_tokens`, at most that many tokens once padded (a longer window goes
+    alone)."""
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    for index in sorted(range(len(windows)), key=lambda i: len(windows[i].input_ids)):
+        padded = (len(batch) + 1) * len(windows[index].input_ids)  # ascending: the newcomer sets the width
+        if batch and (len(batch) == batch_size or (max_tokens and padded > max_tokens)):
+            batches.append(batch)
+            batch = []
+        batch.append(index)
+    return batches + [batch] if batch else batches
 
 
 @torch.inference_mode()
@@ -55,7 +70,7 @@ def predict_probabilities(
     probabilities: list = [None] * len(windows)
     context = autocast(device.type, precision) if precision else nullcontext()
     tagger = model.heads[head]
-    for batch in length_batches(windows, batch_size):
+    for batch in length_batches(windows, batch_size, CPU_MAX_TOKENS if device.type == "cpu" else None):
         ids, mask = pad_batch([windows[i] for i in batch], tokenizer.pad_token_id, device)
         with context:
             logits = tagger(model(input_ids=ids, attention_mask=mask))

@@ -1,0 +1,80 @@
+"""`Tagger.pipe` on raw Quechua corpus lines (lines per second), by batch size, with and without the token cap.
+
+Lines drawn at random from the whole Quechua corpus (`text/qu`: from single words to paragraphs of hundreds),
+`Stack(lang, task)` with the embedded model, CPU. On a CPU each forward pass holds at most
+`xling.tagging.predict.CPU_MAX_TOKENS` padded tokens; "uncapped" lifts that, so that only the batch size
+bounds a forward pass (how xling batched before).
+
+    python -m bench.pipe_throughput [--lines 1000] [--batch-sizes 32,128]  # about 5 minutes; 512 uncapped alone takes 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+
+import torch
+
+from bench.common import corpora_root, setup_threads
+from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
+from xling.data.text import read_text
+from xling.device import cpu_has_bf16
+from xling.models import load_model
+from xling.tagging import predict
+from xling.tagging.tagger import Tagger
+
+PRECISIONS = ("fp32", "bf16", "int8") if cpu_has_bf16() else ("fp32", "int8")
+LABELS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
+
+
+def tagger(precision: str) -> Tagger:
+    encoder, tokenizer = load_model("e5-small")
+    model = AdaptedModel(encoder)
+    torch.manual_seed(0)
+    model.add_adapter("qu", BottleneckConfig.preset("madx-lang"))
+    model.add_adapter("ner", BottleneckConfig.preset("pfeiffer"))
+    model.add_head("ner", TaggingHead(model.hidden_size, TaggingHeadConfig(labels=LABELS)))
+    model.set_active(Stack("qu", "ner"))
+    return Tagger(model.eval(), tokenizer, "ner", Stack("qu", "ner"), precision=precision)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=1000)
+    parser.add_argument("--batch-sizes", default="32,128")
+    args = parser.parse_args()
+    setup_threads()
+    lines, _ = read_text([str(corpora_root() / "text" / "qu")])
+    lines = random.Random(0).sample(lines, args.lines)
+    words = sorted(len(line.split()) for line in lines)
+    print(
+        f"{len(lines):,} random lines of text/qu: {sum(words) / len(words):.1f} words on average, "
+        f"median {words[len(words) // 2]}, longest {words[-1]}; threads {torch.get_num_threads()}"
+    )
+    cap = predict.CPU_MAX_TOKENS
+    for precision in PRECISIONS:
+        tagging = tagger(precision)
+        list(tagging.pipe(lines[:64]))  # warm-up
+        rates = {}
+        for batch_size in (int(size) for size in args.batch_sizes.split(",")):
+            tagging.batch_size = batch_size
+            for capped in (True, False):
+                predict.CPU_MAX_TOKENS = cap if capped else None
+                start = time.perf_counter()
+                done = sum(1 for _ in tagging.pipe(iter(lines)))
+                rates[batch_size, capped] = done / (time.perf_counter() - start)
+                print(
+                    f"{precision} batch {batch_size:4d} {'capped' if capped else 'uncapped':9s} "
+                    f"{rates[batch_size, capped]:7.1f} lines/s",
+                    flush=True,
+                )
+        predict.CPU_MAX_TOKENS = cap
+        for batch_size in sorted({size for size, _ in rates}):
+            print(
+                f"{precision} batch {batch_size}: capped / uncapped {rates[batch_size, True] / rates[batch_size, False]:.2f}x"
+            )
+
+
+if __name__ == "__main__":
+    main()
