@@ -183,7 +183,7 @@ def demo_recipe(sources: dict, workspace: Path, quick: bool = False) -> Recipe:
                 "lang": "en",
                 "train": sources["en_train"],
                 "dev": sources["en_dev"],
-                # a short run needs a higher rate than the 5e-4 of a full one: at 5e-4, 94 steps learn nothing
+                # a short run needs a higher rate than the 1e-3 of a full one: at 5e-4, 94 steps learn nothing
                 "epochs": 2,
                 "batch_size": 32,
                 "lr": 3e-3,

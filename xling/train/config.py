@@ -104,7 +104,7 @@ class LanguageAdapterOptions(RunOptions):
 
 # Per method. The head alone is a linear probe on frozen features and needs a larger step: on WikiANN-en,
 # one epoch reached dev F1 17.8 at 1e-3 and 40.0 at 1e-2.
-DEFAULT_LEARNING_RATES = {"adapter": 5e-4, "full": 5e-5, "head": 1e-2}
+DEFAULT_LEARNING_RATES = {"adapter": 1e-3, "full": 5e-5, "head": 1e-2}
 
 
 @dataclass
@@ -125,7 +125,7 @@ class TaskAdapterOptions(TaggingRunOptions):
     )
     lang_adapter: str | None = opt(None, LANG_ADAPTER_HELP)
     init_from: str | None = opt(None, "Continue a trained task adapter (few-shot target-language training).")
-    adapter: BottleneckConfig = adapter_option("pfeiffer")
+    adapter: BottleneckConfig = adapter_option("madx-task")
     # learning rate None: the method's (DEFAULT_LEARNING_RATES)
     training: TrainConfig = opt(
         factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=None, eval_every=None, patience=2)
