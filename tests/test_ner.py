@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import load_file
 
 from tests.tiny import run_xling, synthetic_conll, tiny_model
-from xling.adapters import AdaptedModel, TaggingHead, TaggingHeadConfig
+from xling.adapters import AdaptedModel, BottleneckConfig, TaggingHead, TaggingHeadConfig
 from xling.data.conll import read_conll, to_iob2
 from xling.data.labels import label_list, parse_label_map, relabel
 from xling.data.sources import load_ner, sentences_from_dataset
@@ -262,10 +262,13 @@ def test_no_lang_adapter_and_few_shot_continuation(setup_dirs):
             name="ner-qu",
             use_lang_adapter=False,
             init_from="ner-en-nolang",
+            adapter=BottleneckConfig(reduction_factor=4),  # ignored: the continued adapter keeps its architecture
             training=TrainConfig(max_steps=2, batch_size=8, eval_every=None),
         )
     )
     assert few["name"] == "ner-qu"
+    assert few["options"]["adapter"] == report["options"]["adapter"]
+    assert few["options"]["adapter"]["reduction_factor"] == 8
     start = load_file(Path(report["saved_to"]) / "head_model.safetensors")
     continued = load_file(Path(few["saved_to"]) / "head_model.safetensors")
     assert continued.keys() == start.keys() and not all(torch.equal(start[k], continued[k]) for k in start)

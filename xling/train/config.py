@@ -183,6 +183,7 @@ class SelfTrainingOptions(TaggingRunOptions):
     )
     max_per_type: int | None = opt(1000, "At most this many kept sentences per entity type (balance); 0: no cap.")
     max_sentences: int | None = opt(5000, "Tag a seeded sample of this many corpus lines per round; 0: all.")
+    # below train-task's 1e-3: on pseudo-labels 1e-3 did no better over 3 seeds (README, self-training)
     training: TrainConfig = opt(
         factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=5e-4, eval_every=None, patience=2)
     )

@@ -95,7 +95,8 @@ def train_task_adapter(
         "dev": options.dev,
         "lang_adapter": str(lang_dir) if lang_dir else None,
         "init_from": options.init_from,
-        "adapter": options.adapter.to_dict(),
+        # with --init-from the continued adapter's architecture, not the options' default
+        "adapter": model.adapters[name].config.to_dict() if name in model.adapters else None,
         "labels": labels,
         "drop_labels": options.drop_labels,
         "label_map": options.label_map,
