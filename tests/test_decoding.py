@@ -72,10 +72,19 @@ def test_decoders_differ_on_stray_inside_tags():
     assert [t for t, _ in decode(weak, LABELS, "drop")] == ["O", "O"]
 
 
+def test_split_ends_entities_at_commas():
+    # "Punu suyu , Punu pruwinsya": the model runs one place across the comma
+    joined = distribution({"B-LOC": 0.9}, {"I-LOC": 0.8}, {"I-LOC": 0.6}, {"I-LOC": 0.6, "B-LOC": 0.3}, {"I-LOC": 0.8})
+    words = ["Punu", "suyu", ",", "Punu", "pruwinsya"]
+    assert [t for t, _ in decode(joined, LABELS, "viterbi", words)] == ["B-LOC"] + ["I-LOC"] * 4
+    assert [t for t, _ in decode(joined, LABELS, "split", words)] == ["B-LOC", "I-LOC", "O", "B-LOC", "I-LOC"]
+    assert [t for t, _ in decode(joined, LABELS, "split")] == ["B-LOC"] + ["I-LOC"] * 4  # no words, no commas
+
+
 def test_decoded_scores_are_the_probabilities_of_the_emitted_tags():
     probabilities = distribution({"I-PER": 0.5, "B-PER": 0.4}, {"I-PER": 0.9}, {"B-LOC": 0.7})
-    for decoder in ("viterbi", "repair", "drop"):
-        tagged = decode(probabilities, LABELS, decoder)
+    for decoder in ("viterbi", "split", "repair", "drop"):
+        tagged = decode(probabilities, LABELS, decoder, ["Juan", ",", "Lima"])
         assert valid([t for t, _ in tagged])
         assert [p for _, p in tagged] == pytest.approx(
             [probabilities[w, LABELS.index(t)] for w, (t, _) in enumerate(tagged)]
@@ -96,7 +105,7 @@ def test_drop_fragments_removes_the_whole_stray_run():
 
 
 def test_unknown_decoder_is_refused():
-    with pytest.raises(XlingError, match="unknown decoder 'best'; choose one of viterbi, repair, drop"):
+    with pytest.raises(XlingError, match="unknown decoder 'best'; choose one of viterbi, split, repair, drop"):
         check_decoder("best")
 
 
@@ -129,4 +138,4 @@ def test_cli_refuses_an_unknown_decoder_in_one_line(trained_workspace):
         "evaluate", "ner", str(dev), "--lang", "qu", "--decoder", "best", "-m", str(model_dir), "-w", str(root / "ws")
     )
     assert run.returncode == 1
-    assert run.stderr.strip() == "error: unknown decoder 'best'; choose one of viterbi, repair, drop"
+    assert run.stderr.strip() == "error: unknown decoder 'best'; choose one of viterbi, split, repair, drop"

@@ -167,9 +167,12 @@ class Tagger:
         """Pre-tokenised sentences -> per word (tag, probability)."""
         labels = self.model.heads[self.head].labels
         return [
-            decode(p, labels, self.decoder)
-            for p in predict_probabilities(
-                self.model, self.tokenizer, sentences, self.head, self.batch_size, precision=self.computed_in
+            decode(p, labels, self.decoder, words)
+            for p, words in zip(
+                predict_probabilities(
+                    self.model, self.tokenizer, sentences, self.head, self.batch_size, precision=self.computed_in
+                ),
+                sentences,
             )
         ]
 

@@ -84,7 +84,9 @@ class TaggingObjective:
             model, self.tokenizer, [s.tokens for s in self.dev], self.head, self.eval_batch_size, self.max_len
         )
         labels = model.heads[self.head].labels
-        predicted = [[tag for tag, _ in decode(p, labels, self.decoder)] for p in probabilities]
+        predicted = [
+            [tag for tag, _ in decode(p, labels, self.decoder, s.tokens)] for p, s in zip(probabilities, self.dev)
+        ]
         result = score([s.tags for s in self.dev], predicted)
         return {"f1": result["f1"], "precision": result["precision"], "recall": result["recall"], "score": result["f1"]}
 
