@@ -183,10 +183,11 @@ def demo_recipe(sources: dict, workspace: Path, quick: bool = False) -> Recipe:
                 "lang": "en",
                 "train": sources["en_train"],
                 "dev": sources["en_dev"],
-                # a short run needs a higher rate than the 1e-3 of a full one: at 5e-4, 94 steps learn nothing
+                # a short run needs a higher rate than the 1e-3 of a full one: at 5e-4, 94 steps learn nothing;
+                # the quick run's 20 steps reach English dev F1 22.6 at 1e-2, 0.0 at 3e-3
                 "epochs": 2,
                 "batch_size": 32,
-                "lr": 3e-3,
+                "lr": 1e-2 if quick else 3e-3,
                 "train_limit": 300 if quick else 3000,
                 "dev_limit": 200 if quick else 1000,
                 **labels,
