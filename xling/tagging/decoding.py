@@ -81,12 +81,13 @@ def decode(
     if len(probabilities) == 0:
         return []
     if decoder in ("viterbi", "split"):
-        allowed = probabilities
+        path_probabilities = probabilities
         separators = [i for i, word in enumerate(words or []) if word in SEPARATORS] if decoder == "split" else []
         if separators:  # a comma is O or begins an entity, so an entity before it ends there
-            allowed = probabilities.copy()
-            allowed[np.ix_(separators, [i for i, label in enumerate(labels) if label.startswith("I-")])] = 0.0
-        tags = [labels[i] for i in viterbi(allowed, *allowed_transitions(labels))]
+            path_probabilities = probabilities.copy()
+            inside = [i for i, label in enumerate(labels) if label.startswith("I-")]
+            path_probabilities[np.ix_(separators, inside)] = 0.0
+        tags = [labels[i] for i in viterbi(path_probabilities, *allowed_transitions(labels))]
     else:
         tags = [labels[i] for i in probabilities.argmax(-1).tolist()]
         tags = to_iob2(tags) if decoder == "repair" else drop_fragments(tags)
