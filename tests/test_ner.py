@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pytest
 import torch
+from rich.console import Console
 from safetensors.torch import load_file
 
 from tests.tiny import run_xling, synthetic_conll, tiny_model
@@ -255,6 +257,7 @@ def test_baselines(setup_dirs, method, name):
 def test_no_lang_adapter_and_few_shot_continuation(setup_dirs):
     report = train_task_adapter(task_options(setup_dirs, use_lang_adapter=False))
     assert report["name"] == "ner-en-nolang" and report["lang_adapter"] is None
+    output = io.StringIO()
     few = train_task_adapter(
         task_options(
             setup_dirs,
@@ -264,8 +267,10 @@ def test_no_lang_adapter_and_few_shot_continuation(setup_dirs):
             init_from="ner-en-nolang",
             adapter=BottleneckConfig(reduction_factor=4),  # ignored: the continued adapter keeps its architecture
             training=TrainConfig(max_steps=2, batch_size=8, eval_every=None),
-        )
+        ),
+        Console(file=output, width=300),
     )
+    assert "ner-en-nolang continues its adapter as trained (reduction factor 8)" in output.getvalue()
     assert few["name"] == "ner-qu"
     assert few["options"]["adapter"] == report["options"]["adapter"]
     assert few["options"]["adapter"]["reduction_factor"] == 8

@@ -7,7 +7,7 @@ fine-tuning of the encoder with the head) and `head` (only the classification he
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
 import torch
 from rich.console import Console
@@ -58,6 +58,12 @@ def train_task_adapter(
         model.heads[name] = model.heads.pop(init_record.name)
         if init_record.method == "adapter":
             model.adapters[name] = model.adapters.pop(init_record.name)
+            kept = model.adapters[name].config
+            if options.adapter not in (kept, _default_adapter(options)):
+                console.print(
+                    f"[yellow]note:[/] --init-from {options.init_from} continues its adapter as trained "
+                    f"(reduction factor {kept.reduction_factor:g}); the adapter options given are not used"
+                )
         labels = model.heads[name].labels
     else:
         encoder, tokenizer = load_model(options.model)
@@ -129,6 +135,11 @@ def train_task_adapter(
         labels=labels,
     )
     return run.save(report, lambda target, extra: save_task(model, tokenizer, record, target, options.overwrite, extra))
+
+
+def _default_adapter(options: TaskAdapterOptions):
+    """The adapter options' default, to tell it from options a user gave."""
+    return next(f for f in fields(options) if f.name == "adapter").default_factory()
 
 
 def _train_without_adapters(model: AdaptedModel, name: str, method: str):
