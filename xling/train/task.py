@@ -7,7 +7,7 @@ fine-tuning of the encoder with the head) and `head` (only the classification he
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 
 import torch
 from rich.console import Console
@@ -18,6 +18,7 @@ from xling.data.labels import label_list, relabel
 from xling.data.sources import load_ner
 from xling.errors import XlingError
 from xling.models import load_model
+from xling.options import defaults
 from xling.train.config import DEFAULT_LEARNING_RATES, METHODS, TaskAdapterOptions
 from xling.train.loop import TrainingProgress
 from xling.train.run import TrainingRun
@@ -59,7 +60,7 @@ def train_task_adapter(
         if init_record.method == "adapter":
             model.adapters[name] = model.adapters.pop(init_record.name)
             kept = model.adapters[name].config
-            if options.adapter not in (kept, _default_adapter(options)):
+            if options.adapter not in (kept, defaults(type(options)).adapter):  # given by the user
                 console.print(
                     f"[yellow]note:[/] --init-from {options.init_from} continues its adapter as trained "
                     f"(reduction factor {kept.reduction_factor:g}); the adapter options given are not used"
@@ -135,11 +136,6 @@ def train_task_adapter(
         labels=labels,
     )
     return run.save(report, lambda target, extra: save_task(model, tokenizer, record, target, options.overwrite, extra))
-
-
-def _default_adapter(options: TaskAdapterOptions):
-    """The adapter options' default, to tell it from options a user gave."""
-    return next(f for f in fields(options) if f.name == "adapter").default_factory()
 
 
 def _train_without_adapters(model: AdaptedModel, name: str, method: str):
