@@ -9,8 +9,10 @@ from dataclasses import replace
 import pytest
 
 from tests.tiny import run_xling
+from xling.adapters import Stack
 from xling.data.conll import read_conll
 from xling.errors import XlingError
+from xling.tagging.tagger import Tagger
 from xling.train.config import SelfTrainingOptions, TrainConfig
 from xling.train.self_training import select_confident, self_train
 
@@ -66,19 +68,33 @@ def test_self_training_rounds_resume_and_refuse_to_overwrite(tmp_path, trained_w
     )
     report = self_train(options)
     tasks = workspace / "tinybert" / "task"
-    assert [r["adapter"] for r in report["rounds"]] == ["ner-qu-self-round1", "ner-qu-self"]
+    assert [r["adapter"] for r in report["rounds"]] == ["ner-qu-self-round1", "ner-qu-self-round2"]
     assert [r["labelled_by"] for r in report["rounds"]] == ["ner-en", "ner-qu-self-round1"]
     assert report["sentences_tagged"] == 120
     for r in report["rounds"]:
         pseudo = read_conll(tasks / r["adapter"] / "pseudo_labels.conll")
         assert len(pseudo) == r["kept"] > 0 and all(any(t != "O" for t in s.tags) for s in pseudo)
         assert json.loads((tasks / r["adapter"] / "report.json").read_text())["options"]["init_from"] == "ner-en"
-    assert json.loads((tasks / "ner-qu-self" / "self_training.json").read_text()) == report
+    # The result is the round best on dev, renamed, with the rounds' summary beside it.
+    scores = [r["best"]["score"] for r in report["rounds"]]
+    chosen = report["rounds"][scores.index(max(scores))]
+    assert report["chosen_round"] == chosen["round"]
+    final = tasks / "ner-qu-self"
+    assert json.loads((final / "self_training.json").read_text()) == report
+    assert (final / "adapter_model.safetensors").read_bytes() == (
+        tasks / chosen["adapter"] / "adapter_model.safetensors"
+    ).read_bytes()
+    for file in ("adapter_config.json", "task.json", "report.json"):
+        assert json.loads((final / file).read_text())["name"] == "ner-qu-self"
+    assert 'adapter="ner-qu-self"' in (final / "README.md").read_text()
+    tagger = Tagger.load(lang="qu", adapter="ner-qu-self", model=str(model_dir), workspace=str(workspace))
+    assert tagger.setup == Stack("lang-qu", "ner-qu-self")
     with pytest.raises(XlingError, match="already exists.*--overwrite"):
         self_train(options)
     # An interrupted run (round 1 saved, the last round not) goes on where it stopped.
     round1 = (tasks / "ner-qu-self-round1" / "adapter_config.json").stat().st_mtime_ns
-    shutil.rmtree(tasks / "ner-qu-self")
+    shutil.rmtree(final)
+    shutil.rmtree(tasks / "ner-qu-self-round2")
     again = self_train(options)
     assert (tasks / "ner-qu-self-round1" / "adapter_config.json").stat().st_mtime_ns == round1
     assert again["rounds"][0] == report["rounds"][0]

@@ -162,13 +162,13 @@ CONFIDENCE_OF = ("words", "entities")
 class SelfTrainingOptions(TaggingRunOptions):
     lang: str = opt(help="Language of the text; its language adapter goes under the task adapter.")
     corpus: list[str] = opt(help="Unlabelled text of the language: files, folders or globs.")
-    dev: str = opt(help="Labelled dev data, used only to pick each round's best epoch.")
+    dev: str = opt(help="Labelled dev data, used only to pick each round's best epoch and the best round.")
     source: str = opt(
         "ner-en", "Task adapter that labels the first round and that every round starts from.", name="from"
     )
     task: str = opt("ner", "The task: ner.")
     name: str | None = opt(
-        None, "Name of the result (default: TASK-LANG-self); rounds before the last are NAME-roundK."
+        None, "Name of the result, the round best on dev (default: TASK-LANG-self); each round is NAME-roundK."
     )
     labelled: list[str] = opt(
         factory=list,

@@ -7,34 +7,39 @@ model is sure of (an entity in them, the words of its entities, or with
 `max_per_type` sentences per entity type, most confident first), and trains a task adapter
 on them, with the `labelled` data of the language if there are any. Every round starts
 again from the source adapter, so one round's errors are not compounded in the weights,
-only in the labels it passes on. Dev data choose the best epoch, nothing else. Rounds are
-saved as `<name>-round<K>`, the last as `<name>`, each with the sentences it was trained on
-(`pseudo_labels.conll`); a rerun skips finished rounds, and an
-interrupted round resumes like any training.
+only in the labels it passes on. Dev data choose each round's best epoch and then the best
+round, nothing else. Rounds are saved as `<name>-round<K>`, each with the sentences it was
+trained on (`pseudo_labels.conll`), and the best round is copied to `<name>`; a rerun skips
+finished rounds, and an interrupted round resumes like any training.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import shutil
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from accelerate import PartialState
 from rich.console import Console
 
+from xling.adapters.saving import CONFIG_FILE
 from xling.data.conll import Sentence, read_conll
 from xling.data.sources import load_ner
 from xling.data.text import read_text
 from xling.device import pick_device
 from xling.errors import XlingError
-from xling.fileio import write_json_atomic, write_text_atomic
+from xling.fileio import atomic_directory, read_json, write_json_atomic, write_text_atomic
+from xling.hub import CARD_FILE, model_card
 from xling.tagging.tagger import Tagger
 from xling.tagging.words import tokenize
 from xling.train.config import SelfTrainingOptions, TaskAdapterOptions
 from xling.train.loop import TrainingProgress
 from xling.train.run import refuse_to_replace
 from xling.train.task import train_task_adapter
+from xling.trained_tasks import TASK_FILE
 from xling.workspace import Workspace, check_lang
 
 
@@ -97,7 +102,7 @@ def self_train(
     labeller, rounds = options.source, []
     processes = PartialState(cpu=pick_device(options.training.device) == "cpu")  # one, or all under torchrun
     for number in range(1, options.rounds + 1):
-        round_name = name if number == options.rounds else f"{name}-round{number}"
+        round_name = f"{name}-round{number}"
         target = workspace.adapter_dir("task", round_name)
         if options.overwrite or not target.is_dir():  # else finished by an earlier, interrupted run
             tagger = Tagger.load(
@@ -163,6 +168,8 @@ def self_train(
             }
         )
         labeller = round_name
+    # Later rounds can drift on their own labels (the first round was best on some seeds): keep the best on dev.
+    chosen = max(rounds, key=lambda r: (r["best"] or {}).get("score", 0.0))
     result = {
         "name": name,
         "lang": lang,
@@ -174,12 +181,28 @@ def self_train(
         "confidence_of": options.confidence_of,
         "max_per_type": options.max_per_type,
         "rounds": rounds,
+        "chosen_round": chosen["round"],
         "seconds": round(time.perf_counter() - started, 1),
         "saved_to": str(final),
     }
     if processes.is_main_process:
-        write_json_atomic(final / "self_training.json", result)
+        copy_round(workspace.adapter_dir("task", chosen["adapter"]), final, result, options.overwrite)
+    processes.wait_for_everyone()
     return result
+
+
+def copy_round(source: Path, final: Path, summary: dict, overwrite: bool) -> None:
+    """`final` becomes a copy of the round saved at `source`, under its own name, with the rounds' summary."""
+    name = final.name
+    with atomic_directory(final, overwrite, replaces=(CONFIG_FILE,)) as staging:
+        shutil.copytree(source, staging, dirs_exist_ok=True)
+        for file in (CONFIG_FILE, TASK_FILE):
+            write_json_atomic(staging / file, {**read_json(staging / file), "name": name})
+        report = read_json(staging / "report.json")
+        report = {**report, "name": name, "options": {**report["options"], "name": name}, "saved_to": str(final)}
+        write_json_atomic(staging / "report.json", report)
+        write_text_atomic(staging / CARD_FILE, model_card(report))
+        write_json_atomic(staging / "self_training.json", summary)
 
 
 def type_counts(sentences: list[Sentence]) -> dict[str, int]:

@@ -39,4 +39,7 @@ def self_training_summary(report: dict) -> str:
         + f", best dev F1 {100 * (r['best'] or {}).get('f1', 0):.1f}"
         for r in report["rounds"]
     ]
-    return "\n".join(rounds + [f"[green]saved[/] {report['name']} to {report['saved_to']} ({report['seconds']:.0f} s)"])
+    saved = (
+        f"[green]saved[/] round {report['chosen_round']}, the best on dev, as {report['name']} to {report['saved_to']}"
+    )
+    return "\n".join(rounds + [f"{saved} ({report['seconds']:.0f} s)"])
