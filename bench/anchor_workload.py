@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from bench.common import REPO
+from bench.common import REPO, train_as_xling
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.adapters.saving import load, save
 from xling.data.conll import read_conll
@@ -41,8 +41,9 @@ from xling.models import load_model, resolve_model_dir
 from xling.tagging.align import Window, windows_for
 from xling.tagging.predict import length_batches, max_window, pad_batch
 from xling.tagging.tagger import Tagger
-from xling.train.config import MaskingConfig
+from xling.train.config import LanguageAdapterOptions, MaskingConfig, TaskAdapterOptions
 from xling.train.language import mlm_head, unigram_bias
+from xling.train.loop import make_optimizer
 from xling.train.mlm import MaskedLMObjective
 from xling.train.tagging import TaggingObjective
 from xling.train.task import _train_without_adapters
@@ -100,12 +101,14 @@ def trainable(model: AdaptedModel) -> dict:
     return {"total": total, "trainable": count, "trainable_breakdown": by}
 
 
-def train_steps(anchor, model, objective, next_batch, lr, args) -> list[dict]:
-    """`repeats` measurements of `steps` steps each, the first `warmup` of each left out (the benchmark's rule)."""
+def train_steps(anchor, model, objective, next_batch, lr, args, options) -> list[dict]:
+    """`repeats` measurements of `steps` steps each, the first `warmup` of each left out (the benchmark's rule),
+    as xling's training loop runs them: its optimiser, training mode (`options`, the command's defaults) and
+    attention."""
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    optimizer = make_optimizer(params, lr)
     precision = pick_precision("fp32" if args.precision == "int8" else args.precision, "cpu")
-    model.train()
+    train_as_xling(model, precision, options)
     repeats, step = [], 0
     for repeat in range(args.repeats):
         times, losses = [], []
@@ -160,7 +163,7 @@ def phase_lang(anchor, args, lang: str, vocab_from_corpus: bool) -> dict:
     next_batch = anchor.Cycler(
         list(range(len(blocks))), args.lang_batch, lambda i: {"index": torch.tensor(i)}, args.seed
     )
-    repeats = train_steps(anchor, model, objective, next_batch, args.lang_lr, args)
+    repeats = train_steps(anchor, model, objective, next_batch, args.lang_lr, args, LanguageAdapterOptions)
     if not vocab_from_corpus:  # the tagging phase stacks it
         save(model, lang, Workspace(args.work_dir, args.model).adapter_dir("lang", lang), True, {"role": "language"})
     return {"blocks": len(blocks), "repeats": repeats, "params": trainable(model), "peak_rss_mb": anchor.peak_rss_mb()}
@@ -193,7 +196,7 @@ def phase_ner(anchor, args, method: str) -> dict:
         shuffle=False,
     )
     lr = args.ner_lr if method == "adapter" else args.ft_lr
-    repeats = train_steps(anchor, model, objective, next_batch, lr, args)
+    repeats = train_steps(anchor, model, objective, next_batch, lr, args, TaskAdapterOptions)
     if method == "adapter":  # for the tagging phase, as `train-task` saves it
         record = TaskRecord(NER, "ner", "en", "adapter", str(lang_dir), list(anchor.LABELS))
         save_task(model, tokenizer, record, workspace.adapter_dir("task", NER), True, {})

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import time
 from pathlib import Path
 
 import torch
+
+from xling.options import defaults
+from xling.train.loop import store_frozen_weights, training_attention, training_mode
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -35,3 +39,15 @@ def time_interleaved(steps: dict, rounds: int, warmup: int = 1) -> dict[str, flo
 
 def setup_threads():
     torch.set_num_threads(int(os.environ.get("XLING_BENCH_THREADS", os.cpu_count() or 1)))
+
+
+_TRAINING = contextlib.ExitStack()  # what `train_as_xling` enters stays entered for the life of the process
+
+
+def train_as_xling(model, precision: str, options) -> None:
+    """Set `model` up as xling's training loop does for the command whose options class is `options`: frozen
+    weights stored in the compute precision, the frozen encoder's dropout at the command's default, eager
+    attention on the CPU."""
+    store_frozen_weights(model, precision)
+    training_mode(model, defaults(options).training.encoder_dropout)
+    _TRAINING.enter_context(training_attention(model, "cpu"))

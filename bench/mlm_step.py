@@ -5,7 +5,7 @@ same masked-LM head transform and bias, on the same model, batch (8 x 128) and m
 The plain path is `AutoModelForMaskedLM` computing vocabulary logits for every token;
 xling computes them only at masked positions, and optionally over the corpus pieces only;
 it runs in fp32 and under bf16 autocast (what `--precision auto` picks on CPUs with bf16
-units; weights and losses stay fp32).
+units; trained weights and losses stay fp32, frozen ones are stored in bf16).
 
     python -m bench.mlm_step [--rounds 5]
 """
@@ -16,14 +16,15 @@ import argparse
 
 import torch
 
-from bench.common import corpora_root, setup_threads, time_interleaved
+from bench.common import corpora_root, setup_threads, time_interleaved, train_as_xling
 from xling.adapters import AdaptedModel, BottleneckConfig
 from xling.data.labels import IGNORE
 from xling.data.text import read_text
 from xling.device import autocast
 from xling.models import load_model, resolve_model_dir
-from xling.train.config import MaskingConfig
+from xling.train.config import LanguageAdapterOptions, MaskingConfig
 from xling.train.language import mlm_head
+from xling.train.loop import make_optimizer
 from xling.train.mlm import MaskedLMObjective, pack_blocks
 
 BATCH, SEQ = 8, 128
@@ -54,16 +55,17 @@ def plain_step_fn(model_dir, blocks, objective):
     return step
 
 
-def xling_step_fn(encoder, tokenizer, model_dir, train_blocks, held_out, vocab_from_corpus, precision="fp32"):
-    model = AdaptedModel(encoder)
+def xling_step_fn(tokenizer, model_dir, train_blocks, held_out, vocab_from_corpus, precision="fp32"):
+    model = AdaptedModel(load_model("e5-small")[0])  # its own encoder: bf16 training stores the frozen weights in bf16
     name = "qu-vocab" if vocab_from_corpus else "qu"
     model.add_adapter(name, BottleneckConfig.preset("madx-lang"))
     model.add_head(name, mlm_head(model, model_dir))
     model.train_adapter(name, train=[name])
+    train_as_xling(model, precision, LanguageAdapterOptions)
     objective = MaskedLMObjective(
         name, train_blocks, held_out, tokenizer, MaskingConfig(), seed=0, vocab_from_corpus=vocab_from_corpus
     )
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4, fused=True)
+    optimizer = make_optimizer([p for p in model.parameters() if p.requires_grad], 1e-4)
     tensors = objective.prepare({"index": torch.arange(BATCH)}, step=0)
     scale = 1 / max(1, int((tensors["labels"] != IGNORE).sum()))
 
@@ -84,14 +86,14 @@ def main():
     args = parser.parse_args()
     setup_threads()
     lines, _ = read_text([str(corpora_root() / "text" / "qu")])
-    encoder, tokenizer = load_model("e5-small")
+    tokenizer = load_model("e5-small")[1]
     model_dir = resolve_model_dir("e5-small")
     train_blocks = pack_blocks(lines, tokenizer, SEQ, allow_partial=False)
     held_out = train_blocks[-BATCH:]
-    full_step, objective = xling_step_fn(encoder, tokenizer, model_dir, train_blocks, held_out, False)
-    vocab_step, vocab_objective = xling_step_fn(encoder, tokenizer, model_dir, train_blocks, held_out, True)
-    bf16_step, _ = xling_step_fn(encoder, tokenizer, model_dir, train_blocks, held_out, False, "bf16")
-    bf16_vocab_step, _ = xling_step_fn(encoder, tokenizer, model_dir, train_blocks, held_out, True, "bf16")
+    full_step, objective = xling_step_fn(tokenizer, model_dir, train_blocks, held_out, False)
+    vocab_step, vocab_objective = xling_step_fn(tokenizer, model_dir, train_blocks, held_out, True)
+    bf16_step, _ = xling_step_fn(tokenizer, model_dir, train_blocks, held_out, False, "bf16")
+    bf16_vocab_step, _ = xling_step_fn(tokenizer, model_dir, train_blocks, held_out, True, "bf16")
     plain_step = plain_step_fn(model_dir, train_blocks[:BATCH], objective)
     print(
         f"model e5-small, batch {BATCH} x {SEQ}, threads {torch.get_num_threads()}, "

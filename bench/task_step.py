@@ -3,10 +3,12 @@
 Same model (the embedded default), same batch (16 sentences padded to 128 sub-tokens).
 The adapter path trains a Pfeiffer task adapter (reduction 16) and its head on top of a
 frozen MAD-X language adapter; full fine-tuning trains the whole encoder and the head,
-through xling and on the plain Transformers path (`AutoModelForTokenClassification`).
-Each path runs in fp32 and under bf16 autocast (what `--precision auto` picks on CPUs with
-bf16 units; weights and losses stay fp32). Times are measured in one process, interleaved;
-peak memory is the resident set of a fresh process per path, sampled while it trains.
+through xling (set up as its training loop does) and on the plain Transformers path
+(`AutoModelForTokenClassification`, as Transformers loads it). Each path runs in fp32 and
+under bf16 autocast (what `--precision auto` picks on CPUs with bf16 units; trained weights
+and losses stay fp32, xling stores frozen ones in bf16). Times are measured in one process,
+interleaved; peak memory is the resident set of a fresh process per path, sampled while it
+trains.
 
     python -m bench.task_step [--rounds 5]
 """
@@ -20,13 +22,15 @@ import sys
 
 import torch
 
-from bench.common import corpora_root, setup_threads, time_interleaved
+from bench.common import corpora_root, setup_threads, time_interleaved, train_as_xling
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.data.conll import read_conll
 from xling.data.labels import label_list
 from xling.device import autocast
 from xling.models import load_model, resolve_model_dir
 from xling.tagging.align import window_labels, windows_for
+from xling.train.config import TaskAdapterOptions
+from xling.train.loop import make_optimizer
 
 BATCH, SEQ = 16, 128
 
@@ -47,7 +51,7 @@ def batch_tensors(tokenizer, labels):
 def training_step(forward, params: list, ids, mask, targets, precision: str):
     """One step of `forward(ids, mask) -> logits` with cross-entropy and fused AdamW (xling's loop and the
     Transformers Trainer's default); returns the step and the number of trained parameters."""
-    optimizer = torch.optim.AdamW(params, lr=1e-4, fused=True)
+    optimizer = make_optimizer(params, 1e-4)
 
     def step():
         with autocast("cpu", precision):
@@ -77,8 +81,7 @@ def step_fn(method: str, precision: str = "fp32"):
         model.add_adapter("en", BottleneckConfig.preset("madx-lang"))
         model.add_adapter("ner", BottleneckConfig.preset("pfeiffer"))
         model.train_adapter(Stack("en", "ner"), train=["ner"])
-    else:
-        model.train()
+    train_as_xling(model, precision, TaskAdapterOptions)  # the encoder trains too in full fine-tuning
     params = [p for p in model.parameters() if p.requires_grad]
     forward = lambda i, m: model.heads["ner"](model(input_ids=i, attention_mask=m))  # noqa: E731
     return training_step(forward, params, *batch, precision)

@@ -40,8 +40,9 @@ def _record_dtypes(model) -> list:
 
 
 @pytest.mark.parametrize("precision, computed", [("bf16", torch.bfloat16), ("fp32", torch.float32)])
-def test_training_computes_in_the_chosen_precision_and_keeps_fp32_weights(tmp_path, precision, computed):
+def test_training_computes_in_the_chosen_precision_and_keeps_what_trains_in_fp32(tmp_path, precision, computed):
     from xling.adapters import AdaptedModel, BottleneckConfig, TaggingHead, TaggingHeadConfig
+    from xling.adapters.saving import load, save
     from xling.data.conll import read_conll
     from xling.data.labels import label_list
     from xling.models import load_model
@@ -61,8 +62,17 @@ def test_training_computes_in_the_chosen_precision_and_keeps_fp32_weights(tmp_pa
     config = TrainConfig(max_steps=3, batch_size=8, eval_every=3, checkpoint_every=3, precision=precision)
     result = train(model, objective, config, tmp_path / "run", {}, "precision")
     assert result.steps == 3 and set(seen) == {computed}  # training steps and the dev evaluation alike
-    assert all(p.dtype == torch.float32 for p in model.parameters())
+    # master weights in fp32; the frozen encoder is stored in what it computes in
+    assert {p.dtype for p in model.parameters() if p.requires_grad} == {torch.float32}
+    assert {p.dtype for p in model.encoder.parameters()} == {computed}
     assert all(np.isfinite(e["loss"]) for e in result.evaluations if "loss" in e)
+    # the adapter still fits the model as loaded: its base-model fingerprint predates the bf16 storage
+    save(model, "ner", tmp_path / "ner")
+    fresh = AdaptedModel(load_model(str(model_dir))[0])
+    assert load(fresh, tmp_path / "ner") == "ner"
+    assert torch.equal(
+        fresh.adapters["ner"].blocks["0_ffn"].down.weight, model.adapters["ner"].blocks["0_ffn"].down.weight
+    )
 
 
 def test_tagging_in_bf16_gives_the_fp32_probabilities_to_bf16_accuracy(trained_workspace):

@@ -26,7 +26,7 @@ PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 INFERENCE_PRECISIONS = PRECISIONS + ("int8",)  # int8: dynamic quantisation, for tagging and evaluation only
 PRECISION_HELP = (
     "auto (bf16 on CPUs and GPUs with bf16 units, fp16 on older GPUs, else fp32), fp32, bf16 or fp16 (GPU): "
-    "what the model computes in; weights, optimiser state and losses stay fp32."
+    "what the model computes in; trained weights, optimiser state and losses stay fp32."
 )
 INFERENCE_PRECISION_HELP = (
     "auto (bf16 on CPUs and GPUs with bf16 units, fp16 on older GPUs, else fp32), fp32, bf16, fp16 (GPU) or "

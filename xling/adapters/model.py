@@ -15,6 +15,7 @@ and give the same outputs:
 
 from __future__ import annotations
 
+import hashlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -41,6 +42,23 @@ class ParameterCount:
         return f"{self.trainable:,} trainable of {self.total:,} parameters ({100 * self.trainable / self.total:.2f}%)"
 
 
+FINGERPRINT_ROWS = 64
+
+
+def base_model_fingerprint(encoder: nn.Module, num_layers: int) -> dict:
+    """What identifies a base model, and so which models an adapter fits: its shape, and a hash of part of
+    its embedding matrix, over rounded values, so the same model in another dtype or device agrees."""
+    embedding = encoder.get_input_embeddings()
+    rounded = torch.round(embedding.weight[:FINGERPRINT_ROWS].detach().float().cpu() * 1e3).to(torch.int32)
+    return {
+        "architecture": encoder.config.model_type,
+        "hidden_size": embedding.embedding_dim,
+        "num_layers": num_layers,
+        "vocab_size": embedding.num_embeddings,
+        "embedding_sha256": hashlib.sha256(rounded.numpy().tobytes()).hexdigest()[:16],
+    }
+
+
 class AdaptedModel(nn.Module):
     def __init__(self, encoder: nn.Module):
         super().__init__()
@@ -58,6 +76,8 @@ class AdaptedModel(nn.Module):
         self._invertible = None
         self._removed_layers: frozenset[int] = frozenset()  # layers whose adapters are switched off
         self._captured: dict = {}
+        # taken now: training may later store the frozen weights in bf16 (`xling.train.loop`)
+        self.fingerprint = base_model_fingerprint(encoder, len(self._layers))
         self._install_hooks(base)
 
     # ---- structure -------------------------------------------------------------

@@ -8,7 +8,6 @@ against the model before any weight is touched.
 
 from __future__ import annotations
 
-import hashlib
 import pickle
 from pathlib import Path
 
@@ -28,24 +27,6 @@ CONFIG_FILE = "adapter_config.json"
 WEIGHTS_FILE = "adapter_model.safetensors"
 HEAD_CONFIG_FILE = "head_config.json"
 HEAD_WEIGHTS_FILE = "head_model.safetensors"
-FINGERPRINT_ROWS = 64
-
-
-def fingerprint(model: AdaptedModel) -> dict:
-    """What identifies a base model: its shape, and a hash of part of its embedding matrix.
-
-    The hash is over rounded values, so the same model in another dtype or device agrees.
-    """
-    embeddings = model.encoder.get_input_embeddings().weight[:FINGERPRINT_ROWS].detach().float().cpu()
-    rounded = torch.round(embeddings * 1e3).to(torch.int32).numpy().tobytes()
-    config = model.config
-    return {
-        "architecture": config.model_type,
-        "hidden_size": model.hidden_size,
-        "num_layers": model.num_layers,
-        "vocab_size": model.encoder.get_input_embeddings().num_embeddings,
-        "embedding_sha256": hashlib.sha256(rounded).hexdigest()[:16],
-    }
 
 
 def _record(model: AdaptedModel, kind: str, name: str, metadata: dict | None, **fields) -> dict:
@@ -55,7 +36,7 @@ def _record(model: AdaptedModel, kind: str, name: str, metadata: dict | None, **
         "name": name,
         **fields,
         "xling_version": __version__,
-        "base_model": {"name": getattr(model.encoder, "name_or_path", ""), "fingerprint": fingerprint(model)},
+        "base_model": {"name": getattr(model.encoder, "name_or_path", ""), "fingerprint": model.fingerprint},
         **({"metadata": metadata} if metadata else {}),
     }
 
@@ -66,7 +47,7 @@ def check_base_model(model: AdaptedModel, saved: dict, path: Path) -> None:
         raise XlingError(
             f"{Path(path) / CONFIG_FILE} has no base-model fingerprint, so nothing tells which model it fits"
         )
-    mine = fingerprint(model)
+    mine = model.fingerprint
     differing = [k for k, v in expected.get("fingerprint", {}).items() if mine.get(k) != v]
     if differing:
         raise XlingError(

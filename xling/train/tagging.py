@@ -12,7 +12,6 @@ from xling.adapters import AdaptedModel
 from xling.data.conll import Sentence
 from xling.data.labels import IGNORE
 from xling.errors import XlingError
-from xling.scoring import score
 from xling.tagging.align import window_labels, windows_for
 from xling.tagging.decoding import DEFAULT_DECODER, check_decoder, decode
 from xling.tagging.predict import max_window, pad_batch, predict_probabilities
@@ -87,6 +86,8 @@ class TaggingObjective:
         predicted = [
             [tag for tag, _ in decode(p, labels, self.decoder, s.tokens)] for p, s in zip(probabilities, self.dev)
         ]
+        from xling.scoring import score  # seqeval brings scikit-learn (100+ MB): loaded once there is a dev set
+
         result = score([s.tags for s in self.dev], predicted)
         return {"f1": result["f1"], "precision": result["precision"], "recall": result["recall"], "score": result["f1"]}
 

@@ -1,0 +1,58 @@
+"""The training loop's set-up of the model: dropout of a frozen encoder, attention on the CPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.tiny import save_tiny_model, synthetic_conll
+
+
+def _tagging_run(tmp_path, method: str):
+    from xling.adapters import AdaptedModel, BottleneckConfig, TaggingHead, TaggingHeadConfig
+    from xling.data.conll import read_conll
+    from xling.data.labels import label_list
+    from xling.models import load_model
+    from xling.train.tagging import TaggingObjective
+    from xling.train.task import _train_without_adapters
+
+    sentences = read_conll(synthetic_conll(tmp_path / "train", 16, 1))
+    encoder, tokenizer = load_model(str(save_tiny_model("bert", tmp_path / "tinybert")))
+    model = AdaptedModel(encoder)
+    model.add_head("ner", TaggingHead(model.hidden_size, TaggingHeadConfig(labels=label_list(sentences))))
+    if method == "adapter":
+        model.add_adapter("ner", BottleneckConfig.preset("pfeiffer"))
+        model.train_adapter("ner", ["ner"])
+    else:
+        _train_without_adapters(model, "ner", method)
+    return model, TaggingObjective("ner", sentences, sentences[:4], tokenizer, model, seed=1)
+
+
+@pytest.mark.parametrize(
+    "method, encoder_dropout, dropout_on",
+    [("adapter", False, False), ("adapter", True, True), ("full", False, True)],  # a trained encoder keeps it
+)
+def test_a_frozen_encoder_trains_without_dropout_unless_asked(tmp_path, method, encoder_dropout, dropout_on):
+    from xling.train.config import TrainConfig
+    from xling.train.loop import train
+
+    model, objective = _tagging_run(tmp_path, method)
+    modes, attention = [], []
+    dropout = model.encoder.base_model.encoder.layer[0].output.dropout
+    head_dropout = model.heads["ner"].dropout
+
+    def record(module, args):
+        modes.append((dropout.training, head_dropout.training))
+        attention.append(model.config._attn_implementation)
+
+    model.heads["ner"].register_forward_pre_hook(record)
+    before = model.config._attn_implementation
+    config = TrainConfig(
+        max_steps=4, batch_size=4, eval_every=2, checkpoint_every=4, encoder_dropout=encoder_dropout, device="cpu"
+    )
+    result = train(model, objective, config, tmp_path / "run", {}, "modes")
+    # training steps before and after each dev evaluation (which runs in eval mode throughout)
+    training = [mode for mode in modes if mode[1]]
+    assert result.steps == 4 and len(training) == 4
+    assert {mode[0] for mode in training} == {dropout_on}
+    # eager attention while training on the CPU, the model's own attention again afterwards
+    assert set(attention) == {"eager"} and model.config._attn_implementation == before != "eager"
