@@ -37,7 +37,7 @@ class TrainConfig:
     checkpoint_every: int = opt(100, "Save a resumable checkpoint every N steps.")
     patience: int | None = opt(None, "Stop after this many evaluations without improvement.")
     seed: int = opt(42, "Random seed (data order, initialisation, masking).")
-    # off: a task adapter trained 1.7x faster on a CPU at the same English F1, but 2.9 lower zero-shot (3 seeds)
+    # off: a task adapter trained 1.3x faster on a CPU at the same English F1, but 2.9 lower zero-shot (3 seeds)
     encoder_dropout: bool = opt(True, "Dropout in the frozen encoder while adapters train (off: faster).")
     device: str = opt("auto", DEVICE_HELP)
     precision: str = opt("auto", PRECISION_HELP)
