@@ -46,8 +46,8 @@ _TRAINING = contextlib.ExitStack()  # what `train_as_xling` enters stays entered
 
 def train_as_xling(model, precision: str, options) -> None:
     """Set `model` up as xling's training loop does for the command whose options class is `options`: frozen
-    weights stored in the compute precision, the frozen encoder's dropout at the command's default, eager
-    attention on the CPU."""
+    Linear weights stored in the compute precision, the frozen encoder's dropout at the command's default,
+    eager attention on the CPU."""
     store_frozen_weights(model, precision)
     training_mode(model, defaults(options).training.encoder_dropout)
     _TRAINING.enter_context(training_attention(model, "cpu"))

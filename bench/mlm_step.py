@@ -5,7 +5,7 @@ same masked-LM head transform and bias, on the same model, batch (8 x 128) and m
 The plain path is `AutoModelForMaskedLM` computing vocabulary logits for every token;
 xling computes them only at masked positions, and optionally over the corpus pieces only;
 it runs in fp32 and under bf16 autocast (what `--precision auto` picks on CPUs with bf16
-units; trained weights and losses stay fp32, frozen ones are stored in bf16).
+units; trained weights and losses stay fp32, frozen Linear weights are stored in bf16).
 
     python -m bench.mlm_step [--rounds 5]
 """
@@ -56,7 +56,7 @@ def plain_step_fn(model_dir, blocks, objective):
 
 
 def xling_step_fn(tokenizer, model_dir, train_blocks, held_out, vocab_from_corpus, precision="fp32"):
-    model = AdaptedModel(load_model("e5-small")[0])  # its own encoder: bf16 training stores the frozen weights in bf16
+    model = AdaptedModel(load_model("e5-small")[0])  # its own encoder: bf16 training stores its Linear weights in bf16
     name = "qu-vocab" if vocab_from_corpus else "qu"
     model.add_adapter(name, BottleneckConfig.preset("madx-lang"))
     model.add_head(name, mlm_head(model, model_dir))

@@ -206,9 +206,8 @@ def task_options(setup_dirs, **overrides):
 def test_train_task_stacks_on_frozen_lang_adapter_and_selects_best(setup_dirs):
     root = setup_dirs[0]
     lang_before = load_file(root / "ws" / "tinybert" / "lang" / "en" / "adapter_model.safetensors")
-    # fp32, so that the training-time and later dev scores are computed alike (see test_baselines)
-    fp32 = TrainConfig(epochs=4, batch_size=16, learning_rate=5e-3, eval_every=None, patience=2, precision="fp32")
-    report = train_task_adapter(task_options(setup_dirs, name="ner-check", training=fp32))
+    training = TrainConfig(epochs=4, batch_size=16, learning_rate=5e-3, eval_every=None, patience=2)
+    report = train_task_adapter(task_options(setup_dirs, name="ner-check", training=training))
     saved = Path(report["saved_to"])
     assert saved == root / "ws" / "tinybert" / "task" / "ner-check"
     task = json.loads((saved / "task.json").read_text())
@@ -226,7 +225,6 @@ def test_train_task_stacks_on_frozen_lang_adapter_and_selects_best(setup_dirs):
             task_adapter="ner-check",
             model=str(setup_dirs[1]),
             workspace=str(root / "ws"),
-            precision="fp32",
         )
     )
     assert result["f1"] == pytest.approx(report["best"]["f1"])  # the saved weights are the selected ones
@@ -239,9 +237,7 @@ def test_baselines(setup_dirs, method, name):
         task_options(
             setup_dirs,
             method=method,
-            # fp32: training in bf16 stores the frozen encoder in bf16, so its dev scores can differ from a
-            # later evaluation's (fp32 weights under autocast) by rounding
-            training=TrainConfig(epochs=2, batch_size=16, learning_rate=1e-3, eval_every=None, precision="fp32"),
+            training=TrainConfig(epochs=2, batch_size=16, learning_rate=1e-3, eval_every=None),
         )
     )
     assert report["name"] == name and report["method"] == method
@@ -252,7 +248,6 @@ def test_baselines(setup_dirs, method, name):
             task_adapter=name,
             model=str(setup_dirs[1]),
             workspace=str(setup_dirs[0] / "ws"),
-            precision="fp32",
         )
     )
     assert result["f1"] == pytest.approx(report["best"]["f1"]) and result["setup"] == "no adapters"

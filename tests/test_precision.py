@@ -62,9 +62,14 @@ def test_training_computes_in_the_chosen_precision_and_keeps_what_trains_in_fp32
     config = TrainConfig(max_steps=3, batch_size=8, eval_every=3, checkpoint_every=3, precision=precision)
     result = train(model, objective, config, tmp_path / "run", {}, "precision")
     assert result.steps == 3 and set(seen) == {computed}  # training steps and the dev evaluation alike
-    # master weights in fp32; the frozen encoder is stored in what it computes in
+    # master weights in fp32; the frozen Linear weights are stored in what they compute in, the embeddings
+    # and LayerNorms in fp32 (the residual stream stays fp32, as when tagging)
     assert {p.dtype for p in model.parameters() if p.requires_grad} == {torch.float32}
-    assert {p.dtype for p in model.encoder.parameters()} == {computed}
+    linear = [m for m in model.encoder.modules() if isinstance(m, torch.nn.Linear)]
+    assert {p.dtype for m in linear for p in m.parameters()} == {computed}
+    assert {
+        m.weight.dtype for m in model.encoder.modules() if isinstance(m, torch.nn.Embedding | torch.nn.LayerNorm)
+    } == {torch.float32}
     assert all(np.isfinite(e["loss"]) for e in result.evaluations if "loss" in e)
     # the adapter still fits the model as loaded: its base-model fingerprint predates the bf16 storage
     save(model, "ner", tmp_path / "ner")
@@ -73,6 +78,35 @@ def test_training_computes_in_the_chosen_precision_and_keeps_what_trains_in_fp32
     assert torch.equal(
         fresh.adapters["ner"].blocks["0_ffn"].down.weight, model.adapters["ner"].blocks["0_ffn"].down.weight
     )
+
+
+def test_frozen_weights_stored_in_bf16_change_nothing_autocast_computes(tmp_path):
+    """What training stores in bf16 is what autocast casts at every call anyway: the hidden states and
+    masked-LM logits stay the same to the bit, and the residual stream stays fp32, as when tagging."""
+    from xling.adapters import AdaptedModel, BottleneckConfig
+    from xling.models import load_model
+    from xling.train.language import mlm_head
+    from xling.train.loop import store_frozen_weights
+
+    model_dir = save_tiny_model("bert", tmp_path / "tinybert")
+    model = AdaptedModel(load_model(str(model_dir))[0])
+    model.add_adapter("qu", BottleneckConfig.preset("madx-lang"))
+    model.add_head("qu", mlm_head(model, str(model_dir)))
+    model.train_adapter("qu", ["qu"])  # the adapter and head train; the encoder and its embeddings are frozen
+    ids = torch.randint(5, model.config.vocab_size, (2, 12), generator=torch.Generator().manual_seed(0))
+
+    def outputs():
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            hidden = model(input_ids=ids, attention_mask=torch.ones_like(ids))
+            head = model.heads["qu"]
+            return hidden, head.logits(model.invert_embeddings(head.transform(hidden)))
+
+    model.eval()
+    before = outputs()
+    store_frozen_weights(model, "bf16")
+    after = outputs()
+    assert after[0].dtype == torch.float32 and torch.equal(before[0], after[0]) and torch.equal(before[1], after[1])
+    assert model.encoder.get_input_embeddings().weight.dtype == torch.float32
 
 
 def test_tagging_in_bf16_gives_the_fp32_probabilities_to_bf16_accuracy(trained_workspace):

@@ -65,13 +65,19 @@ class MaskedLMHead(nn.Module):
         nn.init.normal_(self.dense.weight, std=0.02)
         nn.init.zeros_(self.dense.bias)
         object.__setattr__(self, "embeddings", embeddings)  # tied, deliberately not a sub-module
+        self._decoder: torch.Tensor | None = None
+
+    def store_decoder(self, dtype: torch.dtype) -> None:
+        """Multiply by a copy of the frozen embedding matrix in `dtype`, cast once instead of at every call;
+        the embeddings themselves keep their dtype."""
+        self._decoder = self.embeddings.weight.detach().to(dtype)
 
     def transform(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.norm(self.act(self.dense(hidden)))
 
     def logits(self, transformed: torch.Tensor, vocab_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Scores over the whole vocabulary, or over `vocab_ids` only."""
-        weight, bias = self.embeddings.weight, self.bias
+        weight, bias = self.embeddings.weight if self._decoder is None else self._decoder, self.bias
         if vocab_ids is not None:
             weight, bias = weight[vocab_ids], bias[vocab_ids]
         return torch.nn.functional.linear(transformed, weight.to(transformed.dtype), bias.to(transformed.dtype))

@@ -76,7 +76,7 @@ class AdaptedModel(nn.Module):
         self._invertible = None
         self._removed_layers: frozenset[int] = frozenset()  # layers whose adapters are switched off
         self._captured: dict = {}
-        # taken now: training may later store the frozen weights in bf16 (`xling.train.loop`)
+        # of the weights as loaded: training may later change how the frozen ones are stored
         self.fingerprint = base_model_fingerprint(encoder, len(self._layers))
         self._install_hooks(base)
 

@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Protocol
 
 import torch
+from torch import nn
 
 from xling.adapters import AdaptedModel
+from xling.adapters.heads import MaskedLMHead
 from xling.data.labels import IGNORE
 from xling.device import autocast, pick_device, pick_precision
 from xling.errors import XlingError
@@ -380,12 +382,19 @@ def make_optimizer(params, learning_rate: float, weight_decay: float = 0.0) -> t
 
 
 def store_frozen_weights(model: AdaptedModel, precision: str) -> None:
-    """Under bf16, frozen weights are stored in bf16, in place: autocast would cast them again at every call,
-    and they take half the memory. What trains stays fp32 (master weights, optimiser state)."""
+    """Under bf16, frozen Linear weights are stored in bf16, in place: autocast would cast them to the same
+    values at every call. Embeddings and LayerNorms stay fp32, as when tagging: stored in bf16 they would
+    carry the whole residual stream in bf16, and the task adapter would learn from other numbers than it
+    meets later. What trains stays fp32 (master weights, optimiser state)."""
     if precision == "bf16":
-        for param in model.parameters():
-            if not param.requires_grad:
-                param.data = param.data.to(torch.bfloat16)
+        for module in model.modules():
+            if isinstance(module, nn.Linear):
+                for param in module.parameters(recurse=False):
+                    if not param.requires_grad:
+                        param.data = param.data.to(torch.bfloat16)
+        for head in model.heads.values():
+            if isinstance(head, MaskedLMHead) and not head.embeddings.weight.requires_grad:
+                head.store_decoder(torch.bfloat16)  # the embedding matrix as the masked-LM decoder's weight
 
 
 def training_mode(model: AdaptedModel, encoder_dropout: bool) -> None:
