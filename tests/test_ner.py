@@ -206,8 +206,7 @@ def task_options(setup_dirs, **overrides):
 def test_train_task_stacks_on_frozen_lang_adapter_and_selects_best(setup_dirs):
     root = setup_dirs[0]
     lang_before = load_file(root / "ws" / "tinybert" / "lang" / "en" / "adapter_model.safetensors")
-    training = TrainConfig(epochs=4, batch_size=16, learning_rate=5e-3, eval_every=None, patience=2)
-    report = train_task_adapter(task_options(setup_dirs, name="ner-check", training=training))
+    report = train_task_adapter(task_options(setup_dirs, name="ner-check"))
     saved = Path(report["saved_to"])
     assert saved == root / "ws" / "tinybert" / "task" / "ner-check"
     task = json.loads((saved / "task.json").read_text())

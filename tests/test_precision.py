@@ -71,7 +71,7 @@ def test_training_computes_in_the_chosen_precision_and_keeps_what_trains_in_fp32
         m.weight.dtype for m in model.encoder.modules() if isinstance(m, torch.nn.Embedding | torch.nn.LayerNorm)
     } == {torch.float32}
     assert all(np.isfinite(e["loss"]) for e in result.evaluations if "loss" in e)
-    # the adapter still fits the model as loaded: its base-model fingerprint predates the bf16 storage
+    # the adapter still fits the model as loaded, into a fresh fp32 model
     save(model, "ner", tmp_path / "ner")
     fresh = AdaptedModel(load_model(str(model_dir))[0])
     assert load(fresh, tmp_path / "ner") == "ner"
