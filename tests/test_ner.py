@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.nn.functional as F
 from rich.console import Console
 from safetensors.torch import load_file
 
 from tests.tiny import run_xling, synthetic_conll, tiny_model
-from xling.adapters import AdaptedModel, BottleneckConfig, TaggingHead, TaggingHeadConfig
+from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
+from xling.adapters.saving import load
 from xling.data.conll import read_conll, to_iob2
 from xling.data.labels import label_list, parse_label_map, relabel
 from xling.data.sources import load_ner, sentences_from_dataset
@@ -23,7 +25,9 @@ from xling.tagging.decoding import decode
 from xling.tagging.evaluate import EvaluationOptions, evaluate
 from xling.tagging.predict import predict_probabilities
 from xling.train.config import TaskAdapterOptions, TrainConfig
+from xling.train.tagging import TaggingObjective
 from xling.train.task import train_task_adapter
+from xling.trained_tasks import load_task_model
 
 # ---- data ------------------------------------------------------------------------------------
 
@@ -228,6 +232,53 @@ def test_train_task_stacks_on_frozen_lang_adapter_and_selects_best(setup_dirs):
     )
     assert result["f1"] == pytest.approx(report["best"]["f1"])  # the saved weights are the selected ones
     assert result["setup"] == "Stack('lang-en', 'ner-check')" and set(result["per_type"]) == {"LOC", "PER"}
+
+
+def test_also_train_runs_each_language_through_its_own_adapter(setup_dirs):
+    root, model_dir, train, dev = setup_dirs
+    model, tokenizer, _ = load_task_model(str(model_dir), root / "ws" / "tinybert" / "task" / "ner-en")
+    for lang in ("en", "qu"):
+        load(model, root / "ws" / "tinybert" / "lang" / lang, name=f"lang-{lang}", head=False)
+    with torch.no_grad():  # five masked-LM steps leave both near their identity start: make them differ
+        for param in model.adapters["lang-qu"].parameters():
+            param.add_(torch.randn_like(param), alpha=0.1)
+    english, quechua = Stack("lang-en", "ner-en"), Stack("lang-qu", "ner-en")
+    model.train_adapter(english, train=["ner-en"])
+    sentences = read_conll(train)
+    objective = TaggingObjective(
+        "ner-en", sentences[:120], read_conll(dev), tokenizer, model, seed=1, more_train=[(quechua, sentences[120:])]
+    )
+    batches = list(objective.batches(0, 16))
+    assert len(batches) == objective.micro_batches_per_epoch(16) == 8 + 5
+    for batch in batches:  # a batch holds one language's windows
+        assert set(batch["windows"]) <= set(objective.group_windows[batch["group"]])
+    model.eval()
+    tensors = objective.prepare(next(b for b in batches if b["group"] == 1), 0)
+
+    def summed_loss(setup):
+        with model.activated(setup):
+            logits = model.heads["ner-en"](
+                model(input_ids=tensors["input_ids"], attention_mask=tensors["attention_mask"])
+            )
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), tensors["labels"].view(-1), reduction="sum")
+
+    with torch.no_grad():
+        loss = objective.loss(model, tensors, 1.0)
+        assert torch.allclose(loss, summed_loss(quechua)) and not torch.allclose(loss, summed_loss(english))
+    assert model.active == english  # training and dev evaluation go on in the main language
+
+    with pytest.raises(XlingError, match="LANG=DATA"):
+        task_options(setup_dirs, also_train=["corpus:conll2002-es/train"])
+    also_train = [f"qu={train}", f"qu = {dev}"]  # one language's sources are read one after the other
+    report = train_task_adapter(task_options(setup_dirs, name="ner-en-qu", also_train=also_train))
+    assert report["also_train_sentences"] == {"qu": 240} and report["options"]["also_train"] == also_train
+    assert Path(report["options"]["other_lang_adapters"]["qu"]) == root / "ws" / "tinybert" / "lang" / "qu"
+    result = evaluate(
+        EvaluationOptions(
+            data=str(dev), lang="en", task_adapter="ner-en-qu", model=str(model_dir), workspace=str(root / "ws")
+        )
+    )
+    assert result["f1"] == pytest.approx(report["best"]["f1"])  # selected on English dev through lang-en
 
 
 @pytest.mark.parametrize("method, name", [("full", "ner-en-full"), ("head", "ner-en-head")])

@@ -100,7 +100,7 @@ def test_self_training_rounds_resume_and_refuse_to_overwrite(tmp_path, trained_w
     assert again["rounds"][0] == report["rounds"][0]
 
 
-def test_labelled_data_join_every_rounds_pseudo_labels(tmp_path, trained_workspace):
+def test_labelled_data_of_the_language_and_of_others_join_every_rounds_pseudo_labels(tmp_path, trained_workspace):
     root, model_dir, train, dev = trained_workspace
     workspace = tmp_path / "ws"
     shutil.copytree(root / "ws", workspace)
@@ -111,6 +111,7 @@ def test_labelled_data_join_every_rounds_pseudo_labels(tmp_path, trained_workspa
         corpus=[str(train)],
         dev=str(dev),
         labelled=[str(gold)],
+        also_train=[f"en={train}"],  # English sentences through the English adapter
         model=str(model_dir),
         workspace=str(workspace),
         name="ner-qu-semi",
@@ -121,12 +122,15 @@ def test_labelled_data_join_every_rounds_pseudo_labels(tmp_path, trained_workspa
     )
     with pytest.raises(XlingError, match="missing.conll"):  # before any tagging or training
         self_train(replace(options, labelled=[str(gold), str(tmp_path / "missing.conll")]))
+    with pytest.raises(XlingError, match="xling train-lang de CORPUS"):
+        self_train(replace(options, also_train=[f"de={train}"]))
     assert not (workspace / "tinybert" / "task" / "ner-qu-semi").exists()
     report = self_train(options)
     (only,) = report["rounds"]
     assert only["kept"] > 0 and only["trained_on"] == only["kept"] + 7
     saved = workspace / "tinybert" / "task" / "ner-qu-semi"
-    assert json.loads((saved / "report.json").read_text())["options"]["train"][1:] == [str(gold)]
+    trained = json.loads((saved / "report.json").read_text())
+    assert trained["options"]["train"][1:] == [str(gold)] and trained["also_train_sentences"] == {"en": 200}
     assert json.loads((saved / "self_training.json").read_text())["labelled"] == [str(gold)]
 
 

@@ -104,6 +104,24 @@ class LanguageAdapterOptions(RunOptions):
     held_out: float = opt(0.02, "Share of lines held out for perplexity (kept within 1-5%).")
 
 
+# Multi-source training: every batch holds one language's sentences and runs through that language's adapter.
+ALSO_TRAIN_HELP = (
+    "Labelled data of another language, trained through its language adapter: LANG=DATA, "
+    "e.g. es=corpus:conll2002-es/train; repeat for several."
+)
+
+
+def other_sources(also_train: list[str]) -> list[tuple[str, str]]:
+    """`--also-train` values as (language, data) pairs."""
+    pairs = []
+    for item in also_train:
+        lang, _, data = (part.strip() for part in item.partition("="))
+        if not lang or not data:
+            raise XlingError(f"--also-train takes LANG=DATA, e.g. es=corpus:conll2002-es/train, not {item!r}")
+        pairs.append((lang, data))
+    return pairs
+
+
 # Per method. The head alone is a linear probe on frozen features and needs a larger step: on WikiANN-en,
 # one epoch reached dev F1 17.8 at 1e-3 and 40.0 at 1e-2.
 DEFAULT_LEARNING_RATES = {"adapter": 1e-3, "full": 5e-5, "head": 1e-2}
@@ -117,6 +135,7 @@ class TaskAdapterOptions(TaggingRunOptions):
         help="Training data: a CoNLL file, corpus:NAME/SPLIT, wikiann:LANG or hf:DATASET[:CONFIG[:SPLIT]]; repeat for several."
     )
     dev: str = opt(help="Dev data for model selection and early stopping.")
+    also_train: list[str] = opt(factory=list, help=ALSO_TRAIN_HELP)
     task: str = opt("ner", "The task: ner.")
     name: str | None = opt(None, "Name of the trained task adapter (default: TASK-LANG, e.g. ner-en).")
     method: str = opt("adapter", "adapter (MAD-X), full (full fine-tuning) or head (only the head).")
@@ -136,6 +155,10 @@ class TaskAdapterOptions(TaggingRunOptions):
     def default_name(self) -> str:
         suffix = {"adapter": "" if self.use_lang_adapter else "-nolang", "full": "-full", "head": "-head"}[self.method]
         return f"{self.task}-{self.lang}{suffix}"
+
+    def __post_init__(self):
+        super().__post_init__()
+        other_sources(self.also_train)
 
 
 @dataclass
@@ -176,6 +199,8 @@ class SelfTrainingOptions(TaggingRunOptions):
         factory=list,
         help="Labelled data of the language added to every round's pseudo-labels (e.g. 100 gold sentences); repeat for several.",
     )
+    # e.g. English gold sentences through the English adapter, so that rounds do not drift from the source task
+    also_train: list[str] = opt(factory=list, help=ALSO_TRAIN_HELP)
     rounds: int = opt(2, "Rounds of tagging, selecting and training.")
     # Transferred models are unsure on the new language: at 0.9 under 1% of the sentences passed.
     threshold: float = opt(0.5, "Keep a sentence when its tag probabilities (see --confidence-of) reach this.")
@@ -195,6 +220,7 @@ class SelfTrainingOptions(TaggingRunOptions):
 
     def __post_init__(self):
         super().__post_init__()
+        other_sources(self.also_train)
         if self.rounds < 1:
             raise XlingError("rounds must be at least 1")
         if not 0 < self.threshold < 1:

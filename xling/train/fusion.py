@@ -64,16 +64,7 @@ def train_fusion(
     model.add_head(fuse.name, head)
     setup = Stack(load(model, lang_dir, name=f"lang-{lang}", head=False), fuse) if lang_dir else fuse
     counts = model.train_adapter(setup, train=[fuse.name])
-    objective = TaggingObjective(
-        fuse.name,
-        train_data,
-        dev_data,
-        tokenizer,
-        model,
-        options.training.seed,
-        options.max_len,
-        decoder=options.decoder,
-    )
+    objective = TaggingObjective.from_options(fuse.name, train_data, dev_data, tokenizer, model, options)
     console.print(f"training fusion [bold]{name}[/]: {setup!r}, labels {', '.join(head.labels)}; {counts}")
     run_options = {
         "kind": "fusion",

@@ -35,7 +35,7 @@ from xling.fileio import atomic_directory, read_json, write_json_atomic, write_t
 from xling.hub import CARD_FILE, model_card
 from xling.tagging.tagger import Tagger
 from xling.tagging.words import tokenize
-from xling.train.config import SelfTrainingOptions, TaskAdapterOptions
+from xling.train.config import SelfTrainingOptions, TaskAdapterOptions, other_sources
 from xling.train.loop import TrainingProgress
 from xling.train.run import refuse_to_replace
 from xling.train.task import train_task_adapter
@@ -90,6 +90,9 @@ def self_train(
     workspace.task(options.source)  # fails now, with how to train it, rather than after reading the corpus
     for source in options.labelled:  # likewise: a missing or malformed file, before any tagging
         load_ner(source, "train")
+    for other, source in other_sources(options.also_train):
+        workspace.lang_adapter(check_lang(other))
+        load_ner(source, "train")
     started = time.perf_counter()
     lines, files = read_text(options.corpus)
     if options.max_sentences and len(lines) > options.max_sentences:
@@ -136,6 +139,7 @@ def self_train(
                 TaskAdapterOptions(
                     lang=lang,
                     train=[str(data_file), *options.labelled],
+                    also_train=options.also_train,
                     dev=options.dev,
                     task=options.task,
                     name=round_name,
@@ -177,6 +181,7 @@ def self_train(
         "corpus_files": [str(f) for f in files],
         "sentences_tagged": len(sentences),
         "labelled": options.labelled,
+        "also_train": options.also_train,
         "threshold": options.threshold,
         "confidence_of": options.confidence_of,
         "max_per_type": options.max_per_type,

@@ -19,7 +19,7 @@ from xling.data.sources import load_ner
 from xling.errors import XlingError
 from xling.models import load_model
 from xling.options import defaults
-from xling.train.config import DEFAULT_LEARNING_RATES, METHODS, TaskAdapterOptions
+from xling.train.config import DEFAULT_LEARNING_RATES, METHODS, TaskAdapterOptions, other_sources
 from xling.train.loop import TrainingProgress
 from xling.train.run import TrainingRun
 from xling.train.tagging import TaggingObjective
@@ -42,7 +42,11 @@ def train_task_adapter(
         [s for source in sources for s in load_ner(source, "train")], options.drop_labels, options.label_map
     )[: options.train_limit]
     dev_data = relabel(load_ner(options.dev, "validation"), options.drop_labels, options.label_map)[: options.dev_limit]
-    if not train_data or not dev_data:
+    other_data: dict[str, list] = {}  # per language, its sources read one after the other
+    for other, source in other_sources(options.also_train):
+        sentences = relabel(load_ner(source, "train"), options.drop_labels, options.label_map)
+        other_data.setdefault(check_lang(other), []).extend(sentences)
+    if not train_data or not dev_data or not all(other_data.values()):
         raise XlingError("the training and dev data must each hold at least one sentence")
 
     stacked_lang = options.method == "adapter" and options.use_lang_adapter
@@ -69,12 +73,20 @@ def train_task_adapter(
     else:
         encoder, tokenizer = load_model(options.model)
         model = AdaptedModel(encoder)
-        labels = label_list(train_data)
+        labels = label_list(train_data + [s for sentences in other_data.values() for s in sentences])
         model.add_head(name, TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels)))
         if options.method == "adapter":
             model.add_adapter(name, options.adapter)
     lang_name = load(model, lang_dir, name=f"lang-{lang}", head=False) if lang_dir else None
     setup = (Stack(lang_name, name) if lang_name else name) if options.method == "adapter" else None
+    other_dirs = {other: workspace.lang_adapter(other) for other in other_data if other != lang} if stacked_lang else {}
+    # each other language's sentences run through its own language adapter under the same task adapter
+    other_setups = {
+        other: Stack(load(model, other_dirs[other], name=f"lang-{other}", head=False), name)
+        if other in other_dirs
+        else setup
+        for other in other_data
+    }
     counts = model.train_adapter(setup, train=[name]) if setup else _train_without_adapters(model, name, options.method)
 
     unseen = sorted(
@@ -85,11 +97,11 @@ def train_task_adapter(
             f"[yellow]note:[/] the dev data has entity types the training data lacks ({', '.join(unseen)}); "
             "they count as missed in dev F1 (--drop-labels leaves them out)"
         )
-    objective = TaggingObjective(
-        name, train_data, dev_data, tokenizer, model, options.training.seed, options.max_len, decoder=options.decoder
-    )
+    more_train = [(other_setups[other], sentences) for other, sentences in other_data.items()]
+    objective = TaggingObjective.from_options(name, train_data, dev_data, tokenizer, model, options, more_train)
+    also = "".join(f" + {len(sentences):,} {other}" for other, sentences in other_data.items())
     console.print(
-        f"training {options.method} [bold]{name}[/] on {len(train_data):,} sentences ({len(objective.windows):,} windows), "
+        f"training {options.method} [bold]{name}[/] on {len(train_data):,} sentences{also} ({len(objective.windows):,} windows), "
         f"labels {', '.join(labels)}; {'setup ' + repr(setup) if setup else 'no adapters'}; {counts}"
     )
     run_options = {
@@ -101,6 +113,8 @@ def train_task_adapter(
         "train": options.train,
         "dev": options.dev,
         "lang_adapter": str(lang_dir) if lang_dir else None,
+        "also_train": options.also_train,
+        "other_lang_adapters": {other: str(path) for other, path in other_dirs.items()},
         "init_from": options.init_from,
         # with --init-from the continued adapter's architecture, not the options' default
         "adapter": model.adapters[name].config.to_dict() if name in model.adapters else None,
@@ -125,6 +139,7 @@ def train_task_adapter(
         lang_adapter=lang_name and str(lang_dir),
         labels=labels,
         train_sentences=len(train_data),
+        also_train_sentences={other: len(sentences) for other, sentences in other_data.items()},
         dev_sentences=len(dev_data),
     )
     record = TaskRecord(
