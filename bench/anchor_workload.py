@@ -191,7 +191,7 @@ def phase_ner(anchor, args, method: str) -> dict:
     next_batch = anchor.Cycler(
         list(range(len(sentences))),
         args.ner_batch,
-        lambda chosen: {"windows": [w for s in chosen for w in windows_of[s]]},
+        lambda chosen: {"windows": [w for s in chosen for w in windows_of[s]], "group": 0},
         args.seed,
         shuffle=False,
     )

@@ -48,8 +48,9 @@ class Objective(Protocol):
     def batches(self, epoch: int, batch_size: int) -> Iterator[dict]: ...
 
     def prepare(self, batch: dict, step: int) -> dict[str, torch.Tensor]:
-        """The batch as tensors with one row per example: `input_ids`, `attention_mask`, and `labels`
-        (IGNORE where a position carries no loss); any randomness follows the seed and step alone."""
+        """The batch as tensors with one row per example: `input_ids`, `attention_mask`, `labels` (IGNORE
+        where a position carries no loss) and any other per-row tensor `loss` reads; any randomness follows
+        the seed and step alone."""
 
     def loss(self, model: AdaptedModel, batch: dict[str, torch.Tensor], scale: float) -> torch.Tensor:
         """The summed loss over the batch's labelled positions times `scale`, plus any regulariser."""
