@@ -80,13 +80,17 @@ def train_task_adapter(
     lang_name = load(model, lang_dir, name=f"lang-{lang}", head=False) if lang_dir else None
     setup = (Stack(lang_name, name) if lang_name else name) if options.method == "adapter" else None
     other_dirs = {other: workspace.lang_adapter(other) for other in other_data if other != lang} if stacked_lang else {}
-    # each other language's sentences run through its own language adapter under the same task adapter
-    other_setups = {
-        other: Stack(load(model, other_dirs[other], name=f"lang-{other}", head=False), name)
-        if other in other_dirs
-        else setup
-        for other in other_data
-    }
+    # each other language's sentences run through its own language adapter under the same task adapter (loaded
+    # before train_adapter, which freezes it)
+    more_train = [
+        (
+            Stack(load(model, other_dirs[other], name=f"lang-{other}", head=False), name)
+            if other in other_dirs
+            else setup,
+            sentences,
+        )
+        for other, sentences in other_data.items()
+    ]
     counts = model.train_adapter(setup, train=[name]) if setup else _train_without_adapters(model, name, options.method)
 
     unseen = sorted(
@@ -97,7 +101,6 @@ def train_task_adapter(
             f"[yellow]note:[/] the dev data has entity types the training data lacks ({', '.join(unseen)}); "
             "they count as missed in dev F1 (--drop-labels leaves them out)"
         )
-    more_train = [(other_setups[other], sentences) for other, sentences in other_data.items()]
     objective = TaggingObjective.from_options(name, train_data, dev_data, tokenizer, model, options, more_train)
     also = "".join(f" + {len(sentences):,} {other}" for other, sentences in other_data.items())
     console.print(
