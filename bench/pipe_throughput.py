@@ -19,12 +19,12 @@ import torch
 from bench.common import corpora_root, setup_threads
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.data.text import read_text
-from xling.device import cpu_has_bf16
+from xling.device import cpu_bf16_speedup
 from xling.models import load_model
 from xling.tagging import predict
 from xling.tagging.tagger import Tagger
 
-PRECISIONS = ("fp32", "bf16", "int8") if cpu_has_bf16() else ("fp32", "int8")
+PRECISIONS = ("fp32", "bf16", "int8") if cpu_bf16_speedup() > 0 else ("fp32", "int8")
 LABELS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
 
 

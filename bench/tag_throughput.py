@@ -20,12 +20,12 @@ from bench.common import corpora_root, setup_threads, time_interleaved
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.data.conll import read_conll
 from xling.data.labels import label_list
-from xling.device import cpu_has_bf16
+from xling.device import cpu_bf16_speedup
 from xling.models import load_model, resolve_model_dir
 from xling.tagging.tagger import Tagger
 
-# bf16 only where the CPU has bf16 units: elsewhere it is emulated, many times slower, and not what auto picks.
-PRECISIONS = ("fp32", "bf16", "int8") if cpu_has_bf16() else ("fp32", "int8")
+# bf16 wherever the CPU has bf16 units (elsewhere it is emulated, many times slower), also where auto picks fp32.
+PRECISIONS = ("fp32", "bf16", "int8") if cpu_bf16_speedup() > 0 else ("fp32", "int8")
 
 
 def main():

@@ -12,23 +12,39 @@ from tests.tiny import run_xling, save_tiny_model, synthetic_conll
 from xling.errors import XlingError
 
 
-def test_auto_picks_bf16_only_where_the_cpu_has_bf16_units(monkeypatch):
+def test_auto_picks_bf16_only_where_the_cpu_runs_it_clearly_faster(monkeypatch):
     import xling.device as device
 
-    monkeypatch.setattr(device, "cpu_has_bf16", lambda: True)
+    monkeypatch.setattr(device, "cpu_bf16_speedup", lambda: 3.0)  # AMX
     assert device.pick_precision("auto", "cpu") == "bf16"
-    monkeypatch.setattr(device, "cpu_has_bf16", lambda: False)
-    assert device.pick_precision("auto", "cpu") == "fp32"
-    with pytest.warns(UserWarning, match="no bf16 matrix units"):
-        assert device.pick_precision("bf16", "cpu") == "bf16"  # asked for: honoured, with a warning
-    monkeypatch.setattr(device, "cpu_has_bf16", lambda: True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        assert device.pick_precision("bf16", "cpu") == "bf16"
+    monkeypatch.setattr(device, "cpu_bf16_speedup", lambda: 1.1)  # faster, but not enough to pay for precision
+    assert device.pick_precision("auto", "cpu") == "fp32"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert device.pick_precision("bf16", "cpu") == "bf16"
+    monkeypatch.setattr(device, "cpu_bf16_speedup", lambda: 0.5)  # AVX-512 BF16 on an Intel Xeon without AMX
+    assert device.pick_precision("auto", "cpu") == "fp32"
+    with pytest.warns(UserWarning, match="take 2.0x the fp32 time on this CPU; --precision auto picks fp32"):
+        assert device.pick_precision("bf16", "cpu") == "bf16"  # asked for: honoured, with a warning
+    monkeypatch.setattr(device, "cpu_bf16_speedup", lambda: 0.0)
+    assert device.pick_precision("auto", "cpu") == "fp32"
+    with pytest.warns(UserWarning, match="no bf16 matrix units"):
         assert device.pick_precision("bf16", "cpu") == "bf16"
     with pytest.raises(XlingError, match="fp16 runs on a GPU only"):
         device.pick_precision("fp16", "cpu")
     with pytest.raises(XlingError, match="precision must be one of auto, fp32, bf16, fp16"):
         device.pick_precision("half", "cpu")
+
+
+def test_the_bf16_speedup_is_measured_where_the_cpu_has_bf16_instructions():
+    from xling.device import cpu_bf16_speedup
+
+    has_units = torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+    speedup = cpu_bf16_speedup.__wrapped__()  # measured now, not this process's cached figure
+    assert (speedup > 0) == has_units and np.isfinite(speedup)
 
 
 def _record_dtypes(model) -> list:
@@ -121,6 +137,47 @@ def test_tagging_in_bf16_gives_the_fp32_probabilities_to_bf16_accuracy(trained_w
         probabilities[precision] = [score for tagged in tagger.tag_words(sentences) for _, score in tagged]
         assert set(seen) == {torch.bfloat16 if precision == "bf16" else torch.float32}
     assert np.allclose(probabilities["fp32"], probabilities["bf16"], atol=0.03)
+
+
+def test_tagging_in_bf16_stores_the_linear_weights_in_bf16_meanwhile_and_gives_them_back(trained_workspace):
+    """The bf16 copies give what autocast computes from the fp32 weights, to the bit; afterwards the model is
+    fp32 again for any caller, and a weight changed in place is cast again."""
+    from xling import Tagger
+    from xling.device import autocast
+    from xling.tagging.predict import predict_probabilities
+
+    root, model_dir, _, _ = trained_workspace
+    sentences = [["Qusqu", "llaqta", "Lima"], ["Juan", "Perú", "suyupi", "tiyan"]]
+    tagger = Tagger.load(lang="qu", model=str(model_dir), workspace=str(root / "ws"), precision="bf16", device="cpu")
+    model, head = tagger.model, tagger.head
+    linear = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    weights = [m.weight for m in linear]
+    originals = [w.data_ptr() for w in weights]
+    seen = []
+    hook = linear[0].register_forward_pre_hook(lambda module, args: seen.append(module.weight.dtype))
+
+    def stored():
+        return predict_probabilities(model, tagger.tokenizer, sentences, head, precision="bf16", stored_weights=copies)
+
+    with autocast("cpu", "bf16"):  # the caller's autocast over the fp32 weights
+        reference = predict_probabilities(model, tagger.tokenizer, sentences, head)
+    copies: dict = {}
+    first = stored()
+    assert seen == [torch.float32, torch.bfloat16]
+    assert all(np.array_equal(a, b) for a, b in zip(reference, first))
+    assert all(w.dtype == torch.float32 and w.data_ptr() == data for w, data in zip(weights, originals))
+    assert len(copies) == len([p for m in linear for p in m.parameters(recurse=False)])
+    kept = copies[weights[0]][1]
+    stored()
+    assert copies[weights[0]][1] is kept  # reused, not cast again
+    with torch.no_grad():
+        weights[0].mul_(2)
+    changed = stored()
+    assert copies[weights[0]][1] is not kept and torch.equal(copies[weights[0]][1], weights[0].bfloat16())
+    assert not all(np.array_equal(a, b) for a, b in zip(first, changed))
+    hook.remove()
+    fp32 = predict_probabilities(model, tagger.tokenizer, sentences, head, precision="fp32")
+    assert all(p.shape == (len(s), len(model.heads[head].labels)) for p, s in zip(fp32, sentences))
 
 
 def test_fp16_on_the_cpu_is_refused_in_one_line(tmp_path):

@@ -5,7 +5,11 @@ torch is imported inside the functions, so that the options, which name these ch
 
 from __future__ import annotations
 
+import functools
+import math
+import time
 import warnings
+from contextlib import contextmanager
 
 from xling.errors import XlingError
 
@@ -24,21 +28,47 @@ def pick_device(requested: str) -> str:
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 INFERENCE_PRECISIONS = PRECISIONS + ("int8",)  # int8: dynamic quantisation, for tagging and evaluation only
+_AUTO_HELP = (
+    "auto (bf16 on GPUs with bf16 units and on CPUs where bf16 multiplies measure faster than fp32, fp16 on "
+    "older GPUs, else fp32)"
+)
 PRECISION_HELP = (
-    "auto (bf16 on CPUs and GPUs with bf16 units, fp16 on older GPUs, else fp32), fp32, bf16 or fp16 (GPU): "
-    "what the model computes in; trained weights, optimiser state and losses stay fp32."
+    f"{_AUTO_HELP}, fp32, bf16 or fp16 (GPU): what the model computes in; trained weights, optimiser state and "
+    "losses stay fp32."
 )
 INFERENCE_PRECISION_HELP = (
-    "auto (bf16 on CPUs and GPUs with bf16 units, fp16 on older GPUs, else fp32), fp32, bf16, fp16 (GPU) or "
-    "int8 (CPU: the Linear layers dynamically quantised)."
+    f"{_AUTO_HELP}, fp32, bf16, fp16 (GPU) or int8 (CPU: the Linear layers dynamically quantised)."
 )
 
 
-def cpu_has_bf16() -> bool:
-    """bf16 matrix instructions (AVX-512 BF16 or AMX): bf16 autocast is then faster than fp32, not slower."""
+# bf16 costs precision, so auto takes it only where its matrix multiplies are clearly faster than fp32's.
+BF16_MIN_SPEEDUP = 1.25
+
+
+@functools.cache
+def cpu_bf16_speedup() -> float:
+    """How many times faster a bf16 matrix multiply runs than an fp32 one on this CPU (0 where it has no bf16
+    instructions, AVX-512 BF16 or AMX, and bf16 is emulated), measured once per process in about 50 ms.
+
+    The instructions alone do not make bf16 pay: AMX runs it several times faster than fp32, AVX-512 BF16 on
+    AMD Zen 4 faster, but an Intel Xeon without AMX (or whose AMX its hypervisor hides) took twice the fp32
+    time (oneDNN's AVX-512 BF16 kernel against MKL's fp32 one), so tagging there ran at 0.6x of fp32."""
     import torch
 
-    return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+    if not (torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()):
+        return 0.0
+    # one feed-forward projection of the embedded model over a batch of short sentences
+    inputs, weight = torch.randn(512, 384), torch.randn(1536, 384)
+    pairs = {dtype: (inputs.to(dtype), weight.to(dtype)) for dtype in (torch.float32, torch.bfloat16)}
+    best = dict.fromkeys(pairs, math.inf)
+    with torch.inference_mode():
+        for round in range(7):  # interleaved, so that load from elsewhere slows both alike
+            for dtype, (a, b) in pairs.items():
+                start = time.perf_counter()
+                torch.nn.functional.linear(a, b)
+                if round >= 2:  # the first calls build the kernels
+                    best[dtype] = min(best[dtype], time.perf_counter() - start)
+    return best[torch.float32] / best[torch.bfloat16]
 
 
 def check_precision(requested: str, inference: bool = False) -> str:
@@ -55,19 +85,20 @@ def pick_precision(requested: str, device: str) -> str:
         raise XlingError("--precision fp16 runs on a GPU only; use bf16 or fp32 on the CPU")
     if requested == "int8" and device != "cpu":
         raise XlingError("--precision int8 (dynamic quantisation) runs on the CPU only; use bf16 or fp16 on a GPU")
-    if requested == "bf16" and device == "cpu" and not cpu_has_bf16():
-        warnings.warn(
-            "this CPU has no bf16 matrix units (AVX-512 BF16 or AMX): bf16 is emulated and several times "
-            "slower than fp32 here; --precision auto picks fp32",
-            stacklevel=2,
+    if requested == "bf16" and device == "cpu" and (speedup := cpu_bf16_speedup()) < 1:
+        why = (
+            "this CPU has no bf16 matrix units (AVX-512 BF16 or AMX): bf16 is emulated"
+            if speedup == 0
+            else f"bf16 matrix multiplies take {1 / speedup:.1f}x the fp32 time on this CPU"
         )
+        warnings.warn(f"{why}; --precision auto picks fp32 here", stacklevel=2)
     if requested != "auto":
         return requested
     if device == "cuda":
         import torch
 
         return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    return "bf16" if cpu_has_bf16() else "fp32"
+    return "bf16" if cpu_bf16_speedup() >= BF16_MIN_SPEEDUP else "fp32"
 
 
 def autocast(device: str, precision: str):
@@ -76,6 +107,33 @@ def autocast(device: str, precision: str):
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
     return torch.autocast(device, dtype=dtype, enabled=dtype is not None)
+
+
+@contextmanager
+def linear_weights_stored_for(model, precision: str, copies: dict):
+    """Inside the block, the fp32 weights of every Linear layer are stored in the dtype that autocast computes
+    in at `precision` (bf16, fp16), the originals are back after it. Autocast would cast them to the same
+    values at every call: on a CPU with AMX those casts took a fifth of the tagging time. `copies` keeps the
+    cast weights from one block to the next, each valid while its original is unchanged."""
+    import torch
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    originals = []
+    if dtype is not None:
+        for module in model.modules():
+            if isinstance(module, torch.nn.Linear):
+                for param in module.parameters(recurse=False):
+                    if param.dtype == torch.float32:
+                        stamp = (param.data_ptr(), param._version, param.device)
+                        if copies.get(param, (None,))[0] != stamp:
+                            copies[param] = (stamp, param.detach().to(dtype))
+                        originals.append((param, param.data))
+                        param.data = copies[param][1]
+    try:
+        yield
+    finally:
+        for param, data in originals:
+            param.data = data
 
 
 def quantize_int8(model):

@@ -1,16 +1,20 @@
 """AdaptedModel: a frozen Hugging Face encoder with named adapters, fusions and heads.
 
 Adapters attach through forward hooks on the encoder's own sub-modules (see
-`architectures.py`), so the modelling code is never copied. Per layer and site the
-hooks capture the sublayer's projection output h and its residual input x, and hand
-the LayerNorm `x + o` instead of `x + h`, where o is what the active composition makes
-of h. The arithmetic follows the AdapterHub `adapters` library, so its adapters load
-and give the same outputs:
+`architectures.py`), so the modelling code is never copied. Per layer and site, the
+sublayer's LayerNorm receives the sum s = h + x of its projection output h and its
+residual input x; a hook hands it `x + o` instead, where o is what the active
+composition makes of h. The arithmetic follows the AdapterHub `adapters` library, so
+its adapters load and give the same outputs:
 
 - Houlsby placement: o = h + A(h) (before the residual add and LayerNorm).
 - Pfeiffer placement: o = h + A(LN(h + x)), i.e. the adapter reads the block's
   normalised output and the block's LayerNorm is applied again on top.
 - Stack applies these one after another; Fuse mixes several adapters' outputs.
+
+Each adapter adds its output to the sum the LayerNorm receives, so x + o is computed as
+s + A(...) from the s the encoder already formed: x is never needed, and h is captured
+only where a Houlsby adapter reads it.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ class AdaptedModel(nn.Module):
         self.active: Stack | None = None
         self._sites: set[tuple[int, str]] = set()  # (layer, site) pairs the active setup touches
         self._plans: dict = {}  # (layer, site) -> what runs there, resolved once per activation
+        self._reads_projection: set[tuple[int, str]] = set()  # sites where an adapter reads h (Houlsby)
         self._norms: dict = {}  # (layer, site) -> the adapter's own LayerNorm, where one applies
         self._invertible = None
         self._removed_layers: frozenset[int] = frozenset()  # layers whose adapters are switched off
@@ -139,6 +144,7 @@ class AdaptedModel(nn.Module):
         if setup is None:
             self.active = None
             self._sites, self._plans, self._norms, self._invertible = set(), {}, {}, None
+            self._reads_projection = set()
             return
         stack = as_stack(setup)
         missing = [n for n in adapter_names(stack) if n not in self.adapters]
@@ -157,6 +163,9 @@ class AdaptedModel(nn.Module):
             and (self.adapters[name].block(i, site) is not None or self.adapters[name].layer_norm(i, site) is not None)
         }
         self._plans = {key: self._plan(*key) for key in self._sites}
+        self._reads_projection = {
+            key for key, plan in self._plans.items() if any(not config.reads_normalised for _, config, *_ in plan)
+        }
         self._norms = {key: norm for key in self._sites if (norm := self._site_layer_norm(*key)) is not None}
         self._invertible = self.adapters[adapter_names(stack)[0]].invertible
 
@@ -222,7 +231,6 @@ class AdaptedModel(nn.Module):
     def _install_hooks(self, base: nn.Module) -> None:
         base.get_submodule(self.paths.embeddings).register_forward_hook(self._after_embeddings)
         for i, layer in enumerate(self._layers):
-            layer.register_forward_pre_hook(partial(self._capture_layer_input, i), with_kwargs=True)
             for site in SITES:
                 out_path, ln_path = self.paths.site(site)
                 layer.get_submodule(out_path).register_forward_hook(partial(self._capture_projection, i, site))
@@ -233,13 +241,9 @@ class AdaptedModel(nn.Module):
     def _after_embeddings(self, module, args, output):
         return self._invertible(output) if self._invertible is not None else None
 
-    def _capture_layer_input(self, i, module, args, kwargs):
-        if (i, "attn") in self._sites:
-            self._captured[(i, "attn", "x")] = args[0] if args else next(iter(kwargs.values()))
-
     def _capture_projection(self, i, site, module, args, output):
-        if (i, site) in self._sites:
-            self._captured[(i, site, "h")] = output
+        if (i, site) in self._reads_projection:
+            self._captured[(i, site)] = output
 
     def _site_layer_norm(self, i: int, site: str) -> nn.LayerNorm | None:
         """The adapter's own LayerNorm copy (train_layer_norms), last one in the setup wins."""
@@ -252,26 +256,12 @@ class AdaptedModel(nn.Module):
     def _before_layer_norm(self, i, site, module, args):
         if (i, site) not in self._sites:
             return None
-        h = self._captured.pop((i, site, "h"))
-        x = self._captured.pop((i, site, "x"))
-        return (x + self._compose(self._plans[(i, site)], h, x, self._norms.get((i, site), module)),)
+        projection = self._captured.pop((i, site), None)
+        return (self._compose(self._plans[(i, site)], args[0], projection, self._norms.get((i, site), module)),)
 
     def _after_layer_norm(self, i, site, module, args, output):
-        if self.active is None:
-            return None
         norm = self._norms.get((i, site))
-        if norm is not None:
-            output = norm(args[0])
-        if site == "attn" and (i, "ffn") in self._sites:
-            self._captured[(i, "ffn", "x")] = output
-        return output if norm is not None else None
-
-    def _adapter_input(self, config: BottleneckConfig, hidden, x, norm):
-        """(what the adapter reads, what its output is added to)."""
-        if not config.reads_normalised:
-            return hidden, hidden
-        # Functional call: calling the hooked LayerNorm module here would re-enter the hooks.
-        return F.layer_norm(hidden + x, norm.normalized_shape, norm.weight, norm.bias, norm.eps), hidden
+        return None if norm is None else norm(args[0])
 
     def _plan(self, i: int, site: str) -> list[tuple]:
         """The active composition at one site, bottom to top: adapters and fusions with their modules."""
@@ -286,12 +276,21 @@ class AdaptedModel(nn.Module):
                 plan.append(("adapter", self.adapters[child].config, block, None))
         return plan
 
-    def _compose(self, plan: list[tuple], hidden: torch.Tensor, x: torch.Tensor, norm: nn.Module) -> torch.Tensor:
+    def _compose(self, plan: list[tuple], total: torch.Tensor, projection, norm: nn.Module) -> torch.Tensor:
+        """`total` (h + x, what the LayerNorm receives) with each adapter's output added, bottom to top;
+        `projection` is h, where a Houlsby adapter reads it (it then takes in the outputs below it too)."""
         for kind, config, module, blocks in plan:
-            inputs, residual = self._adapter_input(config, hidden, x, norm)
+            # Functional call: calling the hooked LayerNorm module here would re-enter the hooks.
+            inputs = (
+                F.layer_norm(total, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+                if config.reads_normalised
+                else projection
+            )
             if kind == "adapter":
-                hidden = residual + module(inputs)
+                output = module(inputs)
             else:
-                ups = torch.stack([block(inputs) for block in blocks], dim=-2)
-                hidden = module(inputs, ups, residual)
-        return hidden
+                output = module(inputs, torch.stack([block(inputs) for block in blocks], dim=-2))
+            total = total + output
+            if projection is not None:
+                projection = projection + output
+        return total

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from xling.adapters import AdaptedModel
-from xling.device import autocast
+from xling.device import autocast, linear_weights_stored_for
 from xling.tagging.align import Window, merge_predictions, windows_for
 
 
@@ -59,24 +59,32 @@ def predict_probabilities(
     max_len: int | None = None,
     stride: int = 32,
     precision: str | None = None,
+    stored_weights: dict | None = None,
 ) -> list[np.ndarray]:
     """Per sentence, a (words, labels) array of tag probabilities; `xling.tagging.decoding` makes them tags.
 
-    `precision` (fp32, bf16, fp16) sets the autocast; None keeps the caller's (e.g. the training loop's)."""
+    `precision` (fp32, bf16, fp16) sets the autocast, with the Linear weights stored in its dtype meanwhile
+    (`stored_weights` keeps those copies for the next call); None keeps the caller's (e.g. the training
+    loop's)."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
     windows = windows_for(sentences, tokenizer, max_window(model, tokenizer, max_len), stride)
     probabilities: list = [None] * len(windows)
-    context = autocast(device.type, precision) if precision else nullcontext()
+    if precision:
+        context = autocast(device.type, precision)
+        weights = linear_weights_stored_for(model, precision, {} if stored_weights is None else stored_weights)
+    else:
+        context = weights = nullcontext()
     tagger = model.heads[head]
-    for batch in length_batches(windows, batch_size, CPU_MAX_TOKENS if device.type == "cpu" else None):
-        ids, mask = pad_batch([windows[i] for i in batch], tokenizer.pad_token_id, device)
-        with context:
-            logits = tagger(model(input_ids=ids, attention_mask=mask))
-        probs = logits.float().softmax(-1).cpu().numpy()
-        for row, index in enumerate(batch):
-            probabilities[index] = probs[row]
+    with weights:
+        for batch in length_batches(windows, batch_size, CPU_MAX_TOKENS if device.type == "cpu" else None):
+            ids, mask = pad_batch([windows[i] for i in batch], tokenizer.pad_token_id, device)
+            with context:
+                logits = tagger(model(input_ids=ids, attention_mask=mask))
+            probs = logits.float().softmax(-1).cpu().numpy()
+            for row, index in enumerate(batch):
+                probabilities[index] = probs[row]
     model.train(was_training)
     # A word with no sub-token (nothing the tokenizer keeps) is outside any entity.
     outside = np.eye(len(tagger.labels), dtype=np.float32)[tagger.labels.index("O") if "O" in tagger.labels else 0]

@@ -112,6 +112,7 @@ class Tagger:
         precision: str = "auto",
     ):
         self.model, self.tokenizer, self.head, self.setup, self.batch_size = model, tokenizer, head, setup, batch_size
+        self.stored_weights: dict = {}  # the Linear weights in bf16 (fp16), kept from call to call
         self.decoder = check_decoder(decoder)
         self.precision = check_precision(precision, inference=True)
         check_batch_size(batch_size)
@@ -170,7 +171,13 @@ class Tagger:
             decode(p, labels, self.decoder, words)
             for p, words in zip(
                 predict_probabilities(
-                    self.model, self.tokenizer, sentences, self.head, self.batch_size, precision=self.computed_in
+                    self.model,
+                    self.tokenizer,
+                    sentences,
+                    self.head,
+                    self.batch_size,
+                    precision=self.computed_in,
+                    stored_weights=self.stored_weights,
                 ),
                 sentences,
             )

@@ -12,7 +12,7 @@ from xling.adapters.fusion.config import FusionConfig
 class FusionLayer(nn.Module):
     """Query: the sublayer output; keys and values: each adapter's output.
 
-    out = residual + sum_n softmax_n(Q(q) . K(up_n) / T) * V(up_n)
+    out = sum_n softmax_n(Q(q) . K(up_n) / T) * V(up_n), added to the sublayer's output by the caller
     """
 
     def __init__(self, hidden: int, config: FusionConfig):
@@ -30,16 +30,15 @@ class FusionLayer(nn.Module):
         self.last_attention: torch.Tensor | None = None
         self.record_attention = False
 
-    def forward(self, query: torch.Tensor, ups: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        """query, residual: (..., d); ups: (..., n_adapters, d)."""
+    def forward(self, query: torch.Tensor, ups: torch.Tensor) -> torch.Tensor:
+        """query: (..., d); ups: (..., n_adapters, d)."""
         q = self.query(query).unsqueeze(-2)  # (..., 1, d)
         k = self.key(ups)  # (..., n, d)
         scores = (q * k).sum(-1) / self.config.temperature
         probs = torch.softmax(scores, dim=-1)  # (..., n)
         if self.record_attention:
             self.last_attention = probs.detach()
-        mixed = (probs.unsqueeze(-1) * self.value(ups)).sum(-2)
-        return residual + mixed
+        return (probs.unsqueeze(-1) * self.value(ups)).sum(-2)
 
     def value_penalty(self) -> torch.Tensor:
         eye = torch.eye(self.value.weight.shape[0], device=self.value.weight.device, dtype=self.value.weight.dtype)
