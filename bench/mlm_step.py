@@ -4,8 +4,8 @@ Both train the same MAD-X language adapter (Pfeiffer, reduction 2, invertible) p
 same masked-LM head transform and bias, on the same model, batch (8 x 128) and masks.
 The plain path is `AutoModelForMaskedLM` computing vocabulary logits for every token;
 xling computes them only at masked positions, and optionally over the corpus pieces only;
-it runs in fp32 and under bf16 autocast (what `--precision auto` picks on CPUs with bf16
-units; trained weights and losses stay fp32, frozen Linear weights are stored in bf16).
+it runs in fp32 and under bf16 autocast (what `--precision auto` picks where bf16 runs
+faster; trained weights and losses stay fp32, frozen Linear weights are stored in bf16).
 
     python -m bench.mlm_step [--rounds 5]
 """

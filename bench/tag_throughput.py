@@ -2,7 +2,7 @@
 
 Same embedded model, same head weights, batch 32, CPU:
 - xling with Stack(lang, task): a MAD-X language adapter under a task adapter, in fp32, in
-  bf16 (autocast; what `--precision auto` picks on CPUs with bf16 units) and in int8 (the
+  bf16 (autocast; what `--precision auto` picks where bf16 runs faster) and in int8 (the
   Linear layers dynamically quantised, `--precision int8`);
 - xling with no adapter active (the bare model plus the head), in the same three;
 - the Transformers `pipeline("token-classification")` on the bare model plus the same head (fp32).

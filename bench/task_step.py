@@ -5,7 +5,7 @@ The adapter path trains a Pfeiffer task adapter (reduction 16) and its head on t
 frozen MAD-X language adapter; full fine-tuning trains the whole encoder and the head,
 through xling (set up as its training loop does) and on the plain Transformers path
 (`AutoModelForTokenClassification`, as Transformers loads it). Each path runs in fp32 and
-under bf16 autocast (what `--precision auto` picks on CPUs with bf16 units; trained weights
+under bf16 autocast (what `--precision auto` picks where bf16 runs faster; trained weights
 and losses stay fp32, xling stores frozen ones in bf16). Times are measured in one process,
 interleaved; peak memory is the resident set of a fresh process per path, sampled while it
 trains.
