@@ -37,7 +37,7 @@ PRECISION_HELP = (
     "losses stay fp32."
 )
 INFERENCE_PRECISION_HELP = (
-    f"{_AUTO_HELP}, fp32, bf16, fp16 (GPU) or int8 (CPU: the Linear layers dynamically quantised)."
+    f"{_AUTO_HELP}, fp32, bf16, fp16 (GPU) or int8 (CPU: the encoder's Linear layers dynamically quantised)."
 )
 
 
