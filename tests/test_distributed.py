@@ -20,17 +20,26 @@ ENTRY = Path(__file__).with_name("distributed_entry.py")
 TASK = Path("tinybert") / "task" / "ner-en"
 
 
-def _launch(launcher: list[str], workspace: Path, data: tuple, rows: Path, crash_at: int | None = None):
+def _launch(
+    launcher: list[str],
+    workspace: Path,
+    data: tuple,
+    rows: Path,
+    crash_at: int | None = None,
+    precision: str = "fp32",  # the check is that two processes make one process's update, to float rounding
+    bf16_speedups: str | None = None,
+):
     model_dir, train, dev = data
     rows.mkdir(parents=True, exist_ok=True)
     pythonpath = os.pathsep.join(filter(None, [str(ENTRY.parent.parent), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "XLING_TEST_ROWS": str(rows), "PYTHONPATH": pythonpath}
     if crash_at:
         env["XLING_TEST_CRASH_AT"] = str(crash_at)
+    if bf16_speedups:
+        env["XLING_TEST_BF16_SPEEDUPS"] = bf16_speedups
     command = [*launcher, str(ENTRY), "train-task", "ner", "--lang", "en", "--train", str(train), "--dev", str(dev)]
     command += ["-m", str(model_dir), "-w", str(workspace), "--batch-size", "8", "--epochs", "1", "--seed", "3"]
-    # fp32: the check is that two processes make one process's update, to float rounding
-    command += ["--checkpoint-every", "4", "--eval-every", "10", "--lr", "5e-3", "--precision", "fp32"]
+    command += ["--checkpoint-every", "4", "--eval-every", "10", "--lr", "5e-3", "--precision", precision]
     command += ["--device", "cpu"]  # gloo: two processes cannot share one GPU under NCCL
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
 
@@ -105,6 +114,21 @@ def test_two_processes_resume_after_a_crash(single_run, tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming" in resumed.stderr and "from step 4" in resumed.stderr
     _check_like_single(workspace, single_workspace)
+
+
+def test_every_process_computes_in_the_precision_the_first_process_picked(single_run, tmp_path):
+    """auto times bf16 in each process; were that to come out differently, the processes would still agree."""
+    single_workspace, _, data = single_run
+    workspace = tmp_path / "ws"
+    shutil.copytree(single_workspace / "tinybert" / "lang", workspace / "tinybert" / "lang")
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    for speedups, picked in (("3.0,0.5", "bf16"), ("0.5,3.0", "fp32")):
+        rows = tmp_path / f"rows-{picked}"
+        run = _launch(torchrun, workspace, data, rows, precision="auto", bf16_speedups=speedups)
+        assert run.returncode == 0, run.stderr
+        for rank in (0, 1):
+            assert set((rows / f"precision-{rank}.txt").read_text().split()) == {picked}
+        shutil.rmtree(workspace / "tinybert" / "task")
 
 
 def test_accelerate_launch_cpu_with_several_processes_says_what_works(tmp_path):

@@ -318,6 +318,11 @@ def train(
     device = pick_device(config.device)
     precision = pick_precision(config.precision, device)
     accelerator = make_accelerator(device, precision)
+    if accelerator.num_processes > 1 and device == "cpu":
+        # auto times bf16 in each process: all train in what the first one picked
+        from accelerate.utils import broadcast_object_list
+
+        precision = broadcast_object_list([precision])[0]
     main = accelerator.is_main_process
     if not main:
         progress = _Silent()
