@@ -15,6 +15,7 @@ from xling.errors import XlingError
 def test_auto_picks_bf16_only_where_the_cpu_runs_it_clearly_faster(monkeypatch):
     import xling.device as device
 
+    device.warn_bf16_slower.cache_clear()
     monkeypatch.setattr(device, "cpu_bf16_speedup", lambda: 3.0)  # AMX
     assert device.pick_precision("auto", "cpu") == "bf16"
     with warnings.catch_warnings():
@@ -29,6 +30,9 @@ def test_auto_picks_bf16_only_where_the_cpu_runs_it_clearly_faster(monkeypatch):
     assert device.pick_precision("auto", "cpu") == "fp32"
     with pytest.warns(UserWarning, match="take 2.0x the fp32 time on this CPU; --precision auto picks fp32"):
         assert device.pick_precision("bf16", "cpu") == "bf16"  # asked for: honoured, with a warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert device.pick_precision("bf16", "cpu") == "bf16"  # said once per process
     monkeypatch.setattr(device, "cpu_bf16_speedup", lambda: 0.0)
     assert device.pick_precision("auto", "cpu") == "fp32"
     with pytest.warns(UserWarning, match="no bf16 matrix units"):

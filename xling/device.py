@@ -71,6 +71,17 @@ def cpu_bf16_speedup() -> float:
     return best[torch.float32] / best[torch.bfloat16]
 
 
+@functools.cache
+def warn_bf16_slower(speedup: float) -> None:
+    """Once per process, as the CPU does not change: a `Tagger` asks for its precision at every call."""
+    why = (
+        "this CPU has no bf16 matrix units (AVX-512 BF16 or AMX): bf16 is emulated"
+        if speedup == 0
+        else f"bf16 matrix multiplies take {1 / speedup:.1f}x the fp32 time on this CPU"
+    )
+    warnings.warn(f"{why}; --precision auto picks fp32 here", stacklevel=3)
+
+
 def check_precision(requested: str, inference: bool = False) -> str:
     allowed = INFERENCE_PRECISIONS if inference else PRECISIONS
     if requested not in allowed:
@@ -86,12 +97,7 @@ def pick_precision(requested: str, device: str) -> str:
     if requested == "int8" and device != "cpu":
         raise XlingError("--precision int8 (dynamic quantisation) runs on the CPU only; use bf16 or fp16 on a GPU")
     if requested == "bf16" and device == "cpu" and (speedup := cpu_bf16_speedup()) < 1:
-        why = (
-            "this CPU has no bf16 matrix units (AVX-512 BF16 or AMX): bf16 is emulated"
-            if speedup == 0
-            else f"bf16 matrix multiplies take {1 / speedup:.1f}x the fp32 time on this CPU"
-        )
-        warnings.warn(f"{why}; --precision auto picks fp32 here", stacklevel=2)
+        warn_bf16_slower(speedup)
     if requested != "auto":
         return requested
     if device == "cuda":
