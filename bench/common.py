@@ -11,7 +11,8 @@ from pathlib import Path
 import torch
 
 from xling.options import defaults
-from xling.train.loop import store_frozen_weights, training_attention, training_mode
+from xling.train.cpu import cpu_training
+from xling.train.loop import store_frozen_weights, training_mode
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -47,7 +48,7 @@ _TRAINING = contextlib.ExitStack()  # what `train_as_xling` enters stays entered
 def train_as_xling(model, precision: str, options) -> None:
     """Set `model` up as xling's training loop does for the command whose options class is `options`: frozen
     Linear weights stored in the compute precision, the frozen encoder's dropout at the command's default,
-    eager attention on the CPU."""
+    its CPU dropout and attention (`xling.train.cpu`)."""
     store_frozen_weights(model, precision)
     training_mode(model, defaults(options).training.encoder_dropout)
-    _TRAINING.enter_context(training_attention(model, "cpu"))
+    _TRAINING.enter_context(cpu_training(model, "cpu"))

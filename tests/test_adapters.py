@@ -21,6 +21,7 @@ from xling.adapters import (
 )
 from xling.adapters.adapterhub import export_adapterhub
 from xling.adapters.bottleneck.invertible import NICECoupling
+from xling.adapters.model import PASS_COST_TOKENS, row_groups
 from xling.adapters.saving import load, save
 from xling.errors import XlingError
 
@@ -338,3 +339,46 @@ def test_export_carries_the_tagging_head_and_refuses_what_the_library_lacks(tmp_
     with pytest.raises(XlingError, match="only bottleneck adapters export"):
         export_adapterhub(tmp_path / "fusion", tmp_path / "x")
     assert not (tmp_path / "x").exists()
+
+
+def right_padded(lengths: list[int], vocab: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(seed)
+    width = max(lengths)
+    ids = torch.randint(5, vocab, (len(lengths), width), generator=generator)
+    mask = (torch.arange(width) < torch.tensor(lengths)[:, None]).long()
+    return ids.masked_fill(mask == 0, 1), mask
+
+
+def test_uneven_rows_run_in_passes_of_their_own_width_with_the_same_numbers():
+    model, _ = adapted("xlm-roberta")
+    for name, preset in (("lang", "madx-lang"), ("task", "pfeiffer")):
+        model.add_adapter(name, BottleneckConfig.preset(preset))
+        perturb(model.adapters[name])
+    model.train_adapter(Stack("lang", "task"), train=["task"])
+    model.eval()  # no dropout: both ways must compute the same numbers
+    vocab = model.config.vocab_size
+    lengths = [3, 60, 5, 4, 57, 6, 8, 3]
+    ids, mask = right_padded(lengths, vocab)
+
+    groups = row_groups(mask, PASS_COST_TOKENS["cpu"])
+    assert groups is not None and len(groups) > 1
+    assert sorted(row for rows, _ in groups for row in rows) == list(range(len(lengths)))
+    assert all(width == max(lengths[row] for row in rows) for rows, width in groups)
+    assert row_groups(*right_padded([9, 10, 10, 8], vocab)[1:], PASS_COST_TOKENS["cpu"]) is None  # little padding
+    left_padded = mask.flip(1)
+    assert row_groups(left_padded, PASS_COST_TOKENS["cpu"]) is None
+
+    weights = torch.randn(len(lengths), ids.shape[1], model.hidden_size)
+    results = []
+    for split in (True, False):
+        hidden = model(input_ids=ids, attention_mask=mask, split_rows=split)
+        (hidden * weights * mask[..., None]).sum().backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
+        model.zero_grad(set_to_none=True)
+        results.append((hidden.detach(), grads))
+    (split_hidden, split_grads), (whole_hidden, whole_grads) = results
+    real = mask.bool()
+    torch.testing.assert_close(split_hidden[real], whole_hidden[real], atol=1e-5, rtol=1e-5)
+    assert split_grads.keys() == whole_grads.keys() and split_grads
+    for name in whole_grads:
+        torch.testing.assert_close(split_grads[name], whole_grads[name], atol=1e-5, rtol=1e-4)

@@ -32,16 +32,19 @@ def _tagging_run(tmp_path, method: str):
     [("adapter", False, False), ("adapter", True, True), ("full", False, True)],  # a trained encoder keeps it
 )
 def test_a_frozen_encoder_trains_without_dropout_unless_asked(tmp_path, method, encoder_dropout, dropout_on):
+    from torch import nn
+
     from xling.train.config import TrainConfig
+    from xling.train.cpu import ATTENTION, Dropout
     from xling.train.loop import train
 
     model, objective = _tagging_run(tmp_path, method)
     modes, attention = [], []
-    dropout = model.encoder.base_model.encoder.layer[0].output.dropout
     head_dropout = model.heads["ner"].dropout
 
     def record(module, args):
-        modes.append((dropout.training, head_dropout.training))
+        dropout = model.encoder.base_model.encoder.layer[0].output.dropout  # the one in the model now
+        modes.append((type(dropout), dropout.training, head_dropout.training))
         attention.append(model.config._attn_implementation)
 
     model.heads["ner"].register_forward_pre_hook(record)
@@ -51,8 +54,10 @@ def test_a_frozen_encoder_trains_without_dropout_unless_asked(tmp_path, method, 
     )
     result = train(model, objective, config, tmp_path / "run", {}, "modes")
     # training steps before and after each dev evaluation (which runs in eval mode throughout)
-    training = [mode for mode in modes if mode[1]]
+    training = [mode for mode in modes if mode[2]]
     assert result.steps == 4 and len(training) == 4
-    assert {mode[0] for mode in training} == {dropout_on}
-    # eager attention while training on the CPU, the model's own attention again afterwards
-    assert set(attention) == {"eager"} and model.config._attn_implementation == before != "eager"
+    assert {mode[1] for mode in training} == {dropout_on}
+    # xling's CPU dropout and eager attention while training on the CPU, the model's own afterwards
+    assert {mode[0] for mode in modes} == {Dropout}
+    assert set(attention) == {ATTENTION} and model.config._attn_implementation == before != ATTENTION
+    assert type(model.encoder.base_model.encoder.layer[0].output.dropout) is nn.Dropout

@@ -26,7 +26,7 @@ def fusion_attention(tagger: Tagger, data: str, batch_size: int = 32) -> dict:
     try:
         for batch in length_batches(windows, batch_size):
             ids, mask = pad_batch([windows[i] for i in batch], tagger.tokenizer.pad_token_id, device)
-            model(input_ids=ids, attention_mask=mask)
+            model(input_ids=ids, attention_mask=mask, split_rows=False)  # last_attention covers the batch
             real = mask.bool()
             for key, layer in layers:
                 sums[key] += layer.last_attention[real].double().sum(0).cpu()

@@ -17,7 +17,7 @@ import shutil
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -32,6 +32,7 @@ from xling.device import autocast, pick_device, pick_precision
 from xling.errors import XlingError
 from xling.train.checkpoint import load_checkpoint, save_checkpoint
 from xling.train.config import TrainConfig
+from xling.train.cpu import cpu_training
 
 LOG_FILE = "log.jsonl"
 RUN_FILE = "run.json"
@@ -345,7 +346,7 @@ def train(
     boundary_rng = torch.get_rng_state()
     training_mode(model, config.encoder_dropout)
     progress.start(title, run.total, state["step"])
-    with training_attention(model, device):
+    with cpu_training(model, device):
         try:
             while state["step"] < run.total:
                 step_start = time.perf_counter()
@@ -409,20 +410,6 @@ def training_mode(model: AdaptedModel, encoder_dropout: bool) -> None:
     model.train()
     if not encoder_dropout and not any(p.requires_grad for p in model.encoder.parameters()):
         model.encoder.eval()
-
-
-@contextmanager
-def training_attention(model: AdaptedModel, device: str):
-    """Eager attention while training on a CPU, where torch's attention kernels train slower at sentence
-    lengths: in bf16 the flash-attention backward took a third of a task-adapter step, and with dropout
-    the fallback is slower than eager attention too."""
-    attention = model.config._attn_implementation
-    if device == "cpu":
-        model.encoder.set_attn_implementation("eager")
-    try:
-        yield
-    finally:
-        model.encoder.set_attn_implementation(attention)
 
 
 class _Silent(TextProgress):
