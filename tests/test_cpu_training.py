@@ -26,6 +26,7 @@ def test_inverted_dropout_keeps_each_element_with_probability_one_minus_p():
     assert torch.equal(inverted_dropout(x.detach(), 0.1), y.detach())  # the seeded generator decides
     assert not torch.equal(inverted_dropout(x.detach(), 0.1), y.detach())
     assert inverted_dropout(x, 0.0) is x
+    assert torch.equal(inverted_dropout(x.detach(), 1.0), torch.zeros_like(x))
 
 
 @pytest.mark.parametrize("arch", ["bert", "deberta-v2"])

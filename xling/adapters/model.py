@@ -65,8 +65,8 @@ def base_model_fingerprint(encoder: nn.Module, num_layers: int) -> dict:
 
 # What one pass of the encoder costs beside its tokens, in tokens: on 2 CPU cores a task-adapter training step
 # took 35 ms plus 0.51 ms a token, the token's cost growing with the width as (1 + width / 155) (attention).
-# GPUs pay for launching kernels rather than for padding, so they split only very uneven batches.
-PASS_COST_TOKENS = {"cpu": 64, None: 2048}
+CPU_PASS_COST_TOKENS = 64
+GPU_PASS_COST_TOKENS = 2048  # GPUs pay for launching kernels rather than for padding: only very uneven batches split
 ATTENTION_WIDTH = 155
 
 
@@ -261,7 +261,8 @@ class AdaptedModel(nn.Module):
         tokens, without the work on padding."""
         groups = None
         if split_rows and input_ids is not None and attention_mask is not None and not kwargs:
-            groups = row_groups(attention_mask, PASS_COST_TOKENS.get(input_ids.device.type, PASS_COST_TOKENS[None]))
+            cost = CPU_PASS_COST_TOKENS if input_ids.device.type == "cpu" else GPU_PASS_COST_TOKENS
+            groups = row_groups(attention_mask, cost)
         if groups is None:
             return self.encoder(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
         width = input_ids.shape[1]

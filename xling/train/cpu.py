@@ -23,6 +23,8 @@ def inverted_dropout(x: torch.Tensor, p: float) -> torch.Tensor:
     dropped = round(p * 65536)  # of the 65,536 values of 16 random bits
     if dropped == 0:
         return x
+    if dropped == 65536:
+        return x * 0.0
     words = torch.empty((x.numel() + 3) // 4, dtype=torch.int64, device=x.device).random_(-(2**63), None)
     keep = words.view(torch.int16)[: x.numel()].view(x.shape) >= dropped - 32768
     return x * keep * (65536 / (65536 - dropped))
