@@ -51,4 +51,4 @@ def train_as_xling(model, precision: str, options) -> None:
     its CPU dropout and attention (`xling.train.cpu`)."""
     store_frozen_weights(model, precision)
     training_mode(model, defaults(options).training.encoder_dropout)
-    _TRAINING.enter_context(cpu_training(model, "cpu"))
+    _TRAINING.enter_context(cpu_training(model.encoder, "cpu"))

@@ -40,7 +40,7 @@ def test_cpu_training_swaps_dropout_and_attention_and_undoes_it(arch):
     attention = encoder.config._attn_implementation
     with torch.no_grad():
         expected = encoder(**batch).last_hidden_state
-    with cpu_training(type("Model", (), {"encoder": encoder})(), "cpu"):
+    with cpu_training(encoder, "cpu"):
         swapped = {name: module for name, module in encoder.named_modules() if isinstance(module, nn.Dropout)}
         assert swapped.keys() == original.keys()
         assert all(type(module) is Dropout and module.p == original[name].p for name, module in swapped.items())
@@ -72,6 +72,6 @@ def test_cpu_training_swaps_dropout_and_attention_and_undoes_it(arch):
 def test_cpu_training_leaves_a_gpu_run_alone():
     encoder, _ = tiny_model("bert")
     attention = encoder.config._attn_implementation
-    with cpu_training(type("Model", (), {"encoder": encoder})(), "cuda"):
+    with cpu_training(encoder, "cuda"):
         assert encoder.config._attn_implementation == attention
         assert not any(type(module) is Dropout for module in encoder.modules())

@@ -274,9 +274,7 @@ class AdaptedModel(nn.Module):
             ).last_hidden_state
             parts.append(F.pad(hidden, (0, 0, 0, width - row_width)))
             order += rows
-        inverse = torch.empty(len(order), dtype=torch.long, device=input_ids.device)
-        inverse[torch.tensor(order, device=input_ids.device)] = torch.arange(len(order), device=input_ids.device)
-        return torch.cat(parts).index_select(0, inverse)
+        return torch.cat(parts).index_select(0, torch.tensor(order, device=input_ids.device).argsort())
 
     def invert_embeddings(self, hidden: torch.Tensor) -> torch.Tensor:
         """Undo the active invertible adapter (the bottom adapter's), e.g. before a language-model output layer."""

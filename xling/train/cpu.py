@@ -56,13 +56,12 @@ def _register() -> None:
 
 
 @contextmanager
-def cpu_training(model, device: str):
+def cpu_training(encoder: nn.Module, device: str):
     """While training on a CPU: the encoder's dropout layers draw their masks as above, and attention is
     eager (with that dropout where the model takes Transformers' attention functions). Undone afterwards."""
     if device != "cpu":
         yield
         return
-    encoder = model.encoder
     swapped = []
     for parent in encoder.modules():
         for name, child in parent.named_children():

@@ -346,7 +346,7 @@ def train(
     boundary_rng = torch.get_rng_state()
     training_mode(model, config.encoder_dropout)
     progress.start(title, run.total, state["step"])
-    with cpu_training(model, device):
+    with cpu_training(model.encoder, device):
         try:
             while state["step"] < run.total:
                 step_start = time.perf_counter()
