@@ -5,6 +5,10 @@ Lines drawn at random from the whole Quechua corpus (`text/qu`: from single word
 `xling.tagging.predict.CPU_MAX_TOKENS` padded tokens; "uncapped" lifts that, so that only the batch size
 bounds a forward pass (how xling batched before).
 
+It also prints the ceiling that the matrix multiplies alone set: the sampled lines' sub-tokens times the
+multiply work of every Linear layer a token passes through, at the fp32 rate this CPU reaches on a multiply of the
+embedded model's feed-forward shape.
+
     python -m bench.pipe_throughput [--lines 1000] [--batch-sizes 32,128]  # about 5 minutes; 512 uncapped alone takes 4
 """
 
@@ -23,6 +27,7 @@ from xling.device import cpu_bf16_speedup
 from xling.models import load_model
 from xling.tagging import predict
 from xling.tagging.tagger import Tagger
+from xling.tagging.words import tokenize
 
 PRECISIONS = ("fp32", "bf16", "int8") if cpu_bf16_speedup() > 0 else ("fp32", "int8")
 LABELS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
@@ -39,6 +44,37 @@ def tagger(precision: str) -> Tagger:
     return Tagger(model.eval(), tokenizer, "ner", Stack("qu", "ner"), precision=precision)
 
 
+def multiply_ceiling(tagging: Tagger, lines: list[str]) -> float:
+    """Lines per second if every Linear layer ran at this CPU's fp32 multiply rate and nothing else took time."""
+    model = tagging.model
+    flops_per_token = 2 * sum(
+        m.in_features * m.out_features
+        for name, m in model.named_modules()
+        if isinstance(m, torch.nn.Linear) and "pooler" not in name  # the pooler sees one token a sentence
+    )
+    tokens = sum(
+        len(tagging.tokenizer([t.text for t in tokenize(line)], is_split_into_words=True)["input_ids"])
+        for line in lines
+    )
+    hidden = model.hidden_size
+    a, b = torch.randn(2048, hidden), torch.randn(hidden, 4 * hidden)
+    seconds = min(seconds_per_call(lambda: a @ b) for _ in range(5))
+    rate = 2 * 2048 * hidden * 4 * hidden / seconds
+    ceiling = rate / flops_per_token / tokens * len(lines)
+    print(
+        f"{tokens:,} sub-tokens, {flops_per_token / 1e6:.1f} MFLOP a token in Linear layers; fp32 multiply "
+        f"{rate / 1e9:.0f} GFLOP/s: the multiplies alone allow at most {ceiling:.0f} lines/s"
+    )
+    return ceiling
+
+
+def seconds_per_call(fn, calls: int = 20) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1000)
@@ -53,8 +89,10 @@ def main():
         f"median {words[len(words) // 2]}, longest {words[-1]}; threads {torch.get_num_threads()}"
     )
     cap = predict.CPU_MAX_TOKENS
+    ceiling = None
     for precision in PRECISIONS:
         tagging = tagger(precision)
+        ceiling = ceiling or multiply_ceiling(tagging, lines)
         list(tagging.pipe(lines[:64]))  # warm-up
         rates = {}
         for batch_size in (int(size) for size in args.batch_sizes.split(",")):
@@ -66,7 +104,8 @@ def main():
                 rates[batch_size, capped] = done / (time.perf_counter() - start)
                 print(
                     f"{precision} batch {batch_size:4d} {'capped' if capped else 'uncapped':9s} "
-                    f"{rates[batch_size, capped]:7.1f} lines/s",
+                    f"{rates[batch_size, capped]:7.1f} lines/s "
+                    f"({rates[batch_size, capped] / ceiling:.0%} of the fp32 multiply ceiling)",
                     flush=True,
                 )
         predict.CPU_MAX_TOKENS = cap

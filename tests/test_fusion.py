@@ -1,4 +1,4 @@
-"""AdapterFusion training and reload, and the analyses (fusion attention, layer ablation, parameters)."""
+"""AdapterFusion training and reload, and the analyses (fusion attention, layer ablation, confidence, parameters)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import torch
 from tests.tiny import run_xling
 from xling.adapters import Fuse, Stack
 from xling.analysis.ablation import layer_ablation
+from xling.analysis.confidence import count_by_confidence
 from xling.analysis.fusion import fusion_attention
 from xling.analysis.params import parameter_table
+from xling.data.conll import Sentence
 from xling.errors import XlingError
 from xling.tagging.evaluate import EvaluationOptions, evaluate
 from xling.tagging.tagger import Tagger
@@ -160,6 +162,26 @@ def test_without_layers_removes_exactly_those_adapters(trained_workspace):
     assert not torch.allclose(without_last, full) and not torch.allclose(without_any, without_last)
 
 
+def test_confidence_counts_entities_right_only_with_their_exact_words_and_type():
+    gold = [
+        Sentence(["Ana", "Rosa", "Qusqupi", "Lima"], ["B-PER", "I-PER", "O", "B-LOC"]),
+        Sentence(["Punu", "suyu", "kachkan"], ["B-LOC", "I-LOC", "O"]),
+    ]
+    tagged = [
+        [("B-PER", 0.95), ("I-PER", 0.91), ("O", 0.62), ("B-ORG", 0.55)],  # right PER; wrong type
+        [("B-LOC", 0.85), ("O", 0.31), ("O", 0.99)],  # cut short: wrong; its second word a missed entity's
+    ]
+    result = count_by_confidence(gold, tagged)
+    assert result["bins"][9] == 0.9 and len(result["o_words"]) == 10
+    assert result["entities"] == {
+        "LOC": [[0, 0]] * 8 + [[0, 1], [0, 0]],
+        "ORG": [[0, 0]] * 5 + [[0, 1]] + [[0, 0]] * 4,
+        "PER": [[0, 0]] * 9 + [[1, 1]],  # the least of its words' probabilities: 0.91
+    }
+    assert result["o_words"][3] == [1, 1] and result["o_words"][6] == [0, 1] and result["o_words"][9] == [0, 1]
+    assert sum(count for _, count in result["o_words"]) == 3
+
+
 def test_parameter_table(fused):
     _, root, model_dir, _ = fused
     result = parameter_table(Workspace(str(root / "ws"), str(model_dir)), base_parameters=30_000)
@@ -176,13 +198,18 @@ def test_analysis_commands_write_readable_pngs(fused, tmp_path):
     for args in (
         ["fusion", str(dev), "--fusion", "ner-fusion-qu", "--lang", "qu", "-o", str(tmp_path / "fusion.png")],
         ["ablation", str(dev), "--lang", "en", "--limit", "10", "-o", str(tmp_path / "ablation.png")],
+        ["confidence", str(dev), "--lang", "en", "--limit", "30", "-o", str(tmp_path / "confidence.png")],
     ):
         result = run_xling("analyze", *args, *common)
         assert result.returncode == 0, result.stderr
-    for name in ("fusion", "ablation"):
+    for name in ("fusion", "ablation", "confidence"):
         png = (tmp_path / f"{name}.png").read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
         assert json.loads((tmp_path / f"{name}.json").read_text())
+    counted = json.loads((tmp_path / "confidence.json").read_text())
+    words = sum(count for _, count in counted["o_words"])
+    entities = sum(count for cells in counted["entities"].values() for _, count in cells)
+    assert counted["sentences"] == 30 and words > 0 and entities > 0
     params = run_xling("analyze", "params", "--json", *common)
     assert params.returncode == 0 and json.loads(params.stdout)["rows"]
 

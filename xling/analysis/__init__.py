@@ -1,1 +1,1 @@
-"""Analyses of the seed papers: fusion attention, layer ablations, parameter budgets."""
+"""Analyses: fusion attention, layer ablations (the seed papers), the confidence of the tags, parameter budgets."""

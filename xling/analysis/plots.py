@@ -19,6 +19,16 @@ def colour_norm(data: np.ndarray, center: float | None) -> CenteredNorm | None:
     return CenteredNorm(vcenter=center, halfrange=float(np.nanmax(np.abs(data - center))) or 1.0)
 
 
+def save(fig, path: Path) -> Path:
+    """Write the figure as a PNG, making its folder, and free it."""
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return path
+
+
 def heatmap(
     values,
     rows: list[str],
@@ -58,9 +68,36 @@ def heatmap(
                     c, r, fmt.format(value), ha="center", va="center", fontsize=7, color="white" if dark else "black"
                 )
     fig.colorbar(image, ax=ax, label=colorbar)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return path
+    return save(fig, path)
+
+
+def rates_by_bin(
+    series: dict[str, list[list[int]]], dashed: set[str], title: str, xlabel: str, ylabel: str, path: Path
+) -> Path:
+    """One line per series over equal bins of [0, 1]: hits / counts in %, each point labelled with its count;
+    empty bins are gaps."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    for name, cells in series.items():
+        width = 1 / len(cells)
+        centres = [(i + 0.5) * width for i in range(len(cells))]
+        rates = [100 * hits / count if count else float("nan") for hits, count in cells]
+        line = ax.plot(centres, rates, "--" if name in dashed else "-", marker="o", label=name)[0]
+        for x, y, (_, count) in zip(centres, rates, cells):
+            if count:
+                ax.annotate(
+                    str(count),
+                    (x, y),
+                    textcoords="offset points",
+                    xytext=(0, 5),
+                    ha="center",
+                    fontsize=6,
+                    color=line.get_color(),
+                )
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 105)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return save(fig, path)

@@ -9,9 +9,10 @@ from rich.progress import Progress
 from rich.table import Table
 
 from xling.analysis.ablation import layer_ablation
+from xling.analysis.confidence import tagger_confidence
 from xling.analysis.fusion import fusion_attention
 from xling.analysis.params import parameter_table
-from xling.analysis.plots import heatmap
+from xling.analysis.plots import heatmap, rates_by_bin
 from xling.fileio import check_output_file, write_json_atomic
 from xling.tagging.tagger import Tagger
 from xling.workspace import Workspace
@@ -76,6 +77,51 @@ def ablation_report(
     )
     result["json"] = str(_numbers_beside(result, output))
     return result
+
+
+def confidence_report(
+    data: str,
+    lang: str,
+    task_adapter: str | None,
+    decoder: str,
+    limit: int | None,
+    output: Path,
+    model: str,
+    workspace: str | None,
+) -> dict:
+    check_output_file(output)
+    tagger = Tagger.load(lang=lang, adapter=task_adapter, model=model, workspace=workspace, decoder=decoder)
+    result = {**tagger_confidence(tagger, data, limit), "data": data, "lang": lang, "setup": repr(tagger.setup)}
+    rates_by_bin(
+        {
+            **{f"{kind} entities right": cells for kind, cells in result["entities"].items()},
+            "words tagged O inside a gold entity": result["o_words"],
+        },
+        {"words tagged O inside a gold entity"},
+        f"How right the tags are by their probability\n{tagger.setup!r}, decoder {decoder}, on {Path(data).name}",
+        "probability (an entity's: the least of its words')",
+        "% (number of entities or words at each point)",
+        output,
+    )
+    result["json"] = str(_numbers_beside(result, output))
+    return result
+
+
+def confidence_table(result: dict) -> Table:
+    """Right / predicted entities per type and bin, and the words tagged O that are inside a gold entity."""
+    table = Table(title=f"{result['setup']} on {result['data']} ({result['sentences']:,} sentences)")
+    table.add_column("probability")
+    for kind in result["entities"]:
+        table.add_column(f"{kind} right", justify="right")
+    table.add_column("O inside an entity", justify="right")
+    width = 1 / len(result["bins"])
+    for i, start in enumerate(result["bins"]):
+        cells = [*(cells[i] for cells in result["entities"].values()), result["o_words"][i]]
+        table.add_row(
+            f"{start:.1f}-{start + width:.1f}",
+            *(f"{hits}/{count} ({100 * hits / count:.0f}%)" if count else "" for hits, count in cells),
+        )
+    return table
 
 
 def params_report(model: str, workspace: str | None) -> dict:

@@ -1,4 +1,4 @@
-"""`xling analyze fusion|ablation|params`: thin commands over `xling.analysis.reports`."""
+"""`xling analyze fusion|ablation|confidence|params`: thin commands over `xling.analysis.reports`."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from xling.cli.options import MODEL, WORKSPACE
+from xling.cli.options import DECODER, MODEL, WORKSPACE
 
-app = typer.Typer(help="Analyses: fusion attention, layer ablations, parameter budgets.", no_args_is_help=True)
+app = typer.Typer(
+    help="Analyses: fusion attention, layer ablations, confidence, parameter budgets.", no_args_is_help=True
+)
 console = Console(stderr=True)
 
 
@@ -50,6 +52,28 @@ def ablation(
 
     result = reports.ablation_report(data, lang, task_adapter, fusion_name, limit, output, model, workspace, console)
     console.print(f"[green]wrote[/] {output} and {result['json']} (F1 with all adapters {100 * result['f1']:.1f})")
+
+
+@app.command("confidence")
+def confidence(
+    data: str = typer.Argument(..., help="Labelled data of the language (a CoNLL file or named source)."),
+    lang: str = typer.Option(..., "--lang", help="Language of the data."),
+    task_adapter: str = typer.Option(None, "--task-adapter", "-t", help="Task adapter (default: as for tagging)."),
+    decoder: str = DECODER,
+    limit: int = typer.Option(None, help="Use only the first N sentences."),
+    output: Path = typer.Option(
+        Path("confidence.png"), "--output", "-o", help="PNG to write; the numbers go beside it as JSON."
+    ),
+    model: str = MODEL,
+    workspace: str = WORKSPACE,
+):
+    """How often tagged entities are right, and words tagged O are inside an entity, by their probability: which
+    self-train --threshold keeps pseudo-labels right."""
+    from xling.analysis import reports
+
+    result = reports.confidence_report(data, lang, task_adapter, decoder, limit, output, model, workspace)
+    Console().print(reports.confidence_table(result))
+    console.print(f"[green]wrote[/] {output} and {result['json']}")
 
 
 @app.command("params")

@@ -1,0 +1,48 @@
+"""How far a tagger's probabilities can be trusted, measured on labelled data.
+
+Per entity type, the share of predicted entities that are right (same type and words as a gold entity) at each
+level of confidence; and the share of words tagged O that lie inside a gold entity, by their probability. An
+entity's confidence is the least probability of its words, the figure `self-train --threshold` compares, so the
+curves show which threshold keeps pseudo-labels right, and how often a kept O is a missed entity.
+"""
+
+from __future__ import annotations
+
+from seqeval.metrics.sequence_labeling import get_entities
+
+from xling.data.conll import Sentence
+from xling.data.labels import relabel
+from xling.data.sources import load_ner
+from xling.tagging.tagger import Tagger
+
+BINS = 10  # confidence bins of 0.1: [0, 0.1), ..., [0.9, 1]
+
+
+def bin_of(probability: float) -> int:
+    return min(int(probability * BINS), BINS - 1)
+
+
+def count_by_confidence(sentences: list[Sentence], tagged: list[list[tuple[str, float]]]) -> dict:
+    """{"entities": {type: [[right, predicted] per bin]}, "o_words": [[inside a gold entity, tagged O] per bin]}."""
+    entities: dict[str, list[list[int]]] = {}
+    o_words = [[0, 0] for _ in range(BINS)]
+    for sentence, words in zip(sentences, tagged):
+        gold = set(get_entities(sentence.tags))
+        for kind, first, last in get_entities([tag for tag, _ in words]):  # last word included
+            cell = entities.setdefault(kind, [[0, 0] for _ in range(BINS)])[
+                bin_of(min(p for _, p in words[first : last + 1]))
+            ]
+            cell[0] += (kind, first, last) in gold
+            cell[1] += 1
+        for (tag, probability), gold_tag in zip(words, sentence.tags):
+            if tag == "O":
+                cell = o_words[bin_of(probability)]
+                cell[0] += gold_tag != "O"
+                cell[1] += 1
+    return {"bins": [i / BINS for i in range(BINS)], "entities": dict(sorted(entities.items())), "o_words": o_words}
+
+
+def tagger_confidence(tagger: Tagger, data: str, limit: int | None = None) -> dict:
+    sentences = relabel(load_ner(data, "validation"))[:limit]
+    result = count_by_confidence(sentences, tagger.tag_words([s.tokens for s in sentences]))
+    return {**result, "sentences": len(sentences)}
