@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from bench.common import corpora_root, setup_threads
+from bench.common import corpora_root, setup_threads, time_interleaved
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.data.text import read_text
 from xling.device import cpu_bf16_speedup
@@ -58,7 +58,7 @@ def multiply_ceiling(tagging: Tagger, lines: list[str]) -> float:
     )
     hidden = model.hidden_size
     a, b = torch.randn(2048, hidden), torch.randn(hidden, 4 * hidden)
-    seconds = min(seconds_per_call(lambda: a @ b) for _ in range(5))
+    seconds = time_interleaved({"multiply": lambda: a @ b}, rounds=100)["multiply"]
     rate = 2 * 2048 * hidden * 4 * hidden / seconds
     ceiling = rate / flops_per_token / tokens * len(lines)
     print(
@@ -66,13 +66,6 @@ def multiply_ceiling(tagging: Tagger, lines: list[str]) -> float:
         f"{rate / 1e9:.0f} GFLOP/s: the multiplies alone allow at most {ceiling:.0f} lines/s"
     )
     return ceiling
-
-
-def seconds_per_call(fn, calls: int = 20) -> float:
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls
 
 
 def main():

@@ -92,12 +92,10 @@ def confidence_report(
     check_output_file(output)
     tagger = Tagger.load(lang=lang, adapter=task_adapter, model=model, workspace=workspace, decoder=decoder)
     result = {**tagger_confidence(tagger, data, limit), "data": data, "lang": lang, "setup": repr(tagger.setup)}
+    missed = "words tagged O inside a gold entity"
     rates_by_bin(
-        {
-            **{f"{kind} entities right": cells for kind, cells in result["entities"].items()},
-            "words tagged O inside a gold entity": result["o_words"],
-        },
-        {"words tagged O inside a gold entity"},
+        {**{f"{kind} entities right": cells for kind, cells in result["entities"].items()}, missed: result["o_words"]},
+        {missed},
         f"How right the tags are by their probability\n{tagger.setup!r}, decoder {decoder}, on {Path(data).name}",
         "probability (an entity's: the least of its words')",
         "% (number of entities or words at each point)",
