@@ -8,6 +8,8 @@ curves show which threshold keeps pseudo-labels right, and how often a kept O is
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 from seqeval.metrics.sequence_labeling import get_entities
 
 from xling.data.conll import Sentence
@@ -24,14 +26,12 @@ def bin_of(probability: float) -> int:
 
 def count_by_confidence(sentences: list[Sentence], tagged: list[list[tuple[str, float]]]) -> dict:
     """{"entities": {type: [[right, predicted] per bin]}, "o_words": [[inside a gold entity, tagged O] per bin]}."""
-    entities: dict[str, list[list[int]]] = {}
+    entities: defaultdict[str, list[list[int]]] = defaultdict(lambda: [[0, 0] for _ in range(BINS)])
     o_words = [[0, 0] for _ in range(BINS)]
     for sentence, words in zip(sentences, tagged):
         gold = set(get_entities(sentence.tags))
         for kind, first, last in get_entities([tag for tag, _ in words]):  # last word included
-            cell = entities.setdefault(kind, [[0, 0] for _ in range(BINS)])[
-                bin_of(min(p for _, p in words[first : last + 1]))
-            ]
+            cell = entities[kind][bin_of(min(p for _, p in words[first : last + 1]))]
             cell[0] += (kind, first, last) in gold
             cell[1] += 1
         for (tag, probability), gold_tag in zip(words, sentence.tags):
