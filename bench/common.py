@@ -45,10 +45,10 @@ def setup_threads():
 _TRAINING = contextlib.ExitStack()  # what `train_as_xling` enters stays entered for the life of the process
 
 
-def train_as_xling(model, precision: str, options) -> None:
-    """Set `model` up as xling's training loop does for the command whose options class is `options`: frozen
-    Linear weights stored in the compute precision, the frozen encoder's dropout at the command's default,
-    its CPU dropout and attention (`xling.train.cpu`)."""
+def train_as_xling(model, precision: str, options, device: str = "cpu") -> None:
+    """Set `model` (already on `device`) up as xling's training loop does for the command whose options class
+    is `options`: frozen Linear weights stored in the compute precision, the frozen encoder's dropout at the
+    command's default, on a CPU its dropout and attention (`xling.train.cpu`)."""
     store_frozen_weights(model, precision)
     training_mode(model, defaults(options).training.encoder_dropout)
-    _TRAINING.enter_context(cpu_training(model.encoder, "cpu"))
+    _TRAINING.enter_context(cpu_training(model.encoder, device))

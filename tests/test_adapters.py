@@ -21,7 +21,7 @@ from xling.adapters import (
 )
 from xling.adapters.adapterhub import export_adapterhub
 from xling.adapters.bottleneck.invertible import NICECoupling
-from xling.adapters.model import CPU_PASS_COST_TOKENS, row_groups
+from xling.adapters.model import PASS_COST_TOKENS, row_groups
 from xling.adapters.saving import load, save
 from xling.errors import XlingError
 
@@ -360,13 +360,13 @@ def test_uneven_rows_run_in_passes_of_their_own_width_with_the_same_numbers():
     lengths = [3, 60, 5, 4, 57, 6, 8, 3]
     ids, mask = right_padded(lengths, vocab)
 
-    groups = row_groups(mask, CPU_PASS_COST_TOKENS)
+    groups = row_groups(mask, PASS_COST_TOKENS["cpu"])
     assert groups is not None and len(groups) > 1
     assert sorted(row for rows, _ in groups for row in rows) == list(range(len(lengths)))
     assert all(width == max(lengths[row] for row in rows) for rows, width in groups)
-    assert row_groups(*right_padded([9, 10, 10, 8], vocab)[1:], CPU_PASS_COST_TOKENS) is None  # little padding
+    assert row_groups(*right_padded([9, 10, 10, 8], vocab)[1:], PASS_COST_TOKENS["cpu"]) is None  # little padding
     left_padded = mask.flip(1)
-    assert row_groups(left_padded, CPU_PASS_COST_TOKENS) is None
+    assert row_groups(left_padded, PASS_COST_TOKENS["cpu"]) is None
 
     weights = torch.randn(len(lengths), ids.shape[1], model.hidden_size)
     results = []

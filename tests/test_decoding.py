@@ -116,7 +116,8 @@ def test_tagger_and_evaluate_use_the_decoder(trained_workspace):
     from xling.tagging.predict import predict_probabilities
 
     root, model_dir, _, dev = trained_workspace
-    common = dict(lang="qu", adapter="ner-en", model=str(model_dir), workspace=str(root / "ws"))
+    # fp32: `predict_probabilities` below computes in fp32 wherever the taggers would pick bf16 (GPUs)
+    common = dict(lang="qu", adapter="ner-en", model=str(model_dir), workspace=str(root / "ws"), precision="fp32")
     taggers = {d: Tagger.load(**common, decoder=d) for d in ("viterbi", "repair", "drop")}
     from xling.data.conll import read_conll
 

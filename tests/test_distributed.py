@@ -1,5 +1,6 @@
 """Distributed training on CPU (gloo): two processes under torchrun or accelerate launch train
-one adapter, each on its share of every batch, and end where one process ends."""
+one adapter, each on its share of every batch, and end where one process ends; accelerate's state of
+a process that trains alone, and launches with more processes than GPUs."""
 
 from __future__ import annotations
 
@@ -135,3 +136,23 @@ def test_accelerate_launch_cpu_with_several_processes_says_what_works(tmp_path):
     run = run_xling("train-task", "ner", "--lang", "en", env={"ACCELERATE_USE_CPU": "True", "MASTER_ADDR": "127.0.0.1"})
     assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1
     assert "accelerate launch --multi_gpu --num_processes N" in run.stderr and "torchrun" in run.stderr
+
+
+def test_more_processes_than_gpus_are_refused_in_one_line(monkeypatch):
+    from xling.errors import XlingError
+    from xling.train.loop import process_state
+
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(XlingError, match=r"2 processes were started on a machine with 1 GPU\(s\).*--device cpu"):
+        process_state("cuda")
+
+
+def test_a_process_of_its_own_takes_each_runs_device():
+    from accelerate import PartialState
+
+    from xling.train.loop import process_state
+
+    PartialState(cpu=False)  # as a run on a GPU leaves it
+    assert process_state("cpu")._cpu  # accelerate alone would keep the first state, or refuse cpu=True
+    assert not process_state("cpu").use_distributed

@@ -227,7 +227,9 @@ def test_train_lang_saves_adapter_head_report_and_log(tmp_path, tiny_dir):
     log = [json.loads(line) for line in (saved / "train_log.jsonl").read_text().splitlines()]
     assert [e["step"] for e in log] == [0, 4, 8, 12]
     assert report["steps"] == 12 and report["tokens_seen"] > 0
-    assert report["held_out_perplexity_after"] < report["held_out_perplexity_before"]
+    # 12 steps move a tiny random model's perplexity by noise (0.04 of 12.5 here, up on a GPU): that training
+    # lowers it is test_embedded_model_on_real_quechua_lowers_perplexity's check
+    assert all(math.isfinite(report[f"held_out_perplexity_{when}"]) for when in ("before", "after"))
     assert json.loads((saved / "report.json").read_text())["steps"] == 12
 
 

@@ -126,7 +126,9 @@ def test_length_batches_keep_both_the_batch_size_and_the_token_cap():
     assert length_batches(windows, 3, max_tokens=100) == [[0, 3, 2], [5, 4], [1], [6]]
 
 
-def test_token_cap_changes_the_batches_not_the_predictions(tagger, monkeypatch):
+def test_token_cap_changes_the_batches_not_the_predictions(trained_workspace, monkeypatch):
+    root, model_dir, _, _ = trained_workspace
+    tagger = Tagger.load(lang="qu", adapter="ner-en", model=str(model_dir), workspace=str(root / "ws"), device="cpu")
     sentences = [("runa " * n + "juan lima").split() for n in (1, 30, 2, 12, 60, 3)]
     forwards = []
     hook = tagger.model.register_forward_hook(lambda module, args, output: forwards.append(1))

@@ -63,10 +63,11 @@ def base_model_fingerprint(encoder: nn.Module, num_layers: int) -> dict:
     }
 
 
-# What one pass of the encoder costs beside its tokens, in tokens: on 2 CPU cores a task-adapter training step
-# took 35 ms plus 0.51 ms a token, the token's cost growing with the width as (1 + width / 155) (attention).
-CPU_PASS_COST_TOKENS = 64
-GPU_PASS_COST_TOKENS = 2048  # GPUs pay for launching kernels rather than for padding: only very uneven batches split
+# What one pass of the encoder costs beside its tokens, in tokens, by device type: on 2 CPU cores a task-adapter
+# training step took 35 ms plus 0.51 ms a token, the token's cost growing with the width as (1 + width / 155)
+# (attention). GPUs are not in the table: there a pass costs its kernel launches (about 20 ms on an H200) whatever
+# its size, and one pass over the padded batch was the fastest on every batch of `bench/row_split.py`.
+PASS_COST_TOKENS = {"cpu": 64}
 ATTENTION_WIDTH = 155
 
 
@@ -256,12 +257,12 @@ class AdaptedModel(nn.Module):
     def forward(self, input_ids=None, attention_mask=None, split_rows: bool = True, **kwargs) -> torch.Tensor:
         """Last hidden states of the encoder with the active adapters (padding positions carry no meaning).
 
-        With `split_rows`, a right-padded batch whose rows differ much in length runs as several passes over
-        rows of similar length, each cut to its own width (`row_groups`): the same numbers for the real
-        tokens, without the work on padding."""
+        With `split_rows`, on a device in `PASS_COST_TOKENS`, a right-padded batch whose rows differ much in
+        length runs as several passes over rows of similar length, each cut to its own width (`row_groups`):
+        the same numbers for the real tokens, without the work on padding."""
+        cost = PASS_COST_TOKENS.get(input_ids.device.type) if input_ids is not None else None
         groups = None
-        if split_rows and input_ids is not None and attention_mask is not None and not kwargs:
-            cost = CPU_PASS_COST_TOKENS if input_ids.device.type == "cpu" else GPU_PASS_COST_TOKENS
+        if split_rows and cost is not None and attention_mask is not None and not kwargs:
             groups = row_groups(attention_mask, cost)
         if groups is None:
             return self.encoder(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import sys
 import time
@@ -73,6 +74,28 @@ class TrainResult:
     precision: str = "fp32"  # what the model computed in
 
 
+def process_state(device: str):
+    """accelerate's state of this process for a picked device: a process of its own, or one of those that
+    torchrun or accelerate launch started.
+
+    accelerate sets its state once per process and then refuses another device or precision (or keeps
+    the CPU silently), yet a process of its own may train on a GPU, then on the CPU (recipes, the Python
+    API): until processes are joined in a group, its state is made afresh each time (what accelerate's own
+    tests do between runs)."""
+    from accelerate import PartialState
+    from accelerate.state import AcceleratorState
+
+    local_processes = int(os.environ.get("LOCAL_WORLD_SIZE", 1))  # set by both launchers
+    if device == "cuda" and local_processes > (gpus := torch.cuda.device_count()):
+        raise XlingError(
+            f"{local_processes} processes were started on a machine with {gpus} GPU(s), and DDP needs a GPU for "
+            f"each: start {gpus} (--nproc_per_node / --num_processes), or pass --device cpu to train CPU processes"
+        )
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        AcceleratorState._reset_state(reset_partial_state=True)
+    return PartialState(cpu=device == "cpu")
+
+
 def make_accelerator(device: str, precision: str):
     """The accelerator for a picked device and precision.
 
@@ -81,7 +104,18 @@ def make_accelerator(device: str, precision: str):
     gradient scaler, so it is accelerate's setting."""
     from accelerate import Accelerator
 
+    process_state(device)
     return Accelerator(cpu=device == "cpu", mixed_precision="fp16" if precision == "fp16" else "no")
+
+
+def wait_for_everyone(state) -> None:
+    """Wait until every process gets here. accelerate's barrier (`state.wait_for_everyone()`) names this
+    process's GPU even when CPU processes train over gloo, which fails on a machine with fewer GPUs than
+    processes; a barrier on the CPU names none."""
+    if state.num_processes > 1 and state.device.type == "cpu":
+        torch.distributed.barrier()
+    else:
+        state.wait_for_everyone()
 
 
 class _LossModule(torch.nn.Module):
@@ -331,9 +365,9 @@ def train(
         progress = TextProgress()
     if restart and main and run_dir.exists():
         shutil.rmtree(run_dir)
-    accelerator.wait_for_everyone()
+    wait_for_everyone(accelerator)
     _check_run_options(run_dir, {**run_options, "train": asdict(config)}, write=main)
-    accelerator.wait_for_everyone()
+    wait_for_everyone(accelerator)
     torch.manual_seed(config.seed + accelerator.process_index)  # dropout differs between processes, as between rows
     run = _Run(model, objective, config, run_dir, accelerator, precision, progress)
     run.resume(title)

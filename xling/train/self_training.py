@@ -22,7 +22,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from accelerate import PartialState
 from rich.console import Console
 
 from xling.adapters.saving import CONFIG_FILE
@@ -36,7 +35,7 @@ from xling.hub import CARD_FILE, model_card
 from xling.tagging.tagger import Tagger
 from xling.tagging.words import tokenize
 from xling.train.config import SelfTrainingOptions, TaskAdapterOptions, other_sources
-from xling.train.loop import TrainingProgress
+from xling.train.loop import TrainingProgress, process_state, wait_for_everyone
 from xling.train.run import refuse_to_replace
 from xling.train.task import train_task_adapter
 from xling.trained_tasks import TASK_FILE
@@ -103,7 +102,7 @@ def self_train(
         f"from {len(files)} file(s), {options.rounds} round(s), threshold {options.threshold}"
     )
     labeller, rounds = options.source, []
-    processes = PartialState(cpu=pick_device(options.training.device) == "cpu")  # one, or all under torchrun
+    processes = process_state(pick_device(options.training.device))  # one, or all under torchrun
     for number in range(1, options.rounds + 1):
         round_name = f"{name}-round{number}"
         target = workspace.adapter_dir("task", round_name)
@@ -130,7 +129,7 @@ def self_train(
             data_file = workspace.run_dir("task", round_name) / "pseudo_labels.conll"
             if processes.is_main_process:  # every process tagged the same; one writes
                 write_text_atomic(data_file, pseudo_labels)
-            processes.wait_for_everyone()
+            wait_for_everyone(processes)
             console.print(
                 f"round {number}: kept {len(kept):,} of {len(sentences):,} sentences "
                 f"({', '.join(f'{t} {n:,}' for t, n in type_counts(kept).items())})"
@@ -159,7 +158,7 @@ def self_train(
             )
             if processes.is_main_process:
                 write_text_atomic(target / "pseudo_labels.conll", pseudo_labels)
-            processes.wait_for_everyone()  # the next round loads what the main process saved
+            wait_for_everyone(processes)  # the next round loads what the main process saved
         report = json.loads((target / "report.json").read_text())
         rounds.append(
             {
@@ -192,7 +191,7 @@ def self_train(
     }
     if processes.is_main_process:
         copy_round(workspace.adapter_dir("task", chosen["adapter"]), final, result, options.overwrite)
-    processes.wait_for_everyone()
+    wait_for_everyone(processes)
     return result
 
 

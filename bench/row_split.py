@@ -1,0 +1,104 @@
+"""Seconds per task-adapter training step on uneven right-padded batches, the rows run in passes of their own
+width (`xling.adapters.model.row_groups`) at several pass costs, against one pass over the whole padded batch.
+
+On the device and in the precision that `--device auto --precision auto` pick (a GPU where present), with the
+embedded default. The batches: the worst one seen in training (one 511-piece window among 31 short lines) and
+batches of 32 random lines of the Quechua corpus (self-training's text), each padded to its longest line. The
+pass cost with the least total time is what `PASS_COST_TOKENS` (xling/adapters/model.py) should hold for the
+device; a device whose batches run fastest in one pass stays out of it.
+
+    python -m bench.row_split [--rounds 10] [--pass-costs 16,64,256,1024,2048,8192]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+
+import torch
+
+import xling.adapters.model as adapted_model
+from bench.common import corpora_root, setup_threads, time_interleaved, train_as_xling
+from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
+from xling.data.text import read_text
+from xling.device import autocast, pick_device, pick_precision
+from xling.models import load_model
+from xling.train.config import TaskAdapterOptions
+from xling.train.loop import make_optimizer
+
+BATCH, MAX_LEN, CORPUS_BATCHES = 32, 512, 8
+LABELS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
+
+
+def row_lengths(tokenizer, seed: int = 0) -> dict[str, list[int]]:
+    lines, _ = read_text([str(corpora_root() / "text" / "qu")])
+    pieces = lambda text: min(MAX_LEN, len(tokenizer(text)["input_ids"]))  # noqa: E731
+    sample = random.Random(seed).sample(lines, BATCH * CORPUS_BATCHES)
+    batches = {
+        f"corpus {i + 1}": [pieces(t) for t in sample[i * BATCH : (i + 1) * BATCH]] for i in range(CORPUS_BATCHES)
+    }
+    return {"one 511-piece window, 31 short": [511] + batches["corpus 1"][1:], **batches}
+
+
+def padded(lengths: list[int], vocab: int, device: str):
+    width = max(lengths)
+    mask = (torch.arange(width)[None, :] < torch.tensor(lengths)[:, None]).long()
+    ids = torch.randint(5, vocab, (len(lengths), width)) * mask
+    targets = torch.randint(0, len(LABELS), (len(lengths), width)).masked_fill(mask == 0, -100)
+    return ids.to(device), mask.to(device), targets.to(device)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--pass-costs", default="16,64,256,1024,2048,8192")
+    args = parser.parse_args()
+    setup_threads()
+    device = pick_device("auto")
+    precision = pick_precision("auto", device)
+    encoder, tokenizer = load_model("e5-small")
+    model = AdaptedModel(encoder)
+    model.add_head("ner", TaggingHead(model.hidden_size, TaggingHeadConfig(labels=LABELS)))
+    model.add_adapter("qu", BottleneckConfig.preset("madx-lang"))
+    model.add_adapter("ner", BottleneckConfig.preset("pfeiffer"))
+    model.train_adapter(Stack("qu", "ner"), train=["ner"])
+    model.to(device)
+    train_as_xling(model, precision, TaskAdapterOptions, device)
+    optimizer = make_optimizer([p for p in model.parameters() if p.requires_grad], 1e-4)
+    default_cost = adapted_model.PASS_COST_TOKENS.get(device)
+
+    def step_fn(batch, pass_cost: float | None):
+        def step():
+            adapted_model.PASS_COST_TOKENS[device] = pass_cost  # read at each forward; None: one pass
+            with autocast(device, precision):
+                hidden = model(input_ids=batch[0], attention_mask=batch[1])
+                logits = model.heads["ner"](hidden).float()
+            torch.nn.functional.cross_entropy(logits.flatten(0, 1), batch[2].flatten(), ignore_index=-100).backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            if device == "cuda":
+                torch.cuda.synchronize()
+
+        return step
+
+    costs = [float(c) for c in args.pass_costs.split(",")]
+    columns = ["one pass"] + [f"{c:g}" for c in costs]
+    print(f"device {device}, precision {precision}, batch {BATCH}, threads {torch.get_num_threads()}")
+    print(f"{'batch':32s} {'real/padded':>13s}  " + "  ".join(f"{c:>8s}" for c in columns) + "  (s/step)")
+    totals = dict.fromkeys(columns, 0.0)
+    for name, lengths in row_lengths(tokenizer).items():
+        batch = padded(lengths, len(tokenizer), device)
+        steps = {"one pass": step_fn(batch, None)} | {f"{c:g}": step_fn(batch, c) for c in costs}
+        times = time_interleaved(steps, args.rounds)
+        for column in columns:
+            totals[column] += times[column]
+        shape = f"{sum(lengths)}/{len(lengths) * max(lengths)}"
+        print(f"{name:32s} {shape:>13s}  " + "  ".join(f"{times[c]:8.4f}" for c in columns))
+    print(f"{'total':32s} {'':>13s}  " + "  ".join(f"{totals[c]:8.4f}" for c in columns))
+    print("total / one pass: " + ", ".join(f"{c} {totals[c] / totals['one pass']:.2f}" for c in columns[1:]))
+    best = min(columns, key=totals.__getitem__)
+    print(f"fastest on {device}: {best} (PASS_COST_TOKENS[{device!r}]: {default_cost}, None: one pass)")
+
+
+if __name__ == "__main__":
+    main()
