@@ -10,9 +10,10 @@ from pathlib import Path
 
 import torch
 
+from xling.device import autocast
 from xling.options import defaults
 from xling.train.cpu import cpu_training
-from xling.train.loop import store_frozen_weights, training_mode
+from xling.train.loop import make_optimizer, store_frozen_weights, training_mode
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -52,3 +53,22 @@ def train_as_xling(model, precision: str, options, device: str = "cpu") -> None:
     store_frozen_weights(model, precision)
     training_mode(model, defaults(options).training.encoder_dropout)
     _TRAINING.enter_context(cpu_training(model.encoder, device))
+
+
+def training_step(forward, params: list, ids, mask, targets, precision: str, device: str = "cpu"):
+    """One step of `forward(ids, mask) -> logits` with cross-entropy and fused AdamW (xling's loop and the
+    Transformers Trainer's default), ending when the device has finished it; returns the step and the number
+    of trained parameters."""
+    optimizer = make_optimizer(params, 1e-4)
+
+    def step():
+        with autocast(device, precision):
+            logits = forward(ids, mask).float()
+        loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1), ignore_index=-100)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if device == "cuda":
+            torch.cuda.synchronize()
+
+    return step, sum(p.numel() for p in params)

@@ -18,13 +18,12 @@ import random
 import torch
 
 import xling.adapters.model as adapted_model
-from bench.common import corpora_root, setup_threads, time_interleaved, train_as_xling
+from bench.common import corpora_root, setup_threads, time_interleaved, train_as_xling, training_step
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.data.text import read_text
-from xling.device import autocast, pick_device, pick_precision
+from xling.device import pick_device, pick_precision
 from xling.models import load_model
 from xling.train.config import TaskAdapterOptions
-from xling.train.loop import make_optimizer
 
 BATCH, MAX_LEN, CORPUS_BATCHES = 32, 512, 8
 LABELS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
@@ -64,22 +63,15 @@ def main():
     model.train_adapter(Stack("qu", "ner"), train=["ner"])
     model.to(device)
     train_as_xling(model, precision, TaskAdapterOptions, device)
-    optimizer = make_optimizer([p for p in model.parameters() if p.requires_grad], 1e-4)
+    params = [p for p in model.parameters() if p.requires_grad]
     default_cost = adapted_model.PASS_COST_TOKENS.get(device)
 
     def step_fn(batch, pass_cost: float | None):
-        def step():
+        def forward(ids, mask):
             adapted_model.PASS_COST_TOKENS[device] = pass_cost  # read at each forward; None: one pass
-            with autocast(device, precision):
-                hidden = model(input_ids=batch[0], attention_mask=batch[1])
-                logits = model.heads["ner"](hidden).float()
-            torch.nn.functional.cross_entropy(logits.flatten(0, 1), batch[2].flatten(), ignore_index=-100).backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            if device == "cuda":
-                torch.cuda.synchronize()
+            return model.heads["ner"](model(input_ids=ids, attention_mask=mask))
 
-        return step
+        return training_step(forward, params, *batch, precision, device)[0]
 
     costs = [float(c) for c in args.pass_costs.split(",")]
     columns = ["one pass"] + [f"{c:g}" for c in costs]

@@ -22,15 +22,13 @@ import sys
 
 import torch
 
-from bench.common import corpora_root, setup_threads, time_interleaved, train_as_xling
+from bench.common import corpora_root, setup_threads, time_interleaved, train_as_xling, training_step
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.data.conll import read_conll
 from xling.data.labels import label_list
-from xling.device import autocast
 from xling.models import load_model, resolve_model_dir
 from xling.tagging.align import window_labels, windows_for
 from xling.train.config import TaskAdapterOptions
-from xling.train.loop import make_optimizer
 
 BATCH, SEQ = 16, 128
 
@@ -46,22 +44,6 @@ def batch_tensors(tokenizer, labels):
         tags = [t if t in label_ids else "O" for t in sentences[window.sentence].tags]
         targets[row, : len(window.input_ids)] = torch.tensor(window_labels(window, tags, label_ids))
     return ids, (ids != tokenizer.pad_token_id).long(), targets
-
-
-def training_step(forward, params: list, ids, mask, targets, precision: str):
-    """One step of `forward(ids, mask) -> logits` with cross-entropy and fused AdamW (xling's loop and the
-    Transformers Trainer's default); returns the step and the number of trained parameters."""
-    optimizer = make_optimizer(params, 1e-4)
-
-    def step():
-        with autocast("cpu", precision):
-            logits = forward(ids, mask).float()
-        loss = torch.nn.functional.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1), ignore_index=-100)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-
-    return step, sum(p.numel() for p in params)
 
 
 def step_fn(method: str, precision: str = "fp32"):
