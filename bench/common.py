@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import statistics
 import time
 from pathlib import Path
 
 import torch
 
+from xling.data.text import read_text
 from xling.device import autocast
 from xling.options import defaults
 from xling.train.cpu import cpu_training
@@ -23,6 +25,12 @@ def corpora_root() -> Path:
     if not (root / "ner").is_dir():
         raise SystemExit(f"corpora not found at {root}: set XLING_CORPORA")
     return root
+
+
+def quechua_lines(sample: int | None = None, seed: int = 0) -> list[str]:
+    """The lines of the Quechua text corpus (`text/qu`), or a seeded random `sample` of them."""
+    lines, _ = read_text([str(corpora_root() / "text" / "qu")])
+    return lines if sample is None else random.Random(seed).sample(lines, sample)
 
 
 def time_interleaved(steps: dict, rounds: int, warmup: int = 1) -> dict[str, float]:

@@ -16,10 +16,9 @@ import argparse
 
 import torch
 
-from bench.common import corpora_root, setup_threads, time_interleaved, train_as_xling
+from bench.common import quechua_lines, setup_threads, time_interleaved, train_as_xling
 from xling.adapters import AdaptedModel, BottleneckConfig
 from xling.data.labels import IGNORE
-from xling.data.text import read_text
 from xling.device import autocast
 from xling.models import load_model, resolve_model_dir
 from xling.train.config import LanguageAdapterOptions, MaskingConfig
@@ -85,7 +84,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     setup_threads()
-    lines, _ = read_text([str(corpora_root() / "text" / "qu")])
+    lines = quechua_lines()
     tokenizer = load_model("e5-small")[1]
     model_dir = resolve_model_dir("e5-small")
     train_blocks = pack_blocks(lines, tokenizer, SEQ, allow_partial=False)

@@ -15,14 +15,12 @@ embedded model's feed-forward shape.
 from __future__ import annotations
 
 import argparse
-import random
 import time
 
 import torch
 
-from bench.common import corpora_root, setup_threads, time_interleaved
+from bench.common import quechua_lines, setup_threads, time_interleaved
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
-from xling.data.text import read_text
 from xling.device import cpu_bf16_speedup
 from xling.models import load_model
 from xling.tagging import predict
@@ -74,8 +72,7 @@ def main():
     parser.add_argument("--batch-sizes", default="32,128")
     args = parser.parse_args()
     setup_threads()
-    lines, _ = read_text([str(corpora_root() / "text" / "qu")])
-    lines = random.Random(0).sample(lines, args.lines)
+    lines = quechua_lines(args.lines)
     words = sorted(len(line.split()) for line in lines)
     print(
         f"{len(lines):,} random lines of text/qu: {sum(words) / len(words):.1f} words on average, "

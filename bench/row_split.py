@@ -13,14 +13,12 @@ device; a device whose batches run fastest in one pass stays out of it.
 from __future__ import annotations
 
 import argparse
-import random
 
 import torch
 
 import xling.adapters.model as adapted_model
-from bench.common import corpora_root, setup_threads, time_interleaved, train_as_xling, training_step
+from bench.common import quechua_lines, setup_threads, time_interleaved, train_as_xling, training_step
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
-from xling.data.text import read_text
 from xling.device import pick_device, pick_precision
 from xling.models import load_model
 from xling.train.config import TaskAdapterOptions
@@ -30,9 +28,8 @@ LABELS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
 
 
 def row_lengths(tokenizer, seed: int = 0) -> dict[str, list[int]]:
-    lines, _ = read_text([str(corpora_root() / "text" / "qu")])
     pieces = lambda text: min(MAX_LEN, len(tokenizer(text)["input_ids"]))  # noqa: E731
-    sample = random.Random(seed).sample(lines, BATCH * CORPUS_BATCHES)
+    sample = quechua_lines(BATCH * CORPUS_BATCHES, seed)
     batches = {
         f"corpus {i + 1}": [pieces(t) for t in sample[i * BATCH : (i + 1) * BATCH]] for i in range(CORPUS_BATCHES)
     }
