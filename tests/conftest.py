@@ -79,3 +79,13 @@ def trained_workspace(tmp_path_factory):
         )
     )
     return root, model_dir, train, dev
+
+
+@pytest.fixture
+def copied_workspace(tmp_path, trained_workspace):
+    """A copy of the trained workspace to damage: (workspace, model dir, the model's folder in it, dev data)."""
+    import shutil
+
+    root, model_dir, train, dev = trained_workspace
+    shutil.copytree(root / "ws", tmp_path / "ws")
+    return tmp_path / "ws", model_dir, tmp_path / "ws" / model_dir.name, dev

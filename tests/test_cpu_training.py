@@ -75,3 +75,56 @@ def test_cpu_training_leaves_a_gpu_run_alone():
     with cpu_training(encoder, "cuda"):
         assert encoder.config._attn_implementation == attention
         assert not any(type(module) is Dropout for module in encoder.modules())
+
+
+@pytest.mark.parametrize("arch", ["bert", "xlm-roberta", "deberta-v2"])
+def test_the_cpu_fast_paths_give_the_generic_paths_loss_and_gradients(arch):
+    """Dropout off, one batch of uneven rows: eager attention, the 16-bit dropout layers and the row split
+    (all that `cpu_training` and `split_rows` change) against the encoder's own modules in one padded pass."""
+    from transformers import AutoModel
+
+    from tests.tiny import tiny_config, tiny_tokenizer
+    from xling.adapters import AdaptedModel, Stack
+    from xling.adapters.bottleneck import BottleneckConfig
+    from xling.adapters.heads import TaggingHead, TaggingHeadConfig
+    from xling.adapters.model import PASS_COST_TOKENS, row_groups
+
+    tokenizer = tiny_tokenizer()
+    config = tiny_config(arch, len(tokenizer))
+    for key in ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout"):
+        if hasattr(config, key):
+            setattr(config, key, 0.0)
+    torch.manual_seed(0)
+    model = AdaptedModel(AutoModel.from_config(config))
+    for name, preset in (("lang", "madx-lang"), ("task", "madx-task")):
+        model.add_adapter(name, BottleneckConfig.preset(preset))
+        with torch.no_grad():
+            for param in model.adapters[name].parameters():
+                param.add_(torch.randn_like(param) * 0.3)  # clearly non-identity, as after training
+    model.add_head("task", TaggingHead(model.hidden_size, TaggingHeadConfig(["O", "B-PER", "I-PER"], dropout=0.0)))
+    model.train_adapter(Stack("lang", "task"), train=["task"])
+    model.train()  # the training forward, its dropout at p = 0
+    lengths = [3, 60, 5, 4, 57, 6, 8, 3]
+    width = max(lengths)
+    generator = torch.Generator().manual_seed(1)
+    mask = (torch.arange(width) < torch.tensor(lengths)[:, None]).long()
+    ids = torch.randint(5, len(tokenizer), (len(lengths), width), generator=generator).masked_fill(mask == 0, 1)
+    labels = torch.randint(0, 3, (len(lengths), width), generator=generator).masked_fill(mask == 0, -100)
+    assert row_groups(mask, PASS_COST_TOKENS["cpu"]) is not None  # the batch does take the row split
+
+    def loss_and_gradients(fast: bool):
+        with cpu_training(model.encoder, "cpu" if fast else "cuda"):  # "cuda": left as it is
+            logits = model.heads["task"](model(input_ids=ids, attention_mask=mask, split_rows=fast))
+            loss = nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
+            loss.backward()
+        gradients = {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
+        model.zero_grad(set_to_none=True)
+        return loss.detach(), gradients
+
+    fast_loss, fast_gradients = loss_and_gradients(fast=True)
+    generic_loss, generic_gradients = loss_and_gradients(fast=False)
+    # fp32; the passes sum in another order: agreement to 1e-5 (absolute) / 1e-4 (relative)
+    torch.testing.assert_close(fast_loss, generic_loss, atol=1e-5, rtol=1e-5)
+    assert fast_gradients.keys() == generic_gradients.keys() and len(fast_gradients) > 4
+    for name, gradient in generic_gradients.items():
+        torch.testing.assert_close(fast_gradients[name], gradient, atol=1e-5, rtol=1e-4)

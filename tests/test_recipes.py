@@ -100,7 +100,7 @@ task_adapter = "hf:org/ner-en"
     assert "step 3 (eval): needs the task adapter 'ner-xx'" in message
     # adapters named by path are checked as folders, Hub adapters and datasets are fetched when the step runs
     assert f"step 4 (by path): the lang adapter {tmp_path / 'no-such-adapter'} is not a directory" in message
-    assert "5 problem(s)" in message
+    assert "has 5 problems:" in message
 
 
 def test_recipe_runs_then_skips_finished_steps(tmp_path, trained_workspace):
@@ -281,7 +281,7 @@ def test_seeds_refuse_a_step_seed_and_bad_values(tmp_path, trained_workspace):
         run_recipe(recipe, seeds=[1, 2])
     bad = tmp_path / "bad.toml"
     bad.write_text('[recipe]\nseeds = "1,2"\n')
-    with pytest.raises(XlingError, match="seeds must be a list of integers"):
+    with pytest.raises(XlingError, match="option .seeds. takes a list of whole numbers"):
         read_recipe(bad)
     result = run_xling("run", str(recipe), "--seeds", "one")
     assert result.returncode == 1 and "--seeds takes comma-separated integers" in result.stderr

@@ -94,15 +94,6 @@ def test_a_bare_name_means_the_workspace_even_beside_a_folder_of_that_name(tmp_p
 # ---- damaged or foreign files: one line naming the file, before any long work ----------------------
 
 
-@pytest.fixture
-def copied_workspace(tmp_path, trained_workspace):
-    import shutil
-
-    root, model_dir, train, dev = trained_workspace
-    shutil.copytree(root / "ws", tmp_path / "ws")
-    return tmp_path / "ws", model_dir, tmp_path / "ws" / model_dir.name, dev
-
-
 def _tagger(workspace, model_dir, lang="qu"):
     from xling import Tagger
 

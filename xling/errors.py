@@ -1,5 +1,13 @@
 """The one error type the command line turns into a one-line message and a non-zero exit."""
 
+# The HTTP clients under huggingface_hub and datasets (httpx before huggingface_hub 2, httpx2 after).
+NETWORK_MODULES = ("httpx", "httpx2", "httpcore", "requests", "urllib3", "aiohttp")
+
 
 class XlingError(Exception):
     """A problem the user can fix: bad input, missing files, mismatched adapters."""
+
+
+def is_network_error(err: BaseException) -> bool:
+    """A failure to reach a server (refused, timed out, no route), whichever HTTP client raised it."""
+    return type(err).__module__.split(".")[0] in NETWORK_MODULES

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -49,7 +50,10 @@ def atomic_text_file(path: Path):
     """Yield a text file handle whose content replaces `path` only if the block succeeds."""
     path = check_output_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):  # left by a writer killed half-way
+        if not _alive(stale.name.rsplit(".", 3)[-3]):
+            stale.unlink(missing_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             yield f
@@ -58,6 +62,17 @@ def atomic_text_file(path: Path):
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def _alive(pid: str) -> bool:
+    """Whether process `pid` (as written in a temporary file's name) still runs."""
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -92,3 +107,35 @@ def read_json(path: Path):
 
 def write_json_atomic(path: Path, data) -> None:
     write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+class EntryLock:
+    """An exclusive lock on one workspace entry (`<entry>.lock`, held with `fcntl.flock`) while a run trains or
+    saves it: a second run on the same name is refused, naming the process that holds it. The operating system
+    lets go of it when the holder ends, even by `kill -9`; a holder that ends normally removes the file."""
+
+    def __init__(self, entry: Path, what: str):
+        self.file = Path(f"{entry}.lock")
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        self.handle = open(self.file, "a+")
+        try:
+            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # a holder may have removed the file between our open and our lock: then the lock is on nothing
+            if os.fstat(self.handle.fileno()).st_ino != os.stat(self.file).st_ino:
+                raise BlockingIOError
+        except (BlockingIOError, FileNotFoundError):
+            self.handle.seek(0)
+            holder = self.handle.read().strip() or "?"
+            self.handle.close()
+            raise XlingError(
+                f"another xling run (pid {holder}) is training or saving the {what} {entry.name!r}; "
+                "wait for it to end, or stop it"
+            ) from None
+        self.handle.truncate(0)
+        self.handle.write(f"{os.getpid()}\n")
+        self.handle.flush()
+
+    def release(self) -> None:
+        if not self.handle.closed:
+            self.file.unlink(missing_ok=True)  # while still held: no other run holds this file
+            self.handle.close()

@@ -15,12 +15,19 @@ from huggingface_hub.errors import HfHubHTTPError
 
 from xling import __version__
 from xling.data.sources import hub_dataset_id
-from xling.errors import XlingError
+from xling.errors import XlingError, is_network_error
 from xling.fileio import read_json
 from xling.models.loading import hub_id
 
 CARD_FILE = "README.md"
 REPORT_FILE = "report.json"
+
+
+def _hub_error(err: Exception, what: str) -> Exception:
+    """One line for the Hub's refusals and for a server out of reach; any other error as it is."""
+    if isinstance(err, (HfHubHTTPError, OSError, ValueError)) or is_network_error(err):
+        return XlingError(f"{what}: {(str(err).splitlines() or [type(err).__name__])[0]}")
+    return err
 
 
 def download(spec: str) -> Path:
@@ -30,8 +37,8 @@ def download(spec: str) -> Path:
         raise XlingError(f"{spec!r} is not a Hub adapter name: write hf:ORG/NAME (or hf:ORG/NAME@REVISION)")
     try:
         return Path(snapshot_download(repo_id, revision=revision or None))
-    except (HfHubHTTPError, OSError, ValueError) as err:
-        raise XlingError(f"cannot fetch {spec} from the Hub: {str(err).splitlines()[0]}") from None
+    except Exception as err:
+        raise _hub_error(err, f"cannot fetch {spec} from the Hub") from None
 
 
 def push(directory: Path, repo_id: str, private: bool = False, token: str | None = None) -> str:
@@ -48,8 +55,8 @@ def push(directory: Path, repo_id: str, private: bool = False, token: str | None
     try:
         api.create_repo(repo_id, private=private, exist_ok=True)
         commit = api.create_commit(repo_id, operations, commit_message=f"Upload {directory.name} (xling {__version__})")
-    except (HfHubHTTPError, OSError, ValueError) as err:
-        raise XlingError(f"cannot push to {repo_id}: {str(err).splitlines()[0]}") from None
+    except Exception as err:
+        raise _hub_error(err, f"cannot push to {repo_id}") from None
     return commit.commit_url
 
 

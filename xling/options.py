@@ -11,6 +11,9 @@ the command-line option's name.
 
 from __future__ import annotations
 
+import math
+import types
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass, replace
 
@@ -102,6 +105,7 @@ def options_of(config, _preset: bool = False, _without: tuple[str, ...] = ()) ->
 def with_options(config, values: Mapping, _without: tuple[str, ...] = ()):
     """`config` with the options in `values` changed; None means "not given", other names are ignored."""
     changes = {}
+    hints = typing.get_type_hints(type(config))
     for f in fields(config):
         meta, current = f.metadata, getattr(config, f.name)
         if meta.get("hidden") or option_name(f) in _without:
@@ -112,7 +116,7 @@ def with_options(config, values: Mapping, _without: tuple[str, ...] = ()):
             changes[f.name] = with_options(base, values, meta.get("without", ()))
             continue
         if (value := field_value(f, values)) is not None:
-            changes[f.name] = value
+            changes[f.name] = check_type(option_name(f), value, hints[f.name])
     for f in fields(config):
         if (cleared := f.metadata.get("clears")) and f.name in changes and cleared not in changes:
             changes[cleared] = None
@@ -134,7 +138,73 @@ def build(cls, values: Mapping):
     missing = [option_name(f) for f in required if values.get(option_name(f)) is None]
     if missing:
         raise XlingError(f"missing option(s): {', '.join('--' + m.replace('_', '-') for m in missing)}")
-    return with_options(cls(**{f.name: field_value(f, values) for f in required}), values)
+    hints = typing.get_type_hints(cls)
+    given = {f.name: check_type(option_name(f), field_value(f, values), hints[f.name]) for f in required}
+    return with_options(cls(**given), values)
+
+
+def _matches(value, hint) -> bool:
+    """Whether `value` has type `hint` (str, int, float, bool, None, list[X], dict[K, V] and unions of them)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, arg) for arg in args)
+    if hint is type(None):
+        return value is None
+    if hint is float:  # a whole number is a float too, a truth value is neither
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin is list:
+        return isinstance(value, list) and all(_matches(item, args[0]) for item in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(_matches(k, args[0]) and _matches(v, args[1]) for k, v in value.items())
+    return isinstance(value, hint)
+
+
+def _type_name(hint) -> str:
+    names = {str: "text", int: "a whole number", float: "a number", bool: "true or false", type(None): "unset"}
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(arg) for arg in typing.get_args(hint) if arg is not type(None))
+    if typing.get_origin(hint) is list:
+        return f"a list of {_type_name(typing.get_args(hint)[0]).removeprefix('a ')}s"
+    if typing.get_origin(hint) is dict:
+        return "a table"
+    return names.get(hint, getattr(hint, "__name__", str(hint)))
+
+
+def check_type(name: str, value, hint):
+    """`value` if it has the type that option `name` declares (`hint`), else an error in one line."""
+    if value is None or _matches(value, hint):
+        return float(value) if hint is float and isinstance(value, int) else value
+    raise XlingError(f"option {name!r} takes {_type_name(hint)}, not {value!r}")
+
+
+def from_record(cls, data, where: str):
+    """A config dataclass from a saved JSON record, its keys and value types checked: an error names `where`."""
+    if not isinstance(data, dict):
+        raise XlingError(f"{where}: expected a JSON object of {cls.__name__} settings, not {type(data).__name__}")
+    hints, known = typing.get_type_hints(cls), {f.name for f in fields(cls)}
+    unknown = set(data) - known
+    if unknown:
+        raise XlingError(f"{where}: unknown settings {', '.join(sorted(unknown))}")
+    if missing := [f.name for f in fields(cls) if _required(f) and f.name not in data]:
+        raise XlingError(f"{where}: missing settings {', '.join(missing)}")
+    try:
+        return cls(**{key: check_type(key, value, hints[key]) for key, value in data.items()})
+    except XlingError as err:
+        raise XlingError(f"{where}: {err}") from None
+
+
+def at_least(name: str, value, low) -> None:
+    """Option `name` is unset, or a finite number of at least `low`."""
+    if value is not None and not (math.isfinite(value) and value >= low):
+        raise XlingError(f"{name.replace('_', '-')} must be at least {low}, not {value}")
+
+
+def positive(name: str, value) -> None:
+    """Option `name` is unset, or a finite number above zero."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise XlingError(f"{name.replace('_', '-')} must be a finite number above 0, not {value}")
 
 
 def comma_list(text: str) -> list[str]:

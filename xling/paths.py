@@ -1,8 +1,8 @@
 """Where xling keeps things: the model cache and the workspace of trained adapters.
 
-`XLING_HOME` moves both: models to `$XLING_HOME/models`, and the default workspace to
-`$XLING_HOME/workspace`. Without it, models live in `~/.cache/xling/models` and the
-workspace is `./xling-workspace`.
+`XLING_HOME` moves them: models to `$XLING_HOME/models`, tracebacks of unexpected errors to
+`$XLING_HOME/errors`, and the default workspace to `$XLING_HOME/workspace`. Without it, models
+and tracebacks live in `~/.cache/xling` and the workspace is `./xling-workspace`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,18 @@ def xling_home() -> Path | None:
     return Path(home).expanduser() if home else None
 
 
-def model_cache_dir() -> Path:
+def cache_dir() -> Path:
     home = xling_home()
-    return home / "models" if home else Path.home() / ".cache" / "xling" / "models"
+    return home if home else Path.home() / ".cache" / "xling"
+
+
+def model_cache_dir() -> Path:
+    return cache_dir() / "models"
+
+
+def error_log_dir() -> Path:
+    """Where the traceback of an unexpected error is kept for a report."""
+    return cache_dir() / "errors"
 
 
 def default_workspace() -> Path:

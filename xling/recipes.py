@@ -41,7 +41,7 @@ from xling.data.sources import hub_dataset_id
 from xling.errors import XlingError
 from xling.fileio import write_json_atomic, write_text_atomic
 from xling.models.loading import DEFAULT_MODEL
-from xling.options import build, defaults, options_of
+from xling.options import build, check_type, defaults, options_of
 from xling.tagging.decoding import DEFAULT_DECODER
 from xling.tagging.evaluate import EvaluationOptions, evaluate
 from xling.train.config import FusionOptions, LanguageAdapterOptions, SelfTrainingOptions, TaskAdapterOptions
@@ -50,7 +50,7 @@ from xling.train.language import train_language_adapter
 from xling.train.self_training import self_train
 from xling.train.summary import language_report_table, selection_summary, self_training_summary
 from xling.train.task import train_task_adapter
-from xling.workspace import Workspace, is_hub_name, is_path
+from xling.workspace import Workspace, file_name, inside, is_hub_name, is_path
 
 # The options of each run that reads its options from a dataclass, as on the command line.
 OPTIONS = {
@@ -63,21 +63,34 @@ OPTIONS = {
 RUN_LEVEL = {"model", "workspace", "overwrite", "restart"}  # set by the recipe and `xling run`, not by steps
 KEYS = {run: set(options_of(defaults(cls))) - RUN_LEVEL for run, cls in OPTIONS.items()}
 KEYS["evaluate"].add("label")  # the row's name in the results table
-KEYS["tag"] = {
-    "input",
-    "lang",
-    "task_adapter",
-    "fusion",
-    "no_lang_adapter",
-    "lang_adapter",
-    "format",
-    "output",
-    "paragraphs",
-    "conll",
-    "decoder",
-    "precision",
+# The keys of runs without an options dataclass, with their types (checked before anything runs).
+TYPED_KEYS = {
+    "tag": {
+        "input": str,
+        "lang": str,
+        "task_adapter": str,
+        "fusion": str,
+        "no_lang_adapter": bool,
+        "lang_adapter": str,
+        "format": str,
+        "output": str,
+        "paragraphs": bool,
+        "conll": bool,
+        "decoder": str,
+        "precision": str,
+    },
+    "analyze": {
+        "analysis": str,
+        "data": str,
+        "lang": str,
+        "task_adapter": str,
+        "fusion": str,
+        "limit": int,
+        "output": str,
+    },
 }
-KEYS["analyze"] = {"analysis", "data", "lang", "task_adapter", "fusion", "limit", "output"}
+KEYS.update({run: set(types) for run, types in TYPED_KEYS.items()})
+ANALYSIS_OUTPUTS = {"fusion": "fusion-attention.png", "ablation": "layer-ablation.png"}
 COMMON_KEYS = {"title", "run"}  # a step's own keys; every other key is the command's option
 STEPS_FILE = "steps.json"
 TRAINING_RUNS = ("train-lang", "train-task", "train-fusion", "self-train")
@@ -93,6 +106,9 @@ class Step:
 
     def where(self, file: str) -> str:
         return f"{file}: step {self.number} ({self.title})"
+
+
+HEAD_KEYS = {"name": str, "model": str, "workspace": str, "description": str, "seeds": list[int]}
 
 
 @dataclass
@@ -114,26 +130,34 @@ def read_recipe(path: str | Path) -> Recipe:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
         raise XlingError(f"{path}: not valid TOML: {err}") from err
-    head = data.get("recipe", {})
-    unknown = set(data) - {"recipe", "step"} | set(head) - {"name", "model", "workspace", "description", "seeds"}
+    head, raw_steps = data.get("recipe", {}), data.get("step", [])
+    if not isinstance(head, dict):
+        raise XlingError(f"{path}: `recipe` must be a table ([recipe] with name, model, ...), not {head!r}")
+    if not isinstance(raw_steps, list) or not all(isinstance(s, dict) for s in raw_steps):
+        raise XlingError(f"{path}: `step` must be a list of tables, each starting with [[step]]")
+    unknown = set(data) - {"recipe", "step"} | set(head) - set(HEAD_KEYS)
     if unknown:
         raise XlingError(f"{path}: unknown keys {', '.join(sorted(unknown))}")
-    seeds = head.get("seeds", [])
-    if not isinstance(seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
-        raise XlingError(f"{path}: seeds must be a list of integers, e.g. seeds = [1, 2, 3]")
-    steps = [
-        Step(i, s.get("title", f"step-{i}"), s.get("run", ""), {k: v for k, v in s.items() if k not in COMMON_KEYS})
-        for i, s in enumerate(data.get("step", []), start=1)
-    ]
-    return Recipe(
-        str(path),
-        head.get("name", path.stem),
-        head.get("model", DEFAULT_MODEL),
-        head.get("workspace"),
-        head.get("description", ""),
-        seeds,
-        steps,
-    )
+    try:
+        fields = {key: check_type(key, head[key], hint) for key, hint in HEAD_KEYS.items() if key in head}
+        steps = [
+            Step(
+                i,
+                file_name(check_type("title", s.get("title", f"step-{i}"), str), "step title"),
+                check_type("run", s.get("run", ""), str),
+                {k: v for k, v in s.items() if k not in COMMON_KEYS},
+            )
+            for i, s in enumerate(raw_steps, start=1)
+        ]
+        name = file_name(fields.get("name", path.stem), "recipe name")
+    except XlingError as err:
+        raise XlingError(f"{path}: {err}") from None
+    titles = [step.title for step in steps]
+    if twice := sorted({title for title in titles if titles.count(title) > 1}):
+        raise XlingError(f"{path}: step titles must differ (each names a result file): {', '.join(twice)}")
+    if reserved := sorted(set(titles) & {Path(STEPS_FILE).stem, "results"}):
+        raise XlingError(f"{path}: step title {reserved[0]!r} is the name of the recipe's own result file")
+    return Recipe(str(path), name, **{k: v for k, v in fields.items() if k != "name"}, steps=steps)
 
 
 def seeded(recipe: Recipe, seed: int) -> Recipe:
@@ -199,6 +223,16 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
             continue
         unknown = set(step.options) - KEYS[step.run]
         problems += [f"{where}: unknown key {key!r}" for key in sorted(unknown)]
+        for key, hint in TYPED_KEYS.get(step.run, {}).items():
+            try:
+                check_type(key, step.options.get(key), hint)
+            except XlingError as err:
+                problems.append(f"{where}: {err}")
+        if step.run in TYPED_KEYS:
+            try:
+                output_path(step, recipe, workspace)
+            except XlingError as err:
+                problems.append(f"{where}: {err}")
         if step.run in OPTIONS:
             try:
                 step_options(step)
@@ -233,7 +267,9 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
         if produces(step):
             made.add(produces(step))
     if problems:
-        raise XlingError(f"recipe {recipe.file} has {len(problems)} problem(s):\n  " + "\n  ".join(problems))
+        if len(problems) == 1:
+            raise XlingError(problems[0])
+        raise XlingError(f"recipe {recipe.file} has {len(problems)} problems:\n  " + "\n  ".join(problems))
 
 
 # ---- running ------------------------------------------------------------------------------------------
@@ -270,8 +306,8 @@ def run_step(
         )
         return result
     elif step.run in ("tag", "analyze"):
-        if o.get("output"):
-            o["output"] = str(output_path(step, recipe, workspace))
+        if output := output_path(step, recipe, workspace):
+            o["output"] = str(output)
         (_tag if step.run == "tag" else _analyze)(o, recipe, console)
     return None
 
@@ -309,7 +345,7 @@ def _analyze(o: dict, recipe: Recipe, console: Console) -> None:
             o["data"],
             o["fusion"],
             o["lang"],
-            Path(o.get("output", "fusion-attention.png")),
+            Path(o["output"]),
             recipe.model,
             recipe.workspace,
         )
@@ -320,7 +356,7 @@ def _analyze(o: dict, recipe: Recipe, console: Console) -> None:
             o.get("task_adapter"),
             o.get("fusion"),
             o.get("limit"),
-            Path(o.get("output", "layer-ablation.png")),
+            Path(o["output"]),
             recipe.model,
             recipe.workspace,
             console,
@@ -331,9 +367,13 @@ def results_dir(workspace: Workspace, recipe: Recipe) -> Path:
     return workspace.model_dir / "results" / recipe.name
 
 
-def output_path(step: Step, recipe: Recipe, workspace: Workspace) -> Path:
-    """A tag or analyze step's `output`; relative paths go beside the recipe's results."""
-    return results_dir(workspace, recipe) / Path(step.options["output"]).expanduser()
+def output_path(step: Step, recipe: Recipe, workspace: Workspace) -> Path | None:
+    """A tag or analyze step's `output` (an analysis's default file name), inside the recipe's results; None
+    for a tag step that prints."""
+    output = step.options.get("output") or (
+        ANALYSIS_OUTPUTS.get(step.options.get("analysis", "params")) if step.run == "analyze" else None
+    )
+    return inside(results_dir(workspace, recipe), output, f"key 'output' of step {step.title!r}") if output else None
 
 
 def output_file(step: Step, recipe: Recipe, workspace: Workspace) -> Path | None:
@@ -342,7 +382,7 @@ def output_file(step: Step, recipe: Recipe, workspace: Workspace) -> Path | None
         return _adapter_file(workspace, *produces(step))
     if step.run == "evaluate":
         return results_dir(workspace, recipe) / f"{step.title}.json"
-    if step.run in ("tag", "analyze") and step.options.get("output"):
+    if step.run in ("tag", "analyze"):
         return output_path(step, recipe, workspace)
     return None
 

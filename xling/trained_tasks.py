@@ -17,6 +17,7 @@ from xling.adapters.saving import HEAD_CONFIG_FILE, load, load_head, save, write
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json
 from xling.models import load_model
+from xling.options import from_record
 
 TASK_FILE = "task.json"
 
@@ -37,10 +38,7 @@ def read_task(directory: Path) -> TaskRecord:
         raise XlingError(
             f"no trained task at {directory}; train one with: xling train-task ner --lang LANG --train FILE --dev FILE"
         )
-    try:
-        return TaskRecord(**read_json(file))
-    except TypeError as err:
-        raise XlingError(f"{file} is not a task record ({err})") from None
+    return from_record(TaskRecord, read_json(file), str(file))
 
 
 def save_task(

@@ -41,6 +41,27 @@ def check_lang(code: str) -> str:
     return code[:primary].lower() + code[primary:]
 
 
+def inside(base: Path, relative: str, what: str) -> Path:
+    """`base / relative` for a name or relative path that a file (not a command-line option) gives: absolute
+    paths, `~` and `..` are refused, so that what it names stays under `base`."""
+    if not isinstance(relative, str) or not relative.strip():
+        raise XlingError(f"{what} must be a non-empty relative path, not {relative!r}")
+    path = Path(relative)
+    if path.is_absolute() or relative.startswith("~") or ".." in path.parts or "\\" in relative:
+        raise XlingError(f"{what} {relative!r} must be a path inside {base} (no absolute path, ~ or ..)")
+    if any(ord(c) < 32 or c == "\x7f" for c in relative):
+        raise XlingError(f"{what} {relative!r} holds control characters")
+    return base / path
+
+
+def file_name(name: str, what: str) -> str:
+    """A name that becomes one file name (a recipe's name, a step's title): one plain path component."""
+    if not isinstance(name, str) or "/" in name or name.startswith("."):
+        raise XlingError(f"{what} {name!r} must be text without '/' that does not start with '.'")
+    inside(Path("."), name, what)
+    return name
+
+
 def is_hub_name(spec: str) -> bool:
     """`hf:ORG/NAME`: an adapter on the Hugging Face Hub."""
     return spec.startswith("hf:")
@@ -54,6 +75,11 @@ def is_path(spec: str) -> bool:
 class Workspace:
     def __init__(self, root: str | Path | None, model: str):
         self.root = Path(root).expanduser() if root else default_workspace()
+        for folder in (self.root, *self.root.parents):
+            if folder.exists() and not folder.is_dir():
+                raise XlingError(f"workspace {self.root}: {folder} is a file, not a folder; give a folder with -w")
+            if folder.exists():
+                break
         self.model = model
         self.model_dir = self.root / model_label(model)
 

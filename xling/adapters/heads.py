@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
 
 from xling.errors import XlingError
+from xling.options import at_least, from_record
+
+# O, or B-/I- and an entity type without spaces, quotes, markup or control characters (labels reach pages and
+# terminals)
+LABEL = re.compile(r"^(O|[BI]-[^\s<>&\"'`\x00-\x1f\x7f]+)$")
 
 
 @dataclass
@@ -15,6 +21,14 @@ class TaggingHeadConfig:
     labels: list[str]
     dropout: float = 0.1
     kind: str = "tagging"
+
+    def __post_init__(self):
+        bad = [label for label in self.labels if not LABEL.match(label)]
+        if bad or not self.labels:
+            raise XlingError(
+                f"labels must be O, B-TYPE or I-TYPE (TYPE without spaces, quotes or markup), not {bad[:3]}"
+            )
+        at_least("dropout", self.dropout, 0)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -86,12 +100,12 @@ class MaskedLMHead(nn.Module):
 HEADS = {"tagging": TaggingHeadConfig, "mlm": MaskedLMHeadConfig}
 
 
-def build_head(config: dict, model) -> nn.Module:
-    """A head from its saved config, for `model` (an AdaptedModel)."""
-    kind = config.get("kind")
+def build_head(config: dict, model, where: str = "head config") -> nn.Module:
+    """A head from its saved config, for `model` (an AdaptedModel); `where` names the config in errors."""
+    kind = config.get("kind") if isinstance(config, dict) else None
     if kind not in HEADS:
-        raise XlingError(f"unknown head kind {kind!r}; known: {', '.join(HEADS)}")
-    head_config = HEADS[kind](**config)
+        raise XlingError(f"{where}: unknown head kind {kind!r}; known: {', '.join(HEADS)}")
+    head_config = from_record(HEADS[kind], config, where)
     if kind == "mlm":
         return MaskedLMHead(model.hidden_size, head_config, model.encoder.get_input_embeddings())
     return TaggingHead(model.hidden_size, head_config)

@@ -142,6 +142,8 @@ class AdaptedModel(nn.Module):
         check_name(name)
         if name in self.adapters:
             raise XlingError(f"an adapter named {name!r} is already loaded")
+        if outside := [i for i in config.leave_out if i >= self.num_layers]:
+            raise XlingError(f"leave-out names layers {outside}, but the model has layers 0-{self.num_layers - 1}")
         norms = {(i, s): self.layer_norm_module(i, s) for i in range(self.num_layers) for s in SITES}
         adapter = BottleneckAdapter(config, self.hidden_size, self.num_layers, norms)
         self.adapters[name] = adapter.to(self._device_dtype()[0])

@@ -42,13 +42,18 @@ def _record(model: AdaptedModel, kind: str, name: str, metadata: dict | None, **
 
 
 def check_base_model(model: AdaptedModel, saved: dict, path: Path) -> None:
-    expected = saved.get("base_model", {})
-    if not expected.get("fingerprint"):
+    expected = saved.get("base_model")
+    if not isinstance(expected, dict) or not isinstance(expected.get("fingerprint"), dict):
         raise XlingError(
             f"{Path(path) / CONFIG_FILE} has no base-model fingerprint, so nothing tells which model it fits"
         )
     mine = model.fingerprint
-    differing = [k for k, v in expected.get("fingerprint", {}).items() if mine.get(k) != v]
+    if lacking := sorted(set(mine) - set(expected["fingerprint"])):
+        raise XlingError(
+            f"{Path(path) / CONFIG_FILE}: the base-model fingerprint lacks {', '.join(lacking)}, so it cannot "
+            "show that the adapter fits this model"
+        )
+    differing = [k for k, v in expected["fingerprint"].items() if mine.get(k) != v]
     if differing:
         raise XlingError(
             f"{path} was trained on base model {expected.get('name') or '?'} and does not fit the loaded model "
@@ -60,7 +65,10 @@ def read_config(path: Path) -> dict:
     config_file = Path(path) / CONFIG_FILE
     if not config_file.is_file():
         raise XlingError(f"no adapter at {path} ({CONFIG_FILE} missing)")
-    return read_json(config_file)
+    record = read_json(config_file)
+    if not isinstance(record, dict):
+        raise XlingError(f"{config_file} is not an adapter config (a JSON object)")
+    return record
 
 
 def write_head(directory: Path, head: torch.nn.Module) -> None:
@@ -71,7 +79,7 @@ def write_head(directory: Path, head: torch.nn.Module) -> None:
 
 
 def load_head(model: AdaptedModel, directory: Path, name: str) -> None:
-    head = build_head(read_json(directory / HEAD_CONFIG_FILE), model)
+    head = build_head(read_json(directory / HEAD_CONFIG_FILE), model, str(directory / HEAD_CONFIG_FILE))
     _load_weights(head, directory / HEAD_WEIGHTS_FILE)
     model.add_head(name, head)
 
@@ -144,6 +152,13 @@ def _load_weights(module: torch.nn.Module, file: Path) -> None:
         raise XlingError(f"{file} does not match its config (missing {missing[:3]}, unexpected {unexpected[:3]})")
 
 
+def _field(record: dict, key: str, kind: type, where: str):
+    """`record[key]`, which must be a `kind`, or one line naming the file."""
+    if not isinstance(record.get(key), kind):
+        raise XlingError(f"{where}: {key!r} is missing or not a {kind.__name__} (the file is damaged; save it again)")
+    return record[key]
+
+
 def load(model: AdaptedModel, directory: Path, name: str | None = None, head: bool = True) -> str:
     """Load an adapter or fusion saved by xling (or an AdapterHub adapter) into `model`; returns its name.
 
@@ -158,15 +173,19 @@ def load(model: AdaptedModel, directory: Path, name: str | None = None, head: bo
     if kind not in ("bottleneck", "fusion", "head"):
         raise XlingError(f"{directory}: unknown adapter kind {kind!r}")
     check_base_model(model, record, directory)
-    name = name or record["name"]
+    where = str(directory / CONFIG_FILE)
+    name = name or _field(record, "name", str, where)
     if kind == "head":
         load_head(model, directory, name)
         return name
     if kind == "bottleneck":
-        module = model.add_adapter(check_name(name), BottleneckConfig.from_dict(record["config"]))
+        module = model.add_adapter(
+            check_name(name), BottleneckConfig.from_dict(_field(record, "config", dict, where), where)
+        )
     else:
-        module = model.add_fusion(record["adapters"], FusionConfig.from_dict(record["config"]))
-        name = ",".join(record["adapters"])
+        adapters = _field(record, "adapters", list, where)
+        module = model.add_fusion(adapters, FusionConfig.from_dict(_field(record, "config", dict, where), where))
+        name = ",".join(adapters)
     try:
         _load_weights(module, directory / WEIGHTS_FILE)
         if head and (directory / HEAD_CONFIG_FILE).is_file():

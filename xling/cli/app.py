@@ -9,6 +9,7 @@ load when a command runs), so every `--help` answers at once.
 from __future__ import annotations
 
 import ast
+import errno
 import importlib
 import importlib.util
 import os
@@ -18,10 +19,13 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
 from xling import __version__
-from xling.errors import XlingError
+from xling.errors import XlingError, is_network_error
+
+DEBUG = "XLING_DEBUG"
 
 # name: (module, attribute); an attribute that is a Typer app is a group of commands.
 COMMANDS = {
@@ -110,8 +114,10 @@ def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
     ),
+    debug: bool = typer.Option(False, "--debug", help=f"Show the traceback of an unexpected error (or set {DEBUG}=1)."),
 ):
-    pass
+    if debug:
+        os.environ[DEBUG] = "1"
 
 
 def process_rank() -> int:
@@ -158,11 +164,58 @@ def main() -> None:
         check_launcher()
         app()
     except XlingError as err:
-        Console(stderr=True).print(f"[bold red]error:[/] {err}", highlight=False, soft_wrap=True)
-        sys.exit(1)
-    except Exception:
+        _fail(str(err))
+    except KeyboardInterrupt:
+        _fail("interrupted; rerun the same command to resume", code=130)
+    except Exception as err:
         if process_rank() > 0:  # its own failure, not one the first process reports
             traceback.print_exc(file=sys.__stderr__)
-        raise
+        if os.environ.get(DEBUG) == "1":
+            raise
+        _fail(system_error(err) or f"{unexpected(err)} ({_keep_traceback()})")
     finally:
         end_processes()
+
+
+def _fail(message: str, code: int = 1) -> None:
+    Console(stderr=True).print(Text.assemble(("error:", "bold red"), " ", message), highlight=False, soft_wrap=True)
+    sys.exit(code)
+
+
+def system_error(err: BaseException) -> str | None:
+    """One line for a failure of the machine rather than of xling (full disk, read-only or missing folder, no
+    network), saying what to do; None for anything else."""
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    where = f" {err.filename}" if isinstance(err, OSError) and err.filename else ""
+    number = err.errno if isinstance(err, OSError) else None
+    if number == errno.ENOSPC or "No space left on device" in text:
+        return f"the disk is full (writing{where or ' a file'}); free some space and rerun: nothing saved was changed"
+    if number == errno.EROFS:
+        return f"cannot write{where}: the file system is read-only; give a writable workspace with -w"
+    if number in (errno.EACCES, errno.EPERM):
+        return f"cannot write{where}: permission denied"
+    if number in (errno.ENOTDIR, errno.EISDIR, errno.ENOENT):
+        return f"{where.strip() or 'a path'}: {os.strerror(number).lower()}"
+    if is_network_error(err):
+        return f"cannot reach the network ({text}); check the connection, or work offline with local files"
+    return None
+
+
+def unexpected(err: BaseException) -> str:
+    return f"unexpected {type(err).__name__}: {(str(err).splitlines() or [''])[0][:300]}"
+
+
+def _keep_traceback() -> str:
+    """Write the traceback being handled to a file for a report; say where (or how to see it)."""
+    from datetime import datetime
+
+    from xling.paths import error_log_dir
+
+    try:
+        folder = error_log_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        log = folder / f"{datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}.log"
+        log.write_text(f"xling {__version__}: {' '.join(sys.argv)}\n{traceback.format_exc()}", encoding="utf-8")
+        return f"traceback in {log}; rerun with --debug to see it"
+    except OSError:
+        return "rerun with --debug to see the traceback"

@@ -13,6 +13,7 @@ from rich.console import Console
 from xling.cli.options import DECODER, DEVICE, INFERENCE_PRECISION, MODEL, WORKSPACE
 from xling.cli.progress import counted_bar
 from xling.data.conll import read_lines, read_tokens
+from xling.data.text import MAX_LINE_CHARS, pieces
 from xling.errors import XlingError
 from xling.fileio import check_output_file
 from xling.tagging.output import FORMATS, write_results
@@ -30,7 +31,11 @@ def _stdin_lines() -> Iterator[str]:
 
 
 def tag(
-    source: str = typer.Argument(..., help="Text file to tag, or - for standard input."),
+    source: str = typer.Argument(
+        ...,
+        help=f"Text file to tag, or - for standard input (a line over {MAX_LINE_CHARS:,} characters is tagged in "
+        "pieces cut at spaces, one result each).",
+    ),
     lang: str = typer.Option(
         ..., "--lang", help="Language of the text: its language adapter goes under the task adapter."
     ),
@@ -89,7 +94,8 @@ def tag(
     )
     status = Console(stderr=True)
     if path is not None and status.is_terminal and (output is not None or not sys.stdout.isatty()):
-        total = sum(1 for _ in read_tokens(read_lines(path))) if conll else sum(1 for _ in read_lines(path))
+        lines = (line for _, line in read_lines(path))
+        total = sum(1 for _ in read_tokens(read_lines(path))) if conll else sum(1 for _ in pieces(lines))
         results = counted_bar(results, total, "tagging", status)
     console = Console(highlight=False, soft_wrap=True, stderr=output is not None)
     write_results(results, output_format.value, Path(output) if output else None, console)

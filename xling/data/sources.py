@@ -70,8 +70,14 @@ def hub_dataset_id(source: str) -> str | None:
 
 def load_ner(source: str, split: str = "train", loader=None) -> list[Sentence]:
     """Sentences from a CoNLL file, a catalogue name (`corpus:wikiann-qu/dev`), or a named hub dataset such as
-    `wikiann:qu` or `hf:conll2003`."""
-    source = resolve(source)
+    `wikiann:qu` or `hf:conll2003`; none at all is an error."""
+    sentences = _load_ner(resolve(source), split, loader)
+    if not sentences:
+        raise XlingError(f"{source} holds no labelled sentences (a token and a tag per line, blank lines between)")
+    return sentences
+
+
+def _load_ner(source: str, split: str, loader) -> list[Sentence]:
     path = Path(source).expanduser()
     if path.exists():
         if path.is_dir():

@@ -8,7 +8,9 @@ their first column, joined into sentences, labels ignored.
 from __future__ import annotations
 
 import glob
+import re
 import unicodedata
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from xling.data.catalog import resolve
@@ -38,10 +40,34 @@ def expand_sources(sources: list[str]) -> list[Path]:
     return files
 
 
+# A longer line (a whole book without line breaks, say) is cut at spaces into pieces of at most this many
+# characters, so that what tokenising and tagging hold stays bounded whatever one line's length.
+MAX_LINE_CHARS = 10_000
+SPACE = re.compile(r"\s")
+
+
+def line_pieces(line: str, limit: int = MAX_LINE_CHARS) -> Iterator[str]:
+    """`line` in pieces of at most `limit` characters, each cut after a space where there is one; joined
+    again they are the line."""
+    start = 0
+    while len(line) - start > limit:
+        window = line[start : start + limit]
+        cut = max((m.end() for m in SPACE.finditer(window, limit // 2)), default=limit)
+        yield line[start : start + cut]
+        start += cut
+    yield line[start:]
+
+
+def pieces(lines: Iterable[str]) -> Iterator[str]:
+    """Each line, long ones in pieces (`line_pieces`)."""
+    for line in lines:
+        yield from line_pieces(line)
+
+
 def file_lines(path: Path) -> list[str]:
     if looks_like_conll(path):
         return [" ".join(s.tokens) for s in read_conll(path)]
-    return [line for _, line in read_lines(path)]
+    return list(pieces(line for _, line in read_lines(path)))
 
 
 def read_text(sources: list[str]) -> tuple[list[str], list[Path]]:

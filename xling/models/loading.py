@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from xling.errors import XlingError
+from xling.fileio import read_json
 from xling.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, UPSTREAM_ID, embedded_dir
 
 DEFAULT_MODEL = "e5-small"
@@ -39,12 +40,27 @@ def hub_id(spec: str) -> str | None:
     return None if not spec or spec.startswith(("/", ".", "~")) or Path(spec).is_dir() else spec
 
 
+def check_local_config(folder: Path) -> None:
+    """A local model folder's config.json names a known architecture and asks to run no code of its own."""
+    if not (folder / "config.json").is_file():
+        return  # a Hub id, or a folder Transformers will report on
+    config = read_json(folder / "config.json")
+    if not isinstance(config, dict) or not isinstance(config.get("model_type"), str):
+        raise XlingError(f"{folder}/config.json has no model_type, so no architecture can be chosen for it")
+    if "auto_map" in config:
+        raise XlingError(
+            f"{folder}/config.json asks to run code shipped with the model (auto_map); xling never runs a "
+            "model's own code: use a model whose architecture Transformers has"
+        )
+
+
 def load_model(spec: str = DEFAULT_MODEL, on_step: Callable[[str], None] = lambda step: None):
     """Load the bare encoder (no task head) and its tokenizer, in eval mode."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer
     from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
     path = resolve_model_dir(spec, on_step)
+    check_local_config(Path(path))
     try:
         config = AutoConfig.from_pretrained(path)
         kwargs = {}
@@ -55,8 +71,8 @@ def load_model(spec: str = DEFAULT_MODEL, on_step: Callable[[str], None] = lambd
         on_step("loading the encoder")
         model = AutoModel.from_pretrained(path, config=config, **kwargs)
         tokenizer = AutoTokenizer.from_pretrained(path)
-    except OSError as err:
-        raise XlingError(f"cannot load model {spec!r}: {str(err).splitlines()[0]}") from err
+    except (OSError, ValueError, KeyError) as err:  # Transformers' own words for a folder it cannot read
+        raise XlingError(f"cannot load model {spec!r}: {str(err).splitlines()[0]}") from None
     model.name_or_path = model_label(spec)
     model.eval()
     return model, tokenizer

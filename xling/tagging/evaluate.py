@@ -9,7 +9,7 @@ from xling.data.labels import parse_label_map, relabel
 from xling.data.sources import load_ner
 from xling.device import INFERENCE_PRECISION_HELP, check_precision
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
-from xling.options import comma_list, opt
+from xling.options import at_least, comma_list, opt
 from xling.tagging.decoding import DECODER_HELP, DEFAULT_DECODER, check_decoder
 from xling.workspace import LANG_ADAPTER_HELP, WORKSPACE_HELP
 
@@ -45,6 +45,8 @@ class EvaluationOptions:
     def __post_init__(self):
         check_decoder(self.decoder)
         check_precision(self.precision, inference=True)
+        at_least("limit", self.limit, 1)
+        at_least("batch_size", self.batch_size, 1)
 
 
 def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:

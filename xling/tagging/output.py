@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import io
 import json
+import re
 import sys
 import zlib
 from collections.abc import Iterable, Iterator
@@ -44,19 +45,28 @@ def to_jsonl(results: Iterable[TaggedText]) -> str:
     )
 
 
+# Control characters (ANSI escape sequences among them) could move the cursor or rewrite the terminal.
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """`text` with control characters shown escaped (`\\x1b`), as a terminal cannot act on them."""
+    return CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def to_pretty(results: Iterable[TaggedText], console: Console) -> None:
     """Each line with its entities as `[text](LABEL)`: highlighted in a terminal, still readable without colour."""
     for result in results:
         line, end = Text(), 0
         for span in result.spans:
-            line.append(result.text[end : span.start])
+            line.append(visible(result.text[end : span.start]))
             line.append("[", "dim")
-            line.append(result.text[span.start : span.end], f"bold white on {colour(span.label)}")
+            line.append(visible(result.text[span.start : span.end]), f"bold white on {colour(span.label)}")
             line.append("](", "dim")
-            line.append(span.label, f"bold {colour(span.label)}")
+            line.append(visible(span.label), f"bold {colour(span.label)}")
             line.append(")", "dim")
             end = span.end
-        line.append(result.text[end:])
+        line.append(visible(result.text[end:]))
         console.print(line)
 
 
@@ -68,16 +78,17 @@ def to_html(results: list[TaggedText], title: str = "xling entities") -> str:
         parts, cursor = [], 0
         for span in result.spans:
             parts.append(html.escape(result.text[cursor : span.start]))
+            label = html.escape(span.label)
             parts.append(
-                f'<mark style="--c:{colour(span.label)}" title="{span.label} · {span.score:.2f}">'
-                f'{html.escape(span.text)}<span class="tag">{span.label}</span></mark>'
+                f'<mark style="--c:{colour(span.label)}" title="{label} · {html.escape(f"{span.score:.2f}")}">'
+                f'{html.escape(span.text)}<span class="tag">{label}</span></mark>'
             )
             cursor = span.end
         parts.append(html.escape(result.text[cursor:]))
         rows.append(f'<p><span class="n">{number}</span>{"".join(parts) or "&nbsp;"}</p>')
     legend = (
         "".join(
-            f'<li><mark style="--c:{colour(label)}">{label}<span class="tag">{counts[label]}</span></mark></li>'
+            f'<li><mark style="--c:{colour(label)}">{html.escape(label)}<span class="tag">{counts[label]}</span></mark></li>'
             for label in labels
         )
         or "<li>no entities found</li>"

@@ -15,6 +15,7 @@ from itertools import count
 from xling.adapters import Stack
 from xling.adapters.saving import load
 from xling.data.conll import read_tokens
+from xling.data.text import pieces
 from xling.device import check_precision, pick_device, pick_precision, quantize_int8
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL
@@ -185,12 +186,13 @@ class Tagger:
 
     def tag_lines(self, lines: Iterable[str], paragraphs: bool = False, conll: bool = False) -> Iterator[TaggedText]:
         """Lines of a file, streamed: one sentence each, running text (`paragraphs`), or pre-tokenised CoNLL
-        (`conll`: one result per sentence)."""
+        (`conll`: one result per sentence). A line longer than `MAX_LINE_CHARS` is tagged in pieces cut at
+        spaces, one result each."""
         if conll:
             for chunk in self._reads(read_tokens(enumerate(lines, start=1))):
                 yield from self.tag_tokens(chunk)
         else:
-            yield from self.pipe(lines, paragraphs=paragraphs)
+            yield from self.pipe(pieces(lines), paragraphs=paragraphs)
 
     def tag_tokens(self, sentences: list[list[str]]) -> list[TaggedText]:
         """Pre-tokenised sentences -> tagged texts, each the tokens joined by single spaces."""

@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from xling.errors import XlingError
 from xling.fileio import atomic_directory, write_json_atomic
 
 TENSOR_TAG = "__tensor__"
@@ -53,8 +54,18 @@ def save_checkpoint(directory: Path, state: dict) -> None:
 
 
 def load_checkpoint(directory: Path) -> dict | None:
+    """The saved state, None if there is none; a damaged one is an error naming the file."""
     directory = Path(directory)
     if not (directory / "state.json").is_file():
         return None
-    tensors = load_file(str(directory / "tensors.safetensors"))
-    return _join(json.loads((directory / "state.json").read_text()), tensors)
+    try:
+        tensors = load_file(str(directory / "tensors.safetensors"))
+    except Exception as err:  # safetensors raises its own types for missing or truncated files
+        raise XlingError(f"checkpoint tensors unreadable: {str(err).splitlines()[0]}") from None
+    try:
+        state = _join(json.loads((directory / "state.json").read_text()), tensors)
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as err:
+        raise XlingError(f"checkpoint state.json unreadable: {err}") from None
+    if not isinstance(state, dict) or not {"weights", "optimizer", "scheduler", "rng", "state"} <= set(state):
+        raise XlingError("checkpoint state.json lacks the weights, optimiser, scheduler or step")
+    return state

@@ -16,11 +16,12 @@ from xling.data.labels import parse_label_map
 from xling.device import DEVICE_HELP, PRECISION_HELP, check_precision
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
-from xling.options import comma_list, opt
+from xling.options import at_least, comma_list, opt, positive
 from xling.tagging.decoding import DECODER_HELP, DEFAULT_DECODER, check_decoder
 from xling.workspace import LANG_ADAPTER_HELP, WORKSPACE_HELP
 
 METHODS = ("adapter", "full", "head")
+MIN_WINDOW = 8  # sub-tokens: the special tokens and a few pieces of text
 
 
 @dataclass
@@ -43,13 +44,13 @@ class TrainConfig:
     precision: str = opt("auto", PRECISION_HELP)
 
     def __post_init__(self):
-        for name in ("batch_size", "grad_accum", "eval_every", "checkpoint_every"):
-            if getattr(self, name) is not None and getattr(self, name) < 1:
-                raise XlingError(f"{name.replace('_', '-')} must be at least 1")
-        if self.max_steps is not None and self.max_steps < 1:
-            raise XlingError("steps must be at least 1")
-        if self.learning_rate is not None and self.learning_rate <= 0:
-            raise XlingError("learning rate must be positive")
+        for name in ("batch_size", "grad_accum", "eval_every", "checkpoint_every", "patience"):
+            at_least(name, getattr(self, name), 1)
+        at_least("steps", self.max_steps, 1)
+        positive("epochs", self.epochs)
+        positive("lr", self.learning_rate)
+        for name in ("warmup", "weight_decay", "max_grad_norm"):
+            at_least(name, getattr(self, name), 0)
         if self.device not in ("auto", "cpu", "cuda"):
             raise XlingError(f"device must be auto, cpu or cuda, not {self.device!r}")
         check_precision(self.precision)
@@ -62,7 +63,7 @@ class MaskingConfig:
 
     def __post_init__(self):
         if not 0 < self.probability < 1:
-            raise XlingError("mask probability must be between 0 and 1")
+            raise XlingError(f"mask-prob must be between 0 and 1, not {self.probability}")
 
 
 @dataclass(kw_only=True)
@@ -89,6 +90,7 @@ class TaggingRunOptions(RunOptions):
 
     def __post_init__(self):
         check_decoder(self.decoder)
+        at_least("max_len", self.max_len, MIN_WINDOW)
 
 
 @dataclass
@@ -103,6 +105,11 @@ class LanguageAdapterOptions(RunOptions):
     masking: MaskingConfig = opt(factory=MaskingConfig)
     vocab_from_corpus: bool = opt(False, "Restrict the training softmax to pieces seen in the corpus (faster).")
     held_out: float = opt(0.02, "Share of lines held out for perplexity (kept within 1-5%).")
+
+    def __post_init__(self):
+        at_least("seq_len", self.seq_len, MIN_WINDOW)
+        if not 0 < self.held_out < 1:
+            raise XlingError(f"held-out must be a share between 0 and 1, not {self.held_out}")
 
 
 # Multi-source training: every batch holds one language's sentences and runs through that language's adapter.
@@ -160,6 +167,10 @@ class TaskAdapterOptions(TaggingRunOptions):
     def __post_init__(self):
         super().__post_init__()
         other_sources(self.also_train)
+        at_least("train_limit", self.train_limit, 1)
+        at_least("dev_limit", self.dev_limit, 1)
+        if self.method not in METHODS:
+            raise XlingError(f"method must be one of {', '.join(METHODS)}, not {self.method!r}")
 
 
 @dataclass

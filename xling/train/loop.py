@@ -144,10 +144,17 @@ def _trainable(model: AdaptedModel) -> dict[str, torch.nn.Parameter]:
     return {n: p for n, p in model.named_parameters() if p.requires_grad}
 
 
+def _damaged(run_dir: Path, what: str) -> XlingError:
+    return XlingError(f"the interrupted run in {run_dir} is damaged ({what}); add --restart to start over")
+
+
 def _check_run_options(run_dir: Path, options: dict, write: bool) -> None:
     run_file = run_dir / RUN_FILE
     if run_file.is_file():
-        previous = json.loads(run_file.read_text())
+        try:
+            previous = json.loads(run_file.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise _damaged(run_dir, f"{RUN_FILE} is not valid JSON") from None
         if previous != options:
             changed = sorted(k for k in set(previous) | set(options) if previous.get(k) != options.get(k))
             raise XlingError(
@@ -160,8 +167,20 @@ def _check_run_options(run_dir: Path, options: dict, write: bool) -> None:
 
 
 def _read_log(run_dir: Path, up_to_step: int, write: bool) -> list[dict]:
+    """The log's evaluations up to the checkpoint's step; a last line cut short by a kill is dropped."""
     log = run_dir / LOG_FILE
-    entries = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.is_file() else []
+    lines = [line for line in log.read_text().splitlines() if line.strip()] if log.is_file() else []
+    entries = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            if number == len(lines):
+                break
+            raise _damaged(run_dir, f"{LOG_FILE} line {number} is not valid JSON") from None
+        if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):
+            raise _damaged(run_dir, f"{LOG_FILE} line {number} is not an evaluation record")
+        entries.append(entry)
     entries = [e for e in entries if e["step"] <= up_to_step]
     if write:
         log.write_text("".join(json.dumps(e) + "\n" for e in entries))
@@ -229,13 +248,21 @@ class _Run:
 
     def resume(self, title: str) -> None:
         """Load the last checkpoint, if any, before the model is wrapped for DDP."""
-        saved = load_checkpoint(self.run_dir / "checkpoint")
+        try:
+            saved = load_checkpoint(self.run_dir / "checkpoint")
+        except XlingError as err:
+            raise _damaged(self.run_dir, str(err)) from None
         if saved is not None:
-            with torch.no_grad():
-                for name, value in saved["weights"].items():
-                    self.trainable[name].copy_(value)
-            self.optimizer.load_state_dict(saved["optimizer"])
-            self.scheduler.load_state_dict(saved["scheduler"])
+            try:
+                with torch.no_grad():
+                    for name, value in saved["weights"].items():
+                        self.trainable[name].copy_(value)
+                self.optimizer.load_state_dict(saved["optimizer"])
+                self.scheduler.load_state_dict(saved["scheduler"])
+            except (KeyError, RuntimeError, ValueError, TypeError) as err:
+                raise _damaged(
+                    self.run_dir, f"its checkpoint does not fit this model: {str(err).splitlines()[0]}"
+                ) from None
             if self.main:  # the other processes keep their own dropout streams
                 torch.set_rng_state(saved["rng"])
                 if torch.cuda.is_available() and saved.get("cuda_rng") is not None:
@@ -363,8 +390,8 @@ def train(
         progress = _Silent()
     elif progress is None:
         progress = TextProgress()
-    if restart and main and run_dir.exists():
-        shutil.rmtree(run_dir)
+    if main:
+        _clear_run_dir(run_dir, restart)
     wait_for_everyone(accelerator)
     _check_run_options(run_dir, {**run_options, "train": asdict(config)}, write=main)
     wait_for_everyone(accelerator)
@@ -414,6 +441,17 @@ def train(
     return TrainResult(
         state["step"], state["seconds"], state["tokens"], run.evaluations, state["best"], stopped_early, main, precision
     )
+
+
+def _clear_run_dir(run_dir: Path, restart: bool) -> None:
+    """With `restart`, discard an interrupted run; a run folder that is a link is never followed (it could lead
+    out of the workspace): refused, or with `restart` removed (the link, not what it points to)."""
+    if run_dir.is_symlink():
+        if not restart:
+            raise XlingError(f"{run_dir} is a symbolic link, which xling does not follow; remove it or add --restart")
+        run_dir.unlink()
+    if restart and run_dir.exists():
+        shutil.rmtree(run_dir)
 
 
 def make_optimizer(params, learning_rate: float, weight_decay: float = 0.0) -> torch.optim.Optimizer:

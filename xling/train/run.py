@@ -9,6 +9,7 @@ with its report and training log and removes the run directory. Under `torchrun`
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from xling import __version__
 from xling.adapters import AdaptedModel
 from xling.adapters.model import ParameterCount
 from xling.errors import XlingError
+from xling.fileio import EntryLock
 from xling.hub import CARD_FILE, model_card
 from xling.train.config import TrainConfig
 from xling.train.loop import LOG_FILE, Objective, TrainingProgress, TrainResult, train
@@ -47,6 +49,11 @@ class TrainingRun:
 
     def __post_init__(self):
         refuse_to_replace(self.target, self.what, self.overwrite)
+        self.lock: EntryLock | None = None
+
+    def release(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
 
     def train(
         self,
@@ -59,7 +66,15 @@ class TrainingRun:
         progress: TrainingProgress | None = None,
     ) -> TrainResult:
         self.options, self.config, self.counts = options, config, counts
-        self.result = train(model, objective, config, self.run_dir, options, title, progress, restart=self.restart)
+        # Held from the first write to the run directory to the save; by the first process for all of them.
+        if os.environ.get("RANK", "0") == "0":
+            self.lock = EntryLock(self.target, self.what)
+        try:
+            refuse_to_replace(self.target, self.what, self.overwrite)  # again: another run may have saved it since
+            self.result = train(model, objective, config, self.run_dir, options, title, progress, restart=self.restart)
+        except BaseException:
+            self.release()
+            raise
         return self.result
 
     def report(self, **fields) -> dict:
@@ -82,13 +97,16 @@ class TrainingRun:
 
     def save(self, report: dict, write: Callable[[Path, dict[str, str]], None]) -> dict:
         """`write(target, extra_files)` saves the adapter (main process only); the run directory then goes."""
-        if self.result.is_main_process:
-            extra = {
-                "report.json": json.dumps(report, indent=2) + "\n",
-                "train_log.jsonl": (self.run_dir / LOG_FILE).read_text(),
-                CARD_FILE: model_card(report),
-            }
-            write(self.target, extra)
-            shutil.rmtree(self.run_dir, ignore_errors=True)
+        try:
+            if self.result.is_main_process:
+                extra = {
+                    "report.json": json.dumps(report, indent=2) + "\n",
+                    "train_log.jsonl": (self.run_dir / LOG_FILE).read_text(),
+                    CARD_FILE: model_card(report),
+                }
+                write(self.target, extra)
+                shutil.rmtree(self.run_dir, ignore_errors=True)
+        finally:
+            self.release()
         report["saved_to"] = str(self.target)
         return report

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, replace
 
 from xling.errors import XlingError
-from xling.options import comma_ints, opt
+from xling.options import at_least, comma_ints, from_record, opt, positive
 
 PLACEMENTS = ("pfeiffer", "houlsby")
 ACTIVATIONS = ("relu", "gelu", "swish", "silu", "tanh")
@@ -51,10 +51,12 @@ class BottleneckConfig:
         for name in (self.non_linearity, self.invertible_non_linearity):
             if name not in ACTIVATIONS:
                 raise XlingError(f"unknown non-linearity {name!r}; choose one of {', '.join(ACTIVATIONS)}")
-        if self.reduction_factor <= 0 or self.invertible_reduction_factor <= 0:
-            raise XlingError("reduction factors must be positive")
-        if self.share_every < 1:
-            raise XlingError("share_every must be at least 1")
+        positive("reduction_factor", self.reduction_factor)
+        positive("invertible_reduction_factor", self.invertible_reduction_factor)
+        at_least("init_std", self.init_std, 0)
+        at_least("share_every", self.share_every, 1)
+        if any(i < 0 for i in self.leave_out):
+            raise XlingError(f"leave-out takes layer indices from 0, not {min(self.leave_out)}")
         self.leave_out = sorted(set(int(i) for i in self.leave_out))
 
     @property
@@ -78,12 +80,8 @@ class BottleneckConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> BottleneckConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise XlingError(f"unknown bottleneck adapter options: {', '.join(sorted(unknown))}")
-        return cls(**data)
+    def from_dict(cls, data: dict, where: str = "bottleneck adapter config") -> BottleneckConfig:
+        return from_record(cls, data, where)
 
 
 PRESETS = {

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
-from xling.errors import XlingError
-from xling.options import opt
+from xling.options import at_least, from_record, opt, positive
 
 
 @dataclass
@@ -23,15 +22,13 @@ class FusionConfig:
     value_noise: float = opt(1e-6, hidden=True)
 
     def __post_init__(self):
-        if self.temperature <= 0:
-            raise XlingError("fusion temperature must be positive")
+        positive("temperature", self.temperature)
+        for name in ("value_penalty", "init_std", "value_noise"):
+            at_least(name, getattr(self, name), 0)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> FusionConfig:
-        unknown = set(data) - {f.name for f in fields(cls)}
-        if unknown:
-            raise XlingError(f"unknown fusion options: {', '.join(sorted(unknown))}")
-        return cls(**data)
+    def from_dict(cls, data: dict, where: str = "fusion config") -> FusionConfig:
+        return from_record(cls, data, where)
