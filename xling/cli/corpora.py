@@ -1,29 +1,48 @@
-"""`xling corpora list`."""
+"""`xling corpora list` and `xling corpora get`."""
 
 from __future__ import annotations
+
+import json
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from xling.data.catalog import corpora_root, describe, load_catalog
+from xling.data.catalog import corpora_root, corpus_cache, describe, load_catalog
+from xling.errors import XlingError
 
-app = typer.Typer(help="The corpora catalogue: corpora by name, local or on the hub.", no_args_is_help=True)
+app = typer.Typer(
+    help="The corpora catalogue: corpora by name, where each is here, and its public source.", no_args_is_help=True
+)
 
 
 @app.command("list")
-def list_corpora():
-    """Show the catalogue's corpora, which are available here, and their sizes."""
+def list_corpora(as_json: bool = typer.Option(False, "--json", help="Print the catalogue as JSON.")):
+    """Show the catalogue's corpora: which are here (local root or cache), their sizes and public sources."""
+    rows = describe(load_catalog())
+    if as_json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
     root = corpora_root()
-    table = Table(title=f"Corpora (local root: {root or 'XLING_CORPORA not set'})")
-    for column in ("name", "kind", "here", "size", "hub", "description"):
+    table = Table(title=f"Corpora (local root: {root or 'XLING_CORPORA not set'}; cache: {corpus_cache()})")
+    for column in ("name", "kind", "here", "size", "source", "licence"):
         table.add_column(column, justify="right" if column == "size" else "left")
-    for row in describe(load_catalog()):
-        here = ", ".join(row["splits"]) or ("yes" if row["local"] else "[dim]no[/]")
+    for row in rows:
+        here = ", ".join(row["here"]) or ("yes" if row["local"] else "[dim]no[/]")
         size = f"{row['bytes'] / 1e6:.1f} MB" if row["local"] else ""
-        table.add_row(row["name"], row["kind"], here, size, row["hub"] or "", row["description"])
+        table.add_row(row["name"], row["kind"], here, size, row["source"] or "[dim]none[/]", row["licence"] or "")
     Console().print(table)
-    if root is None:
-        Console().print(
-            "Set XLING_CORPORA to a folder laid out as in corpora/catalog.toml (in development: ../shared/corpora)."
-        )
+    Console().print("`xling corpora get NAME` fetches a corpus into the cache (its first use does the same).")
+
+
+@app.command("get")
+def get_corpus(name: str = typer.Argument(..., help="A corpus of the catalogue, e.g. quechua-text or wikiann-qu.")):
+    """Fetch a corpus from its public source into xling's corpus cache (pinned revision, sha256 recorded)."""
+    from xling.data.fetch import fetch_all
+
+    catalog = load_catalog()
+    if name not in catalog:
+        raise XlingError(f"unknown corpus {name!r}; known: {', '.join(sorted(catalog))}")
+    console = Console(stderr=True)
+    for path in fetch_all(catalog[name], console):
+        console.print(f"[green]ready[/] {path}", highlight=False)

@@ -1,7 +1,9 @@
-"""The corpora catalogue (`corpora/catalog.toml`): corpora by name, found locally or on the hub.
+"""The corpora catalogue (`catalog.toml` beside this file): corpora by name, where each is found, and the
+public source each comes from.
 
-`corpus:wikiann-en/train` resolves to `$XLING_CORPORA/ner/wikiann-en/train` when that
-file exists, else to the named hub source `wikiann:en:train` (for users online).
+`corpus:wikiann-en/train` resolves to the first of: `$XLING_CORPORA/ner/wikiann-en/train` (a local copy),
+the same path in xling's corpus cache (`~/.cache/xling/corpora`), and its public hub source, which the
+first use fetches into that cache (`xling.data.fetch`, as `xling corpora get NAME` does).
 """
 
 from __future__ import annotations
@@ -11,14 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xling.errors import XlingError
+from xling.paths import cache_dir
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-CATALOG = Path(__file__).resolve().parents[2] / "corpora" / "catalog.toml"
+CATALOG = Path(__file__).with_name("catalog.toml")
 PREFIX = "corpus:"
+FILES_PREFIX = "hf-files:"  # a dataset repository whose text files are the corpus
+HUB_SPLITS = {"train": "train", "dev": "validation"}  # catalogue split -> the hub dataset's split
 
 
 @dataclass
@@ -29,11 +34,23 @@ class Corpus:
     local: str
     hub: str | None = None
     splits: list[str] = field(default_factory=list)
+    source: str | None = None  # the public page: dataset card or paper
+    licence: str | None = None
+    revision: str | None = None  # what `hub` is pinned to
+    unfetched: dict[str, str] = field(default_factory=dict)  # split -> where it comes from instead
+
+    def public_source(self, split: str | None = None) -> str | None:
+        return self.unfetched.get(split or "") or self.source
 
 
 def corpora_root() -> Path | None:
     root = os.environ.get("XLING_CORPORA")
     return Path(root).expanduser() if root else None
+
+
+def corpus_cache() -> Path:
+    """Where `xling corpora get` keeps fetched corpora, laid out as a local corpora root."""
+    return cache_dir() / "corpora"
 
 
 def load_catalog(path: Path = CATALOG) -> dict[str, Corpus]:
@@ -45,11 +62,20 @@ def load_catalog(path: Path = CATALOG) -> dict[str, Corpus]:
 
 
 def local_path(corpus: Corpus, split: str | None) -> Path | None:
-    root = corpora_root()
-    if root is None:
-        return None
-    path = root / corpus.local / split if split else root / corpus.local
-    return path if path.exists() else None
+    """The corpus (or split) in the local corpora root, else in the cache; None when neither has it."""
+    for root in (corpora_root(), corpus_cache()):
+        if root is not None:
+            path = root / corpus.local / split if split else root / corpus.local
+            if path.exists():
+                return path
+    return None
+
+
+def fetchable(corpus: Corpus, split: str | None) -> bool:
+    """Whether the corpus (a split of labelled data, or a whole text corpus) has a hub source to fetch."""
+    if not corpus.hub:
+        return False
+    return split is None if corpus.hub.startswith(FILES_PREFIX) else split in HUB_SPLITS
 
 
 def resolve(reference: str, catalog: dict[str, Corpus] | None = None) -> str:
@@ -64,19 +90,25 @@ def resolve(reference: str, catalog: dict[str, Corpus] | None = None) -> str:
     if split and corpus.splits and split not in corpus.splits:
         raise XlingError(f"corpus {name} has no split {split!r} (splits: {', '.join(corpus.splits)})")
     path = local_path(corpus, split or None)
+    if path is not None and path.is_relative_to(corpus_cache()):
+        from xling.data.fetch import check_manifest
+
+        check_manifest(corpus_cache() / corpus.local)  # fetched once: still what was fetched
     if path is not None:
         return str(path)
-    if corpus.hub and split:
-        return f"{corpus.hub}:{split}"
-    where = corpora_root() or "(XLING_CORPORA is not set)"
+    if fetchable(corpus, split or None):
+        from xling.data.fetch import fetch  # datasets and huggingface_hub load only when a corpus is fetched
+
+        return str(fetch(corpus, split or None))
     raise XlingError(
-        f"corpus {reference[len(PREFIX) :]} is not in the local corpora root {where}; "
-        f"point XLING_CORPORA at a folder holding {corpus.local}/"
+        f"corpus {reference[len(PREFIX) :]} is not in the local corpora root "
+        f"{corpora_root() or '(XLING_CORPORA is not set)'} nor in {corpus_cache()}, and has no hub source to fetch; "
+        f"it comes from {corpus.public_source(split) or 'no public source'}: put it at {corpus.local}/ there"
     )
 
 
 def describe(catalog: dict[str, Corpus]) -> list[dict]:
-    """Per corpus: where it is available here, and its size."""
+    """Per corpus: where it is available here, its size, and where it comes from."""
     rows = []
     for corpus in catalog.values():
         path = local_path(corpus, None)
@@ -89,7 +121,12 @@ def describe(catalog: dict[str, Corpus]) -> list[dict]:
                 "local": str(path) if path else None,
                 "bytes": size,
                 "hub": corpus.hub,
-                "splits": [s for s in corpus.splits if local_path(corpus, s)] if path else [],
+                "revision": corpus.revision,
+                "source": corpus.source,
+                "licence": corpus.licence,
+                "splits": corpus.splits,
+                "here": [s for s in corpus.splits if local_path(corpus, s)] if path else [],
+                "split_sources": {s: corpus.public_source(s) for s in corpus.splits},
             }
         )
     return rows

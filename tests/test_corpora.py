@@ -1,0 +1,118 @@
+"""Corpora from their public sources: fetched into the cache on first use (stand-ins for the hub here), checked
+against the sums recorded then, and a public source for every corpus that xling's own pages and recipes use."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from tests.tiny import run_xling
+from xling.data.catalog import load_catalog, resolve
+from xling.errors import XlingError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def no_local_corpora(tmp_path, monkeypatch):
+    monkeypatch.delenv("XLING_CORPORA", raising=False)
+    monkeypatch.setenv("XLING_HOME", str(tmp_path / "home"))
+    return tmp_path / "home" / "corpora"
+
+
+def test_a_text_corpus_is_fetched_on_first_use_then_checked(no_local_corpora, tmp_path, monkeypatch):
+    import huggingface_hub
+
+    from xling.data.fetch import sha256
+
+    served = tmp_path / "hub"
+    served.mkdir()
+    (served / "a.txt").write_text("Qusqu llaqta\n")
+    (served / "b.txt").write_text("Lima Perú suyupi\n")
+    files = {name: served / name for name in ("a.txt", "b.txt")}
+    lfs = {"a.txt": SimpleNamespace(sha256=sha256(files["a.txt"])), "b.txt": None}  # b: a plain git file
+    asked = []
+
+    class Api:
+        def list_repo_tree(self, repo_id, repo_type, revision, expand):
+            asked.append((repo_id, repo_type, revision))
+            tree = [SimpleNamespace(path=n, size=f.stat().st_size, lfs=lfs[n]) for n, f in files.items()]
+            return tree + [SimpleNamespace(path="README.md", size=5, lfs=None)]
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", Api)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda repo_id, path, repo_type, revision: str(files[path]))
+    folder = resolve("corpus:quechua-text")
+    corpus = load_catalog()["quechua-text"]
+    assert asked == [("Llamacha/monolingual-quechua-iic", "dataset", corpus.revision)]
+    assert folder == str(no_local_corpora / "text" / "qu")
+    assert sorted(p.name for p in Path(folder).iterdir()) == ["MANIFEST.json", "a.txt", "b.txt"]
+    assert resolve("corpus:quechua-text") == folder and len(asked) == 1  # cached: not fetched again
+    (Path(folder) / "a.txt").write_text("changed\n")
+    with pytest.raises(XlingError, match="a.txt is missing or changed since it was fetched"):
+        resolve("corpus:quechua-text")
+
+
+def test_a_file_whose_sum_is_not_the_hubs_is_not_used(no_local_corpora, tmp_path, monkeypatch):
+    import huggingface_hub
+
+    (tmp_path / "a.txt").write_text("Qusqu\n")
+    entry = SimpleNamespace(path="a.txt", size=6, lfs=SimpleNamespace(sha256="0" * 64))
+    monkeypatch.setattr(huggingface_hub, "HfApi", lambda: SimpleNamespace(list_repo_tree=lambda *a, **k: [entry]))
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda *a, **k: str(tmp_path / "a.txt"))
+    with pytest.raises(XlingError, match="its sha256 is not the one the hub lists"):
+        resolve("corpus:quechua-text")
+    assert not (no_local_corpora / "text" / "qu").exists()
+
+
+def test_a_labelled_split_is_fetched_through_datasets_as_conll(no_local_corpora, monkeypatch):
+    import datasets
+
+    from xling.data.sources import load_ner
+
+    calls = []
+
+    def load_dataset(dataset_id, config, split, revision):
+        calls.append((dataset_id, config, split, revision))
+        features = datasets.Features(
+            {
+                "tokens": datasets.Sequence(datasets.Value("string")),
+                "ner_tags": datasets.Sequence(datasets.ClassLabel(names=["O", "B-PER", "I-PER", "B-LOC", "I-LOC"])),
+            }
+        )
+        return datasets.Dataset.from_dict({"tokens": [["Juan", "Lima"]], "ner_tags": [[1, 3]]}, features=features)
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    assert load_ner("corpus:conll2002-es/dev")[0].tags == ["B-PER", "B-LOC"]
+    assert calls == [("eriktks/conll2002", "es", "validation", "refs/convert/parquet")]
+    assert (no_local_corpora / "ner" / "conll2002-es" / "dev").read_text() == "Juan\tB-PER\nLima\tB-LOC\n\n"
+
+
+def test_offline_fetching_is_one_line_saying_what_to_do(tmp_path):
+    run = run_xling("corpora", "get", "quechua-text", env={"XLING_HOME": str(tmp_path), "HF_HUB_OFFLINE": "1"})
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 1 and len(lines) == 2, run.stderr  # what it fetches, then the one error line
+    assert lines[1].startswith("error: cannot fetch corpus quechua-text") and "XLING_CORPORA" in lines[1]
+
+
+def corpora_used() -> set[str]:
+    """Every corpus name that the README, the docs, the demo and the shipped recipes train or score on."""
+    texts = [p.read_text(encoding="utf-8") for p in [ROOT / "README.md", ROOT / "xling" / "demo.py"]]
+    texts += [p.read_text(encoding="utf-8") for p in (ROOT / "recipes").glob("*.toml")]
+    texts += [p.read_text(encoding="utf-8") for p in (ROOT / "docs").rglob("*.md")]
+    return {name for text in texts for name in re.findall(r"corpus:([a-z0-9-]+)", text)} - {"NAME"}
+
+
+def test_every_corpus_xling_uses_has_a_public_source_in_the_listing():
+    run = run_xling("corpora", "list", "--json", env={"XLING_CORPORA": ""})
+    listed = {row["name"]: row for row in json.loads(run.stdout)}
+    used = corpora_used()
+    assert {"quechua-text", "wikiann-en", "wikiann-qu"} <= used <= set(listed)
+    for name in used:
+        row = listed[name]
+        assert row["source"].startswith("https://") and row["licence"], name
+        assert all(source.startswith("https://") for source in row["split_sources"].values()), name
+        assert row["hub"], name  # fetchable: by `xling corpora get` or on first use

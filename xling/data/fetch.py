@@ -1,0 +1,112 @@
+"""Fetching a catalogued corpus from its public source into xling's corpus cache, laid out as a local
+corpora root: labelled splits through `datasets` (written as CoNLL files), text corpora as the text files
+of a dataset repository. Each fetch is pinned to the catalogue's `revision` and leaves a `MANIFEST.json`
+with the sha256 of every file; a later use checks the files against it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import Progress
+
+from xling.data.catalog import FILES_PREFIX, HUB_SPLITS, Corpus, corpus_cache
+from xling.errors import XlingError
+from xling.fileio import atomic_directory, write_text_atomic
+
+MANIFEST = "MANIFEST.json"
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def fetch(corpus: Corpus, split: str | None = None, console: Console | None = None) -> Path:
+    """The corpus (or split) in the cache, fetched from its hub source first if it is not there yet."""
+    console = console or Console(stderr=True)
+    folder = corpus_cache() / corpus.local
+    target = folder / split if split else folder
+    if not target.exists():
+        where = f"{corpus.name}{'/' + split if split else ''}"
+        console.print(f"fetching {where} from {corpus.hub} ({corpus.source})", highlight=False, soft_wrap=True)
+        try:
+            _fetch_files(corpus, folder, console) if split is None else _fetch_split(corpus, split, target)
+        except XlingError:
+            raise
+        except Exception as err:  # offline, refused, moved: the hub clients raise their own types
+            raise XlingError(
+                f"cannot fetch corpus {corpus.name} from {corpus.hub} ({(str(err).splitlines() or [''])[0][:200]}); "
+                f"online, `xling corpora get {corpus.name}` fetches it; offline, copy it to {corpus.local}/ under "
+                "a folder named by XLING_CORPORA"
+            ) from None
+    check_manifest(folder)
+    return target
+
+
+def _fetch_split(corpus: Corpus, split: str, target: Path) -> None:
+    from xling.data.sources import _hub_dataset, sentences_from_dataset
+
+    dataset_id, config, _ = _hub_dataset(f"{corpus.hub}:{HUB_SPLITS[split]}")
+    from datasets import load_dataset
+
+    dataset = load_dataset(dataset_id, config, split=HUB_SPLITS[split], revision=corpus.revision)
+    sentences = sentences_from_dataset(dataset, corpus.hub)
+    text = "".join("".join(f"{t}\t{g}\n" for t, g in zip(s.tokens, s.tags)) + "\n" for s in sentences)
+    write_text_atomic(target, text)
+    _record(target.parent, [target])
+
+
+def _fetch_files(corpus: Corpus, folder: Path, console: Console) -> None:
+    """The dataset repository's text files, one by one with a progress bar, written whole or not at all."""
+    from huggingface_hub import HfApi, hf_hub_download
+
+    repo_id = corpus.hub.removeprefix(FILES_PREFIX)
+    entries = [
+        e
+        for e in HfApi().list_repo_tree(repo_id, repo_type="dataset", revision=corpus.revision, expand=True)
+        if e.path.endswith(".txt")
+    ]
+    with atomic_directory(folder) as staging, Progress(console=console) as progress:
+        bar = progress.add_task(f"{corpus.name}: {len(entries)} files", total=sum(e.size for e in entries))
+        for entry in entries:
+            file = Path(hf_hub_download(repo_id, entry.path, repo_type="dataset", revision=corpus.revision))
+            expected = entry.lfs.sha256 if entry.lfs else None
+            if expected and sha256(file) != expected:
+                raise XlingError(f"{repo_id}/{entry.path}: its sha256 is not the one the hub lists; not using it")
+            (staging / Path(entry.path).name).write_bytes(file.read_bytes())
+            progress.advance(bar, entry.size)
+        _record(staging, sorted(staging.iterdir()))
+
+
+def _record(folder: Path, files: list[Path]) -> None:
+    manifest = folder / MANIFEST
+    sums = json.loads(manifest.read_text()) if manifest.is_file() else {}
+    sums.update({f.name: sha256(f) for f in files})
+    write_text_atomic(manifest, json.dumps(sums, indent=1, sort_keys=True) + "\n")
+
+
+def check_manifest(folder: Path) -> None:
+    """Every file the manifest names still has its sha256 (a cached corpus damaged since is named)."""
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        return
+    for name, expected in json.loads(manifest.read_text()).items():
+        if not (folder / name).is_file() or sha256(folder / name) != expected:
+            raise XlingError(
+                f"{folder / name} is missing or changed since it was fetched; delete {folder} to fetch again"
+            )
+
+
+def fetch_all(corpus: Corpus, console: Console) -> list[Path]:
+    """Every part of a corpus that has a hub source (`xling corpora get NAME`)."""
+    if not corpus.hub:
+        raise XlingError(f"corpus {corpus.name} has no hub source to fetch ({corpus.source or 'development only'})")
+    if corpus.hub.startswith(FILES_PREFIX):
+        return [fetch(corpus, None, console)]
+    return [fetch(corpus, split, console) for split in corpus.splits if split in HUB_SPLITS]
