@@ -127,7 +127,7 @@ output = "tags.jsonl"
     assert [r["label"] for r in results] == ["tiny dev"] and 0 <= results[0]["f1"] <= 1
     out = workspace / "tinybert" / "results" / "tiny"
     assert "| tiny dev |" in (out / "results.md").read_text()
-    assert json.loads((out / "results.json").read_text())[0]["f1"] == results[0]["f1"]
+    assert json.loads((out / "results.json").read_text())["rows"][0]["f1"] == results[0]["f1"]
     assert (out / "tags.jsonl").read_text().count("\n") > 10  # relative outputs go beside the results
     statuses.clear()
     again = run_recipe(recipe, on_step=lambda step, status: statuses.append(status))
@@ -223,7 +223,8 @@ def test_seeds_run_each_training_step_per_seed_and_report_mean_and_spread(tmp_pa
     table = (workspace / "tinybert" / "results" / "tiny" / "results.md").read_text()
     assert "| F1 seed 1 | F1 seed 2 |" in table
     assert f"| {100 * row['f1']:.1f} ± {100 * row['f1_std']:.1f} |" in table
-    assert json.loads((workspace / "tinybert" / "results" / "tiny" / "results.json").read_text()) == rows
+    saved = json.loads((workspace / "tinybert" / "results" / "tiny" / "results.json").read_text())
+    assert saved["rows"] == rows and saved["recipe"] == "tiny" and saved["machine"]
 
 
 def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path, trained_workspace):

@@ -10,6 +10,7 @@ import math
 import time
 import warnings
 from contextlib import contextmanager
+from pathlib import Path
 
 from xling.errors import XlingError
 
@@ -24,6 +25,24 @@ def pick_device(requested: str) -> str:
     if requested == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return requested
+
+
+def machine_name() -> str:
+    """What a result was computed on: the GPU's name where one is used, else the CPU's model and its cores."""
+    import platform
+
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name()
+    model = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        names = [
+            line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines() if line.startswith("model name")
+        ]
+        model = names[0] if names else model
+    return f"{model}, {torch.get_num_threads()} cores"
 
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")

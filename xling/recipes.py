@@ -467,6 +467,7 @@ def combine(runs: dict[int | None, list[dict]]) -> list[dict]:
     for position, first in enumerate(next(iter(runs.values()))):
         per_seed = [{"seed": seed, **{m: results[position][m] for m in METRICS}} for seed, results in runs.items()]
         row = {"label": first["label"], "data": first["data"], "setup": first["setup"], "per_seed": per_seed}
+        row["computed_in"] = first.get("computed_in")
         for metric in METRICS:
             values = [run[metric] for run in per_seed]
             row[metric] = statistics.fmean(values)
@@ -505,6 +506,20 @@ def print_plan(recipe: Recipe, console: Console) -> None:
             console.print(f"  step {step.number}/{len(run.steps)} {step.title} ({step.run}): {what}", highlight=False)
 
 
+def provenance(recipe: Recipe) -> dict:
+    """What a results file says of how it was made (the docs' tables name it)."""
+    from xling import __version__
+    from xling.device import machine_name
+
+    return {
+        "recipe": recipe.name,
+        "seeds": recipe.seeds,
+        "model": recipe.model,
+        "xling_version": __version__,
+        "machine": machine_name(),
+    }
+
+
 def run_recipe(
     path: str | Path,
     console: Console | None = None,
@@ -524,7 +539,7 @@ def run_recipe(
     if rows:
         results_path = results_dir(Workspace(recipe.workspace, recipe.model), recipe)
         write_text_atomic(results_path / "results.md", results_table(rows))
-        write_json_atomic(results_path / "results.json", rows)
+        write_json_atomic(results_path / "results.json", provenance(recipe) | {"rows": rows})
         rich_table = Table(
             title=f"Results of {recipe.name}"
             + (f" (seeds {', '.join(map(str, recipe.seeds))})" if recipe.seeds else "")

@@ -1,0 +1,43 @@
+"""The README is a newcomer's one screen, and the generated pages are what the command line and the result files
+make (`python -m docs.generate`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MISSION = ("xling train-lang qu ", "xling train-task ner --lang en", "xling tag --lang qu ")
+
+
+def test_the_readme_is_short_names_no_local_folder_and_opens_with_the_mission():
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200
+    assert not [line for line in lines if "../shared" in line]
+    first = "\n".join(lines[:80])
+    assert all(command in first for command in MISSION)
+    assert 'pip install -e ".[dev]" && ruff check . && ruff format --check . && pytest -q' in first
+
+
+def test_the_generated_pages_are_up_to_date():
+    from docs.generate import generated
+
+    stale = [str(p.relative_to(ROOT)) for p, text in generated().items() if p.read_text(encoding="utf-8") != text]
+    assert not stale, f"run python -m docs.generate: {stale}"
+
+
+def test_the_results_table_follows_the_result_files(tmp_path, monkeypatch):
+    import json
+
+    import docs.generate as generate
+
+    for file in (ROOT / "results").rglob("*.json"):
+        copy = tmp_path / file.relative_to(ROOT / "results")
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_text(file.read_text())
+    changed = tmp_path / "quality-qu" / "fp32-cpu.json"
+    data = json.loads(changed.read_text())
+    data["rows"][1]["f1"] = 0.123  # zero-shot
+    changed.write_text(json.dumps(data))
+    monkeypatch.setattr(generate, "RESULTS", tmp_path)
+    table = generate.expect_table(generate.result_files())
+    assert "| Quechua zero-shot (WikiANN-qu dev), `Stack(qu, ner-en)` | 12.3 ± 1.6 |" in table
