@@ -98,7 +98,7 @@ def test_every_option_of_a_command_is_its_config_option_and_a_recipe_key():
     """One table: each command's options are its dataclass's options, and its recipe keys are the same names."""
     import inspect
 
-    from xling.cli import evaluate, train
+    from xling.cli import evaluate, tag, train
     from xling.options import defaults, options_of
     from xling.recipes import KEYS, OPTIONS, RUN_LEVEL
 
@@ -108,6 +108,7 @@ def test_every_option_of_a_command_is_its_config_option_and_a_recipe_key():
         "train-fusion": train.train_fusion_command,
         "self-train": train.self_train_command,
         "evaluate": evaluate.evaluate_command,
+        "tag": tag.tag,
     }
     command_only = {"task", "as_json"}  # the task argument (a config field too) and --json
     for run, command in commands.items():

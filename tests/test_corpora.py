@@ -27,7 +27,7 @@ def no_local_corpora(tmp_path, monkeypatch):
 def test_a_text_corpus_is_fetched_on_first_use_then_checked(no_local_corpora, tmp_path, monkeypatch):
     import huggingface_hub
 
-    from xling.data.fetch import sha256
+    from xling.fileio import file_sha256 as sha256
 
     served = tmp_path / "hub"
     served.mkdir()

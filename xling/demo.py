@@ -23,7 +23,7 @@ from pathlib import Path
 
 from xling.data.catalog import corpora_root
 from xling.errors import XlingError
-from xling.models.embedded import file_sha256
+from xling.fileio import file_sha256
 from xling.paths import xling_home
 from xling.recipes import Recipe, Step
 

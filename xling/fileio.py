@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -92,6 +93,14 @@ def check_output_file(path: Path) -> Path:
                 raise XlingError(f"cannot write {path}: {ancestor} is a file, not a folder")
             break
     return path
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def read_json(path: Path):

@@ -42,11 +42,12 @@ from xling.errors import XlingError
 from xling.fileio import write_json_atomic, write_text_atomic
 from xling.models.loading import DEFAULT_MODEL
 from xling.options import build, check_type, defaults, options_of
-from xling.tagging.decoding import DEFAULT_DECODER
 from xling.tagging.evaluate import EvaluationOptions, evaluate
+from xling.tagging.options import TagOptions
 from xling.train.config import FusionOptions, LanguageAdapterOptions, SelfTrainingOptions, TaskAdapterOptions
 from xling.train.fusion import train_fusion
 from xling.train.language import train_language_adapter
+from xling.train.loop import TrainingProgress
 from xling.train.self_training import self_train
 from xling.train.summary import language_report_table, selection_summary, self_training_summary
 from xling.train.task import train_task_adapter
@@ -59,26 +60,13 @@ OPTIONS = {
     "train-fusion": FusionOptions,
     "self-train": SelfTrainingOptions,
     "evaluate": EvaluationOptions,
+    "tag": TagOptions,
 }
 RUN_LEVEL = {"model", "workspace", "overwrite", "restart"}  # set by the recipe and `xling run`, not by steps
 KEYS = {run: set(options_of(defaults(cls))) - RUN_LEVEL for run, cls in OPTIONS.items()}
 KEYS["evaluate"].add("label")  # the row's name in the results table
 # The keys of runs without an options dataclass, with their types (checked before anything runs).
 TYPED_KEYS = {
-    "tag": {
-        "input": str,
-        "lang": str,
-        "task_adapter": str,
-        "fusion": str,
-        "no_lang_adapter": bool,
-        "lang_adapter": str,
-        "format": str,
-        "output": str,
-        "paragraphs": bool,
-        "conll": bool,
-        "decoder": str,
-        "precision": str,
-    },
     "analyze": {
         "analysis": str,
         "data": str,
@@ -228,7 +216,7 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
                 check_type(key, step.options.get(key), hint)
             except XlingError as err:
                 problems.append(f"{where}: {err}")
-        if step.run in TYPED_KEYS:
+        if step.run in ("tag", "analyze"):
             try:
                 output_path(step, recipe, workspace)
             except XlingError as err:
@@ -284,19 +272,23 @@ TRAINERS = {
 
 
 def run_step(
-    step: Step, recipe: Recipe, workspace: Workspace, console: Console, overwrite: bool = False
+    step: Step,
+    recipe: Recipe,
+    workspace: Workspace,
+    console: Console,
+    overwrite: bool = False,
+    progress: TrainingProgress | None = None,
 ) -> dict | None:
+    """Run one step; `progress` shows training (the command line's bar; plain notes when None)."""
     o = {
         k: ([resolve(x) for x in v] if isinstance(v, list) else resolve(v)) if k in PATH_KEYS else v
         for k, v in step.options.items()
     }
     resolved = replace(step, options=o)
     if step.run in TRAINERS:
-        from xling.cli.progress import TrainingBar  # here: the command line imports the recipes
-
         trainer, summary = TRAINERS[step.run]
         options = step_options(resolved, model=recipe.model, workspace=recipe.workspace, overwrite=overwrite)
-        console.print(summary(trainer(options, console, TrainingBar(console))))
+        console.print(summary(trainer(options, console, progress)))
     elif step.run == "evaluate":
         result = evaluate(step_options(resolved, model=recipe.model, workspace=recipe.workspace))
         result["label"] = o.get("label", step.title)
@@ -306,32 +298,15 @@ def run_step(
         )
         return result
     elif step.run in ("tag", "analyze"):
-        if output := output_path(step, recipe, workspace):
-            o["output"] = str(output)
-        (_tag if step.run == "tag" else _analyze)(o, recipe, console)
+        output = output_path(step, recipe, workspace)
+        o["output"] = str(output) if output else None
+        if step.run == "tag":
+            from xling.tagging.files import tag_file
+
+            tag_file(step_options(replace(step, options=o), model=recipe.model, workspace=recipe.workspace), console)
+        else:
+            _analyze(o, recipe, console)
     return None
-
-
-def _tag(o: dict, recipe: Recipe, console: Console) -> None:
-    from xling.data.conll import read_lines
-    from xling.tagging.output import write_results
-    from xling.tagging.tagger import Tagger
-
-    tagger = Tagger.load(
-        lang=o["lang"],
-        adapter=o.get("task_adapter"),
-        fusion=o.get("fusion"),
-        model=recipe.model,
-        workspace=recipe.workspace,
-        use_lang_adapter=not o.get("no_lang_adapter", False),
-        lang_adapter=o.get("lang_adapter"),
-        decoder=o.get("decoder", DEFAULT_DECODER),
-        precision=o.get("precision", "auto"),
-    )
-    lines = [line for _, line in read_lines(Path(o["input"]))]
-    results = tagger.tag_lines(lines, o.get("paragraphs", False), o.get("conll", False))
-    output = Path(o["output"]) if o.get("output") else None
-    write_results(results, o.get("format") or ("jsonl" if output else "pretty"), output, console)
 
 
 def _analyze(o: dict, recipe: Recipe, console: Console) -> None:
@@ -427,7 +402,9 @@ def plan(recipe: Recipe, workspace: Workspace) -> list[tuple[Step, str | None]]:
     return planned
 
 
-def _run_once(recipe: Recipe, console: Console, on_step: Callable[[Step, str], None] | None) -> list[dict]:
+def _run_once(
+    recipe: Recipe, console: Console, on_step: Callable[[Step, str], None] | None, progress: TrainingProgress | None
+) -> list[dict]:
     """Run every step of one run (one seed) that is not done; returns its evaluation results."""
     workspace = Workspace(recipe.workspace, recipe.model)
     results_path = results_dir(workspace, recipe)
@@ -443,7 +420,7 @@ def _run_once(recipe: Recipe, console: Console, on_step: Callable[[Step, str], N
         else:
             again = "" if reason == "not run yet" else f", again: {reason}"
             console.rule(f"{where}: {step.title} ({step.run}{again})")
-            result = run_step(step, recipe, workspace, console, overwrite=reason != "not run yet")
+            result = run_step(step, recipe, workspace, console, reason != "not run yet", progress)
             if result is not None:
                 write_json_atomic(results_path / f"{step.title}.json", result)
             if on_step:
@@ -526,8 +503,10 @@ def run_recipe(
     on_step: Callable[[Step, str], None] | None = None,
     recipe: Recipe | None = None,
     seeds: list[int] | None = None,
+    progress: TrainingProgress | None = None,
 ) -> list[dict]:
-    """Validate, then run every step not yet done (once per seed); returns the evaluation rows of the results table."""
+    """Validate, then run every step not yet done (once per seed); returns the evaluation rows of the results table.
+    `progress` shows each training step's progress (the command line passes its bar)."""
     console = console or Console(stderr=True)
     recipe = recipe or read_recipe(path)
     if seeds:
@@ -535,7 +514,7 @@ def run_recipe(
     runs = [seeded(recipe, s) for s in recipe.seeds] or [recipe]
     for run in runs:  # every run checked before any starts
         validate(run, Workspace(run.workspace, run.model))
-    rows = combine({run.seeds[0] if recipe.seeds else None: _run_once(run, console, on_step) for run in runs})
+    rows = combine({run.seeds[0] if recipe.seeds else None: _run_once(run, console, on_step, progress) for run in runs})
     if rows:
         results_path = results_dir(Workspace(recipe.workspace, recipe.model), recipe)
         write_text_atomic(results_path / "results.md", results_table(rows))

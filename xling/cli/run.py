@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from xling.cli.options import MODEL
+from xling.cli.progress import TrainingBar
 from xling.errors import XlingError
 from xling.paths import default_workspace
 
@@ -35,7 +36,7 @@ def run(
         parsed = read_recipe(recipe)
         print_plan(replace(parsed, seeds=seed_list) if seed_list else parsed, console)
         return
-    run_recipe(recipe, console, seeds=seed_list)
+    run_recipe(recipe, console, seeds=seed_list, progress=TrainingBar(console))
 
 
 def demo(
@@ -54,7 +55,7 @@ def demo(
     target = workspace or default_workspace() / "demo"
     recipe = demo_recipe(sources, target, quick)
     recipe.model = model
-    run_recipe(recipe.file, console, recipe=recipe)
+    run_recipe(recipe.file, console, recipe=recipe, progress=TrainingBar(console))
     console.print(
         f"\nThe demo's adapters are in {target}. Tag your own text with:\n  xling tag --lang qu -w {target} FILE"
     )

@@ -5,7 +5,6 @@ with the sha256 of every file; a later use checks the files against it."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -14,17 +13,9 @@ from rich.progress import Progress
 
 from xling.data.catalog import FILES_PREFIX, HUB_SPLITS, Corpus, corpus_cache
 from xling.errors import XlingError
-from xling.fileio import atomic_directory, write_text_atomic
+from xling.fileio import atomic_directory, file_sha256, write_text_atomic
 
 MANIFEST = "MANIFEST.json"
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def fetch(corpus: Corpus, split: str | None = None, console: Console | None = None) -> Path:
@@ -77,7 +68,7 @@ def _fetch_files(corpus: Corpus, folder: Path, console: Console) -> None:
         for entry in entries:
             file = Path(hf_hub_download(repo_id, entry.path, repo_type="dataset", revision=corpus.revision))
             expected = entry.lfs.sha256 if entry.lfs else None
-            if expected and sha256(file) != expected:
+            if expected and file_sha256(file) != expected:
                 raise XlingError(f"{repo_id}/{entry.path}: its sha256 is not the one the hub lists; not using it")
             (staging / Path(entry.path).name).write_bytes(file.read_bytes())
             progress.advance(bar, entry.size)
@@ -87,7 +78,7 @@ def _fetch_files(corpus: Corpus, folder: Path, console: Console) -> None:
 def _record(folder: Path, files: list[Path]) -> None:
     manifest = folder / MANIFEST
     sums = json.loads(manifest.read_text()) if manifest.is_file() else {}
-    sums.update({f.name: sha256(f) for f in files})
+    sums.update({f.name: file_sha256(f) for f in files})
     write_text_atomic(manifest, json.dumps(sums, indent=1, sort_keys=True) + "\n")
 
 
@@ -97,7 +88,7 @@ def check_manifest(folder: Path) -> None:
     if not manifest.is_file():
         return
     for name, expected in json.loads(manifest.read_text()).items():
-        if not (folder / name).is_file() or sha256(folder / name) != expected:
+        if not (folder / name).is_file() or file_sha256(folder / name) != expected:
             raise XlingError(
                 f"{folder / name} is missing or changed since it was fetched; delete {folder} to fetch again"
             )

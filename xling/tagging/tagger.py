@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from itertools import count
+from typing import TYPE_CHECKING
 
 from xling.adapters import Stack
 from xling.adapters.saving import load
@@ -25,6 +26,10 @@ from xling.tagging.reading import ready_chunks
 from xling.tagging.words import Token, split_sentences, tokenize
 from xling.trained_tasks import load_fusion_model, load_task_model
 from xling.workspace import Workspace, check_lang
+
+if TYPE_CHECKING:
+    from xling.tagging.evaluate import EvaluationOptions
+    from xling.tagging.options import TagOptions
 
 
 @dataclass
@@ -159,6 +164,24 @@ class Tagger:
         loaded.to(device)
         loaded.eval()
         return cls(loaded, tokenizer, head, setup, batch_size, decoder, precision)
+
+    @classmethod
+    def from_options(cls, options: TagOptions | EvaluationOptions) -> Tagger:
+        """The tagger a command's options describe (`xling tag`, `xling evaluate`, their recipe steps)."""
+        return cls.load(
+            lang=options.lang,
+            task=getattr(options, "task", "ner"),
+            adapter=options.task_adapter,
+            fusion=options.fusion,
+            model=options.model,
+            workspace=options.workspace,
+            use_lang_adapter=options.use_lang_adapter,
+            lang_adapter=options.lang_adapter,
+            device=getattr(options, "device", "auto"),
+            batch_size=options.batch_size,
+            decoder=options.decoder,
+            precision=options.precision,
+        )
 
     @property
     def computed_in(self) -> str:

@@ -1,0 +1,54 @@
+"""Tagging a file (or standard input) into one of the output formats: what `xling tag` and a recipe's tag
+step run, from the same `TagOptions`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+from rich.console import Console
+
+from xling.data.conll import read_lines, read_tokens
+from xling.data.text import pieces
+from xling.errors import XlingError
+from xling.fileio import check_output_file
+from xling.tagging.options import TagOptions
+from xling.tagging.output import write_results
+
+# Wraps the stream of results with a progress display, given how many there will be.
+Progress = Callable[[Iterable, int], Iterator]
+
+
+def stdin_lines() -> Iterator[str]:
+    for number, raw in enumerate(sys.stdin.buffer, start=1):
+        try:
+            yield raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as err:
+            raise XlingError(f"<stdin>:{number}: not UTF-8 text ({err.reason})") from None
+
+
+def count_results(path: Path, conll: bool) -> int:
+    """How many results tagging `path` gives: sentences of CoNLL input, else lines (long ones in pieces)."""
+    if conll:
+        return sum(1 for _ in read_tokens(read_lines(path)))
+    return sum(1 for _ in pieces(line for _, line in read_lines(path)))
+
+
+def tag_file(options: TagOptions, console: Console, progress: Progress | None = None) -> None:
+    """Tag `options.input` and write the results as they come, to `options.output` or standard output (`pretty`
+    on `console`); `progress` wraps the results of a file input (the command line's bar)."""
+    path = None if options.input == "-" else Path(options.input)
+    if path is not None and not path.is_file():
+        raise XlingError(f"no such file: {options.input}")
+    output = Path(options.output) if options.output else None
+    if output is not None:
+        check_output_file(output)  # before the model loads, not after it has run
+    from xling.tagging.tagger import Tagger  # torch loads here, not for --help
+
+    tagger = Tagger.from_options(options)
+    lines = stdin_lines() if path is None else (line for _, line in read_lines(path))
+    results = tagger.tag_lines(lines, options.paragraphs, options.conll)
+    if progress is not None and path is not None:
+        results = progress(results, count_results(path, options.conll))
+    write_results(results, options.output_format(), output, console)

@@ -1,0 +1,55 @@
+"""`xling tag`'s options: one dataclass that the command line, recipes and `Tagger.from_options` share
+(no torch: `xling tag --help` reads it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xling.data.text import MAX_LINE_CHARS
+from xling.device import DEVICE_HELP, INFERENCE_PRECISION_HELP, check_precision
+from xling.errors import XlingError
+from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
+from xling.options import at_least, opt
+from xling.tagging.decoding import DECODER_HELP, DEFAULT_DECODER, check_decoder
+from xling.tagging.output import FORMATS
+from xling.workspace import LANG_ADAPTER_HELP, WORKSPACE_HELP
+
+
+@dataclass
+class TagOptions:
+    input: str = opt(
+        help=f"Text file to tag, or - for standard input (a line over {MAX_LINE_CHARS:,} characters is tagged in "
+        "pieces cut at spaces, one result each)."
+    )
+    lang: str = opt(help="Language of the text: its language adapter goes under the task adapter.")
+    task: str = opt("ner", "The task.")
+    task_adapter: str | None = opt(
+        None, "Task adapter: a name, a directory or hf:ORG/NAME (default: TASK-LANG if trained, else TASK-en)."
+    )
+    fusion: str | None = opt(None, "A trained fusion to use instead of a single task adapter.")
+    use_lang_adapter: bool = opt(True, "Tag without a language adapter.", name="no_lang_adapter", invert=True)
+    lang_adapter: str | None = opt(None, LANG_ADAPTER_HELP)
+    model: str = opt(DEFAULT_MODEL, MODEL_HELP)
+    workspace: str | None = opt(None, WORKSPACE_HELP)
+    format: str | None = opt(
+        None, f"{', '.join(FORMATS)} (default: the --output file's extension if it is one of these, else pretty)."
+    )
+    output: str | None = opt(None, "Write here instead of standard output (written whole, or not at all).")
+    paragraphs: bool = opt(False, "Lines are running text: split them into sentences first.")
+    conll: bool = opt(False, "Input is pre-tokenised: a token per line, blank lines between sentences.")
+    batch_size: int = opt(32, "Sentences per model batch.")
+    decoder: str = opt(DEFAULT_DECODER, DECODER_HELP)
+    device: str = opt("auto", DEVICE_HELP)
+    precision: str = opt("auto", INFERENCE_PRECISION_HELP)
+
+    def output_format(self) -> str:
+        """`format`, else the output file's extension where it names a format, else pretty."""
+        extension = self.output.rsplit(".", 1)[-1] if self.output and "." in self.output else ""
+        return self.format or (extension if extension in FORMATS else "pretty")
+
+    def __post_init__(self):
+        if self.format is not None and self.format not in FORMATS:
+            raise XlingError(f"format must be one of {', '.join(FORMATS)}, not {self.format!r}")
+        check_decoder(self.decoder)
+        check_precision(self.precision, inference=True)
+        at_least("batch_size", self.batch_size, 1)
