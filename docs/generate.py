@@ -77,11 +77,12 @@ def results_page(files: dict) -> str:
         "and the variants that did not help are in the [experiment log](experiments.md).",
     ]
     for name, data in files.items():
+        commit = f", commit {data['commit']}" if data.get("commit") else ""
         parts += [
             "",
             f"## {data['recipe']}: {data['machine']}",
             "",
-            f"`results/{name}`, xling {data['xling_version']}.",
+            f"`results/{name}`, xling {data['xling_version']}{commit}.",
         ]
         if data.get("note"):
             parts += ["", data["note"]]

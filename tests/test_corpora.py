@@ -11,7 +11,8 @@ from types import SimpleNamespace
 import pytest
 
 from tests.tiny import run_xling
-from xling.data.catalog import load_catalog, resolve
+from xling.data.catalog import load_catalog
+from xling.data.fetch import resolve
 from xling.errors import XlingError
 
 ROOT = Path(__file__).resolve().parents[1]

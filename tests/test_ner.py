@@ -16,8 +16,9 @@ from tests.tiny import run_xling, synthetic_conll, tiny_model
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.adapters.saving import load
 from xling.data.conll import read_conll, to_iob2
+from xling.data.hub_datasets import sentences_from_dataset
 from xling.data.labels import label_list, parse_label_map, relabel
-from xling.data.sources import load_ner, sentences_from_dataset
+from xling.data.sources import load_ner
 from xling.errors import XlingError
 from xling.scoring import score
 from xling.tagging.align import windows_for

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.tiny import run_xling
-from xling.data.catalog import load_catalog, resolve
+from xling.data.catalog import load_catalog
+from xling.data.fetch import resolve
 from xling.errors import XlingError
 from xling.recipes import read_recipe, run_recipe, validate
 from xling.workspace import Workspace

@@ -178,7 +178,7 @@ def test_a_language_adapter_loads_without_its_masked_lm_head(copied_workspace):
 def test_pickled_weights_are_never_loaded(tmp_path):
     import torch
 
-    from xling.adapters.saving import read_weights
+    from xling.adapters.weights import read_weights
 
     file = tmp_path / "pytorch_adapter.bin"
     torch.save({"weight": torch.zeros(2), "extra": Exception("a pickled object")}, file)

@@ -14,7 +14,7 @@ from huggingface_hub import CommitOperationAdd, EvalResult, HfApi, ModelCard, Mo
 from huggingface_hub.errors import HfHubHTTPError
 
 from xling import __version__
-from xling.data.sources import hub_dataset_id
+from xling.data.hub_datasets import hub_dataset_id
 from xling.errors import XlingError, is_network_error
 from xling.fileio import read_json
 from xling.models.loading import hub_id

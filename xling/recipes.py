@@ -36,8 +36,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from xling.data.catalog import load_catalog, resolve, tomllib
-from xling.data.sources import hub_dataset_id
+from xling.data.catalog import load_catalog, tomllib
+from xling.data.fetch import resolve
+from xling.data.hub_datasets import hub_dataset_id
 from xling.errors import XlingError
 from xling.fileio import write_json_atomic, write_text_atomic
 from xling.models.loading import DEFAULT_MODEL
@@ -493,8 +494,22 @@ def provenance(recipe: Recipe) -> dict:
         "seeds": recipe.seeds,
         "model": recipe.model,
         "xling_version": __version__,
+        "commit": source_commit(),
         "machine": machine_name(),
     }
+
+
+def source_commit() -> str | None:
+    """The git commit xling runs from, when it runs from a clone (None for an installed wheel)."""
+    import subprocess
+
+    try:
+        found = subprocess.run(
+            ["git", "-C", str(Path(__file__).parent), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        )
+    except OSError:  # no git on the machine
+        return None
+    return found.stdout.strip() or None if found.returncode == 0 else None
 
 
 def run_recipe(

@@ -19,6 +19,7 @@ from safetensors.torch import save_file
 from xling.adapters.bottleneck import BottleneckConfig
 from xling.adapters.composition import check_name
 from xling.adapters.model import AdaptedModel
+from xling.adapters.weights import CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE, read_weights
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json, write_json_atomic
 
@@ -84,7 +85,6 @@ def _config(raw: dict, directory: Path) -> BottleneckConfig:
 
 
 def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
-    from xling.adapters.saving import read_weights
 
     for file_name in _WEIGHTS_FILES:
         if (directory / file_name).is_file():
@@ -182,7 +182,6 @@ def export_adapterhub(directory: Path, target: Path, overwrite: bool = False) ->
     `adapters` library saves one, so that its `model.load_adapter(target)` loads it. A language adapter's
     masked-LM head stays behind: it serves its training only, and the library stacks language adapters
     without one."""
-    from xling.adapters.saving import CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE, read_weights
 
     directory = Path(directory)
     record = read_json(directory / CONFIG_FILE) if (directory / CONFIG_FILE).is_file() else {}

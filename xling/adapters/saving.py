@@ -8,25 +8,21 @@ against the model before any weight is touched.
 
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from xling import __version__
+from xling.adapters.adapterhub import is_adapterhub, load_adapterhub
 from xling.adapters.bottleneck import BottleneckConfig
 from xling.adapters.composition import check_name
 from xling.adapters.fusion import FusionConfig
 from xling.adapters.heads import build_head
 from xling.adapters.model import AdaptedModel
+from xling.adapters.weights import CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE, read_weights
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json, write_json_atomic
-
-CONFIG_FILE = "adapter_config.json"
-WEIGHTS_FILE = "adapter_model.safetensors"
-HEAD_CONFIG_FILE = "head_config.json"
-HEAD_WEIGHTS_FILE = "head_model.safetensors"
 
 
 def _record(model: AdaptedModel, kind: str, name: str, metadata: dict | None, **fields) -> dict:
@@ -122,27 +118,6 @@ def save(
     return Path(directory)
 
 
-def read_weights(file: Path) -> dict[str, torch.Tensor]:
-    """Tensors from a safetensors file (or a plain-tensor PyTorch file); damaged or non-finite weights are refused."""
-    if not file.is_file():
-        raise XlingError(f"{file} is missing")
-    try:
-        if file.suffix == ".safetensors":
-            state = load_file(str(file))
-        else:
-            state = torch.load(file, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError:
-        raise XlingError(f"{file} holds pickled Python objects, which xling never loads (only plain tensors)") from None
-    except Exception as err:  # safetensors and torch raise their own types for truncated or foreign files
-        raise XlingError(f"{file} is damaged or not a weights file ({str(err).splitlines()[0]})") from None
-    if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
-        raise XlingError(f"{file} is not a file of named tensors")
-    bad = [key for key, tensor in state.items() if tensor.is_floating_point() and not torch.isfinite(tensor).all()]
-    if bad:
-        raise XlingError(f"{file} holds non-finite weights (NaN or infinity) in {', '.join(bad[:3])}")
-    return state
-
-
 def _load_weights(module: torch.nn.Module, file: Path) -> None:
     try:
         missing, unexpected = module.load_state_dict(read_weights(file), strict=False)
@@ -163,8 +138,6 @@ def load(model: AdaptedModel, directory: Path, name: str | None = None, head: bo
     """Load an adapter or fusion saved by xling (or an AdapterHub adapter) into `model`; returns its name.
 
     `head=False` leaves a saved head out (a language adapter's masked-LM head serves training only)."""
-    from xling.adapters.adapterhub import is_adapterhub, load_adapterhub
-
     directory = Path(directory)
     record = read_config(directory)
     if is_adapterhub(record):

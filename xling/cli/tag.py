@@ -10,8 +10,7 @@ from rich.console import Console
 from xling.cli.options import MODEL, WORKSPACE, argument, option
 from xling.cli.progress import counted_bar
 from xling.options import build, defaults
-from xling.tagging.options import TagOptions
-from xling.tagging.output import FORMATS
+from xling.tagging.options import FORMATS, TagOptions
 
 TAG = defaults(TagOptions)
 Format = Enum("Format", {name: name for name in FORMATS}, type=str)

@@ -21,7 +21,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 CATALOG = Path(__file__).with_name("catalog.toml")
-PREFIX = "corpus:"
+PREFIX = "corpus:"  # corpus:NAME[/SPLIT], resolved by xling.data.fetch.resolve
 FILES_PREFIX = "hf-files:"  # a dataset repository whose text files are the corpus
 HUB_SPLITS = {"train": "train", "dev": "validation"}  # catalogue split -> the hub dataset's split
 
@@ -76,35 +76,6 @@ def fetchable(corpus: Corpus, split: str | None) -> bool:
     if not corpus.hub:
         return False
     return split is None if corpus.hub.startswith(FILES_PREFIX) else split in HUB_SPLITS
-
-
-def resolve(reference: str, catalog: dict[str, Corpus] | None = None) -> str:
-    """`corpus:NAME[/SPLIT]` -> a local path or a hub source; any other string passes through."""
-    if not reference.startswith(PREFIX):
-        return reference
-    catalog = catalog or load_catalog()
-    name, _, split = reference[len(PREFIX) :].partition("/")
-    if name not in catalog:
-        raise XlingError(f"unknown corpus {name!r} in {reference!r}; known: {', '.join(sorted(catalog))}")
-    corpus = catalog[name]
-    if split and corpus.splits and split not in corpus.splits:
-        raise XlingError(f"corpus {name} has no split {split!r} (splits: {', '.join(corpus.splits)})")
-    path = local_path(corpus, split or None)
-    if path is not None and path.is_relative_to(corpus_cache()):
-        from xling.data.fetch import check_manifest
-
-        check_manifest(corpus_cache() / corpus.local)  # fetched once: still what was fetched
-    if path is not None:
-        return str(path)
-    if fetchable(corpus, split or None):
-        from xling.data.fetch import fetch  # datasets and huggingface_hub load only when a corpus is fetched
-
-        return str(fetch(corpus, split or None))
-    raise XlingError(
-        f"corpus {reference[len(PREFIX) :]} is not in the local corpora root "
-        f"{corpora_root() or '(XLING_CORPORA is not set)'} nor in {corpus_cache()}, and has no hub source to fetch; "
-        f"it comes from {corpus.public_source(split) or 'no public source'}: put it at {corpus.local}/ there"
-    )
 
 
 def describe(catalog: dict[str, Corpus]) -> list[dict]:

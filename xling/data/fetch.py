@@ -11,7 +11,18 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress
 
-from xling.data.catalog import FILES_PREFIX, HUB_SPLITS, Corpus, corpus_cache
+from xling.data.catalog import (
+    FILES_PREFIX,
+    HUB_SPLITS,
+    PREFIX,
+    Corpus,
+    corpora_root,
+    corpus_cache,
+    fetchable,
+    load_catalog,
+    local_path,
+)
+from xling.data.hub_datasets import hub_dataset, sentences_from_dataset
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, file_sha256, write_text_atomic
 
@@ -41,9 +52,7 @@ def fetch(corpus: Corpus, split: str | None = None, console: Console | None = No
 
 
 def _fetch_split(corpus: Corpus, split: str, target: Path) -> None:
-    from xling.data.sources import _hub_dataset, sentences_from_dataset
-
-    dataset_id, config, _ = _hub_dataset(f"{corpus.hub}:{HUB_SPLITS[split]}")
+    dataset_id, config, _ = hub_dataset(f"{corpus.hub}:{HUB_SPLITS[split]}")
     from datasets import load_dataset
 
     dataset = load_dataset(dataset_id, config, split=HUB_SPLITS[split], revision=corpus.revision)
@@ -101,3 +110,28 @@ def fetch_all(corpus: Corpus, console: Console) -> list[Path]:
     if corpus.hub.startswith(FILES_PREFIX):
         return [fetch(corpus, None, console)]
     return [fetch(corpus, split, console) for split in corpus.splits if split in HUB_SPLITS]
+
+
+def resolve(reference: str, catalog: dict[str, Corpus] | None = None) -> str:
+    """`corpus:NAME[/SPLIT]` -> a local path or a hub source; any other string passes through."""
+    if not reference.startswith(PREFIX):
+        return reference
+    catalog = catalog or load_catalog()
+    name, _, split = reference[len(PREFIX) :].partition("/")
+    if name not in catalog:
+        raise XlingError(f"unknown corpus {name!r} in {reference!r}; known: {', '.join(sorted(catalog))}")
+    corpus = catalog[name]
+    if split and corpus.splits and split not in corpus.splits:
+        raise XlingError(f"corpus {name} has no split {split!r} (splits: {', '.join(corpus.splits)})")
+    path = local_path(corpus, split or None)
+    if path is not None and path.is_relative_to(corpus_cache()):
+        check_manifest(corpus_cache() / corpus.local)  # fetched once: still what was fetched
+    if path is not None:
+        return str(path)
+    if fetchable(corpus, split or None):
+        return str(fetch(corpus, split or None))
+    raise XlingError(
+        f"corpus {reference[len(PREFIX) :]} is not in the local corpora root "
+        f"{corpora_root() or '(XLING_CORPORA is not set)'} nor in {corpus_cache()}, and has no hub source to fetch; "
+        f"it comes from {corpus.public_source(split) or 'no public source'}: put it at {corpus.local}/ there"
+    )

@@ -13,8 +13,8 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from xling.data.catalog import resolve
 from xling.data.conll import looks_like_conll, read_conll, read_lines
+from xling.data.fetch import resolve
 from xling.errors import XlingError
 
 

@@ -2,51 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from xling.data.labels import parse_label_map, relabel
+from xling.data.labels import relabel
 from xling.data.sources import load_ner
-from xling.device import INFERENCE_PRECISION_HELP, check_precision
-from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
-from xling.options import at_least, comma_list, opt
-from xling.tagging.decoding import DECODER_HELP, DEFAULT_DECODER, check_decoder
-from xling.workspace import LANG_ADAPTER_HELP, WORKSPACE_HELP
+from xling.tagging.options import EvaluationOptions
 
 if TYPE_CHECKING:
     from xling.tagging.tagger import Tagger
-
-
-@dataclass
-class EvaluationOptions:
-    data: str = opt(help="Labelled data: a CoNLL file, corpus:NAME/SPLIT, wikiann:LANG or hf:DATASET[:CONFIG[:SPLIT]].")
-    lang: str = opt(help="Language of the data: its language adapter is stacked under the task adapter.")
-    task_adapter: str | None = opt(
-        None, "Trained task: a name, a directory or hf:ORG/NAME (default: ner-LANG if trained, else ner-en)."
-    )
-    fusion: str | None = opt(None, "A trained fusion to evaluate instead of a single task adapter.")
-    model: str = opt(DEFAULT_MODEL, MODEL_HELP)
-    workspace: str | None = opt(None, WORKSPACE_HELP)
-    use_lang_adapter: bool = opt(
-        True, "Evaluate the task adapter without any language adapter.", name="no_lang_adapter", invert=True
-    )
-    lang_adapter: str | None = opt(None, LANG_ADAPTER_HELP)
-    drop_labels: list[str] = opt(
-        factory=list, help="Entity types to turn into O in the gold data, e.g. MISC.", parse=comma_list
-    )
-    label_map: dict[str, str] = opt(
-        factory=dict, help="Rename entity types in the gold data, e.g. PERSON=PER.", parse=parse_label_map
-    )
-    batch_size: int = opt(64, "Sentences per batch.")
-    limit: int | None = opt(None, "Score the first N sentences only.")
-    decoder: str = opt(DEFAULT_DECODER, DECODER_HELP)
-    precision: str = opt("auto", INFERENCE_PRECISION_HELP)
-
-    def __post_init__(self):
-        check_decoder(self.decoder)
-        check_precision(self.precision, inference=True)
-        at_least("limit", self.limit, 1)
-        at_least("batch_size", self.batch_size, 1)
 
 
 def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:

@@ -20,7 +20,6 @@ if TYPE_CHECKING:  # the command line imports this module without torch
 
 from xling.fileio import atomic_text_file
 
-FORMATS = ("pretty", "jsonl", "conll", "html")
 # Colour per entity type, shared by the terminal and the HTML page; other types take one of the rest by a stable
 # hash of their name, so a streamed output colours a type the same from its first line. White text on each has
 # a contrast of at least 5.3:1 (WCAG AA asks 4.5:1).

@@ -28,8 +28,7 @@ from xling.trained_tasks import load_fusion_model, load_task_model
 from xling.workspace import Workspace, check_lang
 
 if TYPE_CHECKING:
-    from xling.tagging.evaluate import EvaluationOptions
-    from xling.tagging.options import TagOptions
+    from xling.tagging.options import EvaluationOptions, TagOptions
 
 
 @dataclass

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from xling.adapters.saving import CONFIG_FILE
+from xling.adapters.weights import CONFIG_FILE
 from xling.data.conll import Sentence, read_conll
 from xling.data.sources import load_ner
 from xling.data.text import read_text

@@ -1,0 +1,74 @@
+"""The zero-shot pipeline of `recipes/quality-qu.toml` (both language adapters, the English task adapter, the
+evaluations) trained with the CPU's training paths on or off, seed by seed, in one precision.
+
+On: what `xling` does on a CPU (eager attention, dropout masks from 16-bit random numbers, uneven batches
+split into passes of their own width). Off: the encoder's own modules in one padded pass, as on a GPU.
+`tests/test_cpu_training.py` shows the two compute the same loss and gradients with dropout off; this asks
+whether whole runs agree within the seed spread. Writes `results/fast-paths/<on|off>-<precision>.json` in the
+format the docs' tables read. About 20-25 minutes a seed and setting on 2 CPU cores:
+
+    python -m bench.fast_paths --paths off --seeds 1,2,3
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ZERO_SHOT = {
+    "lang-qu",
+    "lang-en",
+    "ner-en",
+    "English dev",
+    "zero-shot",
+    "zero-shot, split decoder",
+    "zero-shot, task adapter alone",
+}
+
+
+def paths_off() -> None:
+    """The generic path: no CPU training context, no row split."""
+    import xling.train.loop as loop
+    from xling.adapters.model import PASS_COST_TOKENS
+
+    loop.cpu_training = lambda encoder, device: contextlib.nullcontext()
+    PASS_COST_TOKENS.pop("cpu", None)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--paths", choices=("on", "off"), required=True)
+    parser.add_argument("--seeds", default="1,2,3")
+    parser.add_argument("--precision", default="fp32")
+    args = parser.parse_args()
+    from xling.recipes import provenance, read_recipe, run_recipe
+
+    if args.paths == "off":
+        paths_off()
+    recipe = read_recipe(ROOT / "recipes" / "quality-qu.toml")
+    steps = []
+    for step in recipe.steps:
+        if step.title in ZERO_SHOT:
+            options = {**step.options, "precision": args.precision}
+            steps.append(replace(step, number=len(steps) + 1, options=options))
+    seeds = [int(s) for s in args.seeds.split(",")]
+    with tempfile.TemporaryDirectory() as workspace:
+        run = replace(recipe, name=f"fast-paths-{args.paths}", workspace=workspace, steps=steps, seeds=seeds)
+        started = time.perf_counter()
+        rows = run_recipe(run.file, recipe=run)
+        minutes = (time.perf_counter() - started) / 60 / len(seeds)
+    out = ROOT / "results" / "fast-paths" / f"{args.paths}-{args.precision}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    data = provenance(run) | {"note": f"CPU training paths {args.paths}; {minutes:.1f} minutes a seed", "rows": rows}
+    out.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
