@@ -5,7 +5,8 @@ On: what `xling` does on a CPU (eager attention, dropout masks from 16-bit rando
 split into passes of their own width). Off: the encoder's own modules in one padded pass, as on a GPU.
 `tests/test_cpu_training.py` shows the two compute the same loss and gradients with dropout off; this asks
 whether whole runs agree within the seed spread. Writes `results/fast-paths/<on|off>-<precision>.json` in the
-format the docs' tables read. About 20-25 minutes a seed and setting on 2 CPU cores:
+format the docs' tables read; seeds already in that file are kept (a seed run again replaces its own), so
+the seeds can be run in separate sittings. About 20-30 minutes a seed and setting on 2 CPU cores:
 
     python -m bench.fast_paths --paths off --seeds 1,2,3
 """
@@ -41,6 +42,27 @@ def paths_off() -> None:
     PASS_COST_TOKENS.pop("cpu", None)
 
 
+def by_seed(rows: list[dict]) -> dict[int, list[dict]]:
+    """Each seed's evaluations, in order, as `combine` takes them."""
+    runs: dict[int, list[dict]] = {}
+    for row in rows:
+        for run in row["per_seed"]:
+            runs.setdefault(run["seed"], []).append(row | run)
+    return runs
+
+
+def merge(out: Path, rows: list[dict], minutes: dict[int, float]) -> tuple[list[dict], dict[int, float]]:
+    """The rows and minutes of the seeds in `out` before, with those just run replacing their own."""
+    from xling.recipes import combine
+
+    if not out.exists():
+        return rows, minutes
+    earlier = json.loads(out.read_text())
+    runs = by_seed(earlier["rows"]) | by_seed(rows)
+    minutes = {int(seed): m for seed, m in earlier.get("minutes", {}).items()} | minutes
+    return combine(dict(sorted(runs.items()))), dict(sorted(minutes.items()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--paths", choices=("on", "off"), required=True)
@@ -62,10 +84,13 @@ def main() -> None:
         run = replace(recipe, name=f"fast-paths-{args.paths}", workspace=workspace, steps=steps, seeds=seeds)
         started = time.perf_counter()
         rows = run_recipe(run.file, recipe=run)
-        minutes = (time.perf_counter() - started) / 60 / len(seeds)
+        spent = (time.perf_counter() - started) / 60 / len(seeds)
     out = ROOT / "results" / "fast-paths" / f"{args.paths}-{args.precision}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    data = provenance(run) | {"note": f"CPU training paths {args.paths}; {minutes:.1f} minutes a seed", "rows": rows}
+    rows, minutes = merge(out, rows, {seed: round(spent, 1) for seed in seeds})
+    note = f"CPU training paths {args.paths}; {sum(minutes.values()) / len(minutes):.1f} minutes a seed"
+    run = replace(run, seeds=list(minutes))
+    data = provenance(run) | {"note": note, "minutes": minutes, "rows": rows}
     out.write_text(json.dumps(data, indent=1) + "\n")
     print(f"wrote {out}")
 

@@ -36,6 +36,8 @@ COMMANDS = {
     "self-train": ("xling.cli.train", "self_train_command"),
     "evaluate": ("xling.cli.evaluate", "evaluate_command"),
     "tag": ("xling.cli.tag", "tag"),
+    "select": ("xling.cli.annotate", "select_command"),
+    "annotate": ("xling.cli.annotate", "annotate_command"),
     "push": ("xling.cli.share", "push_command"),
     "export": ("xling.cli.share", "export_command"),
     "analyze": ("xling.cli.analyze", "app"),

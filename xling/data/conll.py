@@ -2,6 +2,10 @@
 
 Handles whitespace- or tab-separated columns, `-DOCSTART-` lines, the `lang:` token
 prefix of WikiANN releases (stripped), and IOB1 input (converted to IOB2).
+
+Partial labels: the tag `?` marks a word nobody judged (an annotator answered for another span of
+its sentence). Training leaves such words out of the loss instead of teaching them as `O`;
+scoring refuses them.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from pathlib import Path
 
 from xling.errors import XlingError
 
-TAG = re.compile(r"^(O|[BIES]-\S+)$")
+UNJUDGED = "?"
+TAG = re.compile(r"^(O|\?|[BIES]-\S+)$")
 BIOES_PREFIXES = ("B-", "I-", "E-", "S-")
 WIKIANN_PREFIX = re.compile(r"^[a-z]{2,3}(-[a-z]+)?:(?=.)")
 
@@ -57,11 +62,11 @@ def to_iob2(tags: list[str]) -> list[str]:
     becomes B-; IOB2 input passes unchanged."""
     fixed = []
     for i, tag in enumerate(tags):
-        if tag != "O":
+        if tag not in ("O", UNJUDGED):
             tag = {"S-": "B-", "E-": "I-"}.get(tag[:2], tag[:2]) + tag[2:] if tag[:2] in BIOES_PREFIXES else "I-" + tag
         if tag.startswith("I-"):
             previous = fixed[i - 1] if i else "O"
-            if previous == "O" or previous[2:] != tag[2:]:
+            if previous in ("O", UNJUDGED) or previous[2:] != tag[2:]:
                 tag = "B-" + tag[2:]
         fixed.append(tag)
     return fixed
@@ -93,11 +98,16 @@ def read_conll(path: Path) -> list[Sentence]:
             raise XlingError(f"{path}:{number}: expected a token and a tag, got {line!r}")
         tag = columns[-1]
         if not TAG.match(tag):
-            raise XlingError(f"{path}:{number}: {tag!r} is not a NER tag (O, B-X, I-X)")
+            raise XlingError(f"{path}:{number}: {tag!r} is not a NER tag (O, B-X, I-X, or ? for a word not judged)")
         tokens.append(WIKIANN_PREFIX.sub("", columns[0], count=1))
         tags.append(tag)
     flush()
     return sentences
+
+
+def conll_text(sentences: list[Sentence]) -> str:
+    """Sentences as CoNLL: a token and its tag per line, a blank line after each sentence."""
+    return "".join("".join(f"{t}\t{g}\n" for t, g in zip(s.tokens, s.tags)) + "\n" for s in sentences)
 
 
 def read_tokens(lines) -> Iterator[list[str]]:

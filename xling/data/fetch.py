@@ -22,6 +22,7 @@ from xling.data.catalog import (
     load_catalog,
     local_path,
 )
+from xling.data.conll import conll_text
 from xling.data.hub_datasets import hub_dataset, sentences_from_dataset
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, file_sha256, write_text_atomic
@@ -57,8 +58,7 @@ def _fetch_split(corpus: Corpus, split: str, target: Path) -> None:
 
     dataset = load_dataset(dataset_id, config, split=HUB_SPLITS[split], revision=corpus.revision)
     sentences = sentences_from_dataset(dataset, corpus.hub)
-    text = "".join("".join(f"{t}\t{g}\n" for t, g in zip(s.tokens, s.tags)) + "\n" for s in sentences)
-    write_text_atomic(target, text)
+    write_text_atomic(target, conll_text(sentences))
     _record(target.parent, [target])
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xling.data.conll import Sentence
+from xling.data.conll import UNJUDGED, Sentence
 from xling.errors import XlingError
 
 IGNORE = -100  # label of positions that carry no loss (cross-entropy's ignore_index, as in Hugging Face)
@@ -31,7 +31,7 @@ def relabel(
     for sentence in sentences:
         tags = []
         for tag in sentence.tags:
-            if tag != "O":
+            if tag not in ("O", UNJUDGED):
                 prefix, kind = tag[:2], mapping.get(tag[2:], tag[2:])
                 tag = "O" if kind in drop or kind == "O" else prefix + kind
             tags.append(tag)
@@ -41,5 +41,5 @@ def relabel(
 
 def label_list(sentences: list[Sentence]) -> list[str]:
     """O first, then B- and I- of each entity type, types sorted."""
-    types = sorted({t[2:] for s in sentences for t in s.tags if t != "O"})
+    types = sorted({t[2:] for s in sentences for t in s.tags if t not in ("O", UNJUDGED)})
     return ["O"] + [f"{p}-{t}" for t in types for p in ("B", "I")]

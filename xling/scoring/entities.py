@@ -6,11 +6,16 @@ from rich.table import Table
 from seqeval.metrics import classification_report
 from seqeval.scheme import IOB2
 
+from xling.data.conll import UNJUDGED
+from xling.errors import XlingError
+
 
 def score(gold: list[list[str]], predicted: list[list[str]]) -> dict:
     """{"precision", "recall", "f1", "support", "per_type": {type: {...}}}, fractions in [0, 1]."""
     if len(gold) != len(predicted) or any(len(g) != len(p) for g, p in zip(gold, predicted)):
         raise ValueError("gold and predicted tag sequences differ in shape")
+    if any(UNJUDGED in tags for tags in gold):
+        raise XlingError(f"the gold data has words not judged ({UNJUDGED!r} tags): score on fully labelled data")
     report = classification_report(gold, predicted, mode="strict", scheme=IOB2, output_dict=True, zero_division=0)
     per_type = {
         label: {"precision": v["precision"], "recall": v["recall"], "f1": v["f1-score"], "support": int(v["support"])}

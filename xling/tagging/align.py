@@ -60,7 +60,8 @@ def _cut(sentence: int, ids: list[int], starts: list[int], body: int, stride: in
 
 
 def window_labels(window: Window, tags: list[str], label_ids: dict[str, int]) -> list[int]:
-    return [label_ids[tags[w]] if w >= 0 else IGNORE for w in window.word_index]
+    """Per sub-token, the label of the word it starts; IGNORE elsewhere and for a word not judged (`?`)."""
+    return [label_ids.get(tags[w], IGNORE) if w >= 0 else IGNORE for w in window.word_index]
 
 
 def merge_predictions(windows: list[Window], scores: list, n_words: list[int]) -> list[list]:

@@ -25,7 +25,7 @@ from pathlib import Path
 from rich.console import Console
 
 from xling.adapters.weights import CONFIG_FILE
-from xling.data.conll import Sentence, read_conll
+from xling.data.conll import Sentence, conll_text, read_conll
 from xling.data.sources import load_ner
 from xling.data.text import read_text
 from xling.device import pick_device
@@ -70,10 +70,6 @@ def select_confident(
             counts[t] = counts.get(t, 0) + 1
         kept.append(sentence)
     return kept
-
-
-def to_conll(sentences: list[Sentence]) -> str:
-    return "".join("".join(f"{token}\t{tag}\n" for token, tag in zip(s.tokens, s.tags)) + "\n" for s in sentences)
 
 
 def self_train(
@@ -125,7 +121,7 @@ def self_train(
                 raise XlingError(
                     f"round {number}: no sentence reached the threshold {options.threshold}; lower --threshold"
                 )
-            pseudo_labels = to_conll(kept)
+            pseudo_labels = conll_text(kept)
             data_file = workspace.run_dir("task", round_name) / "pseudo_labels.conll"
             if processes.is_main_process:  # every process tagged the same; one writes
                 write_text_atomic(data_file, pseudo_labels)

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from xling.adapters import AdaptedModel
 from xling.adapters.composition import Setup
-from xling.data.conll import Sentence
+from xling.data.conll import UNJUDGED, Sentence
 from xling.data.labels import IGNORE
 from xling.errors import XlingError
 from xling.tagging.align import window_labels, windows_for
@@ -48,9 +48,11 @@ class TaggingObjective:
         labels = model.heads[head].labels
         label_ids = {label: i for i, label in enumerate(labels)}
         groups = [train, *(sentences for _, sentences in more_train)]
-        unknown = {t for sentences in groups for s in sentences for t in s.tags} - set(label_ids)
+        unknown = {t for sentences in groups for s in sentences for t in s.tags} - set(label_ids) - {UNJUDGED}
         if unknown:
             raise XlingError(f"training tags not in the head's label set: {', '.join(sorted(unknown))}")
+        if any(UNJUDGED in s.tags for s in dev):
+            raise XlingError(f"the dev data has words not judged ({UNJUDGED!r} tags): give fully labelled dev data")
         self.setups = [model.active, *(setup for setup, _ in more_train)]
         self.windows, self.labels, self.group_windows = [], [], []
         for sentences in groups:

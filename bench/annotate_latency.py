@@ -1,0 +1,90 @@
+"""The annotation page's answer to a key press, in headless Chromium: milliseconds from the key's event to the
+next frame after the page has redrawn, over every key a person presses to label WikiANN-qu dev sentences
+(move, select, label, remove, accept). Writes `results/annotation/latency.json`. Under a minute:
+
+    python -m bench.annotate_latency
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+from pathlib import Path
+
+from bench.common import REPO, corpora_root
+from tests.browser import chromium, press, served, shift_right, wait_for
+from xling import __version__
+from xling.annotation.options import AnnotateOptions, SelectOptions
+from xling.annotation.session import Session, session_dir, start_session, write_batch
+from xling.data.conll import read_conll
+from xling.device import machine_name
+from xling.recipes import source_commit
+from xling.workspace import Workspace
+
+SENTENCES = 40
+
+
+def session_from_gold(workspace: Path) -> Session:
+    """A session whose suggestions are WikiANN-qu dev's own tags (no model: only the page is timed)."""
+    options = SelectOptions(corpus="corpus:wikiann-qu/dev", lang="qu", workspace=str(workspace))
+    directory = session_dir(Workspace(str(workspace), options.model), "qu")
+    start_session(directory, options)
+    items = []
+    for number, sentence in enumerate(read_conll(corpora_root() / "ner" / "wikiann-qu" / "dev")[:SENTENCES]):
+        text, words, cursor = " ".join(sentence.tokens), [], 0
+        for token in sentence.tokens:
+            words.append([cursor, cursor + len(token)])
+            cursor += len(token) + 1
+        probabilities = [0.7] * len(words)
+        items.append(
+            {"id": f"s{number}", "text": text, "words": words, "tags": sentence.tags, "focus": None}
+            | {"probabilities": probabilities, "score": 0.5}
+        )
+    header = {
+        "strategy": "random",
+        "mode": "correct",
+        "adapter": "ner-en",
+        "types": ["LOC", "ORG", "PER"],
+        "created": 0,
+    }
+    write_batch(directory, header, items)
+    return Session(directory)
+
+
+def main() -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    with tempfile.TemporaryDirectory() as workspace:
+        session = session_from_gold(Path(workspace))
+        with served(session, AnnotateOptions(session="qu", retrain=False)) as address, chromium() as driver:
+            driver.get(address)
+            wait_for(driver, "window.xlingPage.item")
+            for number in range(SENTENCES):
+                press(driver, Keys.ARROW_RIGHT)
+                shift_right(driver)
+                press(driver, "1", "x", Keys.ENTER)
+                wait_for(driver, f"!window.xlingPage.item || window.xlingPage.item.id === 's{number + 1}'")
+            latencies = driver.execute_script("return window.xlingPage.latencies")
+    ordered = sorted(latencies)
+    figures = {
+        "median": statistics.median(latencies),
+        "95th percentile": ordered[int(0.95 * (len(ordered) - 1))],
+        "slowest": ordered[-1],
+    }
+    setup = f"headless Chromium, {len(latencies)} key presses on {SENTENCES} sentences"
+    rows = [
+        {"label": f"key press to the next frame, {what}", "data": "corpus:wikiann-qu/dev", "setup": setup}
+        | {"metric": "ms", "ms": round(ms, 2), "ms_std": 0.0, "per_seed": [{"seed": 1, "ms": round(ms, 2)}]}
+        for what, ms in figures.items()
+    ]
+    result = {"recipe": "annotation page, milliseconds", "seeds": [1], "model": "none (the page alone)"}
+    result |= {"xling_version": __version__, "commit": source_commit(), "machine": machine_name(), "rows": rows}
+    out = REPO / "results" / "annotation" / "latency.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(figures, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""The options of `xling select` and `xling annotate` (no torch: `--help` reads them).
+
+`SelectOptions` is also the annotation session's record (`session.json`): the page's retraining selects the
+next batch with the options the session was started with, and the adapter trained from its answers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xling.annotation.strategies import MODES, STRATEGIES
+from xling.device import DEVICE_HELP, INFERENCE_PRECISION_HELP, check_precision
+from xling.errors import XlingError
+from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
+from xling.options import at_least, opt
+from xling.tagging.decoding import DECODER_HELP, DEFAULT_DECODER, check_decoder
+from xling.workspace import LANG_ADAPTER_HELP, WORKSPACE_HELP, check_lang
+
+
+def _one_of(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise XlingError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
+
+
+@dataclass
+class SelectOptions:
+    corpus: str = opt(
+        help="Unlabelled text: a file or folder of one sentence per line (CoNLL files are read as such), or corpus:NAME."
+    )
+    lang: str = opt(help="Language of the text: its language adapter goes under the task adapter.")
+    session: str | None = opt(None, "The annotation session (default: the language code); its batches add up.")
+    strategy: str = opt("entity", f"Which sentences first: {', '.join(STRATEGIES)}.")
+    mode: str = opt(
+        "correct", "correct: a person labels whole sentences; spans: one proposed span at a time (partial labels)."
+    )
+    size: int = opt(25, "Sentences in the batch (spans mode: spans, one per sentence).")
+    per_type_cap: int | None = opt(None, "At most this many of a batch's items per predicted type (default: size/2).")
+    seed: int = opt(1, "Seed of the random strategy.")
+    min_words: int = opt(3, "Leave out sentences shorter than this.")
+    max_words: int = opt(60, "Leave out sentences longer than this (too long to label at a glance).")
+    limit: int | None = opt(None, "Read only the first N sentences of the corpus.")
+    task_adapter: str | None = opt(
+        None, "Task adapter that proposes the tags (default: ner-LANG if trained, else ner-en)."
+    )
+    lang_adapter: str | None = opt(None, LANG_ADAPTER_HELP)
+    model: str = opt(DEFAULT_MODEL, MODEL_HELP)
+    workspace: str | None = opt(None, WORKSPACE_HELP)
+    batch_size: int = opt(64, "Sentences per model batch.")
+    decoder: str = opt(DEFAULT_DECODER, DECODER_HELP)
+    device: str = opt("auto", DEVICE_HELP)
+    precision: str = opt("auto", INFERENCE_PRECISION_HELP)
+
+    def __post_init__(self):
+        if self.lang is not None:  # `defaults` leaves the required options unset
+            check_lang(self.lang)
+        _one_of("strategy", self.strategy, STRATEGIES)
+        _one_of("mode", self.mode, MODES)
+        check_decoder(self.decoder)
+        check_precision(self.precision, inference=True)
+        for name in ("size", "per_type_cap", "min_words", "max_words", "limit", "batch_size"):
+            at_least(name, getattr(self, name), 1)
+        if self.max_words < self.min_words:
+            raise XlingError(f"max-words ({self.max_words}) is below min-words ({self.min_words})")
+
+    @property
+    def session_name(self) -> str:
+        return self.session or check_lang(self.lang)
+
+    @property
+    def cap(self) -> int:
+        return self.per_type_cap or max(1, (self.size + 1) // 2)
+
+
+@dataclass
+class AnnotateOptions:
+    session: str = opt(help="The annotation session to label (made by xling select).")
+    host: str = opt("127.0.0.1", "Address to serve on; any other than this machine's own needs --token.")
+    port: int = opt(8321, "Port to serve on.")
+    token: str | None = opt(None, "A secret the page's address must carry (required with another --host).")
+    retrain_every: int | None = opt(
+        25, "Retrain the task adapter in the background after this many new answers, then select the next batch."
+    )
+    retrain: bool = opt(True, "Never retrain; only label.", name="no_retrain", invert=True)
+    dev: str | None = opt(
+        None, "Labelled dev data for the F1 after each retraining (default: every fifth answered sentence)."
+    )
+    epochs: int = opt(20, "Epochs of each retraining (with early stopping on dev).")
+    adapter: str | None = opt(
+        None, "Name of the task adapter trained from the answers (default: ner-SESSION-annotated)."
+    )
+    workspace: str | None = opt(None, WORKSPACE_HELP)
+    model: str = opt(DEFAULT_MODEL, MODEL_HELP)
+
+    def __post_init__(self):
+        at_least("port", self.port, 1)
+        at_least("retrain_every", self.retrain_every, 1)
+        at_least("epochs", self.epochs, 1)
+        if self.host not in ("127.0.0.1", "localhost", "::1") and not self.token:
+            raise XlingError(f"serving on {self.host} lets others reach the page: give --token SECRET as well")

@@ -1,0 +1,148 @@
+"""`xling select`: the next batch of a session, the sentences a label would help most, pre-tagged.
+
+The corpus is read as a stream: sentences are tagged a chunk at a time and only the best `POOL` times the
+batch size are kept, so memory stays flat whatever the corpus size. From that pool the batch is picked best
+first, without near-duplicates and with at most `per_type_cap` items per predicted type.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+from xling.annotation.options import SelectOptions
+from xling.annotation.session import Session, session_dir, start_session, write_batch
+from xling.annotation.strategies import Best, Candidate, pick, random_score, rate
+from xling.data.conll import looks_like_conll, read_lines, read_tokens
+from xling.data.text import expand_sources
+from xling.errors import XlingError
+from xling.tagging.words import tokenize
+from xling.workspace import Workspace
+
+POOL = 10  # candidates kept per batch item, for the diversity rules to choose among
+CHUNK = 256  # sentences tagged at a time
+
+# Wraps a stream of sentences with a progress display, given how many there will be.
+Progress = Callable[[Iterable, int], Iterator]
+
+
+def sentence_id(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def corpus_sentences(corpus: str) -> Iterator[tuple[str, list[list[int]]]]:
+    """(text, word offsets) of each sentence: a line of a text file as it is (stripped), or a CoNLL sentence's
+    tokens joined by spaces."""
+    for path in expand_sources([corpus]):
+        if looks_like_conll(path):
+            for tokens in read_tokens(read_lines(path)):
+                text, words, cursor = " ".join(tokens), [], 0
+                for token in tokens:
+                    words.append([cursor, cursor + len(token)])
+                    cursor += len(token) + 1
+                yield text, words
+        else:
+            for _, line in read_lines(path):
+                line = line.strip()
+                yield line, [[t.start, t.end] for t in tokenize(line)]
+
+
+def eligible(options: SelectOptions, sentences: Iterable[tuple[str, list]], taken: set[str]) -> Iterator[Candidate]:
+    """Of the first `limit` sentences, those of a length to label at a glance that the session has not had yet."""
+    for read, (text, words) in enumerate(sentences):
+        if options.limit and read >= options.limit:
+            return
+        key = sentence_id(text)
+        if options.min_words <= len(words) <= options.max_words and key not in taken:
+            taken.add(key)  # a repeated line counts once
+            yield Candidate(0.0, key, text, words)
+
+
+def tag_candidates(tagger, candidates: list[Candidate]) -> list[Candidate]:
+    tagged = tagger.tag_words([[c.text[s:e] for s, e in c.words] for c in candidates])
+    for candidate, words in zip(candidates, tagged):
+        candidate.tags = [t for t, _ in words]
+        candidate.probabilities = [p for _, p in words]
+    return candidates
+
+
+def chunks(items: Iterable, size: int) -> Iterator[list]:
+    chunk = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def rank(options: SelectOptions, tagger, stream: Iterable[Candidate]) -> list[Candidate]:
+    """The pool of best candidates, best first. `random` needs the model only for the pool it keeps."""
+    best = Best(POOL * options.size)
+    if options.strategy == "random":
+        for candidate in stream:
+            candidate.score = random_score(options.seed, candidate.text)
+            best.offer(candidate)
+        pool = tag_candidates(tagger, best.ranked())
+        return sorted((rate(c, options.strategy, options.mode, options.seed) for c in pool), reverse=True)
+    for chunk in chunks(stream, CHUNK):
+        for candidate in tag_candidates(tagger, chunk):
+            best.offer(rate(candidate, options.strategy, options.mode, options.seed))
+    return best.ranked()
+
+
+def select(options: SelectOptions, progress: Progress | None = None, tagger=None) -> tuple[Path, int]:
+    """Write the session's next batch; returns its file and how many items it holds. `tagger` (a loaded
+    `Tagger`) saves loading one; `progress` wraps the corpus's sentences (the command line's bar)."""
+    workspace = Workspace(options.workspace, options.model)
+    directory = session_dir(workspace, options.session_name)
+    start_session(directory, options)
+    session = Session(directory)
+    if tagger is None:
+        from xling.tagging.tagger import Tagger  # torch loads here, not for --help
+
+        tagger = Tagger.load(
+            lang=options.lang,
+            adapter=options.task_adapter,
+            model=options.model,
+            workspace=options.workspace,
+            lang_adapter=options.lang_adapter,
+            device=options.device,
+            batch_size=options.batch_size,
+            decoder=options.decoder,
+            precision=options.precision,
+        )
+    sentences: Iterable = corpus_sentences(options.corpus)
+    if progress is not None:
+        total = sum(1 for _ in corpus_sentences(options.corpus))
+        sentences = progress(sentences, min(total, options.limit or total))
+    stream = eligible(options, sentences, set(session.items))
+    picked = pick(rank(options, tagger, stream), options.size, options.cap, options.mode)
+    if not picked:
+        raise XlingError(
+            f"no sentences left to select in {options.corpus} (of {options.min_words}-{options.max_words} words)"
+        )
+    labels = tagger.model.heads[tagger.head].labels
+    header = {
+        "strategy": options.strategy,
+        "mode": options.mode,
+        "adapter": tagger.head,
+        "types": sorted({label[2:] for label in labels if label != "O"}),
+        "created": round(time.time(), 3),
+    }
+    items = [
+        {
+            "id": c.key,
+            "text": c.text,
+            "words": c.words,
+            "tags": c.tags,
+            "probabilities": [round(p, 4) for p in c.probabilities],
+            "focus": c.focus.to_dict() if c.focus and options.mode == "spans" else None,
+            "score": round(c.score, 6),
+        }
+        for c in picked
+    ]
+    return write_batch(directory, header, items), len(items)

@@ -1,0 +1,157 @@
+"""How much a label would help: each strategy scores a tagged sentence (higher: ask first).
+
+- `random`: a hash of the seed and the text, the same on every run; needs no model.
+- `uncertainty`: one minus the probability of the best IOB2 sequence per word (Shen et al. 2017's MNLP:
+  the length-normalised log probability, turned into a probability so that it reads 0-1).
+- `entity`: the least confident span the model proposes (Chaudhary et al. 2019): an entity it tags (its
+  confidence: the mean probability of its tags), or a run of words it tags `O` without conviction (the
+  probability of `O` below `DOUBT`), which may be an entity it missed.
+
+Plain functions of the tags and their probabilities (`xling.tagging.tagger.TaggedText`), so that they can be
+checked on hand-built numbers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+STRATEGIES = ("random", "uncertainty", "entity")
+MODES = ("correct", "spans")
+DOUBT = 0.75  # a word tagged O with P(O) below this may belong to an entity the model missed
+
+
+@dataclass
+class ProposedSpan:
+    """Words `start` to `end` (exclusive): an entity of `label` the model tags, or a doubtful `O` run
+    (`label` None) that may be one."""
+
+    start: int
+    end: int
+    label: str | None
+    confidence: float
+
+    def to_dict(self) -> dict:
+        return {"start": self.start, "end": self.end, "label": self.label, "confidence": round(self.confidence, 4)}
+
+
+@dataclass(order=True)
+class Candidate:
+    """A sentence as the strategies see it; `order=True` ranks by `score`, then `key` (ties alike each run)."""
+
+    score: float
+    key: str
+    text: str = field(compare=False)
+    words: list[tuple[int, int]] = field(compare=False, default_factory=list)  # character offsets
+    tags: list[str] = field(compare=False, default_factory=list)
+    probabilities: list[float] = field(compare=False, default_factory=list)
+    focus: ProposedSpan | None = field(compare=False, default=None)  # the span to ask about (spans mode)
+
+
+def entity_spans(tags: list[str], probabilities: list[float]) -> list[ProposedSpan]:
+    """The entities of IOB2 tags and the doubtful `O` runs between them, each with its confidence."""
+    spans: list[ProposedSpan] = []
+    start = None
+    for i, tag in enumerate([*tags, "O"]):
+        continues = tag.startswith("I-") and start is not None and tags[start][2:] == tag[2:]
+        if start is not None and not continues:
+            spans.append(ProposedSpan(start, i, tags[start][2:], _mean(probabilities[start:i])))
+            start = None
+        if tag.startswith(("B-", "I-")) and start is None:
+            start = i
+    doubt = None
+    for i, (tag, p) in enumerate(zip([*tags, "B-"], [*probabilities, 1.0])):
+        if tag == "O" and p < DOUBT:
+            doubt = i if doubt is None else doubt
+        elif doubt is not None:
+            spans.append(ProposedSpan(doubt, i, None, _mean(probabilities[doubt:i])))
+            doubt = None
+    return sorted(spans, key=lambda s: s.start)
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def sequence_uncertainty(probabilities: list[float]) -> float:
+    """1 - exp(mean log p): 0 when the model is sure of every word, towards 1 as it doubts."""
+    if not probabilities:
+        return 0.0
+    return 1.0 - math.exp(sum(math.log(max(p, 1e-12)) for p in probabilities) / len(probabilities))
+
+
+def random_score(seed: int, text: str) -> float:
+    digest = hashlib.blake2b(f"{seed}\n{text}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+def rate(candidate: Candidate, strategy: str, mode: str, seed: int) -> Candidate:
+    """`candidate` with its score (and, in spans mode or for `entity`, the span to ask about)."""
+    spans = entity_spans(candidate.tags, candidate.probabilities)
+    least_sure = min(spans, key=lambda s: (s.confidence, s.start), default=None)
+    if strategy == "random":
+        candidate.score = random_score(seed, candidate.text)
+        candidate.focus = min(spans, key=lambda s: random_score(seed, f"{s.start}\n{candidate.text}"), default=None)
+    elif strategy == "uncertainty":
+        candidate.score = sequence_uncertainty(candidate.probabilities)
+        candidate.focus = least_sure
+    else:
+        candidate.score = 1.0 - least_sure.confidence if least_sure else 0.0
+        candidate.focus = least_sure
+    if mode == "spans" and candidate.focus is None:
+        candidate.score = -1.0  # nothing to ask about: last
+    return candidate
+
+
+class Best:
+    """The `size` highest-scoring candidates of a stream, in constant memory."""
+
+    def __init__(self, size: int):
+        self.size, self.heap = size, []
+
+    def offer(self, candidate: Candidate) -> None:
+        if len(self.heap) < self.size:
+            heapq.heappush(self.heap, candidate)
+        elif candidate > self.heap[0]:
+            heapq.heapreplace(self.heap, candidate)
+
+    def ranked(self) -> list[Candidate]:
+        return sorted(self.heap, reverse=True)
+
+
+def types_of(candidate: Candidate, mode: str) -> set[str]:
+    """The predicted types a candidate counts towards for the cap: its focus span's in spans mode."""
+    if mode == "spans":
+        return {candidate.focus.label or "?"} if candidate.focus else set()
+    return {tag[2:] for tag in candidate.tags if tag.startswith("B-")}
+
+
+def word_set(text: str) -> frozenset[str]:
+    return frozenset(text.casefold().split())
+
+
+def near_duplicate(a: frozenset[str], b: frozenset[str], threshold: float = 0.7) -> bool:
+    """Jaccard similarity of the sets of words at least `threshold`."""
+    return bool(a or b) and len(a & b) / len(a | b) >= threshold
+
+
+def pick(ranked: list[Candidate], size: int, per_type_cap: int, mode: str) -> list[Candidate]:
+    """The best candidates in order, skipping near-duplicates of one already picked and candidates whose
+    predicted type already has `per_type_cap` in the batch."""
+    picked: list[Candidate] = []
+    seen: list[frozenset[str]] = []
+    per_type: Counter[str] = Counter()
+    for candidate in ranked:
+        words = word_set(candidate.text)
+        types = types_of(candidate, mode)
+        if any(per_type[t] >= per_type_cap for t in types) or any(near_duplicate(words, s) for s in seen):
+            continue
+        picked.append(candidate)
+        seen.append(words)
+        per_type.update(types)
+        if len(picked) == size:
+            break
+    return picked
