@@ -298,3 +298,41 @@ def test_tagger_spacy_component_and_command_give_the_same_entities(trained_works
     from_spacy = [[(e.start_char, e.end_char, e.label_) for e in doc.ents] for doc in nlp.pipe(texts)]
     assert any(from_command) and from_command == from_api == from_spacy
     assert [[(e.start_char, e.end_char, e.label_) for e in nlp(texts[0]).ents]] == from_spacy[:1]
+
+
+def test_the_decoder_a_task_was_trained_with_is_used_unless_another_is_given(copied_workspace):
+    from xling.train.config import TaskAdapterOptions, TrainConfig
+    from xling.train.task import train_task_adapter
+    from xling.trained_tasks import read_task
+
+    workspace, model_dir, model_folder, dev = copied_workspace
+    assert read_task(model_folder / "task" / "ner-en").decoder == "viterbi"
+    training = TrainConfig(max_steps=2, batch_size=8, eval_every=None)
+    given = dict(lang="en", train=str(dev), dev=str(dev), name="split-en", decoder="split", training=training)
+    train_task_adapter(TaskAdapterOptions(**given, model=str(model_dir), workspace=str(workspace)))
+    assert read_task(model_folder / "task" / "split-en").decoder == "split"
+    load = dict(lang="en", adapter="split-en", model=str(model_dir), workspace=str(workspace))
+    assert Tagger.load(**load).decoder == "split"
+    assert Tagger.load(**load, decoder="viterbi").decoder == "viterbi"
+    tagged = run_xling(
+        "evaluate", "ner", dev, "--lang", "en", "-t", "split-en", "-w", workspace, "-m", model_dir, "--json"
+    )
+    assert json.loads(tagged.stdout)["decoder"] == "split"
+
+
+def test_a_saved_spacy_pipeline_carries_its_adapters_and_scores_to_a_fresh_directory(copied_workspace, tmp_path):
+    spacy = pytest.importorskip("spacy")
+    import shutil
+
+    workspace, model_dir, _, _ = copied_workspace
+    nlp = spacy.blank("xx")
+    nlp.add_pipe("xling_ner", config={"lang": "qu", "model": str(model_dir), "workspace": str(workspace)})
+    text = "juan lima the city of qusqu maria of peru"
+    before = [(e.start_char, e.end_char, e.label_, e._.score) for e in nlp(text).ents]
+    assert before and all(0 < score <= 1 for *_, score in before)
+    nlp.to_disk(tmp_path / "saved")
+    shutil.move(tmp_path / "saved", tmp_path / "moved")
+    shutil.rmtree(workspace)  # the workspace it was made from is gone
+    loaded = spacy.load(tmp_path / "moved")
+    assert [(e.start_char, e.end_char, e.label_, e._.score) for e in loaded(text).ents] == before
+    assert str(workspace) not in (tmp_path / "moved" / "xling_ner" / "xling.json").read_text()

@@ -1,7 +1,7 @@
 """Trained tasks as saved in the workspace: a task adapter with its head, or a baseline.
 
 Every task directory has `task.json` (name, task, language, method, the language
-adapter it was trained over, labels). `adapter` tasks are adapter directories with a
+adapter it was trained over, labels, the decoder its dev F1 was measured with). `adapter` tasks are adapter directories with a
 head; `head` tasks hold just the head; `full` tasks hold the whole fine-tuned encoder
 (`encoder/`) and the head.
 """
@@ -18,6 +18,7 @@ from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json
 from xling.models import load_model
 from xling.options import from_record
+from xling.tagging.decoding import DEFAULT_DECODER
 
 TASK_FILE = "task.json"
 
@@ -30,6 +31,7 @@ class TaskRecord:
     method: str
     lang_adapter: str | None
     labels: list[str]
+    decoder: str = DEFAULT_DECODER  # chosen at training (dev F1 was measured with it); tagging uses it unless told
 
 
 def read_task(directory: Path) -> TaskRecord:

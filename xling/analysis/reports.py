@@ -83,7 +83,7 @@ def confidence_report(
     data: str,
     lang: str,
     task_adapter: str | None,
-    decoder: str,
+    decoder: str | None,
     limit: int | None,
     output: Path,
     model: str,
@@ -96,7 +96,7 @@ def confidence_report(
     rates_by_bin(
         {**{f"{kind} entities right": cells for kind, cells in result["entities"].items()}, missed: result["o_words"]},
         {missed},
-        f"How right the tags are by their probability\n{tagger.setup!r}, decoder {decoder}, on {Path(data).name}",
+        f"How right the tags are by their probability\n{tagger.setup!r}, decoder {tagger.decoder}, on {Path(data).name}",
         "probability (an entity's: the least of its words')",
         "% (number of entities or words at each point)",
         output,

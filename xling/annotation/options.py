@@ -12,7 +12,7 @@ from xling.device import DEVICE_HELP, INFERENCE_PRECISION_HELP, check_precision
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import at_least, opt
-from xling.tagging.decoding import DECODER_HELP, DEFAULT_DECODER, check_decoder
+from xling.tagging.decoding import SAVED_DECODER_HELP, check_decoder
 from xling.workspace import LANG_ADAPTER_HELP, WORKSPACE_HELP, check_lang
 
 
@@ -45,7 +45,7 @@ class SelectOptions:
     model: str = opt(DEFAULT_MODEL, MODEL_HELP)
     workspace: str | None = opt(None, WORKSPACE_HELP)
     batch_size: int = opt(64, "Sentences per model batch.")
-    decoder: str = opt(DEFAULT_DECODER, DECODER_HELP)
+    decoder: str | None = opt(None, SAVED_DECODER_HELP)
     device: str = opt("auto", DEVICE_HELP)
     precision: str = opt("auto", INFERENCE_PRECISION_HELP)
 

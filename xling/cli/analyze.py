@@ -59,7 +59,7 @@ def confidence(
     data: str = typer.Argument(..., help="Labelled data of the language (a CoNLL file or named source)."),
     lang: str = typer.Option(..., "--lang", help="Language of the data."),
     task_adapter: str = typer.Option(None, "--task-adapter", "-t", help="Task adapter (default: as for tagging)."),
-    decoder: str = DECODER,
+    decoder: str | None = DECODER,
     limit: int = typer.Option(None, help="Use only the first N sentences."),
     output: Path = typer.Option(
         Path("confidence.png"), "--output", "-o", help="PNG to write; the numbers go beside it as JSON."

@@ -9,7 +9,7 @@ import typer
 from xling.device import DEVICE_HELP, INFERENCE_PRECISION_HELP, PRECISION_HELP
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import options_of
-from xling.tagging.decoding import DECODER_HELP, DEFAULT_DECODER
+from xling.tagging.decoding import SAVED_DECODER_HELP
 from xling.workspace import WORKSPACE_HELP
 
 MODEL = typer.Option(DEFAULT_MODEL, "--model", "-m", help=MODEL_HELP)
@@ -17,7 +17,7 @@ WORKSPACE = typer.Option(None, "--workspace", "-w", help=WORKSPACE_HELP)
 DEVICE = typer.Option("auto", "--device", help=DEVICE_HELP)
 PRECISION = typer.Option("auto", "--precision", help=PRECISION_HELP)
 INFERENCE_PRECISION = typer.Option("auto", "--precision", help=INFERENCE_PRECISION_HELP)
-DECODER = typer.Option(DEFAULT_DECODER, "--decoder", help=DECODER_HELP)
+DECODER = typer.Option(None, "--decoder", help=SAVED_DECODER_HELP, show_default=False)
 
 
 def option(config, name: str, *flags: str):

@@ -26,10 +26,14 @@ DECODER_HELP = (
     f"From word probabilities to IOB2 tags: {', '.join(DECODERS)} "
     "(viterbi: the best sequence where I-X follows only B-X or I-X; split: also no entity across a comma)."
 )
+SAVED_DECODER_HELP = (
+    DECODER_HELP + f" Default: the one the task adapter was trained with ({DEFAULT_DECODER} for a fusion)."
+)
 
 
-def check_decoder(decoder: str) -> str:
-    if decoder not in DECODERS:
+def check_decoder(decoder: str | None) -> str | None:
+    """`decoder` if it is one (None: unset, decided later), else an error."""
+    if decoder is not None and decoder not in DECODERS:
         raise XlingError(f"unknown decoder {decoder!r}; choose one of {', '.join(DECODERS)}")
     return decoder
 

@@ -11,7 +11,7 @@ from xling.device import DEVICE_HELP, INFERENCE_PRECISION_HELP, check_precision
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import at_least, comma_list, opt
-from xling.tagging.decoding import DECODER_HELP, DEFAULT_DECODER, check_decoder
+from xling.tagging.decoding import SAVED_DECODER_HELP, check_decoder
 from xling.workspace import LANG_ADAPTER_HELP, WORKSPACE_HELP
 
 FORMATS = ("pretty", "jsonl", "conll", "html")
@@ -40,7 +40,7 @@ class TagOptions:
     paragraphs: bool = opt(False, "Lines are running text: split them into sentences first.")
     conll: bool = opt(False, "Input is pre-tokenised: a token per line, blank lines between sentences.")
     batch_size: int = opt(32, "Sentences per model batch.")
-    decoder: str = opt(DEFAULT_DECODER, DECODER_HELP)
+    decoder: str | None = opt(None, SAVED_DECODER_HELP)
     device: str = opt("auto", DEVICE_HELP)
     precision: str = opt("auto", INFERENCE_PRECISION_HELP)
 
@@ -79,7 +79,7 @@ class EvaluationOptions:
     )
     batch_size: int = opt(64, "Sentences per batch.")
     limit: int | None = opt(None, "Score the first N sentences only.")
-    decoder: str = opt(DEFAULT_DECODER, DECODER_HELP)
+    decoder: str | None = opt(None, SAVED_DECODER_HELP)
     precision: str = opt("auto", INFERENCE_PRECISION_HELP)
 
     def __post_init__(self):

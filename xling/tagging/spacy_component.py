@@ -3,24 +3,43 @@
 An optional extra (`pip install -e ".[spacy]"` from a clone); spaCy finds the factory through the `spacy_factories`
 entry point. The config keys are `Tagger.load`'s arguments. Entities are xling's character spans on
 `doc.text` (the same as `xling tag` and `Tagger` give), widened to whole spaCy tokens where the two
-tokenisers cut a word differently.
+tokenisers cut a word differently; each keeps its score as `span._.score` (the mean probability of its tags).
+
+`nlp.to_disk(DIR)` copies the adapters the component uses into `DIR/<component>/` and `spacy.load(DIR)` tags
+from that copy, so a saved pipeline moves to another machine (and `spacy package` builds it) without the
+workspace it was made from. The tagger loads on first use: a loaded pipeline never reads the config's workspace.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
+import shutil
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 from spacy.language import Language
-from spacy.tokens import Doc
+from spacy.tokens import Doc, Span
 from spacy.util import filter_spans
 
+from xling.errors import XlingError
 from xling.tagging.tagger import Tagger
+
+SAVED = "xling.json"
+if not Span.has_extension("score"):
+    Span.set_extension("score", default=None)
 
 
 class XlingNER:
-    def __init__(self, tagger: Tagger, paragraphs: bool):
-        self.tagger, self.paragraphs = tagger, paragraphs
+    def __init__(self, load: dict, paragraphs: bool):
+        self.load, self.paragraphs = load, paragraphs
+        self._tagger: Tagger | None = None
+
+    @property
+    def tagger(self) -> Tagger:
+        if self._tagger is None:
+            self._tagger = Tagger.load(**self.load)
+        return self._tagger
 
     def __call__(self, doc: Doc) -> Doc:
         return next(self.pipe([doc]))
@@ -29,13 +48,47 @@ class XlingNER:
         docs = iter(docs)
         while batch := [doc for _, doc in zip(range(batch_size), docs)]:
             for doc, tagged in zip(batch, self.tagger.tag_texts([doc.text for doc in batch], self.paragraphs)):
-                spans = [doc.char_span(s.start, s.end, s.label, alignment_mode="expand") for s in tagged.spans]
-                doc.ents = filter_spans([span for span in spans if span is not None])
+                spans = []
+                for found in tagged.spans:
+                    span = doc.char_span(found.start, found.end, found.label, alignment_mode="expand")
+                    if span is not None:
+                        span._.score = found.score
+                        spans.append(span)
+                doc.ents = filter_spans(spans)
                 yield doc
+
+    def to_disk(self, path: str | Path, exclude: Iterable[str] = ()) -> None:
+        """The adapters (copied) and the settings that tag with them."""
+        tagger, path = self.tagger, Path(path)
+        if "task" not in tagger.directories:
+            raise XlingError("a spaCy pipeline with a fusion cannot be saved yet; use a single task adapter")
+        path.mkdir(parents=True, exist_ok=True)
+        for role, directory in tagger.directories.items():
+            if Path(directory).resolve() != (path / role).resolve():  # saved again where it was loaded from: kept
+                shutil.rmtree(path / role, ignore_errors=True)
+                shutil.copytree(directory, path / role)
+        settings = {k: self.load[k] for k in ("lang", "model", "batch_size", "precision", "device") if k in self.load}
+        settings |= {
+            "decoder": tagger.decoder,
+            "paragraphs": self.paragraphs,
+            "lang_adapter": "lang" in tagger.directories,
+        }
+        (path / SAVED).write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+
+    def from_disk(self, path: str | Path, exclude: Iterable[str] = ()) -> XlingNER:
+        path = Path(path).resolve()
+        settings = json.loads((path / SAVED).read_text(encoding="utf-8"))
+        self.paragraphs = settings.pop("paragraphs")
+        with_lang = settings.pop("lang_adapter")
+        self.load = settings | {"adapter": str(path / "task"), "use_lang_adapter": with_lang}
+        if with_lang:
+            self.load["lang_adapter"] = str(path / "lang")
+        self._tagger = None
+        return self
 
 
 def make_xling_ner(nlp: Language, name: str, paragraphs: bool = False, **load) -> XlingNER:
-    return XlingNER(Tagger.load(**load), paragraphs)
+    return XlingNER(load, paragraphs)
 
 
 # The config's keys, types and defaults are Tagger.load's (spaCy reads them from the signature): they cannot drift.

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from itertools import count
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from xling.adapters import Stack
@@ -118,6 +119,7 @@ class Tagger:
     ):
         self.model, self.tokenizer, self.head, self.setup, self.batch_size = model, tokenizer, head, setup, batch_size
         self.stored_weights: dict = {}  # the Linear weights in bf16 (fp16), kept from call to call
+        self.directories: dict[str, Path] = {}  # the adapters' directories, where `load` found them
         self.decoder = check_decoder(decoder)
         self.precision = check_precision(precision, inference=True)
         check_batch_size(batch_size)
@@ -137,32 +139,38 @@ class Tagger:
         lang_adapter: str | None = None,
         device: str = "auto",
         batch_size: int = 32,
-        decoder: str = DEFAULT_DECODER,
+        decoder: str | None = None,
         precision: str = "auto",
     ) -> Tagger:
         """A ready tagger: `Stack(<lang>, <task adapter>)`, or `Stack(<lang>, Fuse(...))` with `fusion`.
 
         Adapters are workspace names, directories or Hub names (`hf:ORG/NAME`); the language adapter is
-        `lang_adapter` if given, else the workspace's adapter for `lang`."""
+        `lang_adapter` if given, else the workspace's adapter for `lang`. `decoder` None: the task adapter's own
+        (the one its dev F1 was measured with)."""
         lang = check_lang(lang)
         check_decoder(decoder)
         check_batch_size(batch_size)
         device = pick_device(device)
         pick_precision(precision, device)  # refused before anything loads
         ws = Workspace(workspace, model)
+        directories = {}  # what the tagger was loaded from, for a copy that travels (the spaCy component's)
         if fusion:
             loaded, tokenizer, head, setup = load_fusion_model(model, ws, fusion)
+            decoder = decoder or DEFAULT_DECODER
         else:
-            directory = ws.task(resolve_task_adapter(ws, task, lang, adapter))
+            directory = directories["task"] = ws.task(resolve_task_adapter(ws, task, lang, adapter))
             loaded, tokenizer, record = load_task_model(model, directory)
             head, setup = record.name, (record.name if record.method == "adapter" else None)
+            decoder = decoder or check_decoder(record.decoder)
         if setup is not None and use_lang_adapter:
-            lang_name = load(loaded, ws.lang_adapter(lang_adapter or lang), name=f"lang-{lang}", head=False)
-            setup = Stack(lang_name, setup)
+            directories["lang"] = ws.lang_adapter(lang_adapter or lang)
+            setup = Stack(load(loaded, directories["lang"], name=f"lang-{lang}", head=False), setup)
         loaded.set_active(setup)
         loaded.to(device)
         loaded.eval()
-        return cls(loaded, tokenizer, head, setup, batch_size, decoder, precision)
+        tagger = cls(loaded, tokenizer, head, setup, batch_size, decoder, precision)
+        tagger.directories = directories
+        return tagger
 
     @classmethod
     def from_options(cls, options: TagOptions | EvaluationOptions) -> Tagger:

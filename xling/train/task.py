@@ -152,6 +152,7 @@ def train_task_adapter(
         method=options.method,
         lang_adapter=str(lang_dir) if lang_dir else None,
         labels=labels,
+        decoder=options.decoder,
     )
     return run.save(report, lambda target, extra: save_task(model, tokenizer, record, target, options.overwrite, extra))
 
