@@ -314,6 +314,30 @@ def test_a_person_labels_two_sentences_with_the_keyboard_only_in_chromium(tmp_pa
     assert len(latencies) >= 9  # every key press was measured (bench/annotate_latency.py reports them)
 
 
+def test_spans_mode_in_chromium_accepts_rejects_and_fixes_one_span_at_a_time(tmp_path):
+    from tests.browser import chromium, chromium_paths, press, served, shift_right, wait_for
+
+    if chromium_paths() is None:
+        pytest.skip("chromium and chromium-driver are not installed (apt install chromium chromium-driver)")
+    from selenium.webdriver.common.keys import Keys
+
+    directory = make_session(tmp_path, mode="spans")
+    with served(Session(directory), AnnotateOptions(session="qu", retrain=False)) as address, chromium() as driver:
+        driver.get(address)
+        wait_for(driver, "window.xlingPage.item && window.xlingPage.item.id === 's1'")
+        press(driver, Keys.ENTER)  # s1: "Juan" is PER, as proposed
+        wait_for(driver, "window.xlingPage.item.id === 's2'")
+        press(driver, Keys.ENTER)  # s2: a doubtful word has no type to accept: the page asks for one
+        assert "press its type" in driver.find_element("id", "status").text
+        press(driver, "r")  # not an entity
+        wait_for(driver, "window.xlingPage.item.id === 's3'")
+        shift_right(driver)  # s3: the span is "Maria Punupi", an organisation
+        press(driver, "2")
+        wait_for(driver, "window.xlingPage.item.id === 's4' && window.xlingPage.pending.length === 0")
+    gold = [s.tags for s in read_conll(directory / "gold.conll")]
+    assert gold == [["B-PER", "?", "?", "?"], ["O"] + ["?"] * 11, ["B-ORG", "I-ORG", "?"]]
+
+
 # ---- with a model: selection, partial labels, a retraining round ----------------------------------------------
 
 
