@@ -287,3 +287,38 @@ def test_seeds_refuse_a_step_seed_and_bad_values(tmp_path, trained_workspace):
         read_recipe(bad)
     result = run_xling("run", str(recipe), "--seeds", "one")
     assert result.returncode == 1 and "--seeds takes comma-separated integers" in result.stderr
+
+
+def test_the_planner_finds_a_steps_task_adapter_as_tag_does(tmp_path, trained_workspace):
+    from xling.recipes import requires
+
+    root, model_dir, train, dev = trained_workspace
+    steps = f"""
+[[step]]
+title = "before"
+run = "evaluate"
+data = "{dev}"
+lang = "qu"
+
+[[step]]
+title = "ner-qu"
+run = "train-task"
+lang = "qu"
+train = "{train}"
+dev = "{dev}"
+init_from = "ner-en"
+
+[[step]]
+title = "after"
+run = "evaluate"
+data = "{dev}"
+lang = "qu"
+"""
+    recipe = read_recipe(write_recipe(tmp_path / "r.toml", model_dir, root / "ws", steps))
+    workspace = Workspace(str(root / "ws"), str(model_dir))
+    validate(recipe, workspace)
+    before, _, after = recipe.steps
+    # as `xling tag --lang qu` would: ner-en until a step trains ner-qu, ner-qu from then on
+    assert ("task", "ner-en") in requires(before, recipe, workspace)
+    assert ("task", "ner-qu") in requires(after, recipe, workspace)
+    assert workspace.task_adapter_name("ner", "qu", planned={"ner-qu"}) == "ner-qu"

@@ -76,23 +76,22 @@ def tagger(trained_workspace):
 
 
 def test_task_adapter_resolution(tmp_path):
-    from xling.tagging.tagger import resolve_task_adapter
     from xling.workspace import Workspace
 
     workspace = Workspace(str(tmp_path), "e5-small")
     tasks = workspace.model_dir / "task"
     with pytest.raises(XlingError, match="no ner task adapter"):
-        resolve_task_adapter(workspace, "ner", "qu", None)
+        workspace.task_adapter_name("ner", "qu", None)
     (tasks / "ner-es").mkdir(parents=True)
-    assert resolve_task_adapter(workspace, "ner", "qu", None) == "ner-es"  # the only one
+    assert workspace.task_adapter_name("ner", "qu", None) == "ner-es"  # the only one
     (tasks / "ner-de").mkdir()
     with pytest.raises(XlingError, match="several"):
-        resolve_task_adapter(workspace, "ner", "qu", None)
+        workspace.task_adapter_name("ner", "qu", None)
     (tasks / "ner-en").mkdir()
-    assert resolve_task_adapter(workspace, "ner", "qu", None) == "ner-en"  # zero-shot from English
+    assert workspace.task_adapter_name("ner", "qu", None) == "ner-en"  # zero-shot from English
     (tasks / "ner-qu").mkdir()
-    assert resolve_task_adapter(workspace, "ner", "qu", None) == "ner-qu"  # trained on the language itself
-    assert resolve_task_adapter(workspace, "ner", "qu", "ner-es") == "ner-es"
+    assert workspace.task_adapter_name("ner", "qu", None) == "ner-qu"  # trained on the language itself
+    assert workspace.task_adapter_name("ner", "qu", "ner-es") == "ner-es"
 
 
 def test_tagger_api(tagger):

@@ -179,7 +179,24 @@ def produces(step: Step) -> tuple[str, str] | None:
     return None
 
 
-def requires(step: Step) -> list[tuple[str, str]]:
+def earlier_tasks(recipe: Recipe, step: Step) -> set[str]:
+    """The task adapters that the steps before `step` train."""
+    return {made[1] for s in recipe.steps[: step.number - 1] if (made := produces(s)) and made[0] == "task"}
+
+
+def tagging_adapter(step: Step, recipe: Recipe, workspace: Workspace) -> str:
+    """The task adapter an evaluate, tag or analyze step tags with, found as `xling tag` finds it (the steps
+    before it count as trained); `ner-en` when none is found, which validation then reports."""
+    o = step.options
+    try:
+        return workspace.task_adapter_name(
+            "ner", o.get("lang", "en"), o.get("task_adapter"), earlier_tasks(recipe, step)
+        )
+    except XlingError:
+        return "ner-en"
+
+
+def requires(step: Step, recipe: Recipe, workspace: Workspace) -> list[tuple[str, str]]:
     o = step.options
     needs: list[tuple[str, str]] = []
     if step.run == "train-task":
@@ -196,7 +213,7 @@ def requires(step: Step) -> list[tuple[str, str]]:
         options = step_options(step)
         needs += [("task", options.source), ("lang", options.lang)]
     elif step.run in ("evaluate", "tag", "analyze") and o.get("analysis") != "params":
-        needs += [("fusion", o["fusion"])] if o.get("fusion") else [("task", o.get("task_adapter") or "ner-en")]
+        needs += [("fusion", o["fusion"])] if o.get("fusion") else [("task", tagging_adapter(step, recipe, workspace))]
         needs += [("lang", o.get("lang_adapter") or o["lang"])] if not o.get("no_lang_adapter") and "lang" in o else []
     return needs
 
@@ -242,7 +259,7 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
                     and not any(c in resolved for c in "*?[")
                 ):
                     problems.append(f"{where}: key {key!r}: {value} not found")
-        for kind, name in requires(step):
+        for kind, name in requires(step, recipe, workspace):
             if is_hub_name(name):  # fetched when the step runs
                 continue
             if is_path(name):
@@ -375,7 +392,7 @@ def rerun_reason(step: Step, recipe: Recipe, workspace: Workspace, ran_with: dic
     made_at = output_file(step, recipe, workspace).stat().st_mtime
     newer = [
         name
-        for kind, name in requires(step)
+        for kind, name in requires(step, recipe, workspace)
         if (f := _adapter_file(workspace, kind, name)).is_file() and f.stat().st_mtime > made_at
     ]
     return f"{', '.join(newer)} retrained since it ran" if newer else None
@@ -395,7 +412,9 @@ def plan(recipe: Recipe, workspace: Workspace) -> list[tuple[Step, str | None]]:
     for step in recipe.steps:
         out = output_file(step, recipe, workspace)
         reason = rerun_reason(step, recipe, workspace, ran_with) if out and out.is_file() else "not run yet"
-        if reason is None and (stale := [name for kind, name in requires(step) if (kind, name) in remade]):
+        if reason is None and (
+            stale := [name for kind, name in requires(step, recipe, workspace) if (kind, name) in remade]
+        ):
             reason = f"{', '.join(stale)} will be retrained before it"
         if reason is not None and produces(step):
             remade.add(produces(step))

@@ -106,6 +106,36 @@ class Workspace:
             raise XlingError(f"no {label} {name!r} in {directory.parent}; train it with: {how}")
         return directory
 
+    def task_adapter_name(
+        self, task: str, lang: str, adapter: str | None = None, planned: set[str] = frozenset()
+    ) -> str:
+        """The task adapter that tagging `lang` uses: `adapter` if given, else `<task>-<lang>` if the workspace
+        has one or `planned` will (trained few-shot on the language), else `<task>-en` (zero-shot transfer from
+        English), else the only `<task>-*` adapter there is."""
+        if adapter:
+            return adapter
+        root = self.model_dir / "task"
+        for candidate in (f"{task}-{lang}", f"{task}-en"):
+            if candidate in planned or (root / candidate).is_dir():
+                return candidate
+        trained = (
+            sorted(
+                {p.name for p in root.glob(f"{task}-*") if p.is_dir() and not p.name.endswith(RUN_SUFFIX)}
+                | {name for name in planned if name.startswith(f"{task}-")}
+            )
+            if root.is_dir() or planned
+            else []
+        )
+        if len(trained) == 1:
+            return trained[0]
+        if not trained:
+            raise XlingError(
+                f"no {task} task adapter in {root}; train one with: xling train-task {task} --lang en --train FILE --dev FILE"
+            )
+        raise XlingError(
+            f"several {task} task adapters in {root} ({', '.join(trained)}); choose one with --task-adapter"
+        )
+
     def lang_adapter(self, lang: str) -> Path:
         return self._trained("lang", lang, "language adapter for", f"xling train-lang {lang} CORPUS")
 

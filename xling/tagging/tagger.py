@@ -1,9 +1,7 @@
 """The Python API: `Tagger.load(lang="qu", task="ner")`, then `tagger(text)` or `tagger.pipe(texts)`.
 
-Model, workspace and adapters are resolved like the command line. The task adapter is
-`adapter` if given, else `<task>-<lang>` if the workspace has one (e.g. trained few-shot
-on the language), else `<task>-en` (zero-shot transfer from English), else the only
-`<task>-*` adapter there is.
+Model, workspace and adapters are resolved like the command line; the task adapter as
+`Workspace.task_adapter_name` says (the same rule recipes plan with).
 """
 
 from __future__ import annotations
@@ -85,27 +83,6 @@ def check_batch_size(batch_size: int) -> None:
         raise XlingError(f"batch-size must be at least 1, not {batch_size}")
 
 
-def resolve_task_adapter(workspace: Workspace, task: str, lang: str, adapter: str | None) -> str:
-    if adapter:
-        return adapter
-    task_root = workspace.model_dir / "task"
-    for candidate in (f"{task}-{lang}", f"{task}-en"):
-        if (task_root / candidate).is_dir():
-            return candidate
-    trained = (
-        sorted(p.name for p in task_root.glob(f"{task}-*") if p.is_dir() and not p.name.endswith(".partial"))
-        if task_root.is_dir()
-        else []
-    )
-    if len(trained) == 1:
-        return trained[0]
-    if not trained:
-        raise XlingError(
-            f"no {task} task adapter in {task_root}; train one with: xling train-task {task} --lang en --train FILE --dev FILE"
-        )
-    raise XlingError(f"several {task} task adapters in {task_root} ({', '.join(trained)}); choose one with --adapter")
-
-
 class Tagger:
     def __init__(
         self,
@@ -158,7 +135,7 @@ class Tagger:
             loaded, tokenizer, head, setup = load_fusion_model(model, ws, fusion)
             decoder = decoder or DEFAULT_DECODER
         else:
-            directory = directories["task"] = ws.task(resolve_task_adapter(ws, task, lang, adapter))
+            directory = directories["task"] = ws.task(ws.task_adapter_name(task, lang, adapter))
             loaded, tokenizer, record = load_task_model(model, directory)
             head, setup = record.name, (record.name if record.method == "adapter" else None)
             decoder = decoder or check_decoder(record.decoder)
