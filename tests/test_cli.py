@@ -116,6 +116,17 @@ def test_every_option_of_a_command_is_its_config_option_and_a_recipe_key():
         config_options = set(options_of(defaults(OPTIONS[run]))) - {"task"}
         assert names == config_options, (run, names ^ config_options)
         assert names - RUN_LEVEL <= KEYS[run], (run, names - RUN_LEVEL - KEYS[run])
+    # analyze: its four subcommands together take the options of one dataclass, the subcommand its `analysis`
+    from xling.cli import analyze, annotate
+
+    subcommands = (analyze.fusion, analyze.ablation, analyze.confidence, analyze.params)
+    names = set().union(*(inspect.signature(f).parameters for f in subcommands)) - command_only
+    assert names | {"analysis"} == set(options_of(defaults(OPTIONS["analyze"])))
+    assert names - RUN_LEVEL <= KEYS["analyze"]
+    from xling.annotation.options import AnnotateOptions, SelectOptions
+
+    for command, cls in ((annotate.select_command, SelectOptions), (annotate.annotate_command, AnnotateOptions)):
+        assert set(inspect.signature(command).parameters) == set(options_of(defaults(cls))), cls.__name__
 
 
 def test_command_defaults_are_the_config_defaults():
@@ -127,3 +138,8 @@ def test_command_defaults_are_the_config_defaults():
     for option, value in [("--checkpoint-every", training.checkpoint_every), ("--batch-size", training.batch_size)]:
         line = next(line for line in shown.splitlines() if option in line)
         assert f"[default: {value}]" in line
+
+
+def test_an_analysis_without_what_it_needs_is_one_line():
+    result = run_xling("analyze", "fusion", "data.conll", "--lang", "qu")
+    assert result.returncode == 1 and result.stderr.strip() == "error: analyze fusion needs --fusion"

@@ -36,6 +36,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from xling.analysis.options import AnalyzeOptions
 from xling.data.catalog import load_catalog, tomllib
 from xling.data.fetch import resolve
 from xling.data.hub_datasets import hub_dataset_id
@@ -62,24 +63,11 @@ OPTIONS = {
     "self-train": SelfTrainingOptions,
     "evaluate": EvaluationOptions,
     "tag": TagOptions,
+    "analyze": AnalyzeOptions,
 }
 RUN_LEVEL = {"model", "workspace", "overwrite", "restart"}  # set by the recipe and `xling run`, not by steps
 KEYS = {run: set(options_of(defaults(cls))) - RUN_LEVEL for run, cls in OPTIONS.items()}
 KEYS["evaluate"].add("label")  # the row's name in the results table
-# The keys of runs without an options dataclass, with their types (checked before anything runs).
-TYPED_KEYS = {
-    "analyze": {
-        "analysis": str,
-        "data": str,
-        "lang": str,
-        "task_adapter": str,
-        "fusion": str,
-        "limit": int,
-        "output": str,
-    },
-}
-KEYS.update({run: set(types) for run, types in TYPED_KEYS.items()})
-ANALYSIS_OUTPUTS = {"fusion": "fusion-attention.png", "ablation": "layer-ablation.png"}
 COMMON_KEYS = {"title", "run"}  # a step's own keys; every other key is the command's option
 STEPS_FILE = "steps.json"
 TRAINING_RUNS = ("train-lang", "train-task", "train-fusion", "self-train")
@@ -229,11 +217,6 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
             continue
         unknown = set(step.options) - KEYS[step.run]
         problems += [f"{where}: unknown key {key!r}" for key in sorted(unknown)]
-        for key, hint in TYPED_KEYS.get(step.run, {}).items():
-            try:
-                check_type(key, step.options.get(key), hint)
-            except XlingError as err:
-                problems.append(f"{where}: {err}")
         if step.run in ("tag", "analyze"):
             try:
                 output_path(step, recipe, workspace)
@@ -318,42 +301,18 @@ def run_step(
     elif step.run in ("tag", "analyze"):
         output = output_path(step, recipe, workspace)
         o["output"] = str(output) if output else None
+        options = step_options(replace(step, options=o), model=recipe.model, workspace=recipe.workspace)
         if step.run == "tag":
             from xling.tagging.files import tag_file
 
-            tag_file(step_options(replace(step, options=o), model=recipe.model, workspace=recipe.workspace), console)
+            tag_file(options, console)
         else:
-            _analyze(o, recipe, console)
+            from xling.analysis.reports import params_table, run_analysis
+
+            result = run_analysis(options, console)
+            if options.analysis == "params":
+                Console().print(params_table(result, recipe.model))
     return None
-
-
-def _analyze(o: dict, recipe: Recipe, console: Console) -> None:
-    from xling.analysis import reports
-
-    kind = o.get("analysis", "params")
-    if kind == "params":
-        Console().print(reports.params_table(reports.params_report(recipe.model, recipe.workspace), recipe.model))
-    elif kind == "fusion":
-        reports.fusion_report(
-            o["data"],
-            o["fusion"],
-            o["lang"],
-            Path(o["output"]),
-            recipe.model,
-            recipe.workspace,
-        )
-    else:
-        reports.ablation_report(
-            o["data"],
-            o["lang"],
-            o.get("task_adapter"),
-            o.get("fusion"),
-            o.get("limit"),
-            Path(o["output"]),
-            recipe.model,
-            recipe.workspace,
-            console,
-        )
 
 
 def results_dir(workspace: Workspace, recipe: Recipe) -> Path:
@@ -363,9 +322,7 @@ def results_dir(workspace: Workspace, recipe: Recipe) -> Path:
 def output_path(step: Step, recipe: Recipe, workspace: Workspace) -> Path | None:
     """A tag or analyze step's `output` (an analysis's default file name), inside the recipe's results; None
     for a tag step that prints."""
-    output = step.options.get("output") or (
-        ANALYSIS_OUTPUTS.get(step.options.get("analysis", "params")) if step.run == "analyze" else None
-    )
+    output = step_options(step).output_file() if step.run == "analyze" else step.options.get("output")
     return inside(results_dir(workspace, recipe), output, f"key 'output' of step {step.title!r}") if output else None
 
 

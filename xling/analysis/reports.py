@@ -11,6 +11,7 @@ from rich.table import Table
 from xling.analysis.ablation import layer_ablation
 from xling.analysis.confidence import tagger_confidence
 from xling.analysis.fusion import fusion_attention
+from xling.analysis.options import AnalyzeOptions
 from xling.analysis.params import parameter_table
 from xling.analysis.plots import heatmap, rates_by_bin
 from xling.fileio import check_output_file, write_json_atomic
@@ -24,15 +25,22 @@ def _numbers_beside(result: dict, output: Path) -> Path:
     return json_path
 
 
-def fusion_report(data: str, fusion: str, lang: str, output: Path, model: str, workspace: str | None) -> dict:
-    check_output_file(output)
-    tagger = Tagger.load(lang=lang, fusion=fusion, model=model, workspace=workspace)
-    result = {**fusion_attention(tagger, data), "fusion": fusion, "data": data, "lang": lang}
+def tagger_for(o: AnalyzeOptions) -> Tagger:
+    """The tagger an analysis looks into, once its output file is known to be writable."""
+    check_output_file(o.output_path)
+    return Tagger.load(
+        lang=o.lang, adapter=o.task_adapter, fusion=o.fusion, model=o.model, workspace=o.workspace, decoder=o.decoder
+    )
+
+
+def fusion_report(o: AnalyzeOptions, console: Console) -> dict:
+    tagger, data, output = tagger_for(o), o.data, o.output_path
+    result = {**fusion_attention(tagger, data), "fusion": o.fusion, "data": data, "lang": o.lang}
     heatmap(
         result["attention"],
         [k.replace("_", " ") for k in result["layers"]],
         result["adapters"],
-        f"Fusion attention: {fusion} on {Path(data).name}",
+        f"Fusion attention: {o.fusion} on {Path(data).name}",
         "fused adapter",
         "layer and site",
         "mean attention weight",
@@ -42,24 +50,13 @@ def fusion_report(data: str, fusion: str, lang: str, output: Path, model: str, w
     return result
 
 
-def ablation_report(
-    data: str,
-    lang: str,
-    task_adapter: str | None,
-    fusion: str | None,
-    limit: int | None,
-    output: Path,
-    model: str,
-    workspace: str | None,
-    console: Console,
-) -> dict:
-    check_output_file(output)
-    tagger = Tagger.load(lang=lang, adapter=task_adapter, fusion=fusion, model=model, workspace=workspace)
+def ablation_report(o: AnalyzeOptions, console: Console) -> dict:
+    tagger, output = tagger_for(o), o.output_path
     layers = tagger.model.num_layers
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("ablating layer spans", total=layers * (layers + 1) // 2)
-        result = layer_ablation(tagger, data, limit, lambda i, j: progress.advance(task))
-    result.update({"data": data, "lang": lang, "setup": repr(tagger.setup)})
+        result = layer_ablation(tagger, o.data, o.limit, lambda i, j: progress.advance(task))
+    result.update({"data": o.data, "lang": o.lang, "setup": repr(tagger.setup)})
     names = [str(i) for i in range(layers)]
     heatmap(
         [[float("nan") if v is None else 100 * v for v in row] for row in result["drop"]],
@@ -79,19 +76,9 @@ def ablation_report(
     return result
 
 
-def confidence_report(
-    data: str,
-    lang: str,
-    task_adapter: str | None,
-    decoder: str | None,
-    limit: int | None,
-    output: Path,
-    model: str,
-    workspace: str | None,
-) -> dict:
-    check_output_file(output)
-    tagger = Tagger.load(lang=lang, adapter=task_adapter, model=model, workspace=workspace, decoder=decoder)
-    result = {**tagger_confidence(tagger, data, limit), "data": data, "lang": lang, "setup": repr(tagger.setup)}
+def confidence_report(o: AnalyzeOptions, console: Console) -> dict:
+    tagger, data, output = tagger_for(o), o.data, o.output_path
+    result = {**tagger_confidence(tagger, data, o.limit), "data": data, "lang": o.lang, "setup": repr(tagger.setup)}
     missed = "words tagged O inside a gold entity"
     rates_by_bin(
         {**{f"{kind} entities right": cells for kind, cells in result["entities"].items()}, missed: result["o_words"]},
@@ -122,11 +109,11 @@ def confidence_table(result: dict) -> Table:
     return table
 
 
-def params_report(model: str, workspace: str | None) -> dict:
+def params_report(o: AnalyzeOptions, console: Console) -> dict:
     from xling.models import load_model
 
-    encoder, _ = load_model(model)
-    return parameter_table(Workspace(workspace, model), sum(p.numel() for p in encoder.parameters()))
+    encoder, _ = load_model(o.model)
+    return parameter_table(Workspace(o.workspace, o.model), sum(p.numel() for p in encoder.parameters()))
 
 
 def params_table(result: dict, model: str) -> Table:
@@ -145,3 +132,16 @@ def params_table(result: dict, model: str) -> Table:
         end_section=True,
     )
     return table
+
+
+REPORTS = {
+    "fusion": fusion_report,
+    "ablation": ablation_report,
+    "confidence": confidence_report,
+    "params": params_report,
+}
+
+
+def run_analysis(options: AnalyzeOptions, console: Console) -> dict:
+    """The analysis `options.analysis` (what `xling analyze` and a recipe's analyze step run)."""
+    return REPORTS[options.analysis](options, console)
