@@ -19,7 +19,7 @@ import json
 import random
 import shutil
 import time
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -72,22 +72,66 @@ def select_confident(
     return kept
 
 
+def check_inputs(options: SelfTrainingOptions, workspace: Workspace, final: Path) -> None:
+    """What would fail later fails now, with how to fix it: before the corpus is read or anything tagged."""
+    refuse_to_replace(final, "task adapter", options.overwrite)
+    workspace.task(options.source)
+    for source in options.labelled:
+        load_ner(source, "train")
+    for other, source in other_sources(options.also_train):
+        workspace.lang_adapter(check_lang(other))
+        load_ner(source, "train")
+
+
+def train_round(
+    number: int, labeller: str, sentences: list[list[str]], options: SelfTrainingOptions, context: dict
+) -> None:
+    """Round `number`: tag the corpus with `labeller`, keep the confident sentences, train on them (and the
+    labelled ones) from the source adapter; saves `<name>-round<number>` with its pseudo-labels."""
+    workspace, console, processes = context["workspace"], context["console"], context["processes"]
+    round_name = f"{context['name']}-round{number}"
+    tagger = Tagger.load(
+        lang=options.lang,
+        task=options.task,
+        adapter=labeller,
+        model=options.model,
+        workspace=options.workspace,
+        device=options.training.device,
+        decoder=options.decoder,
+        precision=options.training.precision,
+    )
+    with console.status(f"round {number}: tagging {len(sentences):,} sentences with {tagger.setup!r}"):
+        tagged = tagger.tag_words(sentences)
+    del tagger
+    kept = select_confident(sentences, tagged, options.threshold, options.max_per_type, options.confidence_of)
+    if not kept:
+        raise XlingError(f"round {number}: no sentence reached the threshold {options.threshold}; lower --threshold")
+    pseudo_labels = conll_text(kept)
+    data_file = workspace.run_dir("task", round_name) / "pseudo_labels.conll"
+    if processes.is_main_process:  # every process tagged the same; one writes
+        write_text_atomic(data_file, pseudo_labels)
+    wait_for_everyone(processes)
+    console.print(
+        f"round {number}: kept {len(kept):,} of {len(sentences):,} sentences "
+        f"({', '.join(f'{t} {n:,}' for t, n in type_counts(kept).items())})"
+    )
+    round_options = shared_options(options, TaskAdapterOptions)
+    round_options |= {"train": [str(data_file), *options.labelled], "name": round_name}
+    train_task_adapter(TaskAdapterOptions(**round_options, init_from=options.source), console, context["progress"])
+    if processes.is_main_process:
+        write_text_atomic(workspace.adapter_dir("task", round_name) / "pseudo_labels.conll", pseudo_labels)
+    wait_for_everyone(processes)  # the next round loads what the main process saved
+
+
 def self_train(
     options: SelfTrainingOptions, console: Console | None = None, progress: TrainingProgress | None = None
 ) -> dict:
     console = console or Console(stderr=True)
     options = replace(options, lang=check_lang(options.lang))
-    lang = options.lang
     workspace = Workspace(options.workspace, options.model)
     name = options.name or options.default_name()
     final = workspace.adapter_dir("task", name)
-    refuse_to_replace(final, "task adapter", options.overwrite)
-    workspace.task(options.source)  # fails now, with how to train it, rather than after reading the corpus
-    for source in options.labelled:  # likewise: a missing or malformed file, before any tagging
-        load_ner(source, "train")
-    for other, source in other_sources(options.also_train):
-        workspace.lang_adapter(check_lang(other))
-        load_ner(source, "train")
+    check_inputs(options, workspace, final)
     started = time.perf_counter()
     lines, files = read_text(options.corpus)
     if options.max_sentences and len(lines) > options.max_sentences:
@@ -97,81 +141,30 @@ def self_train(
         f"self-training [bold]{name}[/] from {options.source}: {len(sentences):,} unlabelled sentences "
         f"from {len(files)} file(s), {options.rounds} round(s), threshold {options.threshold}"
     )
-    labeller, rounds = options.source, []
     processes = process_state(pick_device(options.training.device))  # one, or all under torchrun
+    context = {"workspace": workspace, "console": console, "processes": processes, "name": name, "progress": progress}
+    labeller, rounds = options.source, []
     for number in range(1, options.rounds + 1):
-        round_name = f"{name}-round{number}"
-        target = workspace.adapter_dir("task", round_name)
+        target = workspace.adapter_dir("task", f"{name}-round{number}")
         if options.overwrite or not target.is_dir():  # else finished by an earlier, interrupted run
-            tagger = Tagger.load(
-                lang=lang,
-                task=options.task,
-                adapter=labeller,
-                model=options.model,
-                workspace=options.workspace,
-                device=options.training.device,
-                decoder=options.decoder,
-                precision=options.training.precision,
-            )
-            with console.status(f"round {number}: tagging {len(sentences):,} sentences with {tagger.setup!r}"):
-                tagged = tagger.tag_words(sentences)
-            del tagger
-            kept = select_confident(sentences, tagged, options.threshold, options.max_per_type, options.confidence_of)
-            if not kept:
-                raise XlingError(
-                    f"round {number}: no sentence reached the threshold {options.threshold}; lower --threshold"
-                )
-            pseudo_labels = conll_text(kept)
-            data_file = workspace.run_dir("task", round_name) / "pseudo_labels.conll"
-            if processes.is_main_process:  # every process tagged the same; one writes
-                write_text_atomic(data_file, pseudo_labels)
-            wait_for_everyone(processes)
-            console.print(
-                f"round {number}: kept {len(kept):,} of {len(sentences):,} sentences "
-                f"({', '.join(f'{t} {n:,}' for t, n in type_counts(kept).items())})"
-            )
-            train_task_adapter(
-                TaskAdapterOptions(
-                    lang=lang,
-                    train=[str(data_file), *options.labelled],
-                    also_train=options.also_train,
-                    dev=options.dev,
-                    task=options.task,
-                    name=round_name,
-                    init_from=options.source,
-                    training=options.training,
-                    model=options.model,
-                    workspace=options.workspace,
-                    drop_labels=options.drop_labels,
-                    label_map=options.label_map,
-                    max_len=options.max_len,
-                    decoder=options.decoder,
-                    overwrite=options.overwrite,
-                    restart=options.restart,
-                ),
-                console,
-                progress,
-            )
-            if processes.is_main_process:
-                write_text_atomic(target / "pseudo_labels.conll", pseudo_labels)
-            wait_for_everyone(processes)  # the next round loads what the main process saved
+            train_round(number, labeller, sentences, options, context)
         report = json.loads((target / "report.json").read_text())
         rounds.append(
             {
                 "round": number,
-                "adapter": round_name,
+                "adapter": target.name,
                 "labelled_by": labeller,
                 "kept": len(read_conll(target / "pseudo_labels.conll")),
                 "trained_on": report["train_sentences"],  # with the --labelled sentences
                 "best": report["best"],
             }
         )
-        labeller = round_name
+        labeller = target.name
     # Later rounds can drift on their own labels (the first round was best on some seeds): keep the best on dev.
     chosen = max(rounds, key=lambda r: (r["best"] or {}).get("score", 0.0))
     result = {
         "name": name,
-        "lang": lang,
+        "lang": options.lang,
         "source": options.source,
         "corpus_files": [str(f) for f in files],
         "sentences_tagged": len(sentences),
@@ -189,6 +182,12 @@ def self_train(
         copy_round(workspace.adapter_dir("task", chosen["adapter"]), final, result, options.overwrite)
     wait_for_everyone(processes)
     return result
+
+
+def shared_options(options, cls) -> dict:
+    """The values of `options` for every field that `cls` shares with it: an option added to both reaches the
+    rounds' training without being listed here."""
+    return {f.name: getattr(options, f.name) for f in fields(cls) if any(f.name == g.name for g in fields(options))}
 
 
 def copy_round(source: Path, final: Path, summary: dict, overwrite: bool) -> None:

@@ -27,16 +27,8 @@ from xling.trained_tasks import TaskRecord, load_task_model, save_task
 from xling.workspace import Workspace, check_lang
 
 
-def train_task_adapter(
-    options: TaskAdapterOptions, console: Console | None = None, progress: TrainingProgress | None = None
-) -> dict:
-    console = console or Console(stderr=True)
-    lang = check_lang(options.lang)
-    if options.method not in METHODS:
-        raise XlingError(f"unknown method {options.method!r}; choose one of {', '.join(METHODS)}")
-    workspace = Workspace(options.workspace, options.model)
-    name = options.name or options.default_name()
-    run = TrainingRun.in_workspace(workspace, "task", name, options.overwrite, options.restart)
+def read_data(options: TaskAdapterOptions) -> tuple[list, list, dict[str, list]]:
+    """Training and dev sentences (relabelled, limited), and each other language's training sentences."""
     sources = [options.train] if isinstance(options.train, str) else options.train
     train_data = relabel(
         [s for source in sources for s in load_ner(source, "train")], options.drop_labels, options.label_map
@@ -48,35 +40,91 @@ def train_task_adapter(
         other_data.setdefault(check_lang(other), []).extend(sentences)
     if not train_data or not dev_data or not all(other_data.values()):
         raise XlingError("the training and dev data must each hold at least one sentence")
+    return train_data, dev_data, other_data
 
-    stacked_lang = options.method == "adapter" and options.use_lang_adapter
-    lang_source = options.lang_adapter or lang
-    lang_dir = workspace.lang_adapter(lang_source) if stacked_lang else None
-    torch.manual_seed(options.training.seed)
-    if options.init_from:
-        init_dir = workspace.task(options.init_from)
-        model, tokenizer, init_record = load_task_model(options.model, init_dir)
-        if init_record.method != options.method:
-            raise XlingError(
-                f"--init-from {options.init_from} was trained with method {init_record.method}, not {options.method}"
-            )
-        model.heads[name] = model.heads.pop(init_record.name)
-        if init_record.method == "adapter":
-            model.adapters[name] = model.adapters.pop(init_record.name)
-            kept = model.adapters[name].config
-            if options.adapter not in (kept, defaults(type(options)).adapter):  # given by the user
-                console.print(
-                    f"[yellow]note:[/] --init-from {options.init_from} continues its adapter as trained "
-                    f"(reduction factor {kept.reduction_factor:g}); the adapter options given are not used"
-                )
-        labels = model.heads[name].labels
-    else:
+
+def task_model(
+    options: TaskAdapterOptions, workspace: Workspace, name: str, sentences: list, console: Console
+) -> tuple[AdaptedModel, object, list[str]]:
+    """The model with the task's head (and adapter): continued from `init_from`, or new over `sentences`' labels."""
+    if not options.init_from:
         encoder, tokenizer = load_model(options.model)
         model = AdaptedModel(encoder)
-        labels = label_list(train_data + [s for sentences in other_data.values() for s in sentences])
+        labels = label_list(sentences)
         model.add_head(name, TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels)))
         if options.method == "adapter":
             model.add_adapter(name, options.adapter)
+        return model, tokenizer, labels
+    model, tokenizer, init_record = load_task_model(options.model, workspace.task(options.init_from))
+    if init_record.method != options.method:
+        raise XlingError(
+            f"--init-from {options.init_from} was trained with method {init_record.method}, not {options.method}"
+        )
+    model.heads[name] = model.heads.pop(init_record.name)
+    if init_record.method == "adapter":
+        model.adapters[name] = model.adapters.pop(init_record.name)
+        kept = model.adapters[name].config
+        if options.adapter not in (kept, defaults(type(options)).adapter):  # given by the user
+            console.print(
+                f"[yellow]note:[/] --init-from {options.init_from} continues its adapter as trained "
+                f"(reduction factor {kept.reduction_factor:g}); the adapter options given are not used"
+            )
+    return model, tokenizer, model.heads[name].labels
+
+
+def run_record(options: TaskAdapterOptions, model: AdaptedModel, name: str, labels: list[str], dirs: dict) -> dict:
+    """What the run trains with: a resumed run must have been started with the same."""
+    return {
+        "kind": "task",
+        "name": name,
+        "lang": check_lang(options.lang),
+        "model": options.model,
+        "method": options.method,
+        "train": options.train,
+        "dev": options.dev,
+        "lang_adapter": str(dirs["lang"]) if dirs["lang"] else None,
+        "also_train": options.also_train,
+        "other_lang_adapters": {other: str(path) for other, path in dirs["others"].items()},
+        "init_from": options.init_from,
+        # with --init-from the continued adapter's architecture, not the options' default
+        "adapter": model.adapters[name].config.to_dict() if name in model.adapters else None,
+        "labels": labels,
+        "drop_labels": options.drop_labels,
+        "label_map": options.label_map,
+        "max_len": options.max_len,
+        "decoder": options.decoder,
+        "train_limit": options.train_limit,
+        "dev_limit": options.dev_limit,
+    }
+
+
+def note_unseen_types(dev_data: list, labels: list[str], console: Console) -> None:
+    unseen = sorted(
+        {t[2:] for s in dev_data for t in s.tags if t != "O"} - {label[2:] for label in labels if label != "O"}
+    )
+    if unseen:
+        console.print(
+            f"[yellow]note:[/] the dev data has entity types the training data lacks ({', '.join(unseen)}); "
+            "they count as missed in dev F1 (--drop-labels leaves them out)"
+        )
+
+
+def train_task_adapter(
+    options: TaskAdapterOptions, console: Console | None = None, progress: TrainingProgress | None = None
+) -> dict:
+    console = console or Console(stderr=True)
+    lang = check_lang(options.lang)
+    if options.method not in METHODS:
+        raise XlingError(f"unknown method {options.method!r}; choose one of {', '.join(METHODS)}")
+    workspace = Workspace(options.workspace, options.model)
+    name = options.name or options.default_name()
+    run = TrainingRun.in_workspace(workspace, "task", name, options.overwrite, options.restart)
+    train_data, dev_data, other_data = read_data(options)
+    stacked_lang = options.method == "adapter" and options.use_lang_adapter
+    lang_dir = workspace.lang_adapter(options.lang_adapter or lang) if stacked_lang else None
+    torch.manual_seed(options.training.seed)
+    every_sentence = train_data + [s for sentences in other_data.values() for s in sentences]
+    model, tokenizer, labels = task_model(options, workspace, name, every_sentence, console)
     lang_name = load(model, lang_dir, name=f"lang-{lang}", head=False) if lang_dir else None
     setup = (Stack(lang_name, name) if lang_name else name) if options.method == "adapter" else None
     other_dirs = {other: workspace.lang_adapter(other) for other in other_data if other != lang} if stacked_lang else {}
@@ -92,47 +140,18 @@ def train_task_adapter(
         for other, sentences in other_data.items()
     ]
     counts = model.train_adapter(setup, train=[name]) if setup else _train_without_adapters(model, name, options.method)
-
-    unseen = sorted(
-        {t[2:] for s in dev_data for t in s.tags if t != "O"} - {label[2:] for label in labels if label != "O"}
-    )
-    if unseen:
-        console.print(
-            f"[yellow]note:[/] the dev data has entity types the training data lacks ({', '.join(unseen)}); "
-            "they count as missed in dev F1 (--drop-labels leaves them out)"
-        )
+    note_unseen_types(dev_data, labels, console)
     objective = TaggingObjective.from_options(name, train_data, dev_data, tokenizer, model, options, more_train)
     also = "".join(f" + {len(sentences):,} {other}" for other, sentences in other_data.items())
     console.print(
         f"training {options.method} [bold]{name}[/] on {len(train_data):,} sentences{also} ({len(objective.windows):,} windows), "
         f"labels {', '.join(labels)}; {'setup ' + repr(setup) if setup else 'no adapters'}; {counts}"
     )
-    run_options = {
-        "kind": "task",
-        "name": name,
-        "lang": lang,
-        "model": options.model,
-        "method": options.method,
-        "train": options.train,
-        "dev": options.dev,
-        "lang_adapter": str(lang_dir) if lang_dir else None,
-        "also_train": options.also_train,
-        "other_lang_adapters": {other: str(path) for other, path in other_dirs.items()},
-        "init_from": options.init_from,
-        # with --init-from the continued adapter's architecture, not the options' default
-        "adapter": model.adapters[name].config.to_dict() if name in model.adapters else None,
-        "labels": labels,
-        "drop_labels": options.drop_labels,
-        "label_map": options.label_map,
-        "max_len": options.max_len,
-        "decoder": options.decoder,
-        "train_limit": options.train_limit,
-        "dev_limit": options.dev_limit,
-    }
     training = replace(
         options.training, learning_rate=options.training.learning_rate or DEFAULT_LEARNING_RATES[options.method]
     )
-    run.train(model, objective, training, run_options, counts, f"train-task {name}", progress)
+    record_of_run = run_record(options, model, name, labels, {"lang": lang_dir, "others": other_dirs})
+    run.train(model, objective, training, record_of_run, counts, f"train-task {name}", progress)
     report = run.report(
         name=name,
         task=options.task,
@@ -146,13 +165,7 @@ def train_task_adapter(
         dev_sentences=len(dev_data),
     )
     record = TaskRecord(
-        name=name,
-        task=options.task,
-        lang=lang,
-        method=options.method,
-        lang_adapter=str(lang_dir) if lang_dir else None,
-        labels=labels,
-        decoder=options.decoder,
+        name, options.task, lang, options.method, str(lang_dir) if lang_dir else None, labels, options.decoder
     )
     return run.save(report, lambda target, extra: save_task(model, tokenizer, record, target, options.overwrite, extra))
 
