@@ -80,9 +80,10 @@ def test_pick_holds_the_type_cap_and_skips_near_duplicates():
         candidate("4", "Pedro takiq", ["B-PER", "O"], [0.6, 0.9]),
         candidate("5", "Punu hatun", ["B-LOC", "O"], [0.7, 0.9]),
     ]
-    picked = pick(ranked, 4, per_type_cap=2, mode="correct")
     # 2 repeats 1's words (Jaccard 0.75); 4 would be a third PER
-    assert [c.key for c in picked] == ["1", "3", "5"]
+    assert [c.key for c in pick(ranked, 3, per_type_cap=2, mode="correct")] == ["1", "3", "5"]
+    # the cap gives way, last, when it alone would leave the batch short; a near-duplicate never comes
+    assert [c.key for c in pick(ranked, 5, per_type_cap=2, mode="correct")] == ["1", "3", "5", "4"]
 
 
 # ---- the session ----------------------------------------------------------------------------------------------

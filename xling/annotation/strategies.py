@@ -139,19 +139,21 @@ def near_duplicate(a: frozenset[str], b: frozenset[str], threshold: float = 0.7)
 
 
 def pick(ranked: list[Candidate], size: int, per_type_cap: int, mode: str) -> list[Candidate]:
-    """The best candidates in order, skipping near-duplicates of one already picked and candidates whose
-    predicted type already has `per_type_cap` in the batch."""
+    """The best candidates, best first, skipping near-duplicates of one already picked and, while others are
+    left, candidates whose predicted type already has `per_type_cap` in the batch."""
     picked: list[Candidate] = []
     seen: list[frozenset[str]] = []
     per_type: Counter[str] = Counter()
-    for candidate in ranked:
-        words = word_set(candidate.text)
-        types = types_of(candidate, mode)
-        if any(per_type[t] >= per_type_cap for t in types) or any(near_duplicate(words, s) for s in seen):
-            continue
-        picked.append(candidate)
-        seen.append(words)
-        per_type.update(types)
-        if len(picked) == size:
-            break
-    return picked
+    for capped in (True, False):  # the cap gives way when it alone leaves the batch short
+        for candidate in ranked:
+            if len(picked) == size:
+                break
+            words, types = word_set(candidate.text), types_of(candidate, mode)
+            if any(c is candidate for c in picked) or any(near_duplicate(words, s) for s in seen):
+                continue
+            if capped and any(per_type[t] >= per_type_cap for t in types):
+                continue
+            picked.append(candidate)
+            seen.append(words)
+            per_type.update(types)
+    return sorted(picked, key=lambda c: -c.score)  # best first (stable: ties keep the order they were picked)
