@@ -81,6 +81,11 @@ def data_sources(report: dict) -> list[str]:
     return [trained_on] if isinstance(trained_on, str) else list(trained_on)
 
 
+def public_name(source: str) -> str:
+    """A catalogue or Hub name as it is; a local file stays unnamed (its path is the training machine's)."""
+    return source if source.startswith("corpus:") or hub_dataset_id(source) else "local data"
+
+
 def dataset_ids(sources: list[str]) -> list[str]:
     """The Hub datasets the sources come from: named directly (`wikiann:qu`) or through the catalogue."""
     from xling.data.catalog import load_catalog
@@ -119,7 +124,7 @@ def base_model_text(spec: str) -> str:
 
 def card_rows(report: dict, kind: str, lang: str | None) -> list[tuple[str, str]]:
     options, best = report.get("options", {}), report.get("best") or {}
-    sources = ", ".join(s if not Path(s).exists() else Path(s).name for s in data_sources(report)) or "?"
+    sources = ", ".join(dict.fromkeys(public_name(s) for s in data_sources(report))) or "?"
     rows = [
         ("kind", f"{kind} adapter"),
         ("base model", base_model_text(report.get("model", ""))),
@@ -196,7 +201,7 @@ def licences(report: dict) -> str:
     from xling.data.catalog import load_catalog
 
     catalog, data = load_catalog(), []
-    for source in data_sources(report):
+    for source in dict.fromkeys(public_name(s) for s in data_sources(report)):
         corpus = catalog.get(source.removeprefix("corpus:").split("/")[0]) if source.startswith("corpus:") else None
         data.append(f"{source}: {corpus.licence}" if corpus and corpus.licence else f"{source}: see its own licence")
     base = (
