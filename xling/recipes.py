@@ -55,22 +55,9 @@ from xling.train.summary import language_report_table, selection_summary, self_t
 from xling.train.task import train_task_adapter
 from xling.workspace import Workspace, file_name, inside, is_hub_name, is_path
 
-# The options of each run that reads its options from a dataclass, as on the command line.
-OPTIONS = {
-    "train-lang": LanguageAdapterOptions,
-    "train-task": TaskAdapterOptions,
-    "train-fusion": FusionOptions,
-    "self-train": SelfTrainingOptions,
-    "evaluate": EvaluationOptions,
-    "tag": TagOptions,
-    "analyze": AnalyzeOptions,
-}
 RUN_LEVEL = {"model", "workspace", "overwrite", "restart"}  # set by the recipe and `xling run`, not by steps
-KEYS = {run: set(options_of(defaults(cls))) - RUN_LEVEL for run, cls in OPTIONS.items()}
-KEYS["evaluate"].add("label")  # the row's name in the results table
 COMMON_KEYS = {"title", "run"}  # a step's own keys; every other key is the command's option
 STEPS_FILE = "steps.json"
-TRAINING_RUNS = ("train-lang", "train-task", "train-fusion", "self-train")
 PATH_KEYS = {"corpus", "train", "dev", "data", "input"}
 
 
@@ -137,6 +124,10 @@ def read_recipe(path: str | Path) -> Recipe:
     return Recipe(str(path), name, **{k: v for k, v in fields.items() if k != "name"}, steps=steps)
 
 
+def trains(step: Step) -> bool:
+    return step.run in RUNS and RUNS[step.run].saves is not None
+
+
 def seeded(recipe: Recipe, seed: int) -> Recipe:
     """The recipe's run for one seed: its own workspace, and the seed in every training step."""
     clashing = [s.where(recipe.file) for s in recipe.steps if "seed" in s.options]
@@ -145,7 +136,7 @@ def seeded(recipe: Recipe, seed: int) -> Recipe:
             f"{'; '.join(clashing)}: key 'seed' conflicts with the recipe's seeds, which set it for every training step"
         )
     root = Workspace(recipe.workspace, recipe.model).root / f"seed-{seed}"
-    steps = [replace(s, options={**s.options, "seed": seed}) if s.run in TRAINING_RUNS else s for s in recipe.steps]
+    steps = [replace(s, options={**s.options, "seed": seed}) if trains(s) else s for s in recipe.steps]
     return replace(recipe, workspace=str(root), seeds=[seed], steps=steps)
 
 
@@ -153,18 +144,112 @@ def seeded(recipe: Recipe, seed: int) -> Recipe:
 
 
 def step_options(step: Step, **run_level):
-    """A step's options dataclass (for runs that have one), built as the command line builds it."""
+    """A step's options dataclass, built as the command line builds it."""
     return build(OPTIONS[step.run], {**step.options, **run_level})
+
+
+def _trained_name(options) -> str:
+    return options.name or options.default_name()
+
+
+def _tagging_needs(options, step: Step, recipe: Recipe, workspace: Workspace) -> list[tuple[str, str]]:
+    """What tagging with the options of evaluate, tag or analyze needs: a fusion, or the task adapter that
+    `xling tag` would find (the steps before count as trained; `ner-en` when none is, which validation reports),
+    and the language adapter under it."""
+    if getattr(options, "analysis", None) == "params":
+        return []
+    if options.fusion:
+        needs = [("fusion", options.fusion)]
+    else:
+        try:
+            adapter = workspace.task_adapter_name(
+                "ner", options.lang, options.task_adapter, earlier_tasks(recipe, step)
+            )
+        except XlingError:
+            adapter = "ner-en"
+        needs = [("task", adapter)]
+    if getattr(options, "use_lang_adapter", True):
+        needs.append(("lang", getattr(options, "lang_adapter", None) or options.lang))
+    return needs
+
+
+def _task_needs(options, *_) -> list[tuple[str, str]]:
+    needs = []
+    if options.method == "adapter" and options.use_lang_adapter:
+        needs.append(("lang", options.lang_adapter or options.lang))
+    return needs + ([("task", options.init_from)] if options.init_from else [])
+
+
+def _trains(trainer: Callable, summary: Callable) -> Callable:
+    return lambda options, console, progress, recipe: console.print(summary(trainer(options, console, progress)))
+
+
+def _tag(options: TagOptions, console: Console, progress, recipe) -> None:
+    from xling.tagging.files import tag_file
+
+    tag_file(options, console)
+
+
+def _analyze(options: AnalyzeOptions, console: Console, progress, recipe) -> None:
+    from xling.analysis.reports import params_table, run_analysis
+
+    result = run_analysis(options, console)
+    if options.analysis == "params":
+        Console().print(params_table(result, recipe.model))
+
+
+@dataclass(frozen=True)
+class RunKind:
+    """What a recipe's `run = ...` is: the command's options, how it runs (`perform(options, console, progress,
+    recipe)`), the adapter it saves (kind, name from the options), the adapters it needs (from the options, the
+    step, the recipe and the workspace), and whether it scores (a results row) or writes an output file."""
+
+    options: type
+    perform: Callable
+    saves: Callable[[object], tuple[str, str]] | None = None
+    needs: Callable[..., list[tuple[str, str]]] = lambda *_: []
+    scores: bool = False
+    writes: bool = False
+
+
+RUNS = {
+    "train-lang": RunKind(
+        LanguageAdapterOptions, _trains(train_language_adapter, language_report_table), lambda o: ("lang", o.lang)
+    ),
+    "train-task": RunKind(
+        TaskAdapterOptions,
+        _trains(train_task_adapter, selection_summary),
+        lambda o: ("task", _trained_name(o)),
+        _task_needs,
+    ),
+    "train-fusion": RunKind(
+        FusionOptions,
+        _trains(train_fusion, lambda report: selection_summary(report, "fusion ")),
+        lambda o: ("fusion", _trained_name(o)),
+        lambda o, *_: [("task", a) for a in o.adapters] + ([("lang", o.lang)] if o.use_lang_adapter else []),
+    ),
+    "self-train": RunKind(
+        SelfTrainingOptions,
+        _trains(self_train, self_training_summary),
+        lambda o: ("task", _trained_name(o)),
+        lambda o, *_: [("task", o.source), ("lang", o.lang)],
+    ),
+    "evaluate": RunKind(EvaluationOptions, lambda o, *_: evaluate(o), needs=_tagging_needs, scores=True),
+    "tag": RunKind(TagOptions, _tag, needs=_tagging_needs, writes=True),
+    "analyze": RunKind(AnalyzeOptions, _analyze, needs=_tagging_needs, writes=True),
+}
+
+
+# A step's keys are its command's options, named as on the command line.
+OPTIONS = {run: kind.options for run, kind in RUNS.items()}
+KEYS = {run: set(options_of(defaults(cls))) - RUN_LEVEL for run, cls in OPTIONS.items()}
+KEYS["evaluate"].add("label")  # the row's name in the results table
 
 
 def produces(step: Step) -> tuple[str, str] | None:
     """(kind, name) of the adapter a training step saves; `name` names it, else the command's default."""
-    if step.run == "train-lang":
-        return ("lang", step.options["lang"])
-    if step.run in ("train-task", "train-fusion", "self-train"):
-        options = step_options(step)
-        return ("fusion" if step.run == "train-fusion" else "task", options.name or options.default_name())
-    return None
+    saves = RUNS[step.run].saves
+    return saves(step_options(step)) if saves else None
 
 
 def earlier_tasks(recipe: Recipe, step: Step) -> set[str]:
@@ -172,38 +257,9 @@ def earlier_tasks(recipe: Recipe, step: Step) -> set[str]:
     return {made[1] for s in recipe.steps[: step.number - 1] if (made := produces(s)) and made[0] == "task"}
 
 
-def tagging_adapter(step: Step, recipe: Recipe, workspace: Workspace) -> str:
-    """The task adapter an evaluate, tag or analyze step tags with, found as `xling tag` finds it (the steps
-    before it count as trained); `ner-en` when none is found, which validation then reports."""
-    o = step.options
-    try:
-        return workspace.task_adapter_name(
-            "ner", o.get("lang", "en"), o.get("task_adapter"), earlier_tasks(recipe, step)
-        )
-    except XlingError:
-        return "ner-en"
-
-
 def requires(step: Step, recipe: Recipe, workspace: Workspace) -> list[tuple[str, str]]:
-    o = step.options
-    needs: list[tuple[str, str]] = []
-    if step.run == "train-task":
-        options = step_options(step)
-        if options.method == "adapter" and options.use_lang_adapter:
-            needs.append(("lang", options.lang_adapter or options.lang))
-        if options.init_from:
-            needs.append(("task", options.init_from))
-    elif step.run == "train-fusion":
-        options = step_options(step)
-        needs += [("task", a) for a in options.adapters]
-        needs += [("lang", options.lang)] if options.use_lang_adapter else []
-    elif step.run == "self-train":
-        options = step_options(step)
-        needs += [("task", options.source), ("lang", options.lang)]
-    elif step.run in ("evaluate", "tag", "analyze") and o.get("analysis") != "params":
-        needs += [("fusion", o["fusion"])] if o.get("fusion") else [("task", tagging_adapter(step, recipe, workspace))]
-        needs += [("lang", o.get("lang_adapter") or o["lang"])] if not o.get("no_lang_adapter") and "lang" in o else []
-    return needs
+    """The adapters a step needs, as (kind, name)."""
+    return RUNS[step.run].needs(step_options(step), step, recipe, workspace)
 
 
 def validate(recipe: Recipe, workspace: Workspace) -> None:
@@ -217,17 +273,13 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
             continue
         unknown = set(step.options) - KEYS[step.run]
         problems += [f"{where}: unknown key {key!r}" for key in sorted(unknown)]
-        if step.run in ("tag", "analyze"):
-            try:
+        try:
+            step_options(step)
+            if RUNS[step.run].writes:
                 output_path(step, recipe, workspace)
-            except XlingError as err:
-                problems.append(f"{where}: {err}")
-        if step.run in OPTIONS:
-            try:
-                step_options(step)
-            except XlingError as err:
-                problems.append(f"{where}: {err}")
-                continue
+        except XlingError as err:
+            problems.append(f"{where}: {err}")
+            continue
         for key in sorted(PATH_KEYS & set(step.options)):
             values = step.options[key] if isinstance(step.options[key], list) else [step.options[key]]
             for value in values:
@@ -264,14 +316,6 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
 # ---- running ------------------------------------------------------------------------------------------
 
 
-TRAINERS = {
-    "train-lang": (train_language_adapter, language_report_table),
-    "train-task": (train_task_adapter, selection_summary),
-    "train-fusion": (train_fusion, lambda report: selection_summary(report, "fusion ")),
-    "self-train": (self_train, self_training_summary),
-}
-
-
 def run_step(
     step: Step,
     recipe: Recipe,
@@ -280,39 +324,26 @@ def run_step(
     overwrite: bool = False,
     progress: TrainingProgress | None = None,
 ) -> dict | None:
-    """Run one step; `progress` shows training (the command line's bar; plain notes when None)."""
+    """Run one step; `progress` shows training (the command line's bar; plain notes when None). Returns the
+    result of a step that scores."""
+    kind = RUNS[step.run]
     o = {
         k: ([resolve(x) for x in v] if isinstance(v, list) else resolve(v)) if k in PATH_KEYS else v
         for k, v in step.options.items()
     }
-    resolved = replace(step, options=o)
-    if step.run in TRAINERS:
-        trainer, summary = TRAINERS[step.run]
-        options = step_options(resolved, model=recipe.model, workspace=recipe.workspace, overwrite=overwrite)
-        console.print(summary(trainer(options, console, progress)))
-    elif step.run == "evaluate":
-        result = evaluate(step_options(resolved, model=recipe.model, workspace=recipe.workspace))
-        result["label"] = o.get("label", step.title)
-        console.print(
-            f"{result['label']}: F1 {100 * result['f1']:.1f} (precision {100 * result['precision']:.1f}, "
-            f"recall {100 * result['recall']:.1f}) on {result['sentences']:,} sentences"
-        )
-        return result
-    elif step.run in ("tag", "analyze"):
+    if kind.writes:
         output = output_path(step, recipe, workspace)
         o["output"] = str(output) if output else None
-        options = step_options(replace(step, options=o), model=recipe.model, workspace=recipe.workspace)
-        if step.run == "tag":
-            from xling.tagging.files import tag_file
-
-            tag_file(options, console)
-        else:
-            from xling.analysis.reports import params_table, run_analysis
-
-            result = run_analysis(options, console)
-            if options.analysis == "params":
-                Console().print(params_table(result, recipe.model))
-    return None
+    run_level = {"model": recipe.model, "workspace": recipe.workspace, "overwrite": overwrite}
+    result = kind.perform(step_options(replace(step, options=o), **run_level), console, progress, recipe)
+    if not kind.scores:
+        return None
+    result["label"] = o.get("label", step.title)
+    console.print(
+        f"{result['label']}: F1 {100 * result['f1']:.1f} (precision {100 * result['precision']:.1f}, "
+        f"recall {100 * result['recall']:.1f}) on {result['sentences']:,} sentences"
+    )
+    return result
 
 
 def results_dir(workspace: Workspace, recipe: Recipe) -> Path:
@@ -322,7 +353,7 @@ def results_dir(workspace: Workspace, recipe: Recipe) -> Path:
 def output_path(step: Step, recipe: Recipe, workspace: Workspace) -> Path | None:
     """A tag or analyze step's `output` (an analysis's default file name), inside the recipe's results; None
     for a tag step that prints."""
-    output = step_options(step).output_file() if step.run == "analyze" else step.options.get("output")
+    output = step_options(step).output_file()
     return inside(results_dir(workspace, recipe), output, f"key 'output' of step {step.title!r}") if output else None
 
 
@@ -330,11 +361,9 @@ def output_file(step: Step, recipe: Recipe, workspace: Workspace) -> Path | None
     """The file whose presence says a step finished (saves are atomic), or None."""
     if produces(step):
         return _adapter_file(workspace, *produces(step))
-    if step.run == "evaluate":
+    if RUNS[step.run].scores:
         return results_dir(workspace, recipe) / f"{step.title}.json"
-    if step.run in ("tag", "analyze"):
-        return output_path(step, recipe, workspace)
-    return None
+    return output_path(step, recipe, workspace) if RUNS[step.run].writes else None
 
 
 def _adapter_file(workspace: Workspace, kind: str, name: str) -> Path:
@@ -405,7 +434,7 @@ def _run_once(
         # Outputs found without a record are taken as made with the recipe as it stands.
         ran_with[step.title] = step.options
         write_json_atomic(results_path / STEPS_FILE, ran_with)
-        if step.run == "evaluate":
+        if RUNS[step.run].scores:
             results.append(json.loads((results_path / f"{step.title}.json").read_text()))
     return results
 

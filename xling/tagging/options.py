@@ -44,6 +44,10 @@ class TagOptions:
     device: str = opt("auto", DEVICE_HELP)
     precision: str = opt("auto", INFERENCE_PRECISION_HELP)
 
+    def output_file(self) -> str | None:
+        """The file to write (None: standard output)."""
+        return self.output
+
     def output_format(self) -> str:
         """`format`, else the output file's extension where it names a format, else pretty."""
         extension = self.output.rsplit(".", 1)[-1] if self.output and "." in self.output else ""
