@@ -104,17 +104,7 @@ def select(options: SelectOptions, progress: Progress | None = None, tagger=None
     if tagger is None:
         from xling.tagging.tagger import Tagger  # torch loads here, not for --help
 
-        tagger = Tagger.load(
-            lang=options.lang,
-            adapter=options.task_adapter,
-            model=options.model,
-            workspace=options.workspace,
-            lang_adapter=options.lang_adapter,
-            device=options.device,
-            batch_size=options.batch_size,
-            decoder=options.decoder,
-            precision=options.precision,
-        )
+        tagger = Tagger.from_options(options)
     sentences: Iterable = corpus_sentences(options.corpus)
     if progress is not None:
         total = sum(1 for _ in corpus_sentences(options.corpus))

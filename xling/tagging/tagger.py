@@ -151,15 +151,16 @@ class Tagger:
 
     @classmethod
     def from_options(cls, options: TagOptions | EvaluationOptions) -> Tagger:
-        """The tagger a command's options describe (`xling tag`, `xling evaluate`, their recipe steps)."""
+        """The tagger a command's options describe (`xling tag` and `evaluate`, their recipe steps, and any
+        command's options with the same names, such as `select`'s); an option it lacks takes `load`'s default."""
         return cls.load(
             lang=options.lang,
             task=getattr(options, "task", "ner"),
             adapter=options.task_adapter,
-            fusion=options.fusion,
+            fusion=getattr(options, "fusion", None),
             model=options.model,
             workspace=options.workspace,
-            use_lang_adapter=options.use_lang_adapter,
+            use_lang_adapter=getattr(options, "use_lang_adapter", True),
             lang_adapter=options.lang_adapter,
             device=getattr(options, "device", "auto"),
             batch_size=options.batch_size,
