@@ -101,7 +101,9 @@ def test_export_command_writes_an_adapterhub_directory(trained_workspace, tmp_pa
     assert files == {"adapter_config.json", "pytorch_adapter.bin", "adapter.safetensors", "head_config.json"} | {
         "pytorch_model_head.bin",
         "model_head.safetensors",
+        "README.md",
     }
+    assert "## Intended use and limitations" in (tmp_path / "hub" / "README.md").read_text()
     again = CliRunner().invoke(app, ["export", "ner-en", str(tmp_path / "hub"), "--format", "adapterhub", *where])
     assert again.exit_code != 0 and "already exists" in str(again.exception)
     # A trained language adapter exports without its masked-LM head, which the library has no use for.
@@ -112,6 +114,7 @@ def test_export_command_writes_an_adapterhub_directory(trained_workspace, tmp_pa
         "adapter_config.json",
         "pytorch_adapter.bin",
         "adapter.safetensors",
+        "README.md",
     }
 
 

@@ -177,11 +177,13 @@ def _export_name(key: str, name: str) -> str:
     return f"invertible_adapters.{name}.{key.removeprefix('invertible.')}"
 
 
-def export_adapterhub(directory: Path, target: Path, overwrite: bool = False) -> Path:
+def export_adapterhub(
+    directory: Path, target: Path, overwrite: bool = False, extra_files: dict[str, str] | None = None
+) -> Path:
     """Write the xling bottleneck adapter saved in `directory` (with its tagging head, if it has one) as the
-    `adapters` library saves one, so that its `model.load_adapter(target)` loads it. A language adapter's
-    masked-LM head stays behind: it serves its training only, and the library stacks language adapters
-    without one."""
+    `adapters` library saves one, so that its `model.load_adapter(target)` loads it; `extra_files` (name: text,
+    a model card say) go beside. A language adapter's masked-LM head stays behind: it serves its training
+    only, and the library stacks language adapters without one."""
 
     directory = Path(directory)
     record = read_json(directory / CONFIG_FILE) if (directory / CONFIG_FILE).is_file() else {}
@@ -209,6 +211,8 @@ def export_adapterhub(directory: Path, target: Path, overwrite: bool = False) ->
         write_json_atomic(staging / CONFIG_FILE, {"config": _export_config(record["config"], directory), **about})
         torch.save(weights, staging / "pytorch_adapter.bin")  # what `load_adapter` reads by default
         save_file(weights, str(staging / "adapter.safetensors"))  # what it reads with use_safetensors=True
+        for file_name, text in (extra_files or {}).items():
+            (staging / file_name).write_text(text, encoding="utf-8")
         head = read_json(directory / HEAD_CONFIG_FILE) if (directory / HEAD_CONFIG_FILE).is_file() else {}
         if head and head.get("kind") != "mlm":
             if head.get("kind") != "tagging":

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 
 from xling.cli.options import MODEL, WORKSPACE
-from xling.hub import push
+from xling.hub import CARD_FILE, model_card, push, read_report
 from xling.workspace import Workspace
 
 
@@ -41,10 +41,13 @@ def export_command(
     model: str = MODEL,
     workspace: str = WORKSPACE,
 ):
-    """Write an adapter (with its head) for another library: `model.load_adapter(DIR)` in `adapters`."""
+    """Write an adapter (with its head and model card) for another library: `model.load_adapter(DIR)` in
+    `adapters`."""
     from xling.adapters.adapterhub import export_adapterhub
 
-    export_adapterhub(Workspace(workspace, model).adapter(adapter), target, overwrite=overwrite)
+    directory = Workspace(workspace, model).adapter(adapter)
+    card = model_card(read_report(directory))
+    export_adapterhub(directory, target, overwrite=overwrite, extra_files={CARD_FILE: card})
     Console(stderr=True).print(
         f"[green]wrote[/] {target}: load it with model.load_adapter({str(target)!r})", highlight=False
     )
