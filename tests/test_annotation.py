@@ -444,3 +444,15 @@ def test_the_server_retrains_in_the_background_and_the_next_batch_joins_the_queu
         time.sleep(0.1)
     assert len(state["queue"]) == 9 and not state["retraining"]["running"] and state["retraining"]["failed"] is None
     assert [r["sentences"] for r in state["retraining"]["rounds"]] == [3]
+
+
+def test_the_simulated_annotator_answers_a_span_widened_to_the_gold_entities_it_touches():
+    from bench.active_learning import oracle
+    from xling.annotation.strategies import ProposedSpan
+
+    gold = ["B-ORG", "I-ORG", "I-ORG", "O", "B-LOC"]
+    asked = Candidate(0.5, "k", "a b c d e", focus=ProposedSpan(1, 2, "PER", 0.4))
+    assert oracle(asked, gold, "spans") == ["B-ORG", "I-ORG", "I-ORG", "?", "?"]
+    assert oracle(asked, gold, "correct") == gold
+    outside = Candidate(0.5, "k", "a b c d e", focus=ProposedSpan(3, 4, None, 0.6))
+    assert oracle(outside, gold, "spans") == ["?", "?", "?", "O", "?"]
