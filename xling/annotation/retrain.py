@@ -99,4 +99,7 @@ def command(directory: Path, options: AnnotateOptions) -> list[str]:
 if __name__ == "__main__":
     from xling.options import from_record
 
-    retrain_round(Path(sys.argv[1]), from_record(AnnotateOptions, json.loads(sys.argv[2]), "options"))
+    try:
+        retrain_round(Path(sys.argv[1]), from_record(AnnotateOptions, json.loads(sys.argv[2]), "options"))
+    except XlingError as err:  # the page shows the log's last line: one that says what to do
+        sys.exit(f"error: {err}")
