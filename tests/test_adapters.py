@@ -334,6 +334,17 @@ def test_export_carries_the_tagging_head_and_refuses_what_the_library_lacks(tmp_
     assert head["config"]["label2id"] == {"O": 0, "B-PER": 1, "I-PER": 2}
     weights = torch.load(tmp_path / "exported" / "pytorch_model_head.bin", weights_only=True)
     assert torch.equal(weights["heads.task.1.weight"], model.heads["ner"].classifier.weight)
+    # and back: an AdapterHub adapter loads with its tagging head, which gives the same logits
+    again, _ = _full_model()
+    assert load(again, tmp_path / "exported", name="back") == "back"
+    assert again.heads["back"].labels == ["O", "B-PER", "I-PER"]
+    hidden = torch.randn(2, 5, model.hidden_size)
+    model.heads["ner"].eval()
+    again.heads["back"].eval()
+    assert torch.equal(again.heads["back"](hidden), model.heads["ner"](hidden))
+    bare, _ = _full_model()
+    load(bare, tmp_path / "exported", name="bare", head=False)
+    assert "bare" in bare.adapters and "bare" not in bare.heads
     with pytest.raises(XlingError, match="no equivalent of share_every=2, train_layer_norms=True"):
         export_adapterhub(tmp_path / "ner", tmp_path / "x")
     with pytest.raises(XlingError, match="only bottleneck adapters export"):

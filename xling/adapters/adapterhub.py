@@ -18,6 +18,7 @@ from safetensors.torch import save_file
 
 from xling.adapters.bottleneck import BottleneckConfig
 from xling.adapters.composition import check_name
+from xling.adapters.heads import TaggingHead, TaggingHeadConfig
 from xling.adapters.model import AdaptedModel
 from xling.adapters.weights import CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE, read_weights
 from xling.errors import XlingError
@@ -121,7 +122,42 @@ def check_adapterhub_model(record: dict, model: AdaptedModel, directory: Path) -
         raise XlingError(f"{directory} was trained on {record['model_name']}, not on the loaded model {loaded}")
 
 
-def load_adapterhub(model: AdaptedModel, directory: Path, record: dict, name: str | None = None) -> str:
+def _head_weights(directory: Path) -> dict[str, torch.Tensor]:
+    for file_name in ("model_head.safetensors", "pytorch_model_head.bin"):
+        if (directory / file_name).is_file():
+            return read_weights(directory / file_name)
+    raise XlingError(f"{directory}: head_config.json without model_head.safetensors or pytorch_model_head.bin")
+
+
+def load_adapterhub_head(model: AdaptedModel, directory: Path, saved_name: str, name: str) -> None:
+    """The library's one-layer tagging head (Sequential(Dropout, Linear)) as xling's tagging head."""
+    config = read_json(directory / HEAD_CONFIG_FILE).get("config") or {}
+    kind, layers = config.get("head_type"), config.get("layers", 1)
+    if kind != "tagging" or layers != 1:
+        raise XlingError(
+            f"{directory}: its head ({kind}, {layers} layers) has no xling equivalent; xling loads one-layer tagging heads"
+        )
+    label2id = config.get("label2id") or {}
+    labels = [label for label, _ in sorted(label2id.items(), key=lambda item: item[1])]
+    if len(labels) != config.get("num_labels", len(labels)):
+        raise XlingError(
+            f"{directory}: head_config.json has {len(labels)} labels for num_labels {config['num_labels']}"
+        )
+    prefix = f"heads.{saved_name}.1."
+    weights = {
+        f"classifier.{k.removeprefix(prefix)}": v for k, v in _head_weights(directory).items() if k.startswith(prefix)
+    }
+    head = TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels, dropout=config.get("dropout_prob", 0.1)))
+    missing, unexpected = head.load_state_dict(weights, strict=False)
+    if missing or unexpected:
+        raise XlingError(f"{directory}: the head's weights do not fit its config (missing {missing[:2]})")
+    model.add_head(name, head)
+
+
+def load_adapterhub(
+    model: AdaptedModel, directory: Path, record: dict, name: str | None = None, head: bool = True
+) -> str:
+    """An AdapterHub adapter, with its tagging head when it has one (unless `head` is off)."""
     config = _config(record["config"], directory)
     check_adapterhub_model(record, model, directory)
     saved_name = record.get("name") or directory.name
@@ -138,6 +174,12 @@ def load_adapterhub(model: AdaptedModel, directory: Path, record: dict, name: st
         raise XlingError(
             f"{directory}: weights do not match the adapter config (missing {missing[:3]}, unexpected {unexpected[:3]})"
         )
+    if head and (directory / HEAD_CONFIG_FILE).is_file():
+        try:
+            load_adapterhub_head(model, directory, saved_name, name)
+        except Exception:
+            model.delete(name)
+            raise
     return name
 
 

@@ -141,7 +141,7 @@ def load(model: AdaptedModel, directory: Path, name: str | None = None, head: bo
     directory = Path(directory)
     record = read_config(directory)
     if is_adapterhub(record):
-        return load_adapterhub(model, directory, record, name)
+        return load_adapterhub(model, directory, record, name, head)
     kind = record.get("kind")
     if kind not in ("bottleneck", "fusion", "head"):
         raise XlingError(f"{directory}: unknown adapter kind {kind!r}")
