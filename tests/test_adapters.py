@@ -345,6 +345,16 @@ def test_export_carries_the_tagging_head_and_refuses_what_the_library_lacks(tmp_
     bare, _ = _full_model()
     load(bare, tmp_path / "exported", name="bare", head=False)
     assert "bare" in bare.adapters and "bare" not in bare.heads
+    # the base model is judged by its weights' fingerprint, which the export carries, not by its name or path
+    config_file = tmp_path / "exported" / "adapter_config.json"
+    record = json.loads(config_file.read_text())
+    config_file.write_text(json.dumps(record | {"model_name": "/somewhere/else/copy-of-it"}))
+    load(_full_model()[0], tmp_path / "exported", name="renamed")
+    fingerprint = record["xling_base_model"]["fingerprint"] | {"hidden_size": 999}
+    changed = record["xling_base_model"] | {"fingerprint": fingerprint}
+    config_file.write_text(json.dumps(record | {"xling_base_model": changed}))
+    with pytest.raises(XlingError, match="does not fit the loaded model .* differs in: hidden_size"):
+        load(_full_model()[0], tmp_path / "exported", name="refused")
     with pytest.raises(XlingError, match="no equivalent of share_every=2, train_layer_norms=True"):
         export_adapterhub(tmp_path / "ner", tmp_path / "x")
     with pytest.raises(XlingError, match="only bottleneck adapters export"):

@@ -20,7 +20,14 @@ from xling.adapters.bottleneck import BottleneckConfig
 from xling.adapters.composition import check_name
 from xling.adapters.heads import TaggingHead, TaggingHeadConfig
 from xling.adapters.model import AdaptedModel
-from xling.adapters.weights import CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE, read_weights
+from xling.adapters.weights import (
+    CONFIG_FILE,
+    HEAD_CONFIG_FILE,
+    HEAD_WEIGHTS_FILE,
+    WEIGHTS_FILE,
+    check_base_model,
+    read_weights,
+)
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json, write_json_atomic
 
@@ -43,6 +50,8 @@ _PLACEMENTS = {
 }
 # Where the library keeps an adapter's weights: safetensors (`use_safetensors=True`), else a tensor pickle.
 _WEIGHTS_FILES = ("adapter.safetensors", "pytorch_adapter.bin", "adapter_model.safetensors")
+# Where an export keeps xling's record of the base model (its name and weight fingerprint); the library ignores it.
+XLING_BASE_MODEL = "xling_base_model"
 # The version of the library whose layout export writes (and whose loading the bench script checks).
 EXPORT_VERSION = "adapters.1.3.0"
 # Model types whose layers the library names `encoder.layer.N.(attention.)output` as BERT does, and its class
@@ -106,7 +115,12 @@ def _rename(key: str, saved_name: str) -> str | None:
 
 
 def check_adapterhub_model(record: dict, model: AdaptedModel, directory: Path) -> None:
-    """An AdapterHub adapter says the architecture, hidden size and (often) name of its base model: all must fit."""
+    """An AdapterHub adapter says the architecture, hidden size and (often) name of its base model: all must fit.
+    One that xling exported also carries the fingerprint of its base model's weights, which decides instead of
+    the name (a local copy of the same weights fits whatever its path)."""
+    if isinstance(record.get(XLING_BASE_MODEL), dict):
+        check_base_model(model, {"base_model": record[XLING_BASE_MODEL]}, directory)
+        return
     if record.get("hidden_size") not in (None, model.hidden_size):
         raise XlingError(
             f"{directory} was trained for hidden size {record['hidden_size']}, the model has {model.hidden_size}"
@@ -247,6 +261,7 @@ def export_adapterhub(
         "model_type": model_type,
         "name": name,
         "version": EXPORT_VERSION,
+        XLING_BASE_MODEL: base,
     }
     weights = {_export_name(k, name): v for k, v in read_weights(directory / WEIGHTS_FILE).items()}
     with atomic_directory(Path(target), overwrite=overwrite, replaces=(CONFIG_FILE,)) as staging:

@@ -20,7 +20,14 @@ from xling.adapters.composition import check_name
 from xling.adapters.fusion import FusionConfig
 from xling.adapters.heads import build_head
 from xling.adapters.model import AdaptedModel
-from xling.adapters.weights import CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE, read_weights
+from xling.adapters.weights import (
+    CONFIG_FILE,
+    HEAD_CONFIG_FILE,
+    HEAD_WEIGHTS_FILE,
+    WEIGHTS_FILE,
+    check_base_model,
+    read_weights,
+)
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json, write_json_atomic
 
@@ -35,26 +42,6 @@ def _record(model: AdaptedModel, kind: str, name: str, metadata: dict | None, **
         "base_model": {"name": getattr(model.encoder, "name_or_path", ""), "fingerprint": model.fingerprint},
         **({"metadata": metadata} if metadata else {}),
     }
-
-
-def check_base_model(model: AdaptedModel, saved: dict, path: Path) -> None:
-    expected = saved.get("base_model")
-    if not isinstance(expected, dict) or not isinstance(expected.get("fingerprint"), dict):
-        raise XlingError(
-            f"{Path(path) / CONFIG_FILE} has no base-model fingerprint, so nothing tells which model it fits"
-        )
-    mine = model.fingerprint
-    if lacking := sorted(set(mine) - set(expected["fingerprint"])):
-        raise XlingError(
-            f"{Path(path) / CONFIG_FILE}: the base-model fingerprint lacks {', '.join(lacking)}, so it cannot "
-            "show that the adapter fits this model"
-        )
-    differing = [k for k, v in expected["fingerprint"].items() if mine.get(k) != v]
-    if differing:
-        raise XlingError(
-            f"{path} was trained on base model {expected.get('name') or '?'} and does not fit the loaded model "
-            f"{getattr(model.encoder, 'name_or_path', '') or '?'} (differs in: {', '.join(differing)})"
-        )
 
 
 def read_config(path: Path) -> dict:

@@ -1,4 +1,5 @@
-"""The files an adapter directory holds, and reading weights safely: what saving and AdapterHub import share."""
+"""The files an adapter directory holds, reading weights safely, and checking the base model an adapter names:
+what saving and AdapterHub import share."""
 
 from __future__ import annotations
 
@@ -35,3 +36,25 @@ def read_weights(file: Path) -> dict[str, torch.Tensor]:
     if bad:
         raise XlingError(f"{file} holds non-finite weights (NaN or infinity) in {', '.join(bad[:3])}")
     return state
+
+
+def check_base_model(model, saved: dict, path: Path) -> None:
+    """The base model an adapter's record names (its weights' fingerprint) is the loaded `model`'s, or an error
+    that names both."""
+    expected = saved.get("base_model")
+    if not isinstance(expected, dict) or not isinstance(expected.get("fingerprint"), dict):
+        raise XlingError(
+            f"{Path(path) / CONFIG_FILE} has no base-model fingerprint, so nothing tells which model it fits"
+        )
+    mine = model.fingerprint
+    if lacking := sorted(set(mine) - set(expected["fingerprint"])):
+        raise XlingError(
+            f"{Path(path) / CONFIG_FILE}: the base-model fingerprint lacks {', '.join(lacking)}, so it cannot "
+            "show that the adapter fits this model"
+        )
+    differing = [k for k, v in expected["fingerprint"].items() if mine.get(k) != v]
+    if differing:
+        raise XlingError(
+            f"{path} was trained on base model {expected.get('name') or '?'} and does not fit the loaded model "
+            f"{getattr(model.encoder, 'name_or_path', '') or '?'} (differs in: {', '.join(differing)})"
+        )
