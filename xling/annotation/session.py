@@ -46,16 +46,13 @@ def session_dir(workspace: Workspace, name: str) -> Path:
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    """The records of a JSON-lines file; a last line cut short by a kill is cut off the file."""
+    """The records of a JSON-lines file's complete lines: a last line without its newline (a write cut short by
+    a kill, or one under way in another process) is left out, never cut off: only the file's writer does that."""
     if not path.is_file():
         return []
     data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        data = data[: data.rfind(b"\n") + 1]
-        with open(path, "r+b") as f:
-            f.truncate(len(data))
     records = []
-    for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
+    for number, line in enumerate(data[: data.rfind(b"\n") + 1].decode("utf-8").splitlines(), start=1):
         try:
             records.append(json.loads(line))
         except json.JSONDecodeError:
@@ -64,9 +61,15 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def append_jsonl(path: Path, record: dict) -> None:
-    """One line added and synced to disk before this returns."""
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    """One line added and synced to disk before this returns. The file's one writer calls it: a line an earlier
+    writer left cut short by a kill is cut off first, so that the new line stands on its own."""
+    with open(path, "a+b") as f:
+        end = f.seek(0, os.SEEK_END)
+        if end and f.seek(end - 1) is not None and f.read(1) != b"\n":
+            f.seek(0)
+            data = f.read()
+            f.truncate(data.rfind(b"\n") + 1)
+        f.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
         f.flush()
         os.fsync(f.fileno())
 
