@@ -353,7 +353,7 @@ def test_export_carries_the_tagging_head_and_refuses_what_the_library_lacks(tmp_
     fingerprint = record["xling_base_model"]["fingerprint"] | {"hidden_size": 999}
     changed = record["xling_base_model"] | {"fingerprint": fingerprint}
     config_file.write_text(json.dumps(record | {"xling_base_model": changed}))
-    with pytest.raises(XlingError, match="does not fit the loaded model .* differs in: hidden_size"):
+    with pytest.raises(XlingError, match="does not fit the loaded model .*differs in: hidden_size"):
         load(_full_model()[0], tmp_path / "exported", name="refused")
     with pytest.raises(XlingError, match="no equivalent of share_every=2, train_layer_norms=True"):
         export_adapterhub(tmp_path / "ner", tmp_path / "x")
