@@ -44,11 +44,10 @@ def value(row: dict, with_seeds: bool = False) -> str:
     metric = row.get("metric", "f1")
     scale = 100 if metric == "f1" else 1
     text = f"{scale * row[metric]:.1f}"
-    text += (
-        f" ± {scale * row[metric + '_std']:.1f}"
-        if len(row["per_seed"]) > 1
-        else f" (seed {row['per_seed'][0]['seed']})"
-    )
+    if len(row["per_seed"]) > 1:
+        text += f" ± {scale * row[metric + '_std']:.1f}"
+    elif metric == "f1":  # a timing has no seed to name
+        text += f" (seed {row['per_seed'][0]['seed']})"
     if with_seeds:
         text = " / ".join(f"{scale * s[metric]:.1f}" for s in row["per_seed"]) + f" | {text}"
     return text
