@@ -46,8 +46,8 @@ def value(row: dict, with_seeds: bool = False) -> str:
     text = f"{scale * row[metric]:.1f}"
     if len(row["per_seed"]) > 1:
         text += f" ± {scale * row[metric + '_std']:.1f}"
-    elif metric == "f1":  # a timing has no seed to name
-        text += f" (seed {row['per_seed'][0]['seed']})"
+    else:  # a score names its seed; a timing, that it is one run
+        text += f" (seed {row['per_seed'][0]['seed']})" if metric == "f1" else " (one run)"
     if with_seeds:
         text = " / ".join(f"{scale * s[metric]:.1f}" for s in row["per_seed"]) + f" | {text}"
     return text
