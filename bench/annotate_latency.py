@@ -2,7 +2,7 @@
 next frame after the page has redrawn, over every key a person presses to label WikiANN-qu dev sentences
 (move, select, label, remove, accept). Writes `results/annotation/latency.json`. Under a minute:
 
-    python -m bench.annotate_latency
+    python -m bench.annotate_latency [--screenshot docs/img/annotate.png]
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ def session_from_gold(workspace: Path) -> Session:
     directory = session_dir(Workspace(str(workspace), options.model), "qu")
     start_session(directory, options)
     items = []
-    for number, sentence in enumerate(read_conll(corpora_root() / "ner" / "wikiann-qu" / "dev")[:SENTENCES]):
+    sentences = read_conll(corpora_root() / "ner" / "wikiann-qu" / "dev")[:SENTENCES]
+    sentences.sort(key=lambda s: -sum(t.startswith("B-") for t in s.tags))  # the first, pictured, has several
+    for number, sentence in enumerate(sentences):
         text, words, cursor = " ".join(sentence.tokens), [], 0
         for token in sentence.tokens:
             words.append([cursor, cursor + len(token)])
@@ -53,13 +55,23 @@ def session_from_gold(workspace: Path) -> Session:
 
 
 def main() -> None:
+    import argparse
+
     from selenium.webdriver.common.keys import Keys
 
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--screenshot", help="Also save the page as it first shows, as this PNG (the docs' picture).")
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workspace:
         session = session_from_gold(Path(workspace))
         with served(session, AnnotateOptions(session="qu", retrain=False)) as address, chromium() as driver:
             driver.get(address)
             wait_for(driver, "window.xlingPage.item")
+            if args.screenshot:
+                press(driver, Keys.ARROW_RIGHT)
+                shift_right(driver)
+                driver.save_screenshot(args.screenshot)
+                press(driver, Keys.ESCAPE)
             for number in range(SENTENCES):
                 press(driver, Keys.ARROW_RIGHT)
                 shift_right(driver)
