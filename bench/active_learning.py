@@ -29,7 +29,7 @@ from bench.common import REPO, corpora_root
 from xling.annotation.options import SelectOptions
 from xling.annotation.retrain import TRAINING
 from xling.annotation.select import corpus_sentences, eligible, rank, sentence_id
-from xling.annotation.strategies import Candidate, pick
+from xling.annotation.strategies import Candidate, entity_spans, pick
 from xling.data.conll import UNJUDGED, Sentence, conll_text, read_conll
 from xling.fileio import write_text_atomic
 
@@ -38,27 +38,15 @@ MODEL = "e5-small"
 ZERO_SHOT = {"lang-qu", "lang-en", "ner-en"}
 
 
-def entities(tags: list[str]) -> list[tuple[int, int]]:
-    """Word ranges of the entities of IOB2 tags."""
-    found, start = [], None
-    for i, tag in enumerate([*tags, "O"]):
-        if start is not None and not tag.startswith("I-"):
-            found.append((start, i))
-            start = None
-        if tag.startswith("B-"):
-            start = i
-    return found
-
-
 def oracle(candidate: Candidate, gold: list[str], mode: str) -> list[str]:
     """What the annotator answers: the whole sentence, or the proposed span widened to the gold entities it
     touches, the rest unjudged."""
     if mode == "correct":
         return list(gold)
     start, end = candidate.focus.start, candidate.focus.end
-    for first, last in entities(gold):
-        if first < end and start < last:
-            start, end = min(start, first), max(end, last)
+    for span in entity_spans(gold, [1.0] * len(gold)):  # the gold entities (certain: no doubtful runs)
+        if span.start < end and start < span.end:
+            start, end = min(start, span.start), max(end, span.end)
     tags = [UNJUDGED] * len(gold)
     tags[start:end] = gold[start:end]
     return tags

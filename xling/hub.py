@@ -86,14 +86,20 @@ def public_name(source: str) -> str:
     return source if source.startswith("corpus:") or hub_dataset_id(source) else "local data"
 
 
-def dataset_ids(sources: list[str]) -> list[str]:
-    """The Hub datasets the sources come from: named directly (`wikiann:qu`) or through the catalogue."""
+def catalogued(source: str):
+    """The catalogue's entry for a `corpus:NAME[/SPLIT]` source, None for any other."""
     from xling.data.catalog import load_catalog
 
-    catalog, found = load_catalog(), set()
+    return load_catalog().get(source.removeprefix("corpus:").split("/")[0]) if source.startswith("corpus:") else None
+
+
+def dataset_ids(sources: list[str]) -> list[str]:
+    """The Hub datasets the sources come from: named directly (`wikiann:qu`) or through the catalogue."""
+
+    found = set()
     for source in sources:
         if source.startswith("corpus:"):
-            corpus = catalog.get(source.removeprefix("corpus:").split("/")[0])
+            corpus = catalogued(source)
             source = corpus.hub if corpus and corpus.hub else ""
         found.add(hub_dataset_id(source) if source else None)
     return sorted(d for d in found if d)
@@ -198,11 +204,10 @@ CITATION = """- Pfeiffer, Vulić, Gurevych, Ruder. MAD-X: An Adapter-Based Frame
 
 
 def licences(report: dict) -> str:
-    from xling.data.catalog import load_catalog
 
-    catalog, data = load_catalog(), []
+    data = []
     for source in dict.fromkeys(public_name(s) for s in data_sources(report)):
-        corpus = catalog.get(source.removeprefix("corpus:").split("/")[0]) if source.startswith("corpus:") else None
+        corpus = catalogued(source)
         data.append(f"{source}: {corpus.licence}" if corpus and corpus.licence else f"{source}: see its own licence")
     base = (
         "MIT (intfloat/multilingual-e5-small)"

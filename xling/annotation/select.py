@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from xling.annotation.options import SelectOptions
@@ -18,14 +18,12 @@ from xling.annotation.strategies import Best, Candidate, pick, random_score, rat
 from xling.data.conll import looks_like_conll, read_lines, read_tokens
 from xling.data.text import expand_sources
 from xling.errors import XlingError
+from xling.tagging.files import Progress
 from xling.tagging.words import tokenize
 from xling.workspace import Workspace
 
 POOL = 10  # candidates kept per batch item, for the diversity rules to choose among
 CHUNK = 256  # sentences tagged at a time
-
-# Wraps a stream of sentences with a progress display, given how many there will be.
-Progress = Callable[[Iterable, int], Iterator]
 
 
 def sentence_id(text: str) -> str:
