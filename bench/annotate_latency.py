@@ -20,6 +20,7 @@ from xling.annotation.session import Session, session_dir, start_session, write_
 from xling.data.conll import read_conll
 from xling.device import machine_name
 from xling.recipes import source_commit
+from xling.tagging.words import joined
 from xling.workspace import Workspace
 
 SENTENCES = 40
@@ -34,10 +35,8 @@ def session_from_gold(workspace: Path) -> Session:
     sentences = read_conll(corpora_root() / "ner" / "wikiann-qu" / "dev")[:SENTENCES]
     sentences.sort(key=lambda s: -sum(t.startswith("B-") for t in s.tags))  # the first, pictured, has several
     for number, sentence in enumerate(sentences):
-        text, words, cursor = " ".join(sentence.tokens), [], 0
-        for token in sentence.tokens:
-            words.append([cursor, cursor + len(token)])
-            cursor += len(token) + 1
+        text, tokens = joined(sentence.tokens)
+        words = [[t.start, t.end] for t in tokens]
         probabilities = [0.7] * len(words)
         items.append(
             {"id": f"s{number}", "text": text, "words": words, "tags": sentence.tags, "focus": None}

@@ -19,7 +19,7 @@ from xling.data.conll import looks_like_conll, read_lines, read_tokens
 from xling.data.text import expand_sources
 from xling.errors import XlingError
 from xling.tagging.files import Progress
-from xling.tagging.words import tokenize
+from xling.tagging.words import joined, tokenize
 from xling.workspace import Workspace
 
 POOL = 10  # candidates kept per batch item, for the diversity rules to choose among
@@ -36,11 +36,8 @@ def corpus_sentences(corpus: str) -> Iterator[tuple[str, list[list[int]]]]:
     for path in expand_sources([corpus]):
         if looks_like_conll(path):
             for tokens in read_tokens(read_lines(path)):
-                text, words, cursor = " ".join(tokens), [], 0
-                for token in tokens:
-                    words.append([cursor, cursor + len(token)])
-                    cursor += len(token) + 1
-                yield text, words
+                text, words = joined(tokens)
+                yield text, [[w.start, w.end] for w in words]
         else:
             for _, line in read_lines(path):
                 line = line.strip()

@@ -22,7 +22,7 @@ from xling.models.loading import DEFAULT_MODEL
 from xling.tagging.decoding import DEFAULT_DECODER, check_decoder, decode
 from xling.tagging.predict import predict_probabilities
 from xling.tagging.reading import ready_chunks
-from xling.tagging.words import Token, split_sentences, tokenize
+from xling.tagging.words import Token, joined, split_sentences, tokenize
 from xling.trained_tasks import load_fusion_model, load_task_model
 from xling.workspace import Workspace, check_lang
 
@@ -206,10 +206,7 @@ class Tagger:
         """Pre-tokenised sentences -> tagged texts, each the tokens joined by single spaces."""
         results = []
         for tokens, tagged in zip(sentences, self.tag_words(sentences)):
-            text, words, cursor = " ".join(tokens), [], 0
-            for token in tokens:
-                words.append(Token(token, cursor, cursor + len(token)))
-                cursor += len(token) + 1
+            text, words = joined(tokens)
             tags, scores = [t for t, _ in tagged], [p for _, p in tagged]
             results.append(TaggedText(text, words, tags, scores, spans_from_tags(text, words, tags, scores)))
         return results

@@ -26,6 +26,15 @@ def tokenize(text: str) -> list[Token]:
     return [Token(m.group(), m.start(), m.end()) for m in WORD.finditer(text)]
 
 
+def joined(tokens: list[str]) -> tuple[str, list[Token]]:
+    """Pre-tokenised words as one text, joined by single spaces, with each word's offsets in it."""
+    words, cursor = [], 0
+    for token in tokens:
+        words.append(Token(token, cursor, cursor + len(token)))
+        cursor += len(token) + 1
+    return " ".join(tokens), words
+
+
 def split_sentences(text: str) -> list[tuple[int, int]]:
     """(start, end) of each sentence of running text: after . ! ? and a capital or digit."""
     spans, start = [], 0
