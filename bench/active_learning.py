@@ -10,18 +10,25 @@ with `--unjudged o` taught as `O` (what partial labels would cost if nobody mark
 Starts from the `lang-qu`, `lang-en` and `ner-en` adapters of `--workspace`, trained there by the zero-shot steps
 of `recipes/quality-qu.toml` (seed 1) when missing; every run of a setting and seed starts from the same
 `ner-en`, so the seeds vary the selection and the retraining. Writes `results/active-qu/<setting>.json` and the
-learning curves `docs/img/active-qu.png`. Each round is a training run: on 2 CPU cores about a minute at 25
-sentences and several at 400.
+learning curves `docs/img/active-qu.png`. Each round is a training run: on 2 CPU cores one to three minutes,
+some six hours for every setting and seed; `--jobs 15` runs them side by side on a GPU. A run saves its state
+after every round (`<workspace>/seed-1/active-runs/`), so a stopped run, or one copied from another machine
+with that folder (its last adapter is trained again if missing), goes on from its last round; `--report`
+writes the results from the saved rounds alone.
 
-    python -m bench.active_learning --settings random:correct,entity:correct,entity:spans --seeds 1,2,3
+    python -m bench.active_learning --seeds 1,2,3                     # the four settings
+    python -m bench.active_learning --settings entity:spans --unjudged o
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import shutil
 import statistics
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,7 +38,7 @@ from xling.annotation.retrain import TRAINING
 from xling.annotation.select import corpus_sentences, eligible, rank, sentence_id
 from xling.annotation.strategies import Candidate, entity_spans, pick
 from xling.data.conll import UNJUDGED, Sentence, conll_text, read_conll
-from xling.fileio import write_text_atomic
+from xling.fileio import write_json_atomic, write_text_atomic
 
 ROUND = 25
 MODEL = "e5-small"
@@ -63,23 +70,53 @@ def starting_adapters(workspace: Path) -> None:
     run_recipe(recipe.file, recipe=replace(recipe, workspace=str(workspace), steps=steps, seeds=[1]))
 
 
-def simulate(setting: str, seed: int, workspace: str, rounds: int, unjudged: str, epochs: int) -> list[dict]:
-    """One run: the dev F1 after each round, with the sentences and words annotated so far."""
+def run_name(setting: str, unjudged: str) -> str:
+    return setting.replace(":", "-") + ("-unjudged-as-o" if unjudged == "o" else "")
+
+
+def state_file(workspace: str, name: str, seed: int) -> Path:
+    return Path(workspace) / "active-runs" / f"{name}-{seed}.json"
+
+
+def train_round(answers: list[Sentence], adapter: str, seed: int, workspace: str, unjudged: str, epochs: int):
+    """The task adapter trained again from `ner-en` on every answer so far, with the annotation page's settings;
+    its training report."""
     from xling.options import build
-    from xling.tagging.tagger import Tagger
     from xling.train.config import TaskAdapterOptions
     from xling.train.task import train_task_adapter
+
+    taught = [Sentence(s.tokens, [("O" if t == UNJUDGED and unjudged == "o" else t) for t in s.tags]) for s in answers]
+    train_file = Path(workspace) / f"{adapter}.conll"
+    write_text_atomic(train_file, conll_text(taught))
+    values = {"task": "ner", "lang": "qu", "train": str(train_file), "dev": "corpus:wikiann-qu/dev"}
+    values |= {"init_from": "ner-en", "name": adapter, "overwrite": True, "restart": True, "epochs": epochs}
+    values |= {"seed": seed, "model": MODEL, "workspace": workspace, "precision": "fp32", **TRAINING}
+    report = train_task_adapter(build(TaskAdapterOptions, values))
+    train_file.unlink()
+    return report
+
+
+def simulate(setting: str, seed: int, workspace: str, rounds: int, unjudged: str, epochs: int) -> list[dict]:
+    """One run: the dev F1 after each round, with the sentences and words annotated so far. The run's state
+    (answers, curve, the latest adapter's name) is saved after every round, so a stopped run goes on from its
+    last round, on this machine or another."""
+    from xling.device import machine_name
+    from xling.tagging.tagger import Tagger
+    from xling.workspace import Workspace
 
     strategy, mode = setting.split(":")
     pool = corpora_root() / "ner" / "wikiann-qu" / "extra"
     gold = {sentence_id(" ".join(s.tokens)): s.tags for s in read_conll(pool)}
     options = SelectOptions(corpus=str(pool), lang="qu", strategy=strategy, mode=mode, size=ROUND, seed=seed)
     options = replace(options, min_words=1, max_words=1000, workspace=workspace, model=MODEL, precision="fp32")
-    taken: set[str] = set()
-    answers: list[Sentence] = []
-    adapter, curve = "ner-en", []
-    train_file = Path(workspace) / f"al-{strategy}-{mode}-{unjudged}-{seed}.conll"
-    for number in range(1, rounds + 1):
+    name, saved = run_name(setting, unjudged), state_file(workspace, run_name(setting, unjudged), seed)
+    state = json.loads(saved.read_text()) if saved.exists() else {"curve": [], "answers": [], "adapter": "ner-en"}
+    answers = [Sentence(tokens, tags) for tokens, tags in state["answers"]]
+    taken, adapter, curve = {sentence_id(" ".join(s.tokens)) for s in answers}, state["adapter"], state["curve"]
+    adapters = Workspace(workspace, MODEL)
+    if len(curve) < rounds and not adapters.adapter_dir("task", adapter).is_dir():
+        train_round(answers, adapter, seed, workspace, unjudged, epochs)  # the state came without its adapter
+    for number in range(len(curve) + 1, rounds + 1):
         started = time.perf_counter()
         tagger = Tagger.load(lang="qu", adapter=adapter, model=MODEL, workspace=workspace, precision="fp32")
         stream = eligible(options, corpus_sentences(options.corpus), set(taken))
@@ -87,20 +124,16 @@ def simulate(setting: str, seed: int, workspace: str, rounds: int, unjudged: str
             taken.add(candidate.key)
             tokens = [candidate.text[s:e] for s, e in candidate.words]
             answers.append(Sentence(tokens, oracle(candidate, gold[candidate.key], mode)))
-        taught = [
-            Sentence(s.tokens, [("O" if t == UNJUDGED and unjudged == "o" else t) for t in s.tags]) for s in answers
-        ]
-        write_text_atomic(train_file, conll_text(taught))
-        adapter = f"al-{strategy}-{mode}-{seed}"
-        values = {"task": "ner", "lang": "qu", "train": str(train_file), "dev": "corpus:wikiann-qu/dev"}
-        values |= {"init_from": "ner-en", "name": adapter, "overwrite": True, "restart": True, "epochs": epochs}
-        values |= {"seed": seed, "model": MODEL, "workspace": workspace, "precision": "fp32", **TRAINING}
-        report = train_task_adapter(build(TaskAdapterOptions, values))
+        previous, adapter = adapter, f"al-{name}-{seed}-r{number}"
+        report = train_round(answers, adapter, seed, workspace, unjudged, epochs)
         words = sum(1 for s in answers for t in s.tags if t != UNJUDGED)
         curve.append({"round": number, "sentences": len(answers), "words": words, "f1": report["best"]["f1"]})
-        curve[-1]["seconds"] = round(time.perf_counter() - started, 1)
-        print(json.dumps({"setting": setting, "seed": seed, **curve[-1]}), flush=True)
-    return curve
+        curve[-1] |= {"seconds": round(time.perf_counter() - started, 1), "machine": machine_name()}
+        write_json_atomic(saved, {"curve": curve, "answers": [[s.tokens, s.tags] for s in answers], "adapter": adapter})
+        if previous != "ner-en":  # only the latest round's adapter is needed to go on
+            shutil.rmtree(adapters.adapter_dir("task", previous), ignore_errors=True)
+        print(json.dumps({"setting": name, "seed": seed, **curve[-1]}), flush=True)
+    return curve[:rounds]
 
 
 def rows(curves: dict[int, list[dict]], label: str) -> list[dict]:
@@ -144,11 +177,41 @@ def plot(results: Path, out: Path) -> None:
     figure.savefig(out, dpi=110)
 
 
-def main() -> None:
+def machines(curves: dict[int, list[dict]]) -> str:
+    """Which machines ran which rounds (a run may go on elsewhere from its saved state)."""
+    spans: list[list] = []
+    for position in range(min(len(c) for c in curves.values())):
+        name = " and ".join(sorted({curve[position]["machine"] for curve in curves.values()}))
+        if spans and spans[-1][0] == name:
+            spans[-1][2] = position + 1
+        else:
+            spans.append([name, position + 1, position + 1])
+    if len(spans) == 1:
+        return spans[0][0]
+    return "; ".join(
+        f"{name} (round {first})" if first == last else f"{name} (rounds {first}-{last})" for name, first, last in spans
+    )
+
+
+def write_results(results: Path, name: str, curves: dict[int, list[dict]]) -> None:
     from xling import __version__
-    from xling.device import machine_name
     from xling.recipes import source_commit
 
+    data = {"recipe": f"active learning, {name}", "seeds": list(curves), "model": MODEL}
+    data |= {"xling_version": __version__, "commit": source_commit()}
+    data["machine"] = machines(curves)
+    data["rows"] = rows(curves, name)
+    results.mkdir(parents=True, exist_ok=True)
+    (results / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n")
+
+
+def saved_curves(workspace: str, name: str, seeds: list[int], rounds: int) -> dict[int, list[dict]]:
+    """The seeds' curves as far as their saved states go (`--report`)."""
+    files = {seed: state_file(workspace, name, seed) for seed in seeds}
+    return {seed: json.loads(f.read_text())["curve"][:rounds] for seed, f in files.items() if f.exists()}
+
+
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--settings", default="random:correct,uncertainty:correct,entity:correct,entity:spans")
     parser.add_argument("--seeds", default="1,2,3")
@@ -156,22 +219,26 @@ def main() -> None:
     parser.add_argument("--unjudged", choices=("ignore", "o"), default="ignore")
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--workspace", default=str(REPO / "xling-workspace" / "active-qu"))
+    parser.add_argument("--jobs", type=int, default=1, help="runs side by side (on a GPU: one per setting and seed)")
+    parser.add_argument("--report", action="store_true", help="only write results from the runs' saved rounds")
+    parser.add_argument("--results", default=str(REPO / "results" / "active-qu"), help="where results go")
+    parser.add_argument("--plot", default=str(REPO / "docs" / "img" / "active-qu.png"), help="the learning curves")
     args = parser.parse_args()
-    starting_adapters(Path(args.workspace))
     workspace = str(Path(args.workspace) / "seed-1")
-    results = REPO / "results" / "active-qu"
-    for setting in args.settings.split(","):
-        name = setting.replace(":", "-") + ("-unjudged-as-o" if args.unjudged == "o" else "")
-        curves = {
-            int(s): simulate(setting, int(s), workspace, args.rounds, args.unjudged, args.epochs)
-            for s in args.seeds.split(",")
-        }
-        data = {"recipe": f"active learning, {name}", "seeds": list(curves), "model": MODEL}
-        data |= {"xling_version": __version__, "commit": source_commit(), "machine": machine_name()}
-        data["rows"] = rows(curves, name)
-        results.mkdir(parents=True, exist_ok=True)
-        (results / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n")
-    plot(results, REPO / "docs" / "img" / "active-qu.png")
+    results, seeds = Path(args.results), [int(s) for s in args.seeds.split(",")]
+    names = {setting: run_name(setting, args.unjudged) for setting in args.settings.split(",")}
+    if not args.report:
+        starting_adapters(Path(args.workspace))
+        runs = [(setting, seed) for setting in names for seed in seeds]
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            for future in [
+                pool.submit(simulate, *run, workspace, args.rounds, args.unjudged, args.epochs) for run in runs
+            ]:
+                future.result()
+    for name in names.values():
+        if curves := saved_curves(workspace, name, seeds, args.rounds):
+            write_results(results, name, curves)
+    plot(results, Path(args.plot))
 
 
 if __name__ == "__main__":

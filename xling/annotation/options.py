@@ -28,7 +28,7 @@ class SelectOptions:
     )
     lang: str = opt(help="Language of the text: its language adapter goes under the task adapter.")
     session: str | None = opt(None, "The annotation session (default: the language code); its batches add up.")
-    strategy: str = opt("entity", f"Which sentences first: {', '.join(STRATEGIES)}.")
+    strategy: str = opt("uncertainty", f"Which sentences first: {', '.join(STRATEGIES)}.")
     mode: str = opt(
         "correct", "correct: a person labels whole sentences; spans: one proposed span at a time (partial labels)."
     )
