@@ -21,10 +21,10 @@ from pathlib import Path
 
 import torch
 
-from xling.adapters import AdaptedModel, BottleneckConfig, Stack
+from tests.tiny import random_madx_adapters
+from xling.adapters import AdaptedModel, Stack
 from xling.adapters.adapterhub import export_adapterhub
-from xling.adapters.heads import TaggingHead, TaggingHeadConfig
-from xling.adapters.saving import load, save
+from xling.adapters.saving import load
 from xling.models import load_model, resolve_model_dir
 
 SENTENCES = [
@@ -51,18 +51,6 @@ json.dump({"logits": logits.tolist(), "lang": lang, "task": task}, sys.stdout)
 """
 
 
-def fresh_adapters(out: Path) -> tuple[Path, Path]:
-    torch.manual_seed(0)
-    model = AdaptedModel(load_model("e5-small")[0])
-    model.add_adapter("qu", BottleneckConfig.preset("madx-lang"))
-    model.add_adapter("ner", BottleneckConfig.preset("pfeiffer"))
-    model.add_head("ner", TaggingHead(model.hidden_size, TaggingHeadConfig(["O", "B-PER", "I-PER", "B-LOC", "I-LOC"])))
-    with torch.no_grad():  # fresh adapters are near the identity: make them change the outputs
-        for parameter in [*model.adapters.parameters(), *model.heads.parameters()]:
-            parameter.normal_(0, 0.05)
-    return save(model, "qu", out / "xling-qu"), save(model, "ner", out / "xling-ner")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--library-python", default=str(Path(tempfile.gettempdir()) / "anchor-venv" / "bin" / "python"))
@@ -77,7 +65,7 @@ def main() -> None:
         if args.lang_adapter and args.task_adapter:
             lang_dir, task_dir = Path(args.lang_adapter), Path(args.task_adapter)
         else:
-            lang_dir, task_dir = fresh_adapters(out)
+            lang_dir, task_dir = random_madx_adapters(AdaptedModel(load_model("e5-small")[0]), out)
         encoder, tokenizer = load_model("e5-small")
         model = AdaptedModel(encoder)
         lang, task = load(model, lang_dir, name="qu", head=False), load(model, task_dir, name="ner")

@@ -265,6 +265,21 @@ def test_mismatched_base_model_is_refused_before_loading(tmp_path):
     assert len(other.adapters) == 0
 
 
+def test_the_embedded_weights_and_the_hubs_of_the_same_model_pass_with_a_warning(tmp_path):
+    model, _ = _full_model(seed=0)
+    model.encoder.name_or_path = "multilingual-e5-small"  # the embedded default's 4-bit weights
+    save(model, "qu", tmp_path / "qu")
+    hubs, _ = adapted(seed=1)  # other weights, named as the Hub model the embedded one was converted from
+    hubs.encoder.name_or_path = "intfloat--multilingual-e5-small"
+    with pytest.warns(UserWarning, match="other weights of the same model"):
+        load(hubs, tmp_path / "qu")
+    assert "qu" in hubs.adapters
+    another, _ = adapted(seed=1)
+    another.encoder.name_or_path = "xlm-roberta-base"
+    with pytest.raises(XlingError, match="does not fit.*embedding_sha256"):
+        load(another, tmp_path / "qu")
+
+
 def test_existing_directory_needs_overwrite_and_failed_save_leaves_nothing(tmp_path, monkeypatch):
     model, _ = _full_model()
     save(model, "qu", tmp_path / "qu")

@@ -140,7 +140,7 @@ def test_interrupted_conversion_leaves_nothing(tmp_path, monkeypatch):
 def test_cache_is_keyed_by_source_hash(embedded, monkeypatch):
     path = embedded_module.embedded_dir()
     sha = embedded_module.file_sha256(embedded_module.source_path())
-    assert path.name == f"multilingual-e5-small-{sha[:16]}"
+    assert path.name == f"multilingual-e5-small-{sha[:16]}-c{embedded_module.CONVERSION}"
 
     def must_not_convert(*args, **kwargs):
         raise AssertionError("converted again although the cache is complete")

@@ -226,6 +226,12 @@ def test_seeds_run_each_training_step_per_seed_and_report_mean_and_spread(tmp_pa
     assert f"| {100 * row['f1']:.1f} ± {100 * row['f1_std']:.1f} |" in table
     saved = json.loads((workspace / "tinybert" / "results" / "tiny" / "results.json").read_text())
     assert saved["rows"] == rows and saved["recipe"] == "tiny" and saved["machine"]
+    for seed, own in zip((1, 2), per_seed):  # each seed's task adapter carries the recipe's scores of it
+        adapter = workspace / f"seed-{seed}" / "tinybert" / "task" / "ner-en"
+        [evaluation] = json.loads((adapter / "report.json").read_text())["evaluations"]
+        assert evaluation["f1"] == own and evaluation["seeds"] == [1, 2] and evaluation["f1_mean"] == row["f1"]
+        card = (adapter / "README.md").read_text()
+        assert "## Evaluations (recipe tiny)" in card and f"| {100 * own:.1f} | {100 * row['f1']:.1f} ± " in card
 
 
 def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path, trained_workspace):

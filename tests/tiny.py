@@ -135,3 +135,20 @@ def run_xling(*args, env: dict | None = None, **options) -> subprocess.Completed
     """`python -m xling ARGS` as a user runs it, with its output captured as text; `env` adds to the environment."""
     command = [sys.executable, "-m", "xling", *map(str, args)]
     return subprocess.run(command, capture_output=True, text=True, env={**os.environ, **(env or {})}, **options)
+
+
+def random_madx_adapters(model, out: Path) -> tuple[Path, Path]:
+    """A MAD-X language adapter and a task adapter with a head, with weights large enough to move every output."""
+    from xling.adapters import BottleneckConfig
+    from xling.adapters.heads import TaggingHead, TaggingHeadConfig
+    from xling.adapters.saving import save
+
+    torch.manual_seed(0)
+    model.add_adapter("qu", BottleneckConfig.preset("madx-lang"))
+    model.add_adapter("ner", BottleneckConfig.preset("pfeiffer"))
+    labels = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG"]
+    model.add_head("ner", TaggingHead(model.hidden_size, TaggingHeadConfig(labels)))
+    with torch.no_grad():
+        for parameter in [*model.adapters.parameters(), *model.heads.parameters()]:
+            parameter.normal_(0, 0.05)
+    return save(model, "qu", out / "xling-qu"), save(model, "ner", out / "xling-ner")

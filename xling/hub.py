@@ -17,6 +17,7 @@ from xling import __version__
 from xling.data.hub_datasets import hub_dataset_id
 from xling.errors import XlingError, is_network_error
 from xling.fileio import read_json
+from xling.models.embedded import EMBEDDED_ALIASES, embedded_identity
 from xling.models.loading import hub_id
 
 CARD_FILE = "README.md"
@@ -121,11 +122,20 @@ def eval_results(report: dict, kind: str) -> list[EvalResult] | None:
     return [result]
 
 
+# Where the embedded default's exact weights are (not the Hub's fp32 ones): for the `adapters` snippet.
+EMBEDDED_BASE_LINES = [
+    "# xling's embedded weights, not the Hub's fp32 ones: `xling models pull e5-small` prints their folder",
+    'base = "BASE_DIR"',
+]
+
+
+def is_embedded(spec: str) -> bool:
+    return spec in EMBEDDED_ALIASES
+
+
 def base_model_text(spec: str) -> str:
     """What the base model's weights are, exactly: the embedded default is a 4-bit conversion, not the Hub's."""
-    from xling.models.embedded import EMBEDDED_ALIASES, embedded_identity
-
-    return embedded_identity() if spec in EMBEDDED_ALIASES else (hub_id(spec) or Path(spec or "?").name)
+    return embedded_identity() if is_embedded(spec) else (hub_id(spec) or Path(spec or "?").name)
 
 
 def card_rows(report: dict, kind: str, lang: str | None) -> list[tuple[str, str]]:
@@ -155,7 +165,40 @@ def card_rows(report: dict, kind: str, lang: str | None) -> list[tuple[str, str]
     return rows
 
 
-def usage(kind: str, spec: str, lang: str | None, base: str | None) -> str:
+def library_snippet(kind: str, spec: str, base: str | None, embedded: bool) -> str:
+    """Loading the adapter exported to `DIR` in the AdapterHub `adapters` library (a task adapter on a language
+    adapter in `LANG_DIR`, as a `pipeline()`), in code that runs as written once the names are filled in."""
+    base_lines = EMBEDDED_BASE_LINES if embedded else [f'base = "{base or "BASE_DIR"}"']
+    lines = [
+        "from adapters import AutoAdapterModel",
+        "from adapters.composition import Stack",
+        "from transformers import AutoTokenizer, pipeline",
+        "",
+        *base_lines,
+        "model = AutoAdapterModel.from_pretrained(base)",
+    ]
+    if kind == "language":
+        lines += ['lang = model.load_adapter("DIR")']
+    else:
+        lines += [
+            'lang = model.load_adapter("LANG_DIR")  # xling export LANG --format adapterhub LANG_DIR',
+            'task = model.load_adapter("DIR", set_active=True)  # set_active: config.id2label from the head',
+            "model.set_active_adapters(Stack(lang, task))",
+            "tokenizer = AutoTokenizer.from_pretrained(base)",
+            "# first: each word's tag is its first sub-token's, as in xling",
+            'ner = pipeline("token-classification", model=model, tokenizer=tokenizer, aggregation_strategy="first")',
+            'print(ner("Qusqu llaqtaqa Perú suyupi kachkan ."))',
+        ]
+    body = "\n".join(lines)
+    return f"""In the AdapterHub `adapters` library: `xling export {spec} --format adapterhub DIR`, then
+
+```python
+{body}
+```
+"""
+
+
+def usage(kind: str, spec: str, lang: str | None, base: str | None, embedded: bool = False) -> str:
     """Snippets that run as written: xling's command line and Python, and the `adapters` library."""
     if kind == "language":
         command = f"xling train-task ner --lang {lang} --lang-adapter {spec} --train FILE --dev FILE"
@@ -164,7 +207,7 @@ def usage(kind: str, spec: str, lang: str | None, base: str | None) -> str:
         option = "fusion" if kind == "fusion" else "task-adapter"
         command = f"xling tag --lang LANG --{option} {spec} FILE.txt  # LANG's language adapter goes below it"
         python = f'tagger = Tagger.load(lang="LANG", {"fusion" if kind == "fusion" else "adapter"}="{spec}")'
-    hub = f'"{base}"' if base else "BASE_MODEL"
+    library = "" if kind == "fusion" else "\n" + library_snippet(kind, spec, base, embedded)
     return f"""```bash
 # xling installs from a clone of its repository: pip install -e .
 {command}
@@ -175,18 +218,7 @@ from xling import Tagger
 
 {python}
 ```
-
-In the AdapterHub `adapters` library: `xling export {spec} --format adapterhub DIR`, then
-
-```python
-import adapters
-from transformers import AutoModel
-
-model = AutoModel.from_pretrained({hub})  # the base model row says which weights it was trained on
-adapters.init(model)
-model.load_adapter("DIR")
-```
-"""
+{library}"""
 
 
 LIMITATIONS = """Trained and scored on WikiANN-style text: Wikipedia sentences labelled automatically from links, with
@@ -218,6 +250,26 @@ def licences(report: dict) -> str:
     return "\n".join(lines)
 
 
+def evaluations_section(report: dict) -> str:
+    """What the recipe that trained the adapter measured with it (none for an adapter trained alone)."""
+    if not report.get("evaluations"):
+        return ""
+    lines = [
+        "",
+        f"## Evaluations (recipe {report.get('recipe', '?')})",
+        "",
+        "seqeval strict IOB2 F1. This adapter's own seed, and the mean ± sd over the recipe's seeds, each seed",
+        "with adapters of its own.",
+        "",
+        "| evaluation | data | setup | F1, this adapter | F1 over the seeds |",
+        "|---|---|---|---|---|",
+    ]
+    for e in report["evaluations"]:
+        over = f"{100 * e['f1_mean']:.1f} ± {100 * e['f1_std']:.1f} (seeds {e['seeds']})" if "seeds" in e else ""
+        lines.append(f"| {e['label']} | {public_name(e['data'])} | `{e['setup']}` | {100 * e['f1']:.1f} | {over} |")
+    return "\n".join(lines) + "\n"
+
+
 def model_card(report: dict, repo_id: str | None = None) -> str:
     """A `README.md` for the adapter of a training report: Hub metadata, figures, use, limits, licences."""
     kind = card_kind(report)
@@ -244,10 +296,10 @@ A {kind} adapter trained with xling: MAD-X bottleneck adapters over a frozen {ba
 | | |
 |---|---|
 {table}
-
+{evaluations_section(report)}
 ## Use it
 
-{usage(kind, f"hf:{repo_id}" if repo_id else name, lang, base)}
+{usage(kind, f"hf:{repo_id}" if repo_id else name, lang, base, is_embedded(report.get("model", "")))}
 ## Intended use and limitations
 
 {LIMITATIONS if kind != "language" else "A language adapter: it adapts the encoder to a language's text; it tags nothing by itself."}

