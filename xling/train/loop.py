@@ -377,19 +377,9 @@ def train(
     the main process evaluates and writes the run directory.
     """
     run_dir = Path(run_dir)
-    device = pick_device(config.device)
-    precision = pick_precision(config.precision, device)
-    accelerator = make_accelerator(device, precision)
-    if accelerator.num_processes > 1 and device == "cpu":
-        # auto times bf16 in each process: all train in what the first one picked
-        from accelerate.utils import broadcast_object_list
-
-        precision = broadcast_object_list([precision])[0]
+    device, precision, accelerator = _processes(config)
     main = accelerator.is_main_process
-    if not main:
-        progress = _Silent()
-    elif progress is None:
-        progress = TextProgress()
+    progress = _Silent() if not main else progress or TextProgress()
     if main:
         _clear_run_dir(run_dir, restart)
     wait_for_everyone(accelerator)
@@ -441,6 +431,19 @@ def train(
     return TrainResult(
         state["step"], state["seconds"], state["tokens"], run.evaluations, state["best"], stopped_early, main, precision
     )
+
+
+def _processes(config: TrainConfig):
+    """The device, the precision and the accelerator of this run (one process, or each of a distributed run)."""
+    device = pick_device(config.device)
+    precision = pick_precision(config.precision, device)
+    accelerator = make_accelerator(device, precision)
+    if accelerator.num_processes > 1 and device == "cpu":
+        # auto times bf16 in each process: all train in what the first one picked
+        from accelerate.utils import broadcast_object_list
+
+        precision = broadcast_object_list([precision])[0]
+    return device, precision, accelerator
 
 
 def _clear_run_dir(run_dir: Path, restart: bool) -> None:
