@@ -357,6 +357,12 @@ def test_export_carries_the_tagging_head_and_refuses_what_the_library_lacks(tmp_
     model.heads["ner"].eval()
     again.heads["back"].eval()
     assert torch.equal(again.heads["back"](hidden), model.heads["ner"](hidden))
+    # a head the library added without a dropout saves `null`: it takes the model's, as the library does
+    head_file = tmp_path / "exported" / "head_config.json"
+    head_file.write_text(json.dumps(head | {"config": head["config"] | {"dropout_prob": None}}))
+    nulled, _ = _full_model()
+    load(nulled, tmp_path / "exported", name="nulled")
+    assert nulled.heads["nulled"].dropout.p == nulled.config.hidden_dropout_prob
     bare, _ = _full_model()
     load(bare, tmp_path / "exported", name="bare", head=False)
     assert "bare" in bare.adapters and "bare" not in bare.heads

@@ -136,11 +136,23 @@ def check_adapterhub_model(record: dict, model: AdaptedModel, directory: Path) -
         raise XlingError(f"{directory} was trained on {record['model_name']}, not on the loaded model {loaded}")
 
 
+_MODEL_DROPOUTS = ("classifier_dropout", "hidden_dropout_prob")
+
+
 def _head_weights(directory: Path) -> dict[str, torch.Tensor]:
     for file_name in ("model_head.safetensors", "pytorch_model_head.bin"):
         if (directory / file_name).is_file():
             return read_weights(directory / file_name)
     raise XlingError(f"{directory}: head_config.json without model_head.safetensors or pytorch_model_head.bin")
+
+
+def head_dropout(config: dict, model: AdaptedModel) -> float:
+    """The head's dropout as the library takes it: its own, else the model's classifier or hidden dropout, else 0
+    (the library saves `dropout_prob: null` for a head added without one)."""
+    for value in (config.get("dropout_prob"), *(getattr(model.config, k, None) for k in _MODEL_DROPOUTS)):
+        if value is not None:
+            return float(value)
+    return 0.0
 
 
 def load_adapterhub_head(model: AdaptedModel, directory: Path, saved_name: str, name: str) -> None:
@@ -161,7 +173,7 @@ def load_adapterhub_head(model: AdaptedModel, directory: Path, saved_name: str, 
     weights = {
         f"classifier.{k.removeprefix(prefix)}": v for k, v in _head_weights(directory).items() if k.startswith(prefix)
     }
-    head = TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels, dropout=config.get("dropout_prob", 0.1)))
+    head = TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels, dropout=head_dropout(config, model)))
     missing, unexpected = head.load_state_dict(weights, strict=False)
     if missing or unexpected:
         raise XlingError(f"{directory}: the head's weights do not fit its config (missing {missing[:2]})")
