@@ -335,3 +335,4 @@ def test_a_saved_spacy_pipeline_carries_its_adapters_and_scores_to_a_fresh_direc
     loaded = spacy.load(tmp_path / "moved")
     assert [(e.start_char, e.end_char, e.label_, e._.score) for e in loaded(text).ents] == before
     assert str(workspace) not in (tmp_path / "moved" / "xling_ner" / "xling.json").read_text()
+    assert str(workspace) not in (tmp_path / "moved" / "config.cfg").read_text()  # what spacy package ships

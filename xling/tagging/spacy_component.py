@@ -7,7 +7,8 @@ tokenisers cut a word differently; each keeps its score as `span._.score` (the m
 
 `nlp.to_disk(DIR)` copies the adapters the component uses into `DIR/<component>/` and `spacy.load(DIR)` tags
 from that copy, so a saved pipeline moves to another machine (and `spacy package` builds it) without the
-workspace it was made from. The tagger loads on first use: a loaded pipeline never reads the config's workspace.
+workspace it was made from. The tagger loads on first use: a loaded pipeline never reads the config's workspace,
+and the saved `config.cfg` names no workspace or adapter folder of the machine that saved it.
 """
 
 from __future__ import annotations
@@ -21,18 +22,21 @@ from pathlib import Path
 from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.util import filter_spans
+from thinc.api import Config
 
 from xling.errors import XlingError
 from xling.tagging.tagger import Tagger
+from xling.workspace import is_path
 
 SAVED = "xling.json"
+LOCAL_PATH_KEYS = ("workspace", "adapter", "lang_adapter", "fusion")
 if not Span.has_extension("score"):
     Span.set_extension("score", default=None)
 
 
 class XlingNER:
-    def __init__(self, load: dict, paragraphs: bool):
-        self.load, self.paragraphs = load, paragraphs
+    def __init__(self, load: dict, paragraphs: bool, name: str = "xling_ner"):
+        self.load, self.paragraphs, self.name = load, paragraphs, name
         self._tagger: Tagger | None = None
 
     @property
@@ -74,6 +78,22 @@ class XlingNER:
             "lang_adapter": "lang" in tagger.directories,
         }
         (path / SAVED).write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
+        self._forget_local_paths(path.parent / "config.cfg")
+
+    def _forget_local_paths(self, config_file: Path) -> None:
+        """`nlp.to_disk` writes `config.cfg` before any component: this component's section would keep the
+        workspace and adapter paths of the machine that saved it, which loading never reads (the copies above
+        serve instead). Clear them, so that the saved pipeline names no local folder."""
+        if not config_file.is_file():
+            return
+        config = Config().from_disk(config_file, interpolate=False)
+        section = config.get("components", {}).get(self.name)
+        if not section or section.get("factory") != "xling_ner":
+            return
+        for key in LOCAL_PATH_KEYS:
+            if isinstance(section.get(key), str) and (key == "workspace" or is_path(section[key])):
+                section[key] = None
+        config.to_disk(config_file)
 
     def from_disk(self, path: str | Path, exclude: Iterable[str] = ()) -> XlingNER:
         path = Path(path).resolve()
@@ -88,7 +108,7 @@ class XlingNER:
 
 
 def make_xling_ner(nlp: Language, name: str, paragraphs: bool = False, **load) -> XlingNER:
-    return XlingNER(load, paragraphs)
+    return XlingNER(load, paragraphs, name)
 
 
 # The config's keys, types and defaults are Tagger.load's (spaCy reads them from the signature): they cannot drift.
