@@ -332,3 +332,28 @@ lang = "qu"
     assert ("task", "ner-en") in requires(before, recipe, workspace)
     assert ("task", "ner-qu") in requires(after, recipe, workspace)
     assert workspace.task_adapter_name("ner", "qu", planned={"ner-qu"}) == "ner-qu"
+
+
+def test_a_step_records_the_corpus_names_it_was_given_so_cards_name_them(
+    tmp_path, copied_workspace, corpora_root, monkeypatch
+):
+    monkeypatch.setenv("XLING_CORPORA", str(corpora_root))
+    workspace, model_dir, _, _ = copied_workspace
+    step = """
+[[step]]
+title = "ner-qu"
+run = "train-task"
+name = "ner-qu-named"
+lang = "qu"
+train = "corpus:wikiann-qu/train"
+dev = "corpus:wikiann-qu/dev"
+train_limit = 20
+dev_limit = 10
+epochs = 1
+"""
+    run_recipe(write_recipe(tmp_path / "named.toml", model_dir, workspace, step))
+    adapter = workspace / model_dir.name / "task" / "ner-qu-named"  # a name no other test trains
+    options = json.loads((adapter / "report.json").read_text())["options"]
+    assert (options["train"], options["dev"]) == ("corpus:wikiann-qu/train", "corpus:wikiann-qu/dev")
+    card = (adapter / "README.md").read_text()
+    assert "| training data | corpus:wikiann-qu/train" in card and "data, corpus:wikiann-qu/train: WikiANN" in card

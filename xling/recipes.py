@@ -328,10 +328,9 @@ def run_step(
     """Run one step; `progress` shows training (the command line's bar; plain notes when None). Returns the
     result of a step that scores."""
     kind = RUNS[step.run]
-    o = {
-        k: ([resolve(x) for x in v] if isinstance(v, list) else resolve(v)) if k in PATH_KEYS else v
-        for k, v in step.options.items()
-    }
+    # Commands take `corpus:` names themselves and record them as given, so that reports and model cards name
+    # the corpus rather than this machine's copy of it; only tag's input is read as a plain file.
+    o = {k: resolve(v) if k == "input" else v for k, v in step.options.items()}
     if kind.writes:
         output = output_path(step, recipe, workspace)
         o["output"] = str(output) if output else None
