@@ -34,7 +34,7 @@ from pathlib import Path
 
 from bench.common import REPO, corpora_root
 from xling.annotation.options import SelectOptions
-from xling.annotation.retrain import TRAINING
+from xling.annotation.retrain import retraining_options
 from xling.annotation.select import corpus_sentences, eligible, rank, sentence_id
 from xling.annotation.strategies import Candidate, entity_spans, pick
 from xling.data.conll import UNJUDGED, Sentence, conll_text, read_conll
@@ -81,17 +81,14 @@ def state_file(workspace: str, name: str, seed: int) -> Path:
 def train_round(answers: list[Sentence], adapter: str, seed: int, workspace: str, unjudged: str, epochs: int):
     """The task adapter trained again from `ner-en` on every answer so far, with the annotation page's settings;
     its training report."""
-    from xling.options import build
-    from xling.train.config import TaskAdapterOptions
     from xling.train.task import train_task_adapter
 
     taught = [Sentence(s.tokens, [("O" if t == UNJUDGED and unjudged == "o" else t) for t in s.tags]) for s in answers]
     train_file = Path(workspace) / f"{adapter}.conll"
     write_text_atomic(train_file, conll_text(taught))
-    values = {"task": "ner", "lang": "qu", "train": str(train_file), "dev": "corpus:wikiann-qu/dev"}
-    values |= {"init_from": "ner-en", "name": adapter, "overwrite": True, "restart": True, "epochs": epochs}
-    values |= {"seed": seed, "model": MODEL, "workspace": workspace, "precision": "fp32", **TRAINING}
-    report = train_task_adapter(build(TaskAdapterOptions, values))
+    where = {"seed": seed, "model": MODEL, "workspace": workspace, "precision": "fp32"}
+    options = retraining_options("qu", str(train_file), "corpus:wikiann-qu/dev", "ner-en", adapter, epochs, **where)
+    report = train_task_adapter(options)
     train_file.unlink()
     return report
 

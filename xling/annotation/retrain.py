@@ -43,11 +43,20 @@ def split_gold(gold: list[Sentence], dev: str | None) -> tuple[list[Sentence], l
     return [s for i, s in enumerate(gold) if i not in held_out], [gold[i] for i in sorted(held_out)]
 
 
+def retraining_options(lang: str, train: str, dev: str, init_from: str, name: str, epochs: int, **more):
+    """What a retraining round trains: the task adapter again from `init_from` on every answer so far, with the
+    settings above (`more`: any other option, the model and workspace say)."""
+    from xling.options import build
+    from xling.train.config import TaskAdapterOptions
+
+    values = {"task": "ner", "lang": lang, "train": train, "dev": dev, "init_from": init_from, "name": name}
+    values |= {"overwrite": True, "restart": True, "epochs": epochs, **TRAINING, **more}
+    return build(TaskAdapterOptions, values)
+
+
 def retrain_round(directory: Path, options: AnnotateOptions) -> dict:
     """Train, score, select the next batch; the round's record, also appended to `rounds.jsonl`."""
     from xling.annotation.select import select
-    from xling.options import build
-    from xling.train.config import TaskAdapterOptions
     from xling.train.task import train_task_adapter
 
     session = Session(directory)
@@ -60,21 +69,11 @@ def retrain_round(directory: Path, options: AnnotateOptions) -> dict:
         write_text_atomic(directory / "dev.conll", conll_text(dev))
         dev = str(directory / "dev.conll")
     name = adapter_name(session, options)
-    values = {
-        "task": "ner",
-        "lang": session.options.lang,
-        "train": str(directory / "train.conll"),
-        "dev": dev,
-        "init_from": session.headers[0]["adapter"],
-        "name": name,
-        "overwrite": True,
-        "restart": True,
-        "epochs": options.epochs,
-        "model": session.options.model,
-        "workspace": session.options.workspace,
-        **TRAINING,
-    }
-    report = train_task_adapter(build(TaskAdapterOptions, values))
+    where = {"model": session.options.model, "workspace": session.options.workspace}
+    train_file, start = str(directory / "train.conll"), session.headers[0]["adapter"]
+    report = train_task_adapter(
+        retraining_options(session.options.lang, train_file, dev, start, name, options.epochs, **where)
+    )
     progress = session.progress()
     record = {
         "round": len(session.rounds()) + 1,
