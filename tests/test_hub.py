@@ -56,6 +56,7 @@ def test_saved_adapters_carry_a_model_card(trained_workspace):
     card = (root / "ws" / model_dir.name / "task" / "ner-en" / "README.md").read_text()
     assert card.startswith("---\n") and "library_name: xling" in card and "- en" in card
     assert "pipeline_tag: token-classification" in card and "dev F1" in card and "B-PER" in card
+    assert str(root) not in card  # the training machine's data folders stay unnamed
     assert "model-index:" in card and "type: f1" in card  # the dev F1 as Hub evaluation results
     lang_card = (root / "ws" / model_dir.name / "lang" / "qu" / "README.md").read_text()
     assert "masked-lm" in lang_card and "held-out perplexity" in lang_card and "--lang-adapter qu" in lang_card

@@ -155,7 +155,8 @@ def card_rows(report: dict, kind: str, lang: str | None) -> list[tuple[str, str]
         rows += [("training data", f"{sources} ({report.get('train_sentences', '?')} sentences)")]
         if "f1" in best:
             f1 = f"{100 * best['f1']:.1f} (P {100 * best['precision']:.1f}, R {100 * best['recall']:.1f})"
-            rows += [(f"dev F1 on {options.get('dev', 'dev')} (seqeval, strict IOB2)", f1)]
+            dev = public_name(options["dev"]) if options.get("dev") else "dev"
+            rows += [(f"dev F1 on {dev} (seqeval, strict IOB2)", f1)]
         rows += [("labels", ", ".join(report.get("labels", [])) or "?"), ("decoder", options.get("decoder", "viterbi"))]
     seed = report.get("training", {}).get("seed", "?")
     rows += [
