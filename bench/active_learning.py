@@ -18,6 +18,7 @@ writes the results from the saved rounds alone.
 
     python -m bench.active_learning --seeds 1,2,3                     # the four settings
     python -m bench.active_learning --settings entity:spans --unjudged o
+    python -m bench.active_learning --settings 'random>uncertainty:correct,random+uncertainty:correct'
 """
 
 from __future__ import annotations
@@ -71,11 +72,34 @@ def starting_adapters(workspace: Path) -> None:
 
 
 def run_name(setting: str, unjudged: str) -> str:
-    return setting.replace(":", "-") + ("-unjudged-as-o" if unjudged == "o" else "")
+    name = setting.replace(">", "-then-").replace("+", "-and-").replace(":", "-")
+    return name + ("-unjudged-as-o" if unjudged == "o" else "")
 
 
 def state_file(workspace: str, name: str, seed: int) -> Path:
     return Path(workspace) / "active-runs" / f"{name}-{seed}.json"
+
+
+def round_parts(strategy: str, number: int) -> list[tuple[str, int]]:
+    """(strategy, sentences) for round `number`: `a>b` is `a` for the first round, then `b` (a cold start);
+    `a+b` takes half of every round from each."""
+    if ">" in strategy:
+        first, then = strategy.split(">")
+        return [(first if number == 1 else then, ROUND)]
+    if "+" in strategy:
+        first, second = strategy.split("+")
+        return [(first, ROUND - ROUND // 2), (second, ROUND // 2)]
+    return [(strategy, ROUND)]
+
+
+def choose(options: SelectOptions, strategy: str, number: int, tagger, taken: set[str]) -> list[Candidate]:
+    """The round's sentences, picked by `xling select`'s code with each part's strategy."""
+    chosen: list[Candidate] = []
+    for part, size in round_parts(strategy, number):
+        part_options = replace(options, strategy=part, size=size)
+        stream = eligible(part_options, corpus_sentences(options.corpus), taken | {c.key for c in chosen})
+        chosen += pick(rank(part_options, tagger, stream), size, part_options.cap, options.mode)
+    return chosen
 
 
 def train_round(answers: list[Sentence], adapter: str, seed: int, workspace: str, unjudged: str, epochs: int):
@@ -104,7 +128,7 @@ def simulate(setting: str, seed: int, workspace: str, rounds: int, unjudged: str
     strategy, mode = setting.split(":")
     pool = corpora_root() / "ner" / "wikiann-qu" / "extra"
     gold = {sentence_id(" ".join(s.tokens)): s.tags for s in read_conll(pool)}
-    options = SelectOptions(corpus=str(pool), lang="qu", strategy=strategy, mode=mode, size=ROUND, seed=seed)
+    options = SelectOptions(corpus=str(pool), lang="qu", mode=mode, size=ROUND, seed=seed)
     options = replace(options, min_words=1, max_words=1000, workspace=workspace, model=MODEL, precision="fp32")
     name, saved = run_name(setting, unjudged), state_file(workspace, run_name(setting, unjudged), seed)
     state = json.loads(saved.read_text()) if saved.exists() else {"curve": [], "answers": [], "adapter": "ner-en"}
@@ -116,8 +140,7 @@ def simulate(setting: str, seed: int, workspace: str, rounds: int, unjudged: str
     for number in range(len(curve) + 1, rounds + 1):
         started = time.perf_counter()
         tagger = Tagger.load(lang="qu", adapter=adapter, model=MODEL, workspace=workspace, precision="fp32")
-        stream = eligible(options, corpus_sentences(options.corpus), set(taken))
-        for candidate in pick(rank(options, tagger, stream), ROUND, options.cap, mode):
+        for candidate in choose(options, strategy, number, tagger, taken):
             taken.add(candidate.key)
             tokens = [candidate.text[s:e] for s, e in candidate.words]
             answers.append(Sentence(tokens, oracle(candidate, gold[candidate.key], mode)))
