@@ -38,8 +38,8 @@ from xling.data.conll import read_conll
 from xling.data.labels import IGNORE
 from xling.device import autocast, pick_precision
 from xling.models import load_model, resolve_model_dir
-from xling.tagging.align import Window, windows_for
-from xling.tagging.predict import length_batches, max_window, pad_batch
+from xling.tagging.align import Window, length_batches, windows_for
+from xling.tagging.predict import max_window, pad_batch
 from xling.tagging.tagger import Tagger
 from xling.train.config import LanguageAdapterOptions, MaskingConfig, TaskAdapterOptions
 from xling.train.language import mlm_head, unigram_bias

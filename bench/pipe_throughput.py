@@ -2,7 +2,7 @@
 
 Lines drawn at random from the whole Quechua corpus (`text/qu`: from single words to paragraphs of hundreds),
 `Stack(lang, task)` with the embedded model, CPU. On a CPU each forward pass holds at most
-`xling.tagging.predict.CPU_MAX_TOKENS` padded tokens; "uncapped" lifts that, so that only the batch size
+`xling.tagging.align.CPU_MAX_TOKENS` padded tokens; "uncapped" lifts that, so that only the batch size
 bounds a forward pass (how xling batched before).
 
 It also prints the ceiling that the matrix multiplies alone set: the sampled lines' sub-tokens times the
@@ -23,7 +23,7 @@ from bench.common import quechua_lines, setup_threads, time_interleaved
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.device import cpu_bf16_speedup
 from xling.models import load_model
-from xling.tagging import predict
+from xling.tagging import align
 from xling.tagging.tagger import Tagger
 from xling.tagging.words import tokenize
 
@@ -78,7 +78,7 @@ def main():
         f"{len(lines):,} random lines of text/qu: {sum(words) / len(words):.1f} words on average, "
         f"median {words[len(words) // 2]}, longest {words[-1]}; threads {torch.get_num_threads()}"
     )
-    cap = predict.CPU_MAX_TOKENS
+    cap = align.CPU_MAX_TOKENS
     ceiling = None
     for precision in PRECISIONS:
         tagging = tagger(precision)
@@ -88,7 +88,7 @@ def main():
         for batch_size in (int(size) for size in args.batch_sizes.split(",")):
             tagging.batch_size = batch_size
             for capped in (True, False):
-                predict.CPU_MAX_TOKENS = cap if capped else None
+                align.CPU_MAX_TOKENS = cap if capped else None
                 start = time.perf_counter()
                 done = sum(1 for _ in tagging.pipe(iter(lines)))
                 rates[batch_size, capped] = done / (time.perf_counter() - start)
@@ -98,7 +98,7 @@ def main():
                     f"({rates[batch_size, capped] / ceiling:.0%} of the fp32 multiply ceiling)",
                     flush=True,
                 )
-        predict.CPU_MAX_TOKENS = cap
+        align.CPU_MAX_TOKENS = cap
         for batch_size in sorted({size for size, _ in rates}):
             print(
                 f"{precision} batch {batch_size}: capped / uncapped {rates[batch_size, True] / rates[batch_size, False]:.2f}x"

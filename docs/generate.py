@@ -16,6 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 ACTIVE = "active-qu/"  # the active-learning simulation's files, one per setting
+SPEED = "runtimes/speed.json"  # `bench/runtimes.py`'s timings: a table of their own on the speed page
+QUALITY = "runtimes/quality.json"  # its F1 per runtime (also on the results page)
 # The README's table: (what, results file or files, row label). At most six rows.
 EXPECT = [
     ("English NER (WikiANN-en dev), `Stack(en, ner-en)`", "quality-qu/fp32-cpu.json", "wikiann-en dev"),
@@ -76,8 +78,8 @@ def results_page(files: dict) -> str:
         "and the variants that did not help are in the [experiment log](experiments.md).",
     ]
     for name, data in files.items():
-        if name.startswith(ACTIVE):
-            continue  # one table for all of them, below
+        if name.startswith(ACTIVE) or name == SPEED:
+            continue  # tables of their own
         commit = f", commit {data['commit']}" if data.get("commit") else ""
         parts += [
             "",
@@ -121,6 +123,35 @@ def learning_curves(files: dict) -> list[str]:
     return parts + ["", "![Learning curves](img/active-qu.png)"]
 
 
+def runtime_table(files: dict) -> str:
+    """`bench/runtimes.py` in one table: lines/s by corpus size, against PyTorch fp32, peak memory and dev F1."""
+    if SPEED not in files:
+        return "Not measured yet: `python -m bench.runtimes`."
+    speed, quality = files[SPEED], files.get(QUALITY, {"rows": []})
+    sizes = sorted({r["lines"] for r in speed["rows"]})
+    at = {(r["variant"], r["lines"]): r for r in speed["rows"]}
+    f1 = {r["label"]: r for r in quality["rows"]}
+    dev_sets = sorted({label.rsplit(", ", 1)[0] for label in f1})
+    head = (
+        f"| runtime | lines/s at {' / '.join(f'{n:,}' for n in sizes)} lines | against PyTorch fp32 | peak memory (MiB)"
+    )
+    lines = [head + "".join(f" | {d} F1" for d in dev_sets) + " |", "|---" * (4 + len(dev_sets)) + "|"]
+    for variant in dict.fromkeys(r["variant"] for r in speed["rows"]):
+        rates = " / ".join(f"{at[(variant, n)]['lines_per_s']:.1f}" if (variant, n) in at else "–" for n in sizes)
+        both = [n for n in sizes if (variant, n) in at and ("torch-fp32", n) in at]  # sizes both ran
+        ratio = "–"
+        if both:
+            ratio = f"{at[(variant, both[-1])]['lines_per_s'] / at[('torch-fp32', both[-1])]['lines_per_s']:.2f}x"
+            ratio += f" at {both[-1]:,}"
+        peaks = " / ".join(f"{at[(variant, n)]['peak_mib']:,.0f}" if (variant, n) in at else "–" for n in sizes)
+        cells = [value(f1[f"{d}, {variant}"]) if f"{d}, {variant}" in f1 else "–" for d in dev_sets]
+        lines.append(f"| {variant} | {rates} | {ratio} | {peaks} | " + " | ".join(cells) + " |")
+    note = f"`results/{SPEED}` ({speed['machine']}, xling {speed['xling_version']}, commit {speed['commit']})"
+    if quality["rows"]:
+        note += f"; F1: `results/{QUALITY}` ({quality['machine']}, seeds {quality['seeds']})"
+    return "\n".join([*lines, "", note + "; one run.", "", *(f"- {r}" for r in speed["ratios"])])
+
+
 def cli_reference() -> str:
     """`typer xling.cli.app utils docs`: typer's generator over the real app."""
     command = [
@@ -160,6 +191,7 @@ def generated() -> dict[Path, str]:
         ROOT / "docs" / "cli.md": cli_reference(),
         ROOT / "docs" / "results.md": results_page(files),
         ROOT / "README.md": with_section(ROOT / "README.md", "what-to-expect", expect_table(files)),
+        ROOT / "docs" / "speed.md": with_section(ROOT / "docs" / "speed.md", "runtimes", runtime_table(files)),
         ROOT / "docs" / "sharing.md": with_section(
             ROOT / "docs" / "sharing.md", "adapters-snippet", adapters_snippet()
         ),

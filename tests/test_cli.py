@@ -124,8 +124,14 @@ def test_every_option_of_a_command_is_its_config_option_and_a_recipe_key():
     assert names | {"analysis"} == set(options_of(defaults(OPTIONS["analyze"])))
     assert names - RUN_LEVEL <= KEYS["analyze"]
     from xling.annotation.options import AnnotateOptions, SelectOptions
+    from xling.cli import share
+    from xling.exporting import ExportOptions
 
-    for command, cls in ((annotate.select_command, SelectOptions), (annotate.annotate_command, AnnotateOptions)):
+    for command, cls in (
+        (annotate.select_command, SelectOptions),
+        (annotate.annotate_command, AnnotateOptions),
+        (share.export_command, ExportOptions),
+    ):
         assert set(inspect.signature(command).parameters) == set(options_of(defaults(cls))), cls.__name__
 
 

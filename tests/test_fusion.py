@@ -14,7 +14,7 @@ from xling.analysis.ablation import layer_ablation
 from xling.analysis.confidence import count_by_confidence
 from xling.analysis.fusion import fusion_attention
 from xling.analysis.params import parameter_table
-from xling.data.conll import Sentence
+from xling.data.conll import Sentence, read_conll
 from xling.errors import XlingError
 from xling.tagging.evaluate import EvaluationOptions, evaluate
 from xling.tagging.tagger import Tagger
@@ -220,3 +220,20 @@ def test_ablation_colours_diverge_about_zero():
     norm = colour_norm(np.array([[-5.0, 20.0], [np.nan, 0.0]]), center=0.0)
     assert norm(0.0) == 0.5 and norm(-5.0) < 0.5 < norm(20.0)  # F1 rising and falling get opposite colours
     assert norm(-20.0) == pytest.approx(1 - norm(20.0))  # equal changes, equally strong colours
+
+
+def test_a_fusion_exports_to_onnx_and_tags_as_in_pytorch(fused, tmp_path):
+    pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+    from xling.tagging.onnx_tagger import OnnxTagger
+
+    _, root, model_dir, dev = fused
+    where = ["--model", str(model_dir), "-w", str(root / "ws")]
+    done = run_xling("export", "ner-fusion-qu", tmp_path / "fused", "--format", "onnx", "--lang", "qu", *where)
+    assert done.returncode == 0, done.stderr
+    graph = OnnxTagger(tmp_path / "fused")
+    assert graph.setup == repr(Stack("lang-qu", Fuse("ner-en", "ner-es")))
+    reference = Tagger.load("qu", fusion="ner-fusion-qu", model=str(model_dir), workspace=str(root / "ws"))
+    sentences = [s.tokens for s in read_conll(dev)]
+    assert [[t for t, _ in s] for s in graph.tag_words(sentences)] == [
+        [t for t, _ in s] for s in reference.tag_words(sentences)
+    ]

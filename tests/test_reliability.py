@@ -108,7 +108,7 @@ HOSTILE = 'X"><img src=x onerror=alert(2)>'
 
 def test_html_output_escapes_every_string_that_reaches_it():
     from xling.tagging.output import to_html
-    from xling.tagging.tagger import Span, TaggedText
+    from xling.tagging.texts import Span, TaggedText
     from xling.tagging.words import tokenize
 
     text = "<script>alert(1)</script> Qusqu"
@@ -136,7 +136,7 @@ def test_control_characters_in_the_text_are_shown_escaped_on_the_terminal():
     from rich.console import Console
 
     from xling.tagging.output import to_pretty
-    from xling.tagging.tagger import TaggedText
+    from xling.tagging.texts import TaggedText
 
     console = Console(record=True, width=200, force_terminal=True)
     to_pretty([TaggedText("Qusqu\x1b[2J\x1b[1;1Hllaqta\x07", [], [], [], [])], console)

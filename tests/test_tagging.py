@@ -18,12 +18,12 @@ from tests.tiny import run_xling
 from xling import Tagger
 from xling.cli.progress import counted_bar
 from xling.errors import XlingError
-from xling.tagging import predict
-from xling.tagging.align import Window
+from xling.tagging import align
+from xling.tagging.align import Window, length_batches
 from xling.tagging.output import KNOWN, PALETTE, colour, render, to_html
-from xling.tagging.predict import length_batches, predict_probabilities
+from xling.tagging.predict import predict_probabilities
 from xling.tagging.reading import ready_chunks
-from xling.tagging.tagger import Span, TaggedText, spans_from_tags
+from xling.tagging.texts import Span, TaggedText, spans_from_tags
 from xling.tagging.words import split_sentences, tokenize
 
 
@@ -133,7 +133,7 @@ def test_token_cap_changes_the_batches_not_the_predictions(trained_workspace, mo
     hook = tagger.model.register_forward_hook(lambda module, args, output: forwards.append(1))
     whole = predict_probabilities(tagger.model, tagger.tokenizer, sentences, tagger.head, batch_size=8)
     assert len(forwards) == 1  # all six in one batch
-    monkeypatch.setattr(predict, "CPU_MAX_TOKENS", 64)
+    monkeypatch.setattr(align, "CPU_MAX_TOKENS", 64)
     capped = predict_probabilities(tagger.model, tagger.tokenizer, sentences, tagger.head, batch_size=8)
     hook.remove()
     assert len(forwards) > 3  # at least three batches under the cap

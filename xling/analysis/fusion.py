@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from xling.data.sources import load_ner
-from xling.tagging.align import windows_for
-from xling.tagging.predict import length_batches, max_window, pad_batch
+from xling.tagging.align import length_batches, windows_for
+from xling.tagging.predict import max_window, pad_batch
 from xling.tagging.tagger import Tagger
 
 

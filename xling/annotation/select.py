@@ -110,7 +110,7 @@ def select(options: SelectOptions, progress: Progress | None = None, tagger=None
         raise XlingError(
             f"no sentences left to select in {options.corpus} (of {options.min_words}-{options.max_words} words)"
         )
-    labels = tagger.model.heads[tagger.head].labels
+    labels = tagger.labels
     header = {
         "strategy": options.strategy,
         "mode": options.mode,

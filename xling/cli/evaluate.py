@@ -31,6 +31,7 @@ def evaluate_command(
     batch_size: int = option(EVALUATION, "batch_size"),
     decoder: str = option(EVALUATION, "decoder"),
     precision: str = option(EVALUATION, "precision"),
+    runtime: str = option(EVALUATION, "runtime", "--runtime"),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ):
     """Score a trained task on labelled data with seqeval (strict IOB2, entity level)."""

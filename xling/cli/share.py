@@ -4,13 +4,15 @@ another library's layout)."""
 from __future__ import annotations
 
 from enum import Enum
-from pathlib import Path
 
 import typer
 from rich.console import Console
 
-from xling.cli.options import MODEL, WORKSPACE
-from xling.hub import CARD_FILE, model_card, push, read_report
+from xling.cli.options import MODEL, WORKSPACE, argument, option
+from xling.exporting import FORMATS as EXPORT_FORMATS
+from xling.exporting import ExportOptions, export
+from xling.hub import push
+from xling.options import build, defaults
 from xling.workspace import Workspace
 
 
@@ -29,25 +31,24 @@ def push_command(
     Console(stderr=True).print(f"[green]pushed[/] {adapter} to {url}; use it as hf:{repo_id}", highlight=False)
 
 
-class ExportFormat(str, Enum):
-    adapterhub = "adapterhub"
+EXPORT = defaults(ExportOptions)
+ExportFormat = Enum("ExportFormat", {name: name for name in EXPORT_FORMATS}, type=str)
 
 
 def export_command(
-    adapter: str = typer.Argument(..., help="A trained language or task adapter: a workspace name or a directory."),
-    target: Path = typer.Argument(..., help="The directory to write (written whole, or not at all)."),
-    export_format: ExportFormat = typer.Option(..., "--format", help="adapterhub: the AdapterHub adapters library."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace a directory an earlier export wrote."),
+    adapter: str = argument(EXPORT, "adapter"),
+    target: str = argument(EXPORT, "target"),
+    format: ExportFormat = option(EXPORT, "format", "--format"),
+    overwrite: bool = option(EXPORT, "overwrite"),
+    lang: str = option(EXPORT, "lang"),
+    lang_adapter: str = option(EXPORT, "lang_adapter"),
+    int8: bool = option(EXPORT, "int8"),
+    check_data: str = option(EXPORT, "check_data"),
     model: str = MODEL,
     workspace: str = WORKSPACE,
 ):
-    """Write an adapter (with its head and model card) for another library: `model.load_adapter(DIR)` in
-    `adapters`."""
-    from xling.adapters.adapterhub import export_adapterhub
-
-    directory = Workspace(workspace, model).adapter(adapter)
-    card = model_card(read_report(directory))
-    export_adapterhub(directory, target, overwrite=overwrite, extra_files={CARD_FILE: card})
-    Console(stderr=True).print(
-        f"[green]wrote[/] {target}: load it with model.load_adapter({str(target)!r})", highlight=False
-    )
+    """Write an adapter for another library (`--format adapterhub`: `model.load_adapter(DIR)` in `adapters`), or
+    a tagger as one ONNX graph (`--format onnx`, for ONNX Runtime)."""
+    options = build(ExportOptions, {**locals(), "format": format.value if format else None})
+    how = export(options)
+    Console(stderr=True).print(f"[green]wrote[/] {target}: use it with {how}", highlight=False)

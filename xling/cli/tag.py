@@ -34,6 +34,7 @@ def tag(
     decoder: str = option(TAG, "decoder"),
     device: str = option(TAG, "device"),
     precision: str = option(TAG, "precision"),
+    runtime: str = option(TAG, "runtime", "--runtime"),
 ):
     """Tag entities in text: one sentence per line, or running text with --paragraphs.
 

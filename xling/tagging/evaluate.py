@@ -21,16 +21,17 @@ def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
     predicted = tagger.tag_words([s.tokens for s in sentences])
     result = score([s.tags for s in sentences], [[tag for tag, _ in p] for p in predicted])
     # Gold types the head has no label for count as missed entities: say so rather than let F1 drop silently.
-    predictable = {label[2:] for label in tagger.model.heads[tagger.head].labels if label != "O"}
+    predictable = {label[2:] for label in tagger.labels if label != "O"}
     gold_types = {tag[2:] for s in sentences for tag in s.tags if tag != "O"}
     result.update(
         {
             "data": options.data,
             "lang": options.lang,
             "task_adapter": tagger.head,
-            "setup": repr(tagger.setup) if tagger.setup is not None else "no adapters",
+            "setup": str(tagger.setup) if tagger.setup is not None else "no adapters",
             "decoder": tagger.decoder,
             "computed_in": tagger.computed_in,
+            "runtime": tagger.runtime,
             "types_not_predicted": sorted(gold_types - predictable),
         }
     )

@@ -13,6 +13,7 @@ from xling.data.conll import read_lines, read_tokens
 from xling.data.text import pieces
 from xling.errors import XlingError
 from xling.fileio import check_output_file
+from xling.tagging.blocks import Launch, check_blocks, in_blocks, run_in_blocks
 from xling.tagging.options import TagOptions
 from xling.tagging.output import write_results
 
@@ -35,6 +36,17 @@ def count_results(path: Path, conll: bool) -> int:
     return sum(1 for _ in pieces(line for _, line in read_lines(path)))
 
 
+def launched_tagger(options: TagOptions, launch: Launch):
+    """The tagger of `options`; among several launched processes, each on its own GPU where there are some."""
+    import torch
+
+    from xling.tagging.tagger import Tagger  # torch loads here, not for --help
+
+    if launch.world > 1 and options.device in ("auto", "cuda") and torch.cuda.is_available():
+        torch.cuda.set_device(launch.local_rank % torch.cuda.device_count())
+    return Tagger.from_options(options)
+
+
 def tag_file(options: TagOptions, console: Console, progress: Progress | None = None) -> None:
     """Tag `options.input` and write the results as they come, to `options.output` or standard output (`pretty`
     on `console`); `progress` wraps the results of a file input (the command line's bar)."""
@@ -44,9 +56,12 @@ def tag_file(options: TagOptions, console: Console, progress: Progress | None = 
     output = Path(options.output) if options.output else None
     if output is not None:
         check_output_file(output)  # before the model loads, not after it has run
-    from xling.tagging.tagger import Tagger  # torch loads here, not for --help
-
-    tagger = Tagger.from_options(options)
+    launch = Launch.from_environment()
+    check_blocks(options, launch)
+    if in_blocks(options):
+        run_in_blocks(lambda: launched_tagger(options, launch), options, launch, console, progress)
+        return
+    tagger = launched_tagger(options, launch)
     lines = stdin_lines() if path is None else (line for _, line in read_lines(path))
     results = tagger.tag_lines(lines, options.paragraphs, options.conll)
     if progress is not None and path is not None:

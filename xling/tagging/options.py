@@ -12,6 +12,7 @@ from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import at_least, comma_list, opt
 from xling.tagging.decoding import SAVED_DECODER_HELP, check_decoder
+from xling.tagging.onnx_tagger import RUNTIME_HELP, check_onnx_precision, check_runtime
 from xling.workspace import LANG_ADAPTER_HELP, WORKSPACE_HELP
 
 FORMATS = ("pretty", "jsonl", "conll", "html")
@@ -43,6 +44,7 @@ class TagOptions:
     decoder: str | None = opt(None, SAVED_DECODER_HELP)
     device: str = opt("auto", DEVICE_HELP)
     precision: str = opt("auto", INFERENCE_PRECISION_HELP)
+    runtime: str = opt("torch", RUNTIME_HELP)
 
     def output_file(self) -> str | None:
         """The file to write (None: standard output)."""
@@ -56,9 +58,15 @@ class TagOptions:
     def __post_init__(self):
         if self.format is not None and self.format not in FORMATS:
             raise XlingError(f"format must be one of {', '.join(FORMATS)}, not {self.format!r}")
+        check_runtime_precision(self.runtime, self.precision)
         check_decoder(self.decoder)
         check_precision(self.precision, inference=True)
         at_least("batch_size", self.batch_size, 1)
+
+
+def check_runtime_precision(runtime: str, precision: str) -> None:
+    if check_runtime(runtime) == "onnx":
+        check_onnx_precision(precision)
 
 
 @dataclass
@@ -85,8 +93,10 @@ class EvaluationOptions:
     limit: int | None = opt(None, "Score the first N sentences only.")
     decoder: str | None = opt(None, SAVED_DECODER_HELP)
     precision: str = opt("auto", INFERENCE_PRECISION_HELP)
+    runtime: str = opt("torch", RUNTIME_HELP)
 
     def __post_init__(self):
+        check_runtime_precision(self.runtime, self.precision)
         check_decoder(self.decoder)
         check_precision(self.precision, inference=True)
         at_least("limit", self.limit, 1)

@@ -6,23 +6,28 @@ Model, workspace and adapters are resolved like the command line; the task adapt
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
-from itertools import count
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from xling import __version__
 from xling.adapters import Stack
 from xling.adapters.saving import load
-from xling.data.conll import read_tokens
-from xling.data.text import pieces
 from xling.device import check_precision, pick_device, pick_precision, quantize_int8
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL
-from xling.tagging.decoding import DEFAULT_DECODER, check_decoder, decode
+from xling.tagging.decoding import DEFAULT_DECODER, check_decoder
+from xling.tagging.onnx_tagger import (
+    GRAPH_VERSION,
+    OnnxTagger,
+    check_onnx_precision,
+    check_runtime,
+    export_key,
+    is_onnx_folder,
+)
 from xling.tagging.predict import predict_probabilities
-from xling.tagging.reading import ready_chunks
-from xling.tagging.words import Token, joined, split_sentences, tokenize
+from xling.tagging.texts import TextTagger, check_batch_size
 from xling.trained_tasks import load_fusion_model, load_task_model
 from xling.workspace import Workspace, check_lang
 
@@ -30,60 +35,11 @@ if TYPE_CHECKING:
     from xling.tagging.options import EvaluationOptions, TagOptions
 
 
-@dataclass
-class Span:
-    start: int
-    end: int
-    text: str
-    label: str
-    score: float
+class Tagger(TextTagger):
+    """Tags with the PyTorch model: `Stack(<lang>, <task adapter>)` or a fusion, on a CPU or GPU."""
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    runtime = "torch"
 
-    def to_pipeline_dict(self) -> dict:
-        """The shape of Transformers' `pipeline("token-classification", aggregation_strategy=...)` entities."""
-        return {
-            "entity_group": self.label,
-            "score": self.score,
-            "word": self.text,
-            "start": self.start,
-            "end": self.end,
-        }
-
-
-@dataclass
-class TaggedText:
-    """One input text: its words with tags and probabilities, and the entity spans."""
-
-    text: str
-    tokens: list[Token]
-    tags: list[str]
-    scores: list[float]
-    spans: list[Span]
-
-
-def spans_from_tags(text: str, tokens: list[Token], tags: list[str], scores: list[float]) -> list[Span]:
-    """Entities from IOB2 tags; an entity's score is the mean probability of its words."""
-    spans: list[Span] = []
-    begin = None
-    for i, tag in enumerate(tags + ["O"]):
-        if begin is not None and not (tag.startswith("I-") and tag[2:] == tags[begin][2:]):
-            start, end = tokens[begin].start, tokens[i - 1].end
-            mean = sum(scores[begin:i]) / (i - begin)
-            spans.append(Span(start, end, text[start:end], tags[begin][2:], round(mean, 4)))
-            begin = None
-        if tag.startswith("B-"):
-            begin = i
-    return spans
-
-
-def check_batch_size(batch_size: int) -> None:
-    if batch_size < 1:
-        raise XlingError(f"batch-size must be at least 1, not {batch_size}")
-
-
-class Tagger:
     def __init__(
         self,
         model,
@@ -118,12 +74,17 @@ class Tagger:
         batch_size: int = 32,
         decoder: str | None = None,
         precision: str = "auto",
-    ) -> Tagger:
+        runtime: str = "torch",
+    ) -> Tagger | OnnxTagger:
         """A ready tagger: `Stack(<lang>, <task adapter>)`, or `Stack(<lang>, Fuse(...))` with `fusion`.
 
         Adapters are workspace names, directories or Hub names (`hf:ORG/NAME`); the language adapter is
         `lang_adapter` if given, else the workspace's adapter for `lang`. `decoder` None: the task adapter's own
-        (the one its dev F1 was measured with)."""
+        (the one its dev F1 was measured with). `runtime="onnx"`: an `OnnxTagger` of the same adapters (exported
+        into the workspace on first use), or of the folder `adapter` if `xling export --format onnx` wrote it."""
+        if check_runtime(runtime) == "onnx":
+            arguments = {k: v for k, v in locals().items() if k not in ("cls", "runtime")}
+            return onnx_tagger(cls, **arguments)
         lang = check_lang(lang)
         check_decoder(decoder)
         check_batch_size(batch_size)
@@ -166,6 +127,7 @@ class Tagger:
             batch_size=options.batch_size,
             decoder=options.decoder,
             precision=options.precision,
+            runtime=getattr(options, "runtime", "torch"),
         )
 
     @property
@@ -173,88 +135,45 @@ class Tagger:
         """fp32, bf16 or fp16: what `precision` picks on the device the model is on now."""
         return pick_precision(self.precision, next(self.model.parameters()).device.type)
 
-    def tag_words(self, sentences: list[list[str]]) -> list[list[tuple[str, float]]]:
-        """Pre-tokenised sentences -> per word (tag, probability)."""
-        labels = self.model.heads[self.head].labels
-        return [
-            decode(p, labels, self.decoder, words)
-            for p, words in zip(
-                predict_probabilities(
-                    self.model,
-                    self.tokenizer,
-                    sentences,
-                    self.head,
-                    self.batch_size,
-                    precision=self.computed_in,
-                    stored_weights=self.stored_weights,
-                ),
-                sentences,
-            )
-        ]
+    @property
+    def labels(self) -> list[str]:
+        return self.model.heads[self.head].labels
 
-    def tag_lines(self, lines: Iterable[str], paragraphs: bool = False, conll: bool = False) -> Iterator[TaggedText]:
-        """Lines of a file, streamed: one sentence each, running text (`paragraphs`), or pre-tokenised CoNLL
-        (`conll`: one result per sentence). A line longer than `MAX_LINE_CHARS` is tagged in pieces cut at
-        spaces, one result each."""
-        if conll:
-            for chunk in self._reads(read_tokens(enumerate(lines, start=1))):
-                yield from self.tag_tokens(chunk)
-        else:
-            yield from self.pipe(pieces(lines), paragraphs=paragraphs)
+    def word_probabilities(self, sentences: list[list[str]]) -> list[np.ndarray]:
+        return predict_probabilities(
+            self.model,
+            self.tokenizer,
+            sentences,
+            self.head,
+            self.batch_size,
+            precision=self.computed_in,
+            stored_weights=self.stored_weights,
+        )
 
-    def tag_tokens(self, sentences: list[list[str]]) -> list[TaggedText]:
-        """Pre-tokenised sentences -> tagged texts, each the tokens joined by single spaces."""
-        results = []
-        for tokens, tagged in zip(sentences, self.tag_words(sentences)):
-            text, words = joined(tokens)
-            tags, scores = [t for t, _ in tagged], [p for _, p in tagged]
-            results.append(TaggedText(text, words, tags, scores, spans_from_tags(text, words, tags, scores)))
-        return results
 
-    def tag_texts(self, texts: list[str], paragraphs: bool = False) -> list[TaggedText]:
-        """Raw texts -> tagged texts. With `paragraphs`, each text is split into sentences first."""
-        pieces: list[tuple[int, int, int]] = []  # (text index, start, end)
-        for index, text in enumerate(texts):
-            spans = split_sentences(text) if paragraphs else [(0, len(text))]
-            pieces.extend((index, start, end) for start, end in spans)
-        token_lists = [
-            [Token(t.text, t.start + start, t.end + start) for t in tokenize(texts[i][start:end])]
-            for i, start, end in pieces
-        ]
-        predicted = self.tag_words([[t.text for t in tokens] for tokens in token_lists])
-        results = [TaggedText(text, [], [], [], []) for text in texts]
-        for (index, _, _), tokens, tagged in zip(pieces, token_lists, predicted):
-            result = results[index]
-            result.tokens += tokens
-            result.tags += [tag for tag, _ in tagged]
-            result.scores += [score for _, score in tagged]
-        for result in results:
-            result.spans = spans_from_tags(result.text, result.tokens, result.tags, result.scores)
-        return results
+def onnx_tagger(cls, **arguments) -> OnnxTagger:
+    """`Tagger.load(**arguments, runtime="onnx")`: an exported folder as it is, else the adapters' export in the
+    workspace's cache (`<model>/onnx/<key>`, fp32 and int8), made on first use from the PyTorch tagger."""
+    precision = check_onnx_precision(arguments["precision"])
+    where = {"batch_size": arguments["batch_size"], "decoder": arguments["decoder"], "device": arguments["device"]}
+    if is_onnx_folder(arguments["adapter"]):
+        return OnnxTagger(arguments["adapter"], precision, **where)
+    ws = Workspace(arguments["workspace"], arguments["model"])
+    lang, fusion = check_lang(arguments["lang"]), arguments["fusion"]
+    if fusion:
+        sources = [ws.fusion(fusion), ws.model_dir / "task"]
+    else:
+        sources = [ws.task(ws.task_adapter_name(arguments["task"], lang, arguments["adapter"]))]
+    if arguments["use_lang_adapter"]:
+        try:
+            sources.append(ws.lang_adapter(arguments["lang_adapter"] or lang))
+        except XlingError:
+            pass  # a fully fine-tuned task takes none; where one is needed, loading for the export says so
+    settings = {k: arguments[k] for k in ("model", "lang", "task", "adapter", "fusion", "use_lang_adapter")}
+    folder = ws.model_dir / "onnx" / export_key(sources, settings | {"xling": __version__, "graph": GRAPH_VERSION})
+    if not is_onnx_folder(folder):
+        from xling.tagging.onnx_export import export_onnx
 
-    def __call__(self, text: str | list[str]) -> list[Span] | list[list[Span]]:
-        """A text's entity spans; for a list of texts, a list of span lists (batched together)."""
-        if isinstance(text, str):
-            return self.tag_texts([text])[0].spans
-        return [tagged.spans for tagged in self.tag_texts(list(text))]
-
-    def pipe(
-        self, texts: Iterable[str], batch_size: int | None = None, paragraphs: bool = False
-    ) -> Iterator[TaggedText]:
-        """Stream tagged texts, reading up to `batch_size` texts at a time (default: one model batch first,
-        then twice as many each time up to 16 model batches), never waiting for texts that have not come.
-
-        Each read is sorted by length into model batches of `self.batch_size`; reading many model batches at
-        once keeps the padding small, which is what makes larger model batches pay, and a small first read
-        gives the first results quickly."""
-        if batch_size is not None:
-            check_batch_size(batch_size)
-        for chunk in self._reads(texts, batch_size):
-            yield from self.tag_texts(chunk, paragraphs)
-
-    def _reads(self, items: Iterable, size: int | None = None) -> Iterator[list]:
-        """`items` in lists of up to `size`, or growing from one model batch to 16; a list never waits for
-        input that has not come yet (`ready_chunks`), so a slow pipe's lines are tagged as they arrive."""
-        largest = size or 16 * self.batch_size
-        sizes = (size or min(self.batch_size * 2**n, largest) for n in count())
-        return ready_chunks(items, sizes, ahead=largest)
+        source = cls.load(**(arguments | {"device": "cpu", "precision": "fp32", "decoder": None}))
+        export_onnx(source, folder, int8=True, overwrite=True, describe=settings)
+    return OnnxTagger(folder, precision, **where)

@@ -1,0 +1,138 @@
+"""ONNX export and the ONNX Runtime tagger: the graph agrees with PyTorch, `xling tag --runtime onnx` gives the
+same entities, the workspace caches the export, and errors are one line."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from tests.tiny import run_xling
+
+pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+
+SENTENCES = "juan lima the city\nmaria of peru . runa wasi qusqu\n\nqusqu llaqta , peru suyu\n"
+
+
+def where(trained_workspace) -> list[str]:
+    root, model_dir, _, _ = trained_workspace
+    return ["--model", str(model_dir), "-w", str(root / "ws")]
+
+
+@pytest.fixture(scope="module")
+def exported(trained_workspace, tmp_path_factory):
+    target = tmp_path_factory.mktemp("onnx") / "tagger"
+    done = run_xling(
+        "export", "ner-en", str(target), "--format", "onnx", "--lang", "qu", "--int8", *where(trained_workspace)
+    )
+    assert done.returncode == 0, done.stderr
+    return target
+
+
+def entities(stdout: str) -> list[list[tuple]]:
+    return [[(e["start"], e["end"], e["label"]) for e in json.loads(line)["entities"]] for line in stdout.splitlines()]
+
+
+def test_export_checks_the_graphs_against_pytorch(exported):
+    config = json.loads((exported / "xling_onnx.json").read_text())
+    assert sorted(p.name for p in exported.glob("*.onnx")) == ["model.int8.onnx", "model.onnx"]
+    assert config["checks"]["fp32_max_logit_difference"] <= 1e-4
+    assert 0.5 <= config["checks"]["int8_tag_agreement"] <= 1.0
+    assert config["setup"] == "Stack('lang-qu', 'ner-en')" and config["labels"][0] == "O"
+    assert json.loads((exported / "config.json").read_text())["id2label"]["0"] == "O"
+
+
+def test_onnx_tag_gives_the_entities_of_pytorch(exported, trained_workspace, tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text(SENTENCES * 20, encoding="utf-8")
+    torch_run = run_xling("tag", str(source), "--lang", "qu", "-f", "jsonl", *where(trained_workspace))
+    onnx_run = run_xling("tag", str(source), "--lang", "qu", "-f", "jsonl", "--runtime", "onnx", "-t", str(exported))
+    assert torch_run.returncode == 0 and onnx_run.returncode == 0, onnx_run.stderr
+    assert entities(onnx_run.stdout) == entities(torch_run.stdout)
+    assert any(entities(torch_run.stdout))  # the comparison compares something
+
+
+def test_onnx_tagger_loads_an_exported_folder_alone(exported, tmp_path):
+    import shutil
+
+    from xling.tagging.onnx_tagger import OnnxTagger
+
+    moved = shutil.copytree(exported, tmp_path / "elsewhere")  # no workspace, no adapters beside it
+    tagger = OnnxTagger(moved, precision="int8")
+    assert [t.text for t in tagger.tag_texts(["juan lima", "runa wasi"])] == ["juan lima", "runa wasi"]
+    assert (
+        tagger.computed_in == "int8" and tagger.labels == json.loads((moved / "xling_onnx.json").read_text())["labels"]
+    )
+
+
+def test_tagger_load_exports_once_into_the_workspace(copied_workspace):
+    from xling import Tagger
+
+    workspace, model_dir, model_folder, dev = copied_workspace
+    options = {"lang": "qu", "adapter": "ner-en", "model": str(model_dir), "workspace": str(workspace)}
+    first = Tagger.load(**options, runtime="onnx")
+    second = Tagger.load(**options, runtime="onnx", precision="int8")
+    assert first.directory == second.directory and second.computed_in == "int8"
+    assert [p.name for p in (model_folder / "onnx").iterdir()] == [first.directory.name]
+    reference = Tagger.load(**options)
+    texts = ["juan lima the city", "maria of peru"]
+    assert [s.spans for s in first.tag_texts(texts)] != [] and [
+        [(x.start, x.end, x.label) for x in s.spans] for s in first.tag_texts(texts)
+    ] == [[(x.start, x.end, x.label) for x in s.spans] for s in reference.tag_texts(texts)]
+    (model_folder / "task" / "ner-en" / "adapter_config.json").touch()  # as retraining would rewrite it
+    third = Tagger.load(**options, runtime="onnx")
+    assert third.directory != first.directory  # a changed adapter is exported again
+
+
+def test_onnx_evaluation_scores_as_pytorch(exported, trained_workspace):
+    _, _, _, dev = trained_workspace
+    scores = {}
+    for runtime in ("torch", "onnx"):
+        extra = ["--runtime", "onnx", "-t", str(exported)] if runtime == "onnx" else []
+        done = run_xling("evaluate", "ner", str(dev), "--lang", "qu", "--json", *extra, *where(trained_workspace))
+        assert done.returncode == 0, done.stderr
+        scores[runtime] = json.loads(done.stdout)
+    assert scores["onnx"]["runtime"] == "onnx" and scores["onnx"]["f1"] == pytest.approx(scores["torch"]["f1"])
+
+
+@pytest.mark.parametrize(
+    "arguments, expected",
+    [
+        (["tag", "x.txt", "--lang", "qu", "--runtime", "onnx", "--precision", "bf16"], "computes in fp32 or int8"),
+        (["tag", "x.txt", "--lang", "qu", "--runtime", "tensorrt"], "runtime must be one of torch, onnx"),
+        (["export", "ner-en", "out", "--format", "adapterhub", "--int8"], "--int8 is an option of --format onnx only"),
+        (["export", "ner-en", "out", "--format", "onnx"], "--format onnx needs --lang"),
+    ],
+)
+def test_bad_onnx_options_are_one_line_errors(arguments, expected, tmp_path):
+    (tmp_path / "x.txt").write_text("juan\n")
+    done = run_xling(*arguments, cwd=tmp_path)
+    assert done.returncode != 0 and expected in done.stderr and "Traceback" not in done.stderr
+
+
+def test_without_onnxruntime_one_line_says_how_to_install_it(monkeypatch):
+    from xling.errors import XlingError
+    from xling.tagging.onnx_tagger import import_onnxruntime
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(XlingError, match=r"pip install 'xling\[onnx\]'"):
+        import_onnxruntime()
+
+
+def test_an_export_never_replaces_a_folder_it_did_not_write(exported, trained_workspace, tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    for extra in ([], ["--overwrite"]):
+        done = run_xling(
+            "export",
+            "ner-en",
+            str(tmp_path / "mine"),
+            "--format",
+            "onnx",
+            "--lang",
+            "qu",
+            *extra,
+            *where(trained_workspace),
+        )
+        assert done.returncode != 0 and (tmp_path / "mine" / "notes.txt").read_text() == "keep"

@@ -1,0 +1,97 @@
+"""`xling tag` into a file goes block by block: two processes (torchrun) give the output of one, line for line,
+and a stopped run goes on from its written blocks without tagging them again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from tests.tiny import run_xling
+from xling.tagging.blocks import BLOCK, Launch, blocks, job_of, parts_dir, prepare_parts, tag_blocks
+from xling.tagging.options import TagOptions
+
+LINES = ["juan lima the city", "maria of peru . runa wasi qusqu", "", "qusqu llaqta , peru suyu", "the city of lima"]
+
+
+def corpus(path, blocks_wanted: float = 2.5):
+    count = int(BLOCK * blocks_wanted)
+    path.write_text("".join(f"{LINES[i % len(LINES)]} {i}\n" for i in range(count)), encoding="utf-8")
+    return path, count
+
+
+def where(trained_workspace) -> list[str]:
+    root, model_dir, _, _ = trained_workspace
+    return ["--model", str(model_dir), "-w", str(root / "ws")]
+
+
+def test_two_processes_write_what_one_writes_line_for_line(trained_workspace, tmp_path):
+    source, count = corpus(tmp_path / "in.txt")
+    one = run_xling("tag", source, "--lang", "qu", "-o", tmp_path / "one.jsonl", *where(trained_workspace))
+    assert one.returncode == 0, one.stderr
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "xling"]
+    two = subprocess.run(
+        [*launcher, "tag", source, "--lang", "qu", "-o", tmp_path / "two.jsonl", *where(trained_workspace)],
+        capture_output=True,
+        text=True,
+    )
+    assert two.returncode == 0, two.stderr
+    first, second = (tmp_path / "one.jsonl").read_text().splitlines(), (tmp_path / "two.jsonl").read_text().splitlines()
+    assert len(first) == count and first == second
+    assert [json.loads(line)["text"] for line in second] == source.read_text().splitlines()
+    assert not parts_dir(tmp_path / "two.jsonl").exists()
+
+
+def test_a_stopped_run_tags_only_its_missing_blocks(trained_workspace, tmp_path):
+    from xling import Tagger
+
+    root, model_dir, _, _ = trained_workspace
+    source, count = corpus(tmp_path / "in.txt")
+    output = tmp_path / "out.jsonl"
+    options = TagOptions(
+        input=str(source), lang="qu", output=str(output), model=str(model_dir), workspace=str(root / "ws")
+    )
+    folder = parts_dir(output)
+    prepare_parts(folder, job_of(options, source))
+    tagger = Tagger.from_options(options)
+    tag_blocks(tagger, options, source, folder, Launch(rank=0, world=2))  # as if stopped with blocks 0 and 2 done
+    written = sorted(p.name for p in folder.glob("*.jsonl"))
+    assert written == ["00000000.jsonl", "00000002.jsonl"]
+    (folder / "00000000.jsonl").write_text('{"text": "marker"}\n')  # a block tagged again would lose this
+    done = run_xling("tag", source, "--lang", "qu", "-o", output, *where(trained_workspace))
+    assert done.returncode == 0, done.stderr
+    lines = output.read_text().splitlines()
+    assert lines[0] == '{"text": "marker"}' and len(lines) == 1 + count - BLOCK
+    assert [json.loads(line)["text"] for line in lines[1:]] == source.read_text().splitlines()[BLOCK:]
+
+
+def test_parts_of_another_job_are_not_reused(trained_workspace, tmp_path):
+    source, _ = corpus(tmp_path / "in.txt", 1.2)
+    output = tmp_path / "out.jsonl"
+    folder = parts_dir(output)
+    prepare_parts(folder, {"input": "another"})
+    (folder / "00000000.jsonl").write_text('{"text": "stale"}\n')
+    (folder / "00000000.json").write_text('{"results": 1, "entities": 0}')
+    done = run_xling("tag", source, "--lang", "qu", "-o", output, *where(trained_workspace))
+    assert done.returncode == 0, done.stderr
+    assert "stale" not in output.read_text() and len(output.read_text().splitlines()) == int(BLOCK * 1.2)
+
+
+def test_blocks_cut_a_stream_in_order():
+    assert list(blocks(range(5), 2)) == [[0, 1], [2, 3], [4]]
+
+
+def test_several_processes_need_files_in_a_format_that_joins(trained_workspace, tmp_path):
+    source, _ = corpus(tmp_path / "in.txt", 0.01)
+    for extra, expected in (([], "not standard streams"), (["-o", tmp_path / "o.html"], "writes jsonl or conll")):
+        done = run_xling("tag", source, "--lang", "qu", *extra, *where(trained_workspace), env={"WORLD_SIZE": "2"})
+        assert done.returncode != 0 and expected in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_folder_xling_did_not_write_is_never_removed(trained_workspace, tmp_path):
+    source, _ = corpus(tmp_path / "in.txt", 0.01)
+    mine = parts_dir(tmp_path / "out.jsonl")
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    done = run_xling("tag", source, "--lang", "qu", "-o", tmp_path / "out.jsonl", *where(trained_workspace))
+    assert done.returncode != 0 and "is not xling's" in done.stderr and (mine / "notes.txt").read_text() == "keep"

@@ -1,0 +1,83 @@
+"""`xling export`: an adapter in another library's layout (`adapterhub`), or a whole tagger as an ONNX graph
+(`onnx`), from one options dataclass that the command line and Python share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from xling.errors import XlingError
+from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
+from xling.options import opt
+from xling.workspace import LANG_ADAPTER_HELP, WORKSPACE_HELP, Workspace, check_lang
+
+FORMATS = ("adapterhub", "onnx")
+ONNX_ONLY = ("lang", "lang_adapter", "check_data", "int8")
+
+
+@dataclass
+class ExportOptions:
+    adapter: str = opt(help="A trained adapter: a workspace name or a directory (onnx: the task adapter or fusion).")
+    target: str = opt(help="The directory to write (written whole, or not at all).")
+    format: str = opt(
+        help="adapterhub: an adapter for the AdapterHub adapters library; onnx: the tagger Stack(LANG, ADAPTER) "
+        "as one ONNX graph for ONNX Runtime (xling tag --runtime onnx -t TARGET)."
+    )
+    overwrite: bool = opt(False, "Replace a directory an earlier export wrote.")
+    lang: str | None = opt(None, "onnx: the language whose adapter goes under the task adapter.")
+    lang_adapter: str | None = opt(None, "onnx: " + LANG_ADAPTER_HELP)
+    int8: bool = opt(False, "onnx: also write the int8 graph (dynamic quantisation, a scale per output channel).")
+    check_data: str | None = opt(
+        None, "onnx: labelled data to check the graphs on, with F1 (default: a few built-in sentences)."
+    )
+    model: str = opt(DEFAULT_MODEL, MODEL_HELP)
+    workspace: str | None = opt(None, WORKSPACE_HELP)
+
+    def __post_init__(self):
+        if self.format is not None and self.format not in FORMATS:  # None: `defaults`' instance
+            raise XlingError(f"format must be one of {', '.join(FORMATS)}, not {self.format!r}")
+
+    def check(self) -> None:
+        """What the options say together (each alone is checked on construction)."""
+        given = [name for name in ONNX_ONLY if getattr(self, name)]
+        if self.format == "adapterhub" and given:
+            raise XlingError(f"--{given[0].replace('_', '-')} is an option of --format onnx only")
+        if self.format == "onnx" and not self.lang:
+            raise XlingError("--format onnx needs --lang: the language of the text the tagger will read")
+
+
+def export(options: ExportOptions) -> str:
+    """Write the export; returns how to load it."""
+    options.check()
+    workspace = Workspace(options.workspace, options.model)
+    target = Path(options.target)
+    if options.format == "adapterhub":
+        from xling.adapters.adapterhub import export_adapterhub
+        from xling.hub import CARD_FILE, model_card, read_report
+
+        directory = workspace.adapter(options.adapter)
+        card = model_card(read_report(directory))
+        export_adapterhub(directory, target, overwrite=options.overwrite, extra_files={CARD_FILE: card})
+        return f"model.load_adapter({str(target)!r})"
+    return export_onnx_tagger(options, workspace)
+
+
+def export_onnx_tagger(options: ExportOptions, workspace: Workspace) -> str:
+    from xling.tagging.onnx_export import export_onnx
+    from xling.tagging.tagger import Tagger
+
+    lang = check_lang(options.lang)
+    fusion = options.adapter if workspace.adapter_dir("fusion", options.adapter).is_dir() else None
+    where = {"model": options.model, "workspace": options.workspace, "lang_adapter": options.lang_adapter}
+    tagger = Tagger.load(lang, adapter=None if fusion else options.adapter, fusion=fusion, precision="fp32", **where)
+    check = None
+    if options.check_data:
+        from xling.data.sources import load_ner
+
+        sentences = load_ner(options.check_data, "validation")
+        check = ([s.tokens for s in sentences], [s.tags for s in sentences])
+    describe = {"model": options.model, "lang": lang, "adapter": options.adapter, "fusion": bool(fusion)}
+    export_onnx(
+        tagger, Path(options.target), int8=options.int8, check=check, overwrite=options.overwrite, describe=describe
+    )
+    return f"xling tag --runtime onnx --task-adapter {options.target} --lang {lang} FILE"

@@ -1,0 +1,153 @@
+"""Tagging with ONNX Runtime: `OnnxTagger(folder)` on a folder `xling export --format onnx` wrote, or
+`Tagger.load(..., runtime="onnx")` / `xling tag --runtime onnx`, which export the adapters into the workspace's
+cache on first use. The same words, decoders, outputs and streaming as the PyTorch tagger (`TextTagger`);
+an exported folder is all it needs (no workspace, no adapters).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from xling.errors import XlingError
+from xling.tagging import align
+from xling.tagging.align import Window, predict_windows
+from xling.tagging.decoding import check_decoder
+from xling.tagging.texts import TextTagger, check_batch_size
+
+CONFIG_FILE = "xling_onnx.json"
+GRAPH_FILES = {"fp32": "model.onnx", "int8": "model.int8.onnx"}
+GRAPH_VERSION = 1  # how xling builds the graph: a cached export of another version is made again
+RUNTIMES = ("torch", "onnx")
+RUNTIME_HELP = (
+    "torch (PyTorch) or onnx (ONNX Runtime, often faster on CPUs: the adapters are exported into the workspace "
+    "on first use; --task-adapter may name a folder `xling export --format onnx` wrote)."
+)
+INSTALL_HINT = "ONNX Runtime is not installed; install it with: pip install 'xling[onnx]'"
+
+
+@dataclass
+class OnnxConfig:
+    """`xling_onnx.json`: what the graphs compute and how to read their logits."""
+
+    labels: list[str]
+    head: str  # the task adapter's (or fusion's) name
+    decoder: str
+    max_window: int  # the longest window of sub-tokens (specials included) the graph takes
+    pad_token_id: int
+    setup: str
+    precisions: list[str]
+    xling_version: str
+    opset: int
+    source: dict = field(default_factory=dict)  # what was exported: model, language, adapters
+    checks: dict = field(default_factory=dict)  # `onnx_export.ExportChecks`
+
+
+def is_onnx_folder(path: str | Path | None) -> bool:
+    return path is not None and (Path(path).expanduser() / CONFIG_FILE).is_file()
+
+
+def check_runtime(runtime: str) -> str:
+    if runtime not in RUNTIMES:
+        raise XlingError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+    return runtime
+
+
+def check_onnx_precision(precision: str) -> str:
+    """fp32 (`auto` too) or int8: what an ONNX graph is stored in."""
+    if precision in ("auto", "fp32"):
+        return "fp32"
+    if precision != "int8":
+        raise XlingError(f"the onnx runtime computes in fp32 or int8, not {precision}")
+    return precision
+
+
+def import_onnxruntime():
+    try:
+        import onnxruntime
+    except ImportError:
+        raise XlingError(INSTALL_HINT) from None
+    return onnxruntime
+
+
+def session_for(path: Path, device: str):
+    """An ONNX Runtime session on `path` with every graph optimisation, on CUDA if asked and available."""
+    ort = import_onnxruntime()
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads := os.environ.get("OMP_NUM_THREADS"):  # a launcher's share of the cores (torchrun sets it)
+        options.intra_op_num_threads = int(threads)
+    providers = ["CPUExecutionProvider"]
+    if device in ("auto", "cuda") and "CUDAExecutionProvider" in ort.get_available_providers():
+        providers.insert(0, "CUDAExecutionProvider")
+    elif device == "cuda":
+        raise XlingError("--device cuda: this ONNX Runtime has no CUDA provider (pip install onnxruntime-gpu)")
+    return ort.InferenceSession(str(path), options, providers=providers)
+
+
+class OnnxTagger(TextTagger):
+    """Tags with an exported graph; `precision` fp32 or int8 picks the graph."""
+
+    runtime = "onnx"
+
+    def __init__(
+        self,
+        directory: str | Path,
+        precision: str = "fp32",
+        batch_size: int = 32,
+        decoder: str | None = None,
+        device: str = "auto",
+    ):
+        from transformers import AutoTokenizer
+
+        self.directory = Path(directory).expanduser()
+        if not is_onnx_folder(self.directory):
+            raise XlingError(f"no exported ONNX tagger at {directory} ({CONFIG_FILE} missing)")
+        self.config = OnnxConfig(**json.loads((self.directory / CONFIG_FILE).read_text()))
+        self.precision = check_onnx_precision(precision)
+        if self.precision not in self.config.precisions:
+            raise XlingError(f"{directory} has no {self.precision} graph; export it with --precision {self.precision}")
+        check_batch_size(batch_size)
+        self.batch_size, self.decoder = batch_size, check_decoder(decoder) or self.config.decoder
+        self.labels, self.head, self.setup = self.config.labels, self.config.head, self.config.setup
+        self.session = session_for(self.directory / GRAPH_FILES[self.precision], device)
+        self.tokenizer = AutoTokenizer.from_pretrained(str(self.directory))
+
+    @property
+    def computed_in(self) -> str:
+        return self.precision
+
+    def logits(self, windows: list[Window]) -> np.ndarray:
+        """(windows, sub-tokens, labels) logits of windows padded to the longest."""
+        ids = np.full((len(windows), max(len(w.input_ids) for w in windows)), self.config.pad_token_id, np.int64)
+        for row, window in enumerate(windows):
+            ids[row, : len(window.input_ids)] = window.input_ids
+        mask = (ids != self.config.pad_token_id).astype(np.int64)
+        return self.session.run(["logits"], {"input_ids": ids, "attention_mask": mask})[0]
+
+    def word_probabilities(self, sentences: list[list[str]]) -> list[np.ndarray]:
+        def run_batch(windows: list[Window]) -> np.ndarray:
+            logits = self.logits(windows)
+            exp = np.exp(logits - logits.max(-1, keepdims=True))
+            return exp / exp.sum(-1, keepdims=True)
+
+        cap = align.CPU_MAX_TOKENS if self.session.get_providers()[0] == "CPUExecutionProvider" else None
+        return predict_windows(
+            sentences, self.tokenizer, self.labels, run_batch, self.config.max_window, self.batch_size, cap
+        )
+
+
+def export_key(sources: list[Path], settings: dict) -> str:
+    """A name for the cached export of these adapter folders (their files' names, sizes and times) and
+    settings: a retrained adapter gets a new export."""
+    digest = hashlib.blake2b(json.dumps(settings, sort_keys=True).encode(), digest_size=10)
+    for directory in sources:
+        for path in sorted(p for p in Path(directory).rglob("*") if p.is_file()):
+            stat = path.stat()
+            digest.update(f"{path}\n{stat.st_size}\n{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()

@@ -1,0 +1,160 @@
+"""What every tagger does with its model's word probabilities, whatever runs the model (PyTorch: `Tagger`;
+ONNX Runtime: `OnnxTagger`): decode them into tags, tag raw texts, lines, tokens and streams, and make spans.
+
+A runtime supplies `labels`, `decoder`, `batch_size` and `word_probabilities(sentences)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from itertools import count
+
+import numpy as np
+
+from xling.data.conll import read_tokens
+from xling.data.text import pieces
+from xling.errors import XlingError
+from xling.tagging.decoding import decode
+from xling.tagging.reading import ready_chunks
+from xling.tagging.words import Token, joined, split_sentences, tokenize
+
+
+@dataclass
+class Span:
+    start: int
+    end: int
+    text: str
+    label: str
+    score: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def to_pipeline_dict(self) -> dict:
+        """The shape of Transformers' `pipeline("token-classification", aggregation_strategy=...)` entities."""
+        return {
+            "entity_group": self.label,
+            "score": self.score,
+            "word": self.text,
+            "start": self.start,
+            "end": self.end,
+        }
+
+
+@dataclass
+class TaggedText:
+    """One input text: its words with tags and probabilities, and the entity spans."""
+
+    text: str
+    tokens: list[Token]
+    tags: list[str]
+    scores: list[float]
+    spans: list[Span]
+
+
+def spans_from_tags(text: str, tokens: list[Token], tags: list[str], scores: list[float]) -> list[Span]:
+    """Entities from IOB2 tags; an entity's score is the mean probability of its words."""
+    spans: list[Span] = []
+    begin = None
+    for i, tag in enumerate(tags + ["O"]):
+        if begin is not None and not (tag.startswith("I-") and tag[2:] == tags[begin][2:]):
+            start, end = tokens[begin].start, tokens[i - 1].end
+            mean = sum(scores[begin:i]) / (i - begin)
+            spans.append(Span(start, end, text[start:end], tags[begin][2:], round(mean, 4)))
+            begin = None
+        if tag.startswith("B-"):
+            begin = i
+    return spans
+
+
+def check_batch_size(batch_size: int) -> None:
+    if batch_size < 1:
+        raise XlingError(f"batch-size must be at least 1, not {batch_size}")
+
+
+class TextTagger:
+    """The tagging a runtime gets by supplying word probabilities."""
+
+    labels: list[str]
+    decoder: str
+    batch_size: int
+    runtime: str  # what runs the model: torch or onnx
+
+    def word_probabilities(self, sentences: list[list[str]]) -> list[np.ndarray]:
+        """Per pre-tokenised sentence, a (words, labels) array of tag probabilities."""
+        raise NotImplementedError
+
+    def tag_words(self, sentences: list[list[str]]) -> list[list[tuple[str, float]]]:
+        """Pre-tokenised sentences -> per word (tag, probability)."""
+        return [
+            decode(p, self.labels, self.decoder, words)
+            for p, words in zip(self.word_probabilities(sentences), sentences)
+        ]
+
+    def tag_lines(self, lines: Iterable[str], paragraphs: bool = False, conll: bool = False) -> Iterator[TaggedText]:
+        """Lines of a file, streamed: one sentence each, running text (`paragraphs`), or pre-tokenised CoNLL
+        (`conll`: one result per sentence). A line longer than `MAX_LINE_CHARS` is tagged in pieces cut at
+        spaces, one result each."""
+        if conll:
+            for chunk in self._reads(read_tokens(enumerate(lines, start=1))):
+                yield from self.tag_tokens(chunk)
+        else:
+            yield from self.pipe(pieces(lines), paragraphs=paragraphs)
+
+    def tag_tokens(self, sentences: list[list[str]]) -> list[TaggedText]:
+        """Pre-tokenised sentences -> tagged texts, each the tokens joined by single spaces."""
+        results = []
+        for tokens, tagged in zip(sentences, self.tag_words(sentences)):
+            text, words = joined(tokens)
+            tags, scores = [t for t, _ in tagged], [p for _, p in tagged]
+            results.append(TaggedText(text, words, tags, scores, spans_from_tags(text, words, tags, scores)))
+        return results
+
+    def tag_texts(self, texts: list[str], paragraphs: bool = False) -> list[TaggedText]:
+        """Raw texts -> tagged texts. With `paragraphs`, each text is split into sentences first."""
+        pieces: list[tuple[int, int, int]] = []  # (text index, start, end)
+        for index, text in enumerate(texts):
+            spans = split_sentences(text) if paragraphs else [(0, len(text))]
+            pieces.extend((index, start, end) for start, end in spans)
+        token_lists = [
+            [Token(t.text, t.start + start, t.end + start) for t in tokenize(texts[i][start:end])]
+            for i, start, end in pieces
+        ]
+        predicted = self.tag_words([[t.text for t in tokens] for tokens in token_lists])
+        results = [TaggedText(text, [], [], [], []) for text in texts]
+        for (index, _, _), tokens, tagged in zip(pieces, token_lists, predicted):
+            result = results[index]
+            result.tokens += tokens
+            result.tags += [tag for tag, _ in tagged]
+            result.scores += [score for _, score in tagged]
+        for result in results:
+            result.spans = spans_from_tags(result.text, result.tokens, result.tags, result.scores)
+        return results
+
+    def __call__(self, text: str | list[str]) -> list[Span] | list[list[Span]]:
+        """A text's entity spans; for a list of texts, a list of span lists (batched together)."""
+        if isinstance(text, str):
+            return self.tag_texts([text])[0].spans
+        return [tagged.spans for tagged in self.tag_texts(list(text))]
+
+    def pipe(
+        self, texts: Iterable[str], batch_size: int | None = None, paragraphs: bool = False
+    ) -> Iterator[TaggedText]:
+        """Stream tagged texts, reading up to `batch_size` texts at a time (default: one model batch first,
+        then twice as many each time up to 16 model batches), never waiting for texts that have not come.
+
+        Each read is sorted by length into model batches of `self.batch_size`; reading many model batches at
+        once keeps the padding small, which is what makes larger model batches pay, and a small first read
+        gives the first results quickly."""
+        if batch_size is not None:
+            check_batch_size(batch_size)
+        for chunk in self._reads(texts, batch_size):
+            yield from self.tag_texts(chunk, paragraphs)
+
+    def _reads(self, items: Iterable, size: int | None = None) -> Iterator[list]:
+        """`items` in lists of up to `size`, or growing from one model batch to 16; a list never waits for
+        input that has not come yet (`ready_chunks`), so a slow pipe's lines are tagged as they arrive."""
+        largest = size or 16 * self.batch_size
+        sizes = (size or min(self.batch_size * 2**n, largest) for n in count())
+        return ready_chunks(items, sizes, ahead=largest)
