@@ -149,7 +149,7 @@ def runtime_table(files: dict) -> str:
     note = f"`results/{SPEED}` ({speed['machine']}, xling {speed['xling_version']}, commit {speed['commit']})"
     if quality["rows"]:
         note += f"; F1: `results/{QUALITY}` ({quality['machine']}, seeds {quality['seeds']})"
-    return "\n".join([*lines, "", note + "; one run.", "", *(f"- {r}" for r in speed["ratios"])])
+    return "\n".join([*lines, "", note + "; one run.", "", *(f"- {r.strip()}" for r in speed["ratios"])])
 
 
 def cli_reference() -> str:
