@@ -34,6 +34,16 @@ def entities(stdout: str) -> list[list[tuple]]:
     return [[(e["start"], e["end"], e["label"]) for e in json.loads(line)["entities"]] for line in stdout.splitlines()]
 
 
+def test_a_task_adapter_given_as_a_directory_exports(trained_workspace, tmp_path):
+    root, model_dir, _, _ = trained_workspace
+    task = root / "ws" / model_dir.name / "task" / "ner-en"
+    done = run_xling(
+        "export", task, tmp_path / "from-dir", "--format", "onnx", "--lang", "qu", *where(trained_workspace)
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "from-dir" / "xling_onnx.json").read_text())["head"] == "ner-en"
+
+
 def test_export_checks_the_graphs_against_pytorch(exported):
     config = json.loads((exported / "xling_onnx.json").read_text())
     assert sorted(p.name for p in exported.glob("*.onnx")) == ["model.int8.onnx", "model.onnx"]

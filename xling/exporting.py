@@ -9,7 +9,7 @@ from pathlib import Path
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import opt
-from xling.workspace import LANG_ADAPTER_HELP, WORKSPACE_HELP, Workspace, check_lang
+from xling.workspace import LANG_ADAPTER_HELP, WORKSPACE_HELP, Workspace, check_lang, is_hub_name, is_path
 
 FORMATS = ("adapterhub", "onnx")
 ONNX_ONLY = ("lang", "lang_adapter", "check_data", "int8")
@@ -67,7 +67,8 @@ def export_onnx_tagger(options: ExportOptions, workspace: Workspace) -> str:
     from xling.tagging.tagger import Tagger
 
     lang = check_lang(options.lang)
-    fusion = options.adapter if workspace.adapter_dir("fusion", options.adapter).is_dir() else None
+    named = not (is_path(options.adapter) or is_hub_name(options.adapter))  # a directory or Hub name: a task adapter
+    fusion = options.adapter if named and workspace.adapter_dir("fusion", options.adapter).is_dir() else None
     where = {"model": options.model, "workspace": options.workspace, "lang_adapter": options.lang_adapter}
     tagger = Tagger.load(lang, adapter=None if fusion else options.adapter, fusion=fusion, precision="fp32", **where)
     check = None

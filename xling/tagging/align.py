@@ -103,6 +103,14 @@ def length_batches(windows: list[Window], batch_size: int, max_tokens: int | Non
     return batches + [batch] if batch else batches
 
 
+def padded(windows: list[Window], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, attention mask) of windows padded to the longest, int64 as both runtimes take them."""
+    ids = np.full((len(windows), max(len(w.input_ids) for w in windows)), pad_id, np.int64)
+    for row, window in enumerate(windows):
+        ids[row, : len(window.input_ids)] = window.input_ids
+    return ids, (ids != pad_id).astype(np.int64)
+
+
 def predict_windows(
     sentences: list[list[str]],
     tokenizer,

@@ -92,8 +92,11 @@ def block_files(folder: Path, number: int, output_format: str) -> tuple[Path, Pa
     return folder / f"{number:08d}.{output_format}", folder / f"{number:08d}.json"
 
 
-def tag_blocks(tagger, options: TagOptions, path: Path, folder: Path, launch: Launch, progress=None) -> None:
-    """Tag this process's missing blocks, each written whole as soon as it is done."""
+def tag_blocks(
+    tagger, options: TagOptions, path: Path, folder: Path, launch: Launch, progress=None, total: int = 0
+) -> None:
+    """Tag this process's missing blocks, each written whole as soon as it is done; `progress` wraps them,
+    given how many of the input's `total` blocks are this process's to do."""
     output_format = options.output_format()
 
     def missing(number: int) -> bool:
@@ -101,7 +104,7 @@ def tag_blocks(tagger, options: TagOptions, path: Path, folder: Path, launch: La
 
     mine = ((n, block) for n, block in enumerate(blocks(units(path, options.conll))) if missing(n))
     if progress is not None:
-        mine = progress(mine, sum(1 for n in range(count_blocks(path, options.conll)) if missing(n)))
+        mine = progress(mine, sum(1 for n in range(total) if missing(n)))
     for number, block in mine:
         # The whole block as one read: sorted by length together, its batches pad least (a fifth faster than
         # `pipe`'s growing reads, which are for the first results of a stream).
@@ -152,16 +155,17 @@ def run_in_blocks(load: Callable, options: TagOptions, launch: Launch, console: 
     path, output = Path(options.input), Path(options.output)
     folder = parts_dir(output)
     with process_group(launch) as barrier:
+        total = count_blocks(path, options.conll) if launch.rank == 0 else 0  # the first process shows and joins
         if launch.rank == 0:
             prepare_parts(folder, job_of(options, path))
             tagger = load()
         barrier()
         if launch.rank != 0:
             tagger = load()
-        tag_blocks(tagger, options, path, folder, launch, progress if launch.rank == 0 else None)
+        tag_blocks(tagger, options, path, folder, launch, progress if launch.rank == 0 else None, total)
         barrier()
         if launch.rank == 0:
-            join_blocks(folder, output, count_blocks(path, options.conll), options.output_format(), console)
+            join_blocks(folder, output, total, options.output_format(), console)
 
 
 def check_blocks(options: TagOptions, launch: Launch) -> None:

@@ -2,7 +2,7 @@
 sub-word ids to logits, with dynamic batch and length, for ONNX Runtime (`OnnxTagger`, `xling tag --runtime
 onnx`) or any other ONNX consumer.
 
-The folder holds `model.onnx` (fp32, with ONNX Runtime's transformer fusions: attention, LayerNorm, GELU),
+The folder holds `model.onnx` (fp32, with ONNX Runtime's transformer fusions: skip-LayerNorm and GELU),
 optionally `model.int8.onnx` (dynamic int8, a scale per output channel), the tokenizer files, a `config.json`
 with the labels (`id2label`) and `xling_onnx.json`: what the graph is and how it was checked. On export the
 graphs run on check sentences beside the PyTorch tagger: fp32 must agree within `FP32_TOLERANCE`; int8's tag
@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import warnings
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import torch
 from xling import __version__
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, write_json_atomic
-from xling.tagging.align import length_batches, windows_for
+from xling.tagging.align import Window, length_batches, windows_for
 from xling.tagging.onnx_tagger import (
     CONFIG_FILE,
     GRAPH_FILES,
@@ -56,6 +57,18 @@ class ExportChecks:
     f1: dict[str, float] = field(default_factory=dict)  # with labelled check data: per graph (and torch)
 
 
+@contextmanager
+def quiet(logger: str | None):
+    """A logger (None: the root logger) at ERROR meanwhile, then as it was."""
+    target = logging.getLogger(logger)
+    level = target.level
+    target.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        target.setLevel(level)
+
+
 class TaggingGraph(torch.nn.Module):
     """The exported function: sub-word ids and mask -> the head's logits (one pass, no row splitting)."""
 
@@ -74,11 +87,11 @@ def write_graph(tagger, path: Path) -> None:
     ids = torch.tensor([[tagger.tokenizer.cls_token_id, 5, 6, 7, tagger.tokenizer.sep_token_id]] * 2)
     batch, length = torch.export.Dim("batch"), torch.export.Dim("length", max=512)
     encoder, attention = tagger.model.encoder, tagger.model.encoder.config._attn_implementation
-    logging.getLogger("torch.onnx").setLevel(logging.ERROR)  # its notes on optional packages (torchvision)
     encoder.set_attn_implementation("eager")
     try:
-        with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
-            warnings.filterwarnings("ignore", category=UserWarning)  # the exporter's notes on its own internals
+        # the exporter's notes on optional packages (torchvision) and on its own internals
+        with quiet("torch.onnx"), warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
+            warnings.filterwarnings("ignore", category=UserWarning)
             warnings.filterwarnings("ignore", category=DeprecationWarning)
             warnings.filterwarnings("ignore", category=FutureWarning)
             program = torch.onnx.export(
@@ -97,7 +110,8 @@ def write_graph(tagger, path: Path) -> None:
 
 
 def optimise(path: Path, config) -> None:
-    """ONNX Runtime's transformer fusions (attention, skip-LayerNorm, GELU), in place."""
+    """ONNX Runtime's transformer fusions, in place: skip-LayerNorm and GELU (its attention fusion does not
+    recognise Transformers' attention mask, so attention stays as separate operators)."""
     from onnxruntime.transformers.optimizer import optimize_model
 
     optimised = optimize_model(
@@ -120,13 +134,14 @@ def quantise(source: Path, target: Path, hidden_size: int) -> None:
         for node in graph.node
         if node.op_type == "MatMul" and len(shape := shapes.get(node.input[1], ())) == 2 and min(shape) >= hidden_size
     ]
-    logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process, meant for image models
-    quantize_dynamic(str(source), str(target), per_channel=True, weight_type=QuantType.QInt8, nodes_to_quantize=encoder)
+    with quiet(None):  # its advice to pre-process, meant for image models, goes to the root logger
+        quantize_dynamic(
+            str(source), str(target), per_channel=True, weight_type=QuantType.QInt8, nodes_to_quantize=encoder
+        )
 
 
-def torch_logits(tagger, sentences: list[list[str]]) -> list[np.ndarray]:
-    """Per window of `sentences`, the PyTorch tagger's fp32 logits of its real sub-tokens."""
-    windows = windows_for(sentences, tagger.tokenizer, max_window(tagger.model, tagger.tokenizer), 32)
+def torch_logits(tagger, windows: list[Window]) -> list[np.ndarray]:
+    """Per window, the PyTorch tagger's fp32 logits of its real sub-tokens (windows of similar length batched)."""
     logits: list = [None] * len(windows)
     head = tagger.model.heads[tagger.head]
     with torch.inference_mode():
@@ -138,19 +153,13 @@ def torch_logits(tagger, sentences: list[list[str]]) -> list[np.ndarray]:
     return logits
 
 
-def graph_logits(graph: OnnxTagger, tagger, sentences: list[list[str]]) -> list[np.ndarray]:
-    windows = windows_for(sentences, tagger.tokenizer, max_window(tagger.model, tagger.tokenizer), 32)
-    return [graph.logits([w])[0, : len(w.input_ids)] for w in windows]
-
-
 def check_graphs(directory: Path, tagger, sentences: list[list[str]], gold: list[list[str]] | None) -> ExportChecks:
     """Run the written graphs beside `tagger` (PyTorch, fp32): the fp32 graph's largest logit difference, the
     int8 graph's tag agreement, and F1 of each with `gold` tags."""
     fp32 = OnnxTagger(directory, precision="fp32", batch_size=tagger.batch_size)
-    difference = max(
-        float(np.abs(a - b).max())
-        for a, b in zip(torch_logits(tagger, sentences), graph_logits(fp32, tagger, sentences))
-    )
+    windows = windows_for(sentences, tagger.tokenizer, max_window(tagger.model, tagger.tokenizer), 32)
+    graph = [fp32.logits([w])[0, : len(w.input_ids)] for w in windows]  # one at a time: no padding
+    difference = max(float(np.abs(a - b).max()) for a, b in zip(torch_logits(tagger, windows), graph))
     checks = ExportChecks(len(sentences), difference)
     reference = tagger.tag_words(sentences)
     tagged = {"torch-fp32": reference, "onnx-fp32": fp32.tag_words(sentences)}

@@ -16,7 +16,7 @@ import numpy as np
 
 from xling.errors import XlingError
 from xling.tagging import align
-from xling.tagging.align import Window, predict_windows
+from xling.tagging.align import Window, padded, predict_windows
 from xling.tagging.decoding import check_decoder
 from xling.tagging.texts import TextTagger, check_batch_size
 
@@ -124,10 +124,7 @@ class OnnxTagger(TextTagger):
 
     def logits(self, windows: list[Window]) -> np.ndarray:
         """(windows, sub-tokens, labels) logits of windows padded to the longest."""
-        ids = np.full((len(windows), max(len(w.input_ids) for w in windows)), self.config.pad_token_id, np.int64)
-        for row, window in enumerate(windows):
-            ids[row, : len(window.input_ids)] = window.input_ids
-        mask = (ids != self.config.pad_token_id).astype(np.int64)
+        ids, mask = padded(windows, self.config.pad_token_id)
         return self.session.run(["logits"], {"input_ids": ids, "attention_mask": mask})[0]
 
     def word_probabilities(self, sentences: list[list[str]]) -> list[np.ndarray]:

@@ -10,7 +10,7 @@ import torch
 from xling.adapters import AdaptedModel
 from xling.device import autocast, linear_weights_stored_for
 from xling.tagging import align
-from xling.tagging.align import Window, predict_windows
+from xling.tagging.align import Window, padded, predict_windows
 
 
 def max_window(model: AdaptedModel, tokenizer, requested: int | None = None) -> int:
@@ -22,11 +22,8 @@ def max_window(model: AdaptedModel, tokenizer, requested: int | None = None) -> 
 
 
 def pad_batch(windows: list[Window], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(w.input_ids) for w in windows)
-    ids = torch.full((len(windows), width), pad_id, dtype=torch.long)
-    for row, window in enumerate(windows):
-        ids[row, : len(window.input_ids)] = torch.tensor(window.input_ids)
-    return ids.to(device), (ids != pad_id).long().to(device)
+    ids, mask = padded(windows, pad_id)
+    return torch.from_numpy(ids).to(device), torch.from_numpy(mask).to(device)
 
 
 @torch.inference_mode()

@@ -6,6 +6,7 @@ A runtime supplies `labels`, `decoder`, `batch_size` and `word_probabilities(sen
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from itertools import count
@@ -73,7 +74,7 @@ def check_batch_size(batch_size: int) -> None:
         raise XlingError(f"batch-size must be at least 1, not {batch_size}")
 
 
-class TextTagger:
+class TextTagger(ABC):
     """The tagging a runtime gets by supplying word probabilities."""
 
     labels: list[str]
@@ -81,9 +82,9 @@ class TextTagger:
     batch_size: int
     runtime: str  # what runs the model: torch or onnx
 
+    @abstractmethod
     def word_probabilities(self, sentences: list[list[str]]) -> list[np.ndarray]:
         """Per pre-tokenised sentence, a (words, labels) array of tag probabilities."""
-        raise NotImplementedError
 
     def tag_words(self, sentences: list[list[str]]) -> list[list[tuple[str, float]]]:
         """Pre-tokenised sentences -> per word (tag, probability)."""
