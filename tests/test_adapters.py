@@ -224,6 +224,13 @@ def test_unsupported_architecture_is_refused():
 
     with pytest.raises(XlingError, match="supported: .*bert.*distilbert"):
         AdaptedModel(GPT2Model(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=50)))
+    from transformers import AutoModel
+
+    from tests.tiny import tiny_config
+
+    # a pre-LayerNorm family (XLM-R XL): its record says so, and it is refused in one line
+    with pytest.raises(XlingError, match="'xlm-roberta-xl' normalises before each sublayer \\(pre-LayerNorm\\)"):
+        AdaptedModel(AutoModel.from_config(tiny_config("xlm-roberta-xl", 60)))
 
 
 def _full_model(seed=0):
@@ -308,12 +315,15 @@ def test_adapterhub_fixture_loads_and_matches():
     assert model.adapters["lang"].config.placement == "pfeiffer" and model.adapters["lang"].config.invertible
     assert model.adapters["task"].config.placement == "houlsby"
     batch = {"input_ids": expected["input_ids"], "attention_mask": expected["attention_mask"]}
-    for label, setup in {"lang": "lang", "task": "task", "stack": Stack("lang", "task")}.items():
+    assert load(model, FIXTURE / "lora") == "lora"
+    assert model.adapters["lora"].config.targets == ["query", "key", "value"]
+    setups = {"lang": "lang", "task": "task", "stack": Stack("lang", "task"), "lora": "lora"}
+    for label, setup in {**setups, "lang_lora": Stack("lang", "lora")}.items():
         assert torch.allclose(outputs(model, batch, setup), expected[label], atol=1e-6), label
     assert not torch.allclose(outputs(model, batch), expected["lang"], atol=1e-3)
 
 
-@pytest.mark.parametrize("name", ["lang", "task"])
+@pytest.mark.parametrize("name", ["lang", "task", "lora"])
 def test_export_writes_what_the_adapters_library_saved(tmp_path, name):
     from transformers import AutoModel
 
@@ -378,7 +388,7 @@ def test_export_carries_the_tagging_head_and_refuses_what_the_library_lacks(tmp_
         load(_full_model()[0], tmp_path / "exported", name="refused")
     with pytest.raises(XlingError, match="no equivalent of share_every=2, train_layer_norms=True"):
         export_adapterhub(tmp_path / "ner", tmp_path / "x")
-    with pytest.raises(XlingError, match="only bottleneck adapters export"):
+    with pytest.raises(XlingError, match="only bottleneck and lora adapters export"):
         export_adapterhub(tmp_path / "fusion", tmp_path / "x")
     assert not (tmp_path / "x").exists()
 

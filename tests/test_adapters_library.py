@@ -16,6 +16,7 @@ import torch
 from tests.tiny import random_madx_adapters
 from xling.adapters import AdaptedModel, Stack
 from xling.adapters.adapterhub import export_adapterhub
+from xling.adapters.lora import LoraConfig
 from xling.adapters.saving import load
 from xling.hub import library_snippet
 from xling.models import load_model, resolve_model_dir
@@ -55,11 +56,13 @@ def library_python(pytestconfig) -> Path:
     return python
 
 
+@pytest.mark.parametrize("task_kind", ["bottleneck", "lora"])
 def test_the_cards_snippet_loads_an_export_in_the_library_with_xlings_logits_and_entities(
-    xling_home, tmp_path, library_python
+    xling_home, tmp_path, library_python, task_kind
 ):
     encoder, tokenizer = load_model("e5-small")  # its own: adapters hook into the encoder they wrap
-    lang_dir, task_dir = random_madx_adapters(AdaptedModel(encoder), tmp_path)
+    task_config = LoraConfig(rank=8, alpha=16) if task_kind == "lora" else None
+    lang_dir, task_dir = random_madx_adapters(AdaptedModel(encoder), tmp_path, task_config)
     model = AdaptedModel(encoder)
     model.set_active(Stack(load(model, lang_dir, name="qu", head=False), load(model, task_dir, name="ner")))
     model.eval()

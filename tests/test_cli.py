@@ -85,7 +85,7 @@ def test_options_are_built_from_command_line_or_recipe_values_by_one_rule():
             "mask_prob": 0.5,  # another command's option: ignored
         },
     )
-    assert task.adapter == BottleneckConfig.preset("houlsby", reduction_factor=8, leave_out=[10, 11])
+    assert task.adapter.config == BottleneckConfig.preset("houlsby", reduction_factor=8, leave_out=[10, 11])
     assert (task.drop_labels, task.label_map, task.use_lang_adapter) == (["MISC", "DATE"], {"PERSON": "PER"}, False)
     try:
         build(TaskAdapterOptions, {"lang": "en", "dev": "d"})

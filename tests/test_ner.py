@@ -324,7 +324,7 @@ def test_no_lang_adapter_and_few_shot_continuation(setup_dirs):
         ),
         Console(file=output, width=300),
     )
-    assert "ner-en-nolang continues its adapter as trained (reduction factor 8)" in output.getvalue()
+    assert "ner-en-nolang continues its bottleneck adapter as trained" in output.getvalue()
     assert few["name"] == "ner-qu"
     assert few["options"]["adapter"] == report["options"]["adapter"]
     assert few["options"]["adapter"]["reduction_factor"] == 8

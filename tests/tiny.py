@@ -42,54 +42,29 @@ def tiny_tokenizer():
     )
 
 
-def tiny_config(arch: str, vocab_size: int):
-    from transformers import BertConfig, DebertaV2Config, DistilBertConfig, XLMRobertaConfig
+# Beyond the sizes: DeBERTa in the layout of mDeBERTa-v3 (relative attention, no absolute positions).
+TINY_EXTRAS = {
+    "deberta-v2": dict(
+        relative_attention=True, position_buckets=16, pos_att_type=["p2c", "c2p"], position_biased_input=False
+    ),
+}
 
-    if arch == "bert":
-        return BertConfig(
-            vocab_size=vocab_size,
-            hidden_size=32,
-            num_hidden_layers=3,
-            num_attention_heads=4,
-            intermediate_size=64,
-            max_position_embeddings=64,
-            pad_token_id=1,
-        )
-    if arch == "xlm-roberta":
-        return XLMRobertaConfig(
-            vocab_size=vocab_size,
-            hidden_size=32,
-            num_hidden_layers=3,
-            num_attention_heads=4,
-            intermediate_size=64,
-            max_position_embeddings=66,
-            pad_token_id=1,
-        )
-    if arch == "distilbert":
-        return DistilBertConfig(
-            vocab_size=vocab_size,
-            dim=32,
-            n_layers=3,
-            n_heads=4,
-            hidden_dim=64,
-            max_position_embeddings=64,
-            pad_token_id=1,
-        )
-    if arch == "deberta-v2":  # the layout of mDeBERTa-v3: relative attention, no absolute positions
-        return DebertaV2Config(
-            vocab_size=vocab_size,
-            hidden_size=32,
-            num_hidden_layers=3,
-            num_attention_heads=4,
-            intermediate_size=64,
-            max_position_embeddings=64,
-            relative_attention=True,
-            position_buckets=16,
-            pos_att_type=["p2c", "c2p"],
-            position_biased_input=False,
-            pad_token_id=1,
-        )
-    raise ValueError(arch)
+
+def tiny_config(arch: str, vocab_size: int):
+    """A 3-layer, 32-wide config of family `arch`, from xling's record of that family."""
+    import transformers
+
+    from xling.models.families import FAMILIES
+
+    family = FAMILIES[arch]
+    sizes = dict(zip(family.sizes, (32, 3, 4, 64)))
+    return getattr(transformers, family.config_class)(
+        vocab_size=vocab_size,
+        max_position_embeddings=64 + family.position_offset,
+        pad_token_id=1,
+        **sizes,
+        **TINY_EXTRAS.get(arch, {}),
+    )
 
 
 def tiny_model(arch: str, seed: int = 0):
@@ -137,15 +112,16 @@ def run_xling(*args, env: dict | None = None, **options) -> subprocess.Completed
     return subprocess.run(command, capture_output=True, text=True, env={**os.environ, **(env or {})}, **options)
 
 
-def random_madx_adapters(model, out: Path) -> tuple[Path, Path]:
-    """A MAD-X language adapter and a task adapter with a head, with weights large enough to move every output."""
+def random_madx_adapters(model, out: Path, task_config=None) -> tuple[Path, Path]:
+    """A MAD-X language adapter and a task adapter (Pfeiffer unless `task_config` says otherwise) with a head,
+    with weights large enough to move every output."""
     from xling.adapters import BottleneckConfig
     from xling.adapters.heads import TaggingHead, TaggingHeadConfig
     from xling.adapters.saving import save
 
     torch.manual_seed(0)
     model.add_adapter("qu", BottleneckConfig.preset("madx-lang"))
-    model.add_adapter("ner", BottleneckConfig.preset("pfeiffer"))
+    model.add_adapter("ner", task_config or BottleneckConfig.preset("pfeiffer"))
     labels = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG"]
     model.add_head("ner", TaggingHead(model.hidden_size, TaggingHeadConfig(labels)))
     with torch.no_grad():

@@ -165,15 +165,19 @@ def quantize_int8(model):
     """Dynamic int8 quantisation (`torch.ao`), in place, of the frozen encoder's Linear layers that do not
     narrow: int8 weights with a scale per output channel, activations quantised on the fly. The feed-forward
     output projections (the layers that narrow, from the feed-forward width back to the hidden size; their
-    inputs, after GELU, have the outliers that int8 flattens), the adapters and the heads stay fp32: the
-    README gives the F1 this keeps against quantising every Linear layer with one scale per matrix."""
+    inputs, after GELU, have the outliers that int8 flattens), the layers adapters hook, the adapters and the
+    heads stay fp32: the README gives the F1 this keeps against quantising every Linear layer with one scale
+    per matrix."""
     import torch
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
     spec = {
         name: per_channel_dynamic_qconfig
         for name, module in model.encoder.named_modules()
-        if isinstance(module, torch.nn.Linear) and module.out_features >= module.in_features
+        # a Linear an adapter hooks (LoRA's projections) stays fp32: quantising replaces the module, and its hook
+        if isinstance(module, torch.nn.Linear)
+        and module.out_features >= module.in_features
+        and not module._forward_hooks
     }
     with warnings.catch_warnings():  # torch announces the move of this API to torchao; it works as it is
         warnings.filterwarnings("ignore", message=".*deprecated", category=DeprecationWarning)

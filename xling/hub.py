@@ -14,6 +14,7 @@ from huggingface_hub import CommitOperationAdd, EvalResult, HfApi, ModelCard, Mo
 from huggingface_hub.errors import HfHubHTTPError
 
 from xling import __version__
+from xling.adapters.registry import KINDS
 from xling.data.hub_datasets import hub_dataset_id
 from xling.errors import XlingError, is_network_error
 from xling.fileio import read_json
@@ -271,6 +272,12 @@ def evaluations_section(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def adapter_title(report: dict) -> str:
+    """What kind of adapter a report's run trained (reports before LoRA name no kind: bottleneck)."""
+    kind = ((report.get("options") or {}).get("adapter") or {}).get("kind", "bottleneck")
+    return KINDS[kind].title if kind in KINDS else f"{kind} adapters"
+
+
 def model_card(report: dict, repo_id: str | None = None) -> str:
     """A `README.md` for the adapter of a training report: Hub metadata, figures, use, limits, licences."""
     kind = card_kind(report)
@@ -292,7 +299,7 @@ def model_card(report: dict, repo_id: str | None = None) -> str:
     table = "\n".join(f"| {key} | {value} |" for key, value in card_rows(report, kind, lang))
     body = f"""# {name}
 
-A {kind} adapter trained with xling: MAD-X bottleneck adapters over a frozen {base or "encoder"}.
+A {kind} adapter trained with xling: {adapter_title(report)} over a frozen {base or "encoder"}.
 
 | | |
 |---|---|

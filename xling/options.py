@@ -75,8 +75,12 @@ def field_value(f: Field, values: Mapping):
     return not value if f.metadata.get("invert") else value
 
 
-def options_of(config, _preset: bool = False, _without: tuple[str, ...] = ()) -> dict[str, Option]:
-    """Every option of a config instance (its defaults are that instance's values), nested ones included."""
+def options_of(
+    config, _preset: bool = False, _without: tuple[str, ...] = (), _unset: bool = False
+) -> dict[str, Option]:
+    """Every option of a config instance (its defaults are that instance's values), nested ones included.
+    Below a preset every option is left unset unless given, so that the preset (or the nested config's own
+    `check_options`) sees which were given."""
     found: dict[str, Option] = {}
     paired = {f.name for f in fields(config) if "clears" in f.metadata} | {
         f.metadata["clears"] for f in fields(config) if "clears" in f.metadata
@@ -87,15 +91,17 @@ def options_of(config, _preset: bool = False, _without: tuple[str, ...] = ()) ->
             continue
         if is_dataclass(value):
             if "preset" in meta:
-                found["preset"] = Option("preset", meta.get("help", ""), meta["preset"])
-            found.update(options_of(value, "preset" in meta, meta.get("without", ())))
+                found["preset"] = Option("preset", meta.get("help", ""), meta["preset"], unset=True)
+            # a preset gives the values of the nested configs below it that have presets too
+            from_preset = "preset" in meta or (_preset and hasattr(type(value), "preset"))
+            found.update(options_of(value, from_preset, meta.get("without", ()), _unset or "preset" in meta))
         else:
             found[option_name(f)] = Option(
                 option_name(f),
                 meta.get("help", ""),
                 not value if meta.get("invert") else value,
                 required=_required(f),
-                unset=_preset or f.name in paired or isinstance(value, (list, dict)),
+                unset=_unset or _preset or f.name in paired or isinstance(value, (list, dict)),
                 from_preset=_preset,
                 switch=bool(meta.get("invert")),
             )
@@ -114,6 +120,8 @@ def with_options(config, values: Mapping, _without: tuple[str, ...] = ()):
             preset = values.get("preset") if "preset" in meta else None
             base = type(current).preset(preset) if preset else current
             changes[f.name] = with_options(base, values, meta.get("without", ()))
+            if hasattr(changes[f.name], "check_options"):  # e.g. options of an adapter kind not chosen
+                changes[f.name].check_options(values)
             continue
         if (value := field_value(f, values)) is not None:
             changes[f.name] = check_type(option_name(f), value, hints[f.name])

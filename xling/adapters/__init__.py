@@ -1,4 +1,5 @@
-"""Adapters: bottleneck and invertible adapters, AdapterFusion, composition, save and load."""
+"""Adapters: the adapter kinds (bottleneck with the invertible adapter, LoRA), AdapterFusion, composition, save
+and load."""
 
 from xling.lazy import lazy_exports
 
@@ -7,6 +8,7 @@ _EXPORTS = {
     "ParameterCount": "xling.adapters.model",
     "BottleneckConfig": "xling.adapters.bottleneck.config",
     "FusionConfig": "xling.adapters.fusion.config",
+    "LoraConfig": "xling.adapters.lora.config",
     "Fuse": "xling.adapters.composition",
     "Stack": "xling.adapters.composition",
     "TaggingHead": "xling.adapters.heads",

@@ -1,25 +1,24 @@
-"""Bottleneck adapters to and from the AdapterHub `adapters` library.
+"""Adapters to and from the AdapterHub `adapters` library.
 
 Its directories hold `adapter_config.json` (with `config` and `version: adapters.*`)
 and weights in `pytorch_adapter.bin` or `adapter.safetensors`; a tagging head adds
-`head_config.json` and `pytorch_model_head.bin` or `model_head.safetensors`. The Pfeiffer (SeqBn) and Houlsby
-(DoubleSeqBn) layouts, with or without the NICE invertible adapter, map onto xling's
-bottleneck adapters; the arithmetic matches theirs. `export_adapterhub` writes the other
+`head_config.json` and `pytorch_model_head.bin` or `model_head.safetensors`. Each adapter
+kind converts its own config and weight names (`<kind>/adapterhub.py`: bottleneck and LoRA);
+the directories, heads and base-model checks are common. `export_adapterhub` writes the other
 way, from the saved files alone (no model is loaded).
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import torch
 from safetensors.torch import save_file
 
-from xling.adapters.bottleneck import BottleneckConfig
 from xling.adapters.composition import check_name
 from xling.adapters.heads import TaggingHead, TaggingHeadConfig
 from xling.adapters.model import AdaptedModel
+from xling.adapters.registry import KINDS, adapter_kind
 from xling.adapters.weights import (
     CONFIG_FILE,
     HEAD_CONFIG_FILE,
@@ -30,37 +29,14 @@ from xling.adapters.weights import (
 )
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json, write_json_atomic
+from xling.models.families import FAMILIES
 
-# Options whose other values would need modules xling does not have.
-_REQUIRED = {
-    "ln_before": False,
-    "ln_after": False,
-    "use_gating": False,
-    "phm_layer": False,
-    "is_parallel": False,
-    "adapter_residual_before_ln": False,
-    "residual_before_ln": True,
-    "original_ln_after": True,
-    "scaling": 1.0,
-}
-_PLACEMENTS = {
-    # (mh_adapter, output_adapter, original_ln_before) -> placement
-    (False, True, True): "pfeiffer",
-    (True, True, False): "houlsby",
-}
 # Where the library keeps an adapter's weights: safetensors (`use_safetensors=True`), else a tensor pickle.
 _WEIGHTS_FILES = ("adapter.safetensors", "pytorch_adapter.bin", "adapter_model.safetensors")
 # Where an export keeps xling's record of the base model (its name and weight fingerprint); the library ignores it.
 XLING_BASE_MODEL = "xling_base_model"
 # The version of the library whose layout export writes (and whose loading the bench script checks).
 EXPORT_VERSION = "adapters.1.3.0"
-# Model types whose layers the library names `encoder.layer.N.(attention.)output` as BERT does, and its class
-# with flexible heads for each (a head loads only into the class it names).
-_EXPORT_CLASSES = {
-    "bert": "BertAdapterModel",
-    "roberta": "RobertaAdapterModel",
-    "xlm-roberta": "XLMRobertaAdapterModel",
-}
 
 
 def is_adapterhub(record: dict) -> bool:
@@ -68,29 +44,14 @@ def is_adapterhub(record: dict) -> bool:
     return "config" in record and (version.startswith("adapters.") or version.startswith("adapter-transformers"))
 
 
-def _config(raw: dict, directory: Path) -> BottleneckConfig:
-    if raw.get("architecture") not in (None, "bottleneck"):
-        raise XlingError(
-            f"{directory}: AdapterHub {raw['architecture']!r} adapters are not supported, only bottleneck adapters"
-        )
-    unsupported = [f"{k}={raw[k]!r}" for k, v in _REQUIRED.items() if k in raw and raw[k] != v]
-    key = (raw.get("mh_adapter"), raw.get("output_adapter"), raw.get("original_ln_before"))
-    if key not in _PLACEMENTS:
-        unsupported.append(f"mh_adapter/output_adapter/original_ln_before={key}")
-    if raw.get("inv_adapter") not in (None, "nice"):
-        unsupported.append(f"inv_adapter={raw['inv_adapter']!r}")
-    if isinstance(raw.get("reduction_factor"), dict):
-        unsupported.append("per-layer reduction_factor")
-    if unsupported:
-        raise XlingError(f"{directory}: AdapterHub adapter options xling does not support: {', '.join(unsupported)}")
-    return BottleneckConfig(
-        placement=_PLACEMENTS[key],
-        reduction_factor=raw["reduction_factor"],
-        non_linearity=raw["non_linearity"].lower(),
-        leave_out=list(raw.get("leave_out") or []),
-        invertible=raw.get("inv_adapter") == "nice",
-        invertible_reduction_factor=raw.get("inv_adapter_reduction_factor") or 2,
-        invertible_non_linearity=raw["non_linearity"].lower(),
+def _conversion(raw: dict, directory: Path):
+    """The conversion module of the kind whose library `architecture` a saved config names."""
+    architecture = raw.get("architecture") or "bottleneck"
+    for kind in KINDS.values():
+        if kind.conversion().ARCHITECTURE == architecture:
+            return kind.conversion()
+    raise XlingError(
+        f"{directory}: AdapterHub {architecture!r} adapters are not supported, only {', '.join(KINDS)} adapters"
     )
 
 
@@ -100,18 +61,6 @@ def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
         if (directory / file_name).is_file():
             return read_weights(directory / file_name)
     raise XlingError(f"{directory}: no {' or '.join(_WEIGHTS_FILES)}")
-
-
-def _rename(key: str, saved_name: str) -> str | None:
-    """AdapterHub parameter name -> xling parameter name (None: not an adapter weight)."""
-    name = re.escape(saved_name)
-    block = re.search(rf"layer\.(\d+)\.(.*)adapters\.{name}\.(adapter_down\.0|adapter_up)\.(weight|bias)$", key)
-    if block:
-        layer, where, part, kind = block.groups()
-        site = "attn" if "attention" in where else "ffn"
-        return f"blocks.{layer}_{site}.{'down' if part.startswith('adapter_down') else 'up'}.{kind}"
-    inv = re.search(rf"invertible_adapters\.{name}\.([FG]\.[02]\.(?:weight|bias))$", key)
-    return f"invertible.{inv.group(1)}" if inv else None
 
 
 def check_adapterhub_model(record: dict, model: AdaptedModel, directory: Path) -> None:
@@ -184,13 +133,14 @@ def load_adapterhub(
     model: AdaptedModel, directory: Path, record: dict, name: str | None = None, head: bool = True
 ) -> str:
     """An AdapterHub adapter, with its tagging head when it has one (unless `head` is off)."""
-    config = _config(record["config"], directory)
+    conversion = _conversion(record["config"], directory)
+    config = conversion.config_from(record["config"], directory)
     check_adapterhub_model(record, model, directory)
     saved_name = record.get("name") or directory.name
     name = check_name(name or saved_name)
     weights = {}
     for key, tensor in _read_weights(directory).items():
-        renamed = _rename(key, saved_name)
+        renamed = conversion.weight_name_from(key, saved_name)
         if renamed is not None:
             weights[renamed] = tensor
     adapter = model.add_adapter(name, config)
@@ -209,42 +159,6 @@ def load_adapterhub(
     return name
 
 
-def _export_config(config: dict, directory: Path) -> dict:
-    """The library's bottleneck config for an xling one (the inverse of `_config`)."""
-    unsupported = [
-        f"{k}={config[k]!r}" for k, v in (("share_every", 1), ("train_layer_norms", False)) if config[k] != v
-    ]
-    if config["invertible"] and config["invertible_non_linearity"] != config["non_linearity"]:
-        unsupported.append("an invertible non-linearity other than the adapter's")
-    if unsupported:
-        raise XlingError(f"{directory}: the adapters library has no equivalent of {', '.join(unsupported)}")
-    placement = next(key for key, value in _PLACEMENTS.items() if value == config["placement"])
-    return {
-        **_REQUIRED,
-        "mh_adapter": placement[0],
-        "output_adapter": placement[1],
-        "original_ln_before": placement[2],
-        "reduction_factor": config["reduction_factor"],
-        "non_linearity": config["non_linearity"],
-        "leave_out": config["leave_out"],
-        "inv_adapter": "nice" if config["invertible"] else None,
-        "inv_adapter_reduction_factor": config["invertible_reduction_factor"] if config["invertible"] else None,
-        "init_weights": "bert",
-        "dropout": 0.0,
-    }
-
-
-def _export_name(key: str, name: str) -> str:
-    """xling parameter name -> the library's, under the base model (the inverse of `_rename`)."""
-    block = re.fullmatch(r"blocks\.(\d+)_(attn|ffn)\.(down|up)\.(weight|bias)", key)
-    if block:
-        layer, site, part, kind = block.groups()
-        where = "attention.output" if site == "attn" else "output"
-        module = "adapter_down.0" if part == "down" else "adapter_up"
-        return f"encoder.layer.{layer}.{where}.adapters.{name}.{module}.{kind}"
-    return f"invertible_adapters.{name}.{key.removeprefix('invertible.')}"
-
-
 def export_adapterhub(
     directory: Path, target: Path, overwrite: bool = False, extra_files: dict[str, str] | None = None
 ) -> Path:
@@ -255,29 +169,31 @@ def export_adapterhub(
 
     directory = Path(directory)
     record = read_json(directory / CONFIG_FILE) if (directory / CONFIG_FILE).is_file() else {}
-    if record.get("kind") != "bottleneck":
+    if record.get("kind") not in KINDS:
         raise XlingError(
-            f"{directory}: only bottleneck adapters export to the adapters library, not {record.get('kind') or 'this'}"
+            f"{directory}: only {' and '.join(KINDS)} adapters export to the adapters library, "
+            f"not {record.get('kind') or 'this'}"
         )
+    conversion = adapter_kind(record["kind"]).conversion()
     base = record["base_model"]
     model_type = base["fingerprint"]["architecture"]
-    if model_type not in _EXPORT_CLASSES:
-        raise XlingError(
-            f"{directory}: exporting adapters of {model_type} models is not supported (only {', '.join(_EXPORT_CLASSES)})"
-        )
+    family = FAMILIES.get(model_type)
+    if family is None or family.adapterhub_class is None:
+        exported = ", ".join(t for t, f in FAMILIES.items() if f.adapterhub_class)
+        raise XlingError(f"{directory}: exporting adapters of {model_type} models is not supported (only {exported})")
     name = record["name"]
     about = {
         "hidden_size": base["fingerprint"]["hidden_size"],
-        "model_class": _EXPORT_CLASSES[model_type],
+        "model_class": family.adapterhub_class,
         "model_name": base.get("name", ""),
         "model_type": model_type,
         "name": name,
         "version": EXPORT_VERSION,
         XLING_BASE_MODEL: base,
     }
-    weights = {_export_name(k, name): v for k, v in read_weights(directory / WEIGHTS_FILE).items()}
+    weights = {conversion.weight_name_to(k, name): v for k, v in read_weights(directory / WEIGHTS_FILE).items()}
     with atomic_directory(Path(target), overwrite=overwrite, replaces=(CONFIG_FILE,)) as staging:
-        write_json_atomic(staging / CONFIG_FILE, {"config": _export_config(record["config"], directory), **about})
+        write_json_atomic(staging / CONFIG_FILE, {"config": conversion.config_to(record["config"], directory), **about})
         torch.save(weights, staging / "pytorch_adapter.bin")  # what `load_adapter` reads by default
         save_file(weights, str(staging / "adapter.safetensors"))  # what it reads with use_safetensors=True
         for file_name, text in (extra_files or {}).items():

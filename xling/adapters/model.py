@@ -1,7 +1,7 @@
 """AdaptedModel: a frozen Hugging Face encoder with named adapters, fusions and heads.
 
 Adapters attach through forward hooks on the encoder's own sub-modules (see
-`architectures.py`), so the modelling code is never copied. Per layer and site, the
+`xling/models/families.py`), so the modelling code is never copied. Per layer and site, the
 sublayer's LayerNorm receives the sum s = h + x of its projection output h and its
 residual input x; a hook hands it `x + o` instead, where o is what the active
 composition makes of h. The arithmetic follows the AdapterHub `adapters` library, so
@@ -23,18 +23,20 @@ import hashlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
+from itertools import product
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from xling.adapters.architectures import layer_paths
-from xling.adapters.bottleneck import BottleneckAdapter, BottleneckConfig
 from xling.adapters.composition import Fuse, Setup, Stack, adapter_names, as_stack, check_name, fusion_names
 from xling.adapters.fusion import AdapterFusion, FusionConfig
+from xling.adapters.registry import KINDS, kind_of
 from xling.errors import XlingError
+from xling.models.families import family_of
 
 SITES = ("attn", "ffn")
+PROJECTIONS = ("query", "key", "value")
 
 
 @dataclass
@@ -103,7 +105,7 @@ class AdaptedModel(nn.Module):
     def __init__(self, encoder: nn.Module):
         super().__init__()
         self.encoder = encoder
-        self.paths = layer_paths(encoder)
+        self.paths = family_of(encoder.config).paths
         base = encoder.base_model
         self._layers = base.get_submodule(self.paths.layers)
         self.adapters = nn.ModuleDict()
@@ -115,6 +117,8 @@ class AdaptedModel(nn.Module):
         self._reads_projection: set[tuple[int, str]] = set()  # sites where an adapter reads h (Houlsby)
         self._norms: dict = {}  # (layer, site) -> the adapter's own LayerNorm, where one applies
         self._invertible = None
+        self._updates: dict = {}  # (layer, projection) -> the active adapters' updates added to its output
+        self._hooked: set[tuple[int, str]] = set()  # projections with a hook
         self._removed_layers: frozenset[int] = frozenset()  # layers whose adapters are switched off
         self._captured: dict = {}
         # of the weights as loaded: training may later change how the frozen ones are stored
@@ -138,14 +142,17 @@ class AdaptedModel(nn.Module):
     def layer_norm_module(self, layer: int, site: str) -> nn.LayerNorm:
         return self._layers[layer].get_submodule(self.paths.site(site)[1])
 
-    def add_adapter(self, name: str, config: BottleneckConfig) -> BottleneckAdapter:
+    def projection_module(self, layer: int, target: str) -> nn.Linear:
+        """The attention's `query`, `key` or `value` projection of one layer."""
+        return self._layers[layer].get_submodule(self.paths.projection(target))
+
+    def add_adapter(self, name: str, config) -> nn.Module:
+        """A new adapter of the kind `config` belongs to (see `registry.KINDS`)."""
         check_name(name)
         if name in self.adapters:
             raise XlingError(f"an adapter named {name!r} is already loaded")
-        if outside := [i for i in config.leave_out if i >= self.num_layers]:
-            raise XlingError(f"leave-out names layers {outside}, but the model has layers 0-{self.num_layers - 1}")
-        norms = {(i, s): self.layer_norm_module(i, s) for i in range(self.num_layers) for s in SITES}
-        adapter = BottleneckAdapter(config, self.hidden_size, self.num_layers, norms)
+        adapter = kind_of(config).build(config, self)
+        self._hook_projections(adapter)
         self.adapters[name] = adapter.to(self._device_dtype()[0])
         return adapter
 
@@ -155,6 +162,12 @@ class AdaptedModel(nn.Module):
         if missing:
             raise XlingError(f"cannot fuse adapters that are not loaded: {', '.join(missing)}")
         configs = [self.adapters[n].config for n in fuse]
+        if unfusable := [n for n, c in zip(fuse, configs) if not kind_of(c).fusable]:
+            fusable = [kind.name for kind in KINDS.values() if kind.fusable]
+            raise XlingError(
+                f"AdapterFusion mixes {' and '.join(fusable)} adapters; {', '.join(unfusable)} "
+                f"{'is' if len(unfusable) == 1 else 'are'} {kind_of(self.adapters[unfusable[0]].config).name}"
+            )
         if len({(c.placement, tuple(c.leave_out)) for c in configs}) > 1:
             raise XlingError("fused adapters must share placement and leave_out")
         layers = self.adapters[fuse.children[0]].adapted_layers
@@ -182,7 +195,7 @@ class AdaptedModel(nn.Module):
         if setup is None:
             self.active = None
             self._sites, self._plans, self._norms, self._invertible = set(), {}, {}, None
-            self._reads_projection = set()
+            self._reads_projection, self._updates = set(), {}
             return
         stack = as_stack(setup)
         missing = [n for n in adapter_names(stack) if n not in self.adapters]
@@ -205,7 +218,12 @@ class AdaptedModel(nn.Module):
             key for key, plan in self._plans.items() if any(not config.reads_normalised for _, config, *_ in plan)
         }
         self._norms = {key: norm for key in self._sites if (norm := self._site_layer_norm(*key)) is not None}
-        self._invertible = self.adapters[adapter_names(stack)[0]].invertible
+        self._invertible = getattr(self.adapters[adapter_names(stack)[0]], "invertible", None)
+        self._updates = {}  # LoRA's: what each projection's output gains
+        for i, target in product(range(self.num_layers), PROJECTIONS):
+            updates = [u for n in adapter_names(stack) if (u := self.adapters[n].projection(i, target)) is not None]
+            if updates and i not in self._removed_layers:
+                self._updates[(i, target)] = updates
 
     @contextmanager
     def activated(self, setup: Setup | None):
@@ -294,6 +312,21 @@ class AdaptedModel(nn.Module):
                 norm = layer.get_submodule(ln_path)
                 norm.register_forward_pre_hook(partial(self._before_layer_norm, i, site))
                 norm.register_forward_hook(partial(self._after_layer_norm, i, site))
+
+    def _hook_projections(self, adapter: nn.Module) -> None:
+        """Hooks on the attention projections `adapter` updates (LoRA's), each hooked once: a projection no adapter
+        updates pays nothing, and stays free to be replaced (int8 quantisation replaces the Linear modules it
+        quantises, and keeps those that are hooked)."""
+        for i, target in product(range(self.num_layers), PROJECTIONS):
+            if adapter.projection(i, target) is not None and (i, target) not in self._hooked:
+                self.projection_module(i, target).register_forward_hook(partial(self._after_projection, i, target))
+                self._hooked.add((i, target))
+
+    def _after_projection(self, i, target, module, args, output):
+        updates = self._updates.get((i, target))
+        if not updates:
+            return None
+        return output + sum(update(args[0]) for update in updates)  # several LoRAs in a Stack add up
 
     def _after_embeddings(self, module, args, output):
         return self._invertible(output) if self._invertible is not None else None

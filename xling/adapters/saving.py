@@ -15,11 +15,11 @@ from safetensors.torch import save_file
 
 from xling import __version__
 from xling.adapters.adapterhub import is_adapterhub, load_adapterhub
-from xling.adapters.bottleneck import BottleneckConfig
 from xling.adapters.composition import check_name
 from xling.adapters.fusion import FusionConfig
 from xling.adapters.heads import build_head
 from xling.adapters.model import AdaptedModel
+from xling.adapters.registry import KINDS, adapter_kind, kind_of
 from xling.adapters.weights import (
     CONFIG_FILE,
     HEAD_CONFIG_FILE,
@@ -91,7 +91,7 @@ def save(
     atomically; `extra_files`: file name -> text."""
     if name in model.adapters:
         module = model.adapters[name]
-        record = _record(model, "bottleneck", name, metadata, config=module.config.to_dict())
+        record = _record(model, kind_of(module.config).name, name, metadata, config=module.config.to_dict())
     elif name in model.fusions:
         module = model.fusions[name]
         record = _record(model, "fusion", name, metadata, adapters=module.adapter_names, config=module.config.to_dict())
@@ -130,18 +130,17 @@ def load(model: AdaptedModel, directory: Path, name: str | None = None, head: bo
     if is_adapterhub(record):
         return load_adapterhub(model, directory, record, name, head)
     kind = record.get("kind")
-    if kind not in ("bottleneck", "fusion", "head"):
-        raise XlingError(f"{directory}: unknown adapter kind {kind!r}")
+    if kind not in ("fusion", "head"):
+        kind = adapter_kind(kind, str(directory)).name
     check_base_model(model, record, directory)
     where = str(directory / CONFIG_FILE)
     name = name or _field(record, "name", str, where)
     if kind == "head":
         load_head(model, directory, name)
         return name
-    if kind == "bottleneck":
-        module = model.add_adapter(
-            check_name(name), BottleneckConfig.from_dict(_field(record, "config", dict, where), where)
-        )
+    if kind in KINDS:
+        config = KINDS[kind].config.from_dict(_field(record, "config", dict, where), where)
+        module = model.add_adapter(check_name(name), config)
     else:
         adapters = _field(record, "adapters", list, where)
         module = model.add_fusion(adapters, FusionConfig.from_dict(_field(record, "config", dict, where), where))

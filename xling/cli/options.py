@@ -28,7 +28,8 @@ def option(config, name: str, *flags: str):
         return typer.Option(..., *flags, help=spec.help)
     if spec.unset:
         shown = " (default: the preset's)" if spec.from_preset else ""
-        shown = shown or (f" (default: {spec.default})" if spec.default not in (None, [], {}) else "")
+        default = ",".join(map(str, spec.default)) if isinstance(spec.default, list) else spec.default
+        shown = shown or (f" (default: {default})" if spec.default not in (None, [], {}) else "")
         return typer.Option(None, *flags, help=spec.help + shown, show_default=False)
     return typer.Option(spec.default, *flags, help=spec.help)
 

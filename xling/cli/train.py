@@ -14,6 +14,7 @@ from enum import Enum
 import typer
 from rich.console import Console
 
+from xling.adapters.registry import KINDS
 from xling.cli.options import DEVICE, MODEL, PRECISION, WORKSPACE, Task, argument, option
 from xling.cli.progress import TrainingBar
 from xling.options import build, defaults
@@ -36,6 +37,7 @@ METHOD_LEARNING_RATES = ", ".join(f"{rate:g} {method}" for method, rate in DEFAU
 
 
 Method = Enum("Method", {method: method for method in METHODS}, type=str)
+AdapterKindName = Enum("AdapterKindName", {kind: kind for kind in KINDS}, type=str)
 
 
 def train_lang(
@@ -43,11 +45,16 @@ def train_lang(
     corpus: list[str] = argument(LANG, "corpus"),
     model: str = MODEL,
     workspace: str = WORKSPACE,
+    adapter_kind: AdapterKindName = option(LANG, "adapter_kind"),
     preset: str = option(LANG, "preset"),
     reduction_factor: float = option(LANG, "reduction_factor"),
     non_linearity: str = option(LANG, "non_linearity"),
     leave_out: str = option(LANG, "leave_out"),
     share_every: int = option(LANG, "share_every"),
+    lora_rank: int = option(LANG, "lora_rank"),
+    lora_alpha: float = option(LANG, "lora_alpha"),
+    lora_dropout: float = option(LANG, "lora_dropout"),
+    lora_targets: str = option(LANG, "lora_targets"),
     steps: int = option(LANG, "steps"),
     epochs: float = option(LANG, "epochs"),
     batch_size: int = option(LANG, "batch_size"),
@@ -72,7 +79,11 @@ def train_lang(
     from xling.train.language import train_language_adapter
     from xling.train.summary import language_report_table
 
-    report = train_language_adapter(build(LanguageAdapterOptions, locals()), console, TrainingBar(console))
+    report = train_language_adapter(
+        build(LanguageAdapterOptions, {**locals(), "adapter_kind": adapter_kind and adapter_kind.value}),
+        console,
+        TrainingBar(console),
+    )
     Console().print(language_report_table(report))
 
 
@@ -89,11 +100,16 @@ def train_task(
     no_lang_adapter: bool = option(TASK, "no_lang_adapter"),
     lang_adapter: str = option(TASK, "lang_adapter"),
     init_from: str = option(TASK, "init_from"),
+    adapter_kind: AdapterKindName = option(TASK, "adapter_kind"),
     preset: str = option(TASK, "preset"),
     reduction_factor: float = option(TASK, "reduction_factor"),
     non_linearity: str = option(TASK, "non_linearity"),
     leave_out: str = option(TASK, "leave_out"),
     share_every: int = option(TASK, "share_every"),
+    lora_rank: int = option(TASK, "lora_rank"),
+    lora_alpha: float = option(TASK, "lora_alpha"),
+    lora_dropout: float = option(TASK, "lora_dropout"),
+    lora_targets: str = option(TASK, "lora_targets"),
     drop_labels: str = option(TASK, "drop_labels"),
     label_map: str = option(TASK, "label_map"),
     epochs: float = option(TASK, "epochs"),
@@ -117,7 +133,10 @@ def train_task(
     restart: bool = option(TASK, "restart"),
 ):
     """Train a NER task adapter (and its head) over the frozen language adapter, or a baseline."""
-    options = build(TaskAdapterOptions, {**locals(), "task": task.value, "method": method.value})
+    options = build(
+        TaskAdapterOptions,
+        {**locals(), "task": task.value, "method": method.value, "adapter_kind": adapter_kind and adapter_kind.value},
+    )
     from xling.train.summary import selection_summary
     from xling.train.task import train_task_adapter
 

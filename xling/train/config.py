@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xling.adapters.bottleneck.config import BottleneckConfig, adapter_option
 from xling.adapters.fusion.config import FusionConfig
+from xling.adapters.registry import AdapterChoice, adapter_option
 from xling.data.labels import parse_label_map
 from xling.device import DEVICE_HELP, PRECISION_HELP, check_precision
 from xling.errors import XlingError
@@ -97,7 +97,7 @@ class TaggingRunOptions(RunOptions):
 class LanguageAdapterOptions(RunOptions):
     lang: str = opt(help="Language code, e.g. qu, es, en: the adapter's name.")
     corpus: list[str] = opt(help="Text files, folders or globs (CoNLL files count as text).")
-    adapter: BottleneckConfig = adapter_option("madx-lang")
+    adapter: AdapterChoice = adapter_option("madx-lang")
     # No early stopping: held-out perplexity is reported, not used to select. 300 steps: past them a better language
     # model made a worse base for zero-shot NER (README, Results).
     training: TrainConfig = opt(factory=lambda: TrainConfig(max_steps=300, learning_rate=1e-4), without=("patience",))
@@ -107,6 +107,7 @@ class LanguageAdapterOptions(RunOptions):
     held_out: float = opt(0.02, "Share of lines held out for perplexity (kept within 1-5%).")
 
     def __post_init__(self):
+        self.adapter = AdapterChoice.of(self.adapter)
         at_least("seq_len", self.seq_len, MIN_WINDOW)
         if not 0 < self.held_out < 1:
             raise XlingError(f"held-out must be a share between 0 and 1, not {self.held_out}")
@@ -154,7 +155,7 @@ class TaskAdapterOptions(TaggingRunOptions):
     )
     lang_adapter: str | None = opt(None, LANG_ADAPTER_HELP)
     init_from: str | None = opt(None, "Continue a trained task adapter (few-shot target-language training).")
-    adapter: BottleneckConfig = adapter_option("madx-task")
+    adapter: AdapterChoice = adapter_option("madx-task")
     # learning rate None: the method's (DEFAULT_LEARNING_RATES)
     training: TrainConfig = opt(
         factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=None, eval_every=None, patience=2)
@@ -166,6 +167,7 @@ class TaskAdapterOptions(TaggingRunOptions):
 
     def __post_init__(self):
         super().__post_init__()
+        self.adapter = AdapterChoice.of(self.adapter)
         other_sources(self.also_train)
         at_least("train_limit", self.train_limit, 1)
         at_least("dev_limit", self.dev_limit, 1)

@@ -20,7 +20,7 @@ from xling.errors import XlingError
 from xling.models import load_model
 from xling.train.config import FusionOptions
 from xling.train.loop import TrainingProgress
-from xling.train.run import TrainingRun
+from xling.train.run import TrainingRun, run_options
 from xling.train.tagging import TaggingObjective
 from xling.trained_tasks import read_task
 from xling.workspace import Workspace, check_lang
@@ -66,23 +66,10 @@ def train_fusion(
     counts = model.train_adapter(setup, train=[fuse.name])
     objective = TaggingObjective.from_options(fuse.name, train_data, dev_data, tokenizer, model, options)
     console.print(f"training fusion [bold]{name}[/]: {setup!r}, labels {', '.join(head.labels)}; {counts}")
-    run_options = {
-        "kind": "fusion",
-        "name": name,
-        "lang": lang,
-        "model": options.model,
-        "adapters": options.adapters,
-        "train": options.train,
-        "dev": options.dev,
-        "fusion": options.fusion.to_dict(),
-        "lang_adapter": str(lang_dir) if lang_dir else None,
-        "labels": head.labels,
-        "drop_labels": options.drop_labels,
-        "label_map": options.label_map,
-        "max_len": options.max_len,
-        "decoder": options.decoder,
-    }
-    run.train(model, objective, options.training, run_options, counts, f"train-fusion {name}", progress)
+    record = run_options(
+        options, "fusion", name=name, lang=lang, lang_adapter=str(lang_dir) if lang_dir else None, labels=head.labels
+    )
+    run.train(model, objective, options.training, record, counts, f"train-fusion {name}", progress)
     report = run.report(name=name, task=options.task, lang=lang, adapters=options.adapters, model=options.model)
     return run.save(
         report,

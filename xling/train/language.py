@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
 
 import torch
 from rich.console import Console
 
 from xling.adapters import AdaptedModel
 from xling.adapters.heads import MaskedLMHead, MaskedLMHeadConfig
+from xling.adapters.registry import describe
 from xling.adapters.saving import save
 from xling.data.text import read_text
 from xling.errors import XlingError
@@ -17,7 +17,7 @@ from xling.models import load_model, resolve_model_dir
 from xling.train.config import LanguageAdapterOptions
 from xling.train.loop import TrainingProgress
 from xling.train.mlm import MaskedLMObjective, pack_blocks, pretrained_mlm_head
-from xling.train.run import TrainingRun
+from xling.train.run import TrainingRun, run_options
 from xling.workspace import Workspace, check_lang
 
 
@@ -39,7 +39,7 @@ def mlm_head(model: AdaptedModel, model_dir: str) -> MaskedLMHead:
     transform and its output bias are trained, together with the adapter.
     """
     embeddings = model.encoder.get_input_embeddings()
-    state = pretrained_mlm_head(model_dir, model.config.model_type)
+    state = pretrained_mlm_head(model_dir, model.config)
     config = MaskedLMHeadConfig(
         vocab_size=embeddings.num_embeddings,
         layer_norm_eps=getattr(model.config, "layer_norm_eps", 1e-12),
@@ -84,7 +84,7 @@ def train_language_adapter(
 
     torch.manual_seed(options.training.seed)  # the adapter's and head's initial weights follow the seed
     model = AdaptedModel(encoder)
-    model.add_adapter(lang, options.adapter)
+    model.add_adapter(lang, options.adapter.config)
     head = mlm_head(model, resolve_model_dir(options.model))
     if not head.config.from_checkpoint:
         unigram_bias(head, train_blocks, tokenizer.all_special_ids)
@@ -106,18 +106,10 @@ def train_language_adapter(
         f"training language adapter [bold]{lang}[/] on {len(train_blocks):,} blocks of {options.seq_len}: {counts}"
         + (f"; softmax over {len(objective.vocab_ids):,} corpus pieces" if objective.vocab_ids is not None else "")
     )
-    run_options = {
-        "kind": "lang",
-        "lang": lang,
-        "model": options.model,
-        "corpus": [str(f) for f in files],
-        "adapter": options.adapter.to_dict(),
-        "seq_len": options.seq_len,
-        "masking": asdict(options.masking),
-        "vocab_from_corpus": options.vocab_from_corpus,
-        "held_out": options.held_out,
-    }
-    result = run.train(model, objective, options.training, run_options, counts, f"train-lang {lang}", progress)
+    record = run_options(
+        options, "lang", lang=lang, corpus=[str(f) for f in files], adapter=describe(options.adapter.config)
+    )
+    result = run.train(model, objective, options.training, record, counts, f"train-lang {lang}", progress)
     evaluations = result.evaluations
     report = run.report(
         adapter=lang,

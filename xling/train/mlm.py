@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from xling.adapters import AdaptedModel
 from xling.data.labels import IGNORE
 from xling.errors import XlingError
+from xling.models.families import family_of
 from xling.train.config import MaskingConfig
 
 
@@ -179,36 +180,16 @@ class MaskedLMObjective:
         return f"loss {loss:.3f}  ppl {math.exp(min(loss, 50.0)):,.1f}"
 
 
-# The base model's own masked-LM head, where its checkpoint has one: key prefixes per architecture.
-_PRETRAINED_HEADS = {
-    "bert": {
-        "cls.predictions.transform.dense.": "dense.",
-        "cls.predictions.transform.LayerNorm.": "norm.",
-        "cls.predictions.bias": "bias",
-    },
-    "roberta": {"lm_head.dense.": "dense.", "lm_head.layer_norm.": "norm.", "lm_head.bias": "bias"},
-    "distilbert": {"vocab_transform.": "dense.", "vocab_layer_norm.": "norm.", "vocab_projector.bias": "bias"},
-    "deberta-v2": {  # the released checkpoints' names, and Transformers' own for the legacy layout
-        "lm_predictions.lm_head.dense.": "dense.",
-        "lm_predictions.lm_head.LayerNorm.": "norm.",
-        "lm_predictions.lm_head.bias": "bias",
-        "cls.predictions.transform.dense.": "dense.",
-        "cls.predictions.transform.LayerNorm.": "norm.",
-        "cls.predictions.bias": "bias",
-    },
-}
-_PRETRAINED_HEADS["xlm-roberta"] = _PRETRAINED_HEADS["camembert"] = _PRETRAINED_HEADS["roberta"]
-
-
-def pretrained_mlm_head(model_dir: str, model_type: str) -> dict[str, torch.Tensor] | None:
-    """The checkpoint's masked-LM head weights, renamed for MaskedLMHead, or None if it has none."""
+def pretrained_mlm_head(model_dir: str, config) -> dict[str, torch.Tensor] | None:
+    """The checkpoint's masked-LM head weights (the names its family gives), renamed for MaskedLMHead, or None if
+    it has none."""
     import json
 
     from safetensors import safe_open
     from transformers.utils import cached_file
 
-    prefixes = _PRETRAINED_HEADS.get(model_type.replace("_", "-"))
-    if prefixes is None:
+    prefixes = family_of(config).mlm_head
+    if not prefixes:
         return None
     files = []
     single = cached_file(model_dir, "model.safetensors", _raise_exceptions_for_missing_entries=False)

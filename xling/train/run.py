@@ -26,6 +26,16 @@ from xling.train.config import TrainConfig
 from xling.train.loop import LOG_FILE, Objective, TrainingProgress, TrainResult, train
 from xling.workspace import Workspace
 
+# Where and whether to save, and the loop's settings (recorded on their own): not part of what a run trains with.
+NOT_RECORDED = {"workspace", "overwrite", "restart", "training"}
+
+
+def run_options(options, kind: str, **resolved) -> dict:
+    """What a run trains with, which a resumed run must share: the command's options, from its dataclass, with
+    the values the run resolved (its name, paths, labels, the adapter's config) in place of the options' own."""
+    recorded = {key: value for key, value in asdict(options).items() if key not in NOT_RECORDED}
+    return {"kind": kind, **recorded, **resolved}
+
 
 def refuse_to_replace(target: Path, what: str, overwrite: bool) -> None:
     if target.exists() and not overwrite:

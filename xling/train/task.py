@@ -13,6 +13,7 @@ import torch
 from rich.console import Console
 
 from xling.adapters import AdaptedModel, Stack, TaggingHead, TaggingHeadConfig
+from xling.adapters.registry import describe, kind_of
 from xling.adapters.saving import load
 from xling.data.labels import label_list, relabel
 from xling.data.sources import load_ner
@@ -21,7 +22,7 @@ from xling.models import load_model
 from xling.options import defaults
 from xling.train.config import DEFAULT_LEARNING_RATES, METHODS, TaskAdapterOptions, other_sources
 from xling.train.loop import TrainingProgress
-from xling.train.run import TrainingRun
+from xling.train.run import TrainingRun, run_options
 from xling.train.tagging import TaggingObjective
 from xling.trained_tasks import TaskRecord, load_task_model, save_task
 from xling.workspace import Workspace, check_lang
@@ -53,7 +54,7 @@ def task_model(
         labels = label_list(sentences)
         model.add_head(name, TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels)))
         if options.method == "adapter":
-            model.add_adapter(name, options.adapter)
+            model.add_adapter(name, options.adapter.config)
         return model, tokenizer, labels
     model, tokenizer, init_record = load_task_model(options.model, workspace.task(options.init_from))
     if init_record.method != options.method:
@@ -64,38 +65,27 @@ def task_model(
     if init_record.method == "adapter":
         model.adapters[name] = model.adapters.pop(init_record.name)
         kept = model.adapters[name].config
-        if options.adapter not in (kept, defaults(type(options)).adapter):  # given by the user
+        if options.adapter != defaults(type(options)).adapter and options.adapter.config != kept:  # given
             console.print(
-                f"[yellow]note:[/] --init-from {options.init_from} continues its adapter as trained "
-                f"(reduction factor {kept.reduction_factor:g}); the adapter options given are not used"
+                f"[yellow]note:[/] --init-from {options.init_from} continues its {kind_of(kept).name} adapter as "
+                "trained; the adapter options given are not used"
             )
     return model, tokenizer, model.heads[name].labels
 
 
 def run_record(options: TaskAdapterOptions, model: AdaptedModel, name: str, labels: list[str], dirs: dict) -> dict:
     """What the run trains with: a resumed run must have been started with the same."""
-    return {
-        "kind": "task",
-        "name": name,
-        "lang": check_lang(options.lang),
-        "model": options.model,
-        "method": options.method,
-        "train": options.train,
-        "dev": options.dev,
-        "lang_adapter": str(dirs["lang"]) if dirs["lang"] else None,
-        "also_train": options.also_train,
-        "other_lang_adapters": {other: str(path) for other, path in dirs["others"].items()},
-        "init_from": options.init_from,
+    return run_options(
+        options,
+        "task",
+        name=name,
+        lang=check_lang(options.lang),
+        lang_adapter=str(dirs["lang"]) if dirs["lang"] else None,
+        other_lang_adapters={other: str(path) for other, path in dirs["others"].items()},
         # with --init-from the continued adapter's architecture, not the options' default
-        "adapter": model.adapters[name].config.to_dict() if name in model.adapters else None,
-        "labels": labels,
-        "drop_labels": options.drop_labels,
-        "label_map": options.label_map,
-        "max_len": options.max_len,
-        "decoder": options.decoder,
-        "train_limit": options.train_limit,
-        "dev_limit": options.dev_limit,
-    }
+        adapter=describe(model.adapters[name].config) if name in model.adapters else None,
+        labels=labels,
+    )
 
 
 def note_unseen_types(dev_data: list, labels: list[str], console: Console) -> None:

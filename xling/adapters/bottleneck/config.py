@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
+from xling.adapters.kind import AdapterKind
 from xling.errors import XlingError
 from xling.options import at_least, comma_ints, from_record, opt, positive
 
@@ -96,10 +97,13 @@ PRESETS = {
         placement="pfeiffer", reduction_factor=16, non_linearity="relu", share_every=3
     ),
 }
-PRESET_HELP = f"Adapter preset: {', '.join(PRESETS)}; the options below change single values of it."
 
-
-def adapter_option(preset: str):
-    """An options dataclass's `adapter` field: `preset` unless `--preset` names another, changed by the
-    adapter's own options."""
-    return opt(factory=lambda: BottleneckConfig.preset(preset), help=PRESET_HELP, preset=preset)
+KIND = AdapterKind(
+    name="bottleneck",
+    title="MAD-X bottleneck adapters",
+    config=BottleneckConfig,
+    module="xling.adapters.bottleneck.layer:BottleneckAdapter",
+    adapterhub="xling.adapters.bottleneck.adapterhub",
+    presets=PRESETS,
+    fusable=True,
+)

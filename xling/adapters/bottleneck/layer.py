@@ -7,6 +7,8 @@ from torch import nn
 
 from xling.adapters.bottleneck.config import BottleneckConfig, activation
 from xling.adapters.bottleneck.invertible import NICECoupling
+from xling.adapters.kind import AdapterModule
+from xling.errors import XlingError
 
 
 def near_identity_init(module: nn.Module, std: float) -> None:
@@ -34,13 +36,16 @@ def site_key(layer: int, site: str) -> str:
     return f"{layer}_{site}"
 
 
-class BottleneckAdapter(nn.Module):
+class BottleneckAdapter(AdapterModule, nn.Module):
     """A named adapter: blocks per layer (or per group of shared layers) and optional extras."""
 
-    def __init__(self, config: BottleneckConfig, hidden: int, num_layers: int, layer_norms: dict | None = None):
-        super().__init__()
+    def __init__(self, config: BottleneckConfig, model):
+        nn.Module.__init__(self)
         self.config = config
-        self.num_layers = num_layers
+        self.num_layers = num_layers = model.num_layers
+        if outside := [i for i in config.leave_out if i >= num_layers]:
+            raise XlingError(f"leave-out names layers {outside}, but the model has layers 0-{num_layers - 1}")
+        hidden = model.hidden_size
         size = max(1, int(hidden // config.reduction_factor))
         self.blocks = nn.ModuleDict()
         for layer in self.adapted_layers:
@@ -59,7 +64,7 @@ class BottleneckAdapter(nn.Module):
         if config.train_layer_norms:
             for layer in self.adapted_layers:
                 for site in config.sites:
-                    original = layer_norms[(layer, site)]
+                    original = model.layer_norm_module(layer, site)
                     copy = nn.LayerNorm(hidden, eps=original.eps)
                     copy.load_state_dict(original.state_dict())
                     self.layer_norms[site_key(layer, site)] = copy

@@ -1,0 +1,202 @@
+"""LoRA, the second adapter kind: its arithmetic, composition with bottleneck adapters, training, saving, the
+AdapterHub layout, int8, and `xling train-task --adapter-kind lora` from the command line to tagging."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from tests.test_adapters import adapted, outputs, perturb
+from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
+from xling.adapters.adapterhub import export_adapterhub
+from xling.adapters.lora import LoraConfig
+from xling.adapters.saving import load, save
+from xling.errors import XlingError
+
+
+def merged(model: AdaptedModel, name: str):
+    """A copy of the frozen encoder with adapter `name`'s updates merged into the projections' weights."""
+    encoder = copy.deepcopy(model.encoder)
+    plain = AdaptedModel(encoder)  # for its paths; no adapter is added, so no projection hook
+    with torch.no_grad():
+        for key, update in model.adapters[name].updates.items():
+            layer, target = key.split("_")
+            linear = plain.projection_module(int(layer), target)
+            linear.weight += update.scaling * update.lora_B @ update.lora_A
+    return plain
+
+
+@pytest.mark.parametrize("arch", ["bert", "xlm-roberta", "distilbert", "deberta-v2"])
+def test_lora_starts_as_the_frozen_model_and_equals_its_merged_weights(arch):
+    model, batch = adapted(arch)
+    frozen = outputs(model, batch)
+    model.add_adapter("ner", LoraConfig(rank=4, alpha=8, targets=["query", "key", "value"]))
+    assert torch.equal(outputs(model, batch, "ner"), frozen)  # B starts at zero
+    perturb(model.adapters["ner"])
+    adapted_outputs = outputs(model, batch, "ner")
+    assert not torch.allclose(adapted_outputs, frozen, atol=1e-3)
+    assert torch.allclose(adapted_outputs, outputs(merged(model, "ner"), batch), atol=1e-5)
+    assert torch.equal(outputs(model, batch), frozen)  # inactive: the frozen model
+
+
+def test_lora_over_a_bottleneck_language_adapter_trains_only_its_own_weights():
+    model, batch = adapted()
+    perturb(model.add_adapter("qu", BottleneckConfig.preset("madx-lang")))
+    model.add_adapter("ner", LoraConfig(rank=4))
+    model.add_head("ner", TaggingHead(model.hidden_size, TaggingHeadConfig(labels=["O", "B-PER", "I-PER"])))
+    counts = model.train_adapter(Stack("qu", "ner"), train=["ner"])
+    lora = sum(p.numel() for p in model.adapters["ner"].parameters())
+    assert lora == 3 * 2 * (4 * 32 + 32 * 4)  # layers x (query, value) x (A, B)
+    assert counts.trainable == lora + sum(p.numel() for p in model.heads["ner"].parameters())
+    model.heads["ner"](model(**batch)).sum().backward()
+    with_grad = {n for n, p in model.named_parameters() if p.grad is not None and p.grad.abs().sum() > 0}
+    assert with_grad and all(n.startswith(("adapters.ner.", "heads.ner.")) for n in with_grad)
+    # B starts at zero: the first step moves B only, and A follows once B is not zero
+    assert any(".lora_B" in n for n in with_grad) and not any(".lora_A" in n for n in with_grad)
+    assert all(p.grad is not None for n, p in model.named_parameters() if ".lora_A" in n)
+
+
+def test_lora_saves_and_loads_bit_for_bit_and_tells_its_kind(tmp_path):
+    model, batch = adapted()
+    perturb(model.add_adapter("qu", BottleneckConfig.preset("madx-lang")))
+    perturb(model.add_adapter("ner", LoraConfig(rank=2, alpha=4, leave_out=[1])))
+    expected = outputs(model, batch, Stack("qu", "ner"))
+    save(model, "qu", tmp_path / "qu")
+    save(model, "ner", tmp_path / "ner")
+    record = json.loads((tmp_path / "ner" / "adapter_config.json").read_text())
+    assert record["kind"] == "lora" and record["config"]["rank"] == 2 and record["config"]["leave_out"] == [1]
+    assert not any(key.startswith("1_") for key in model.adapters["ner"].updates)
+    fresh, _ = adapted()
+    load(fresh, tmp_path / "qu")
+    load(fresh, tmp_path / "ner")
+    assert torch.equal(outputs(fresh, batch, Stack("qu", "ner")), expected)
+    record["kind"] = "prefix"
+    (tmp_path / "ner" / "adapter_config.json").write_text(json.dumps(record))
+    with pytest.raises(XlingError, match="unknown adapter kind 'prefix'; xling has bottleneck, lora"):
+        load(adapted()[0], tmp_path / "ner")
+
+
+def test_lora_options_and_fusion_are_refused_in_one_line():
+    for bad, message in (
+        (dict(rank=0), "lora-rank must be at least 1"),
+        (dict(alpha=-1.0), "lora-alpha must be a finite number above 0"),
+        (dict(targets=["query", "output"]), "lora-targets takes some of query, key, value"),
+        (dict(dropout=1.0), "lora-dropout must be between 0 and 1"),
+    ):
+        with pytest.raises(XlingError, match=message):
+            LoraConfig(**bad)
+    model, _ = adapted()
+    with pytest.raises(XlingError, match="leave-out names layers \\[5\\]"):
+        model.add_adapter("x", LoraConfig(leave_out=[5]))
+    model.add_adapter("a", BottleneckConfig())
+    model.add_adapter("b", LoraConfig())
+    with pytest.raises(XlingError, match="AdapterFusion mixes bottleneck adapters; b is lora"):
+        model.add_fusion(["a", "b"])
+
+
+def test_lora_in_the_adapterhub_layout_round_trips(tmp_path):
+    model, batch = adapted()
+    perturb(model.add_adapter("ner", LoraConfig(rank=4, alpha=8, targets=["query", "value"])))
+    model.add_head("ner", TaggingHead(model.hidden_size, TaggingHeadConfig(labels=["O", "B-PER", "I-PER"])))
+    expected = outputs(model, batch, "ner")
+    save(model, "ner", tmp_path / "xling")
+    export_adapterhub(tmp_path / "xling", tmp_path / "hub")
+    exported = json.loads((tmp_path / "hub" / "adapter_config.json").read_text())
+    assert exported["config"]["architecture"] == "lora"
+    assert {k: exported["config"][k] for k in ("r", "alpha", "attn_matrices", "selfattn_lora")} == {
+        "r": 4,
+        "alpha": 8.0,
+        "attn_matrices": ["q", "v"],
+        "selfattn_lora": True,
+    }
+    weights = torch.load(tmp_path / "hub" / "pytorch_adapter.bin", weights_only=True)
+    assert "encoder.layer.2.attention.self.value.loras.ner.lora_B" in weights and len(weights) == 3 * 2 * 2
+    fresh, _ = adapted()
+    assert load(fresh, tmp_path / "hub", name="back") == "back"
+    assert torch.equal(outputs(fresh, batch, "back"), expected)
+    assert fresh.heads["back"].labels == ["O", "B-PER", "I-PER"]
+
+
+def test_int8_tagging_keeps_the_lora_update():
+    from xling.device import quantize_int8
+
+    model, batch = adapted()
+    perturb(model.add_adapter("ner", LoraConfig(rank=4)))
+    fp32 = outputs(model, batch, "ner")
+    quantize_int8(model)
+    assert isinstance(model.projection_module(0, "query"), torch.nn.Linear)  # hooked: left in fp32
+    assert not isinstance(model.projection_module(0, "key"), torch.nn.Linear)  # not adapted: quantised
+    frozen_int8 = outputs(model, batch)
+    int8 = outputs(model, batch, "ner")
+    assert (int8 - fp32).abs().max() < (int8 - frozen_int8).abs().max() / 5
+
+
+def test_train_task_with_lora_from_the_command_line_tags_in_a_stack_with_quechua(copied_workspace):
+    from xling.cli.app import app
+    from xling.tagging.tagger import Tagger
+
+    workspace, model_dir, model_root, dev = copied_workspace
+    given = ["--model", str(model_dir), "--workspace", str(workspace)]
+    trained = CliRunner().invoke(
+        app,
+        ["train-task", "ner", "--lang", "en", "--train", str(dev), "--dev", str(dev), "--name", "ner-lora"]
+        + [
+            "--adapter-kind",
+            "lora",
+            "--lora-rank",
+            "4",
+            "--lora-alpha",
+            "8",
+            "--epochs",
+            "20",
+            "--batch-size",
+            "8",
+            "--lr",
+            "1e-2",
+            *given,
+        ],
+    )
+    assert trained.exit_code == 0, trained.output
+    record = json.loads((model_root / "task" / "ner-lora" / "adapter_config.json").read_text())
+    assert record["kind"] == "lora" and record["config"]["rank"] == 4 and record["config"]["alpha"] == 8
+    report = json.loads((model_root / "task" / "ner-lora" / "report.json").read_text())
+    assert report["options"]["adapter"]["kind"] == "lora"
+    assert report["trainable_parameters"] == 3 * 2 * (4 * 32 + 32 * 4) + 32 * 5 + 5
+    assert report["best"]["f1"] > 0.5
+    assert "LoRA (low-rank updates" in (model_root / "task" / "ner-lora" / "README.md").read_text()
+    where = {"model": str(model_dir), "workspace": str(workspace)}
+    tagger = Tagger.load(lang="qu", adapter="ner-lora", precision="fp32", **where)
+    assert tagger.setup == Stack("lang-qu", "ner-lora")
+    words = [["juan", "lima", "the", "city"]]
+    with_lora = tagger.word_probabilities(words)[0]
+    onnx = Tagger.load(lang="qu", adapter="ner-lora", runtime="onnx", **where)
+    assert onnx.word_probabilities(words)[0] == pytest.approx(with_lora, abs=1e-4)  # the export has the update
+    with torch.no_grad():  # the update out of the path: other probabilities
+        for update in tagger.model.adapters["ner-lora"].updates.values():
+            update.lora_B.zero_()
+    assert not torch.allclose(torch.tensor(tagger.word_probabilities(words)[0]), torch.tensor(with_lora), atol=1e-4)
+
+
+def test_options_of_the_kind_not_chosen_are_refused_in_one_line():
+    from xling.options import build
+    from xling.train.config import TaskAdapterOptions
+
+    given = {"lang": "en", "train": "t", "dev": "d"}
+    chosen = build(TaskAdapterOptions, {**given, "adapter_kind": "lora", "lora_rank": 24})
+    assert chosen.adapter.kind == "lora" and chosen.adapter.config == LoraConfig(rank=24)
+    assert build(TaskAdapterOptions, given).adapter.config == BottleneckConfig.preset("madx-task")
+    for values, message in (
+        (
+            {"adapter_kind": "lora", "reduction_factor": 4},
+            "--reduction-factor: options of bottleneck adapters, but the adapter is lora",
+        ),
+        ({"lora_rank": 4}, "--lora-rank: options of lora adapters, but the adapter is bottleneck"),
+        ({"adapter_kind": "lora", "preset": "houlsby"}, "preset 'houlsby' is not a lora adapter's"),
+        ({"adapter_kind": "prefix"}, "unknown adapter kind 'prefix'; xling has bottleneck, lora"),
+    ):
+        with pytest.raises(XlingError, match=message):
+            build(TaskAdapterOptions, {**given, **values})

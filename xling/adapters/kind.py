@@ -1,0 +1,51 @@
+"""What an adapter kind is: its name, config dataclass and module, and what the model may ask of the module.
+
+Each kind lives in its own folder (`bottleneck/`, `lora/`: config, layer, AdapterHub conversion) and is
+registered once in `registry.py`; `AdaptedModel`, saving, the options and the command line consult the
+registry, never a kind by name.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class AdapterKind:
+    name: str  # `kind` in adapter_config.json, and the value of the `adapter` option
+    title: str  # what it is, for people (model cards)
+    config: type  # its config dataclass: to_dict, from_dict(data, where), preset(name, **changes)
+    module: str  # "package.module:Class", built as Class(config, model); imported on first use (no torch for --help)
+    adapterhub: str  # the module converting it to and from the `adapters` library (see adapters/adapterhub.py)
+    presets: dict = field(default_factory=dict)  # named configs, for the `preset` option
+    fusable: bool = False  # AdapterFusion can mix its outputs (adapters that add at the LayerNorm sites)
+
+    def build(self, config, model):
+        module, _, cls = self.module.partition(":")
+        return getattr(importlib.import_module(module), cls)(config, model)
+
+    def conversion(self):
+        return importlib.import_module(self.adapterhub)
+
+
+class AdapterModule:
+    """What `AdaptedModel` asks of every adapter module; a kind answers the parts it has, None elsewhere.
+
+    block(layer, site): a module that reads a sublayer's output and whose output is added before its LayerNorm
+      (bottleneck adapters; `reads_normalised` in its config says whether it reads the normalised sum).
+    layer_norm(layer, site): the adapter's own copy of that LayerNorm, if it trains one.
+    projection(layer, target): a module added in parallel to one of the attention's projections (`query`, `key`,
+      `value`): the Linear's output gains module(Linear's input) (LoRA).
+    invertible: a module on the embedding output, undone before a masked-LM output layer (an attribute, absent
+      or None where the kind has none).
+    """
+
+    def block(self, layer: int, site: str):
+        return None
+
+    def layer_norm(self, layer: int, site: str):
+        return None
+
+    def projection(self, layer: int, target: str):
+        return None
