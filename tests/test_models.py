@@ -212,7 +212,7 @@ def test_a_deberta_v2_checkpoint_lends_its_masked_lm_head(tmp_path, legacy):
     torch.manual_seed(0)
     checkpoint = DebertaV2ForMaskedLM(config)
     checkpoint.save_pretrained(tmp_path)
-    head = pretrained_mlm_head(str(tmp_path), "deberta-v2")
+    head = pretrained_mlm_head(str(tmp_path), config)
     own = checkpoint.cls.predictions if legacy else checkpoint.lm_predictions.lm_head
     dense = own.transform.dense if legacy else own.dense
     assert sorted(head) == ["bias", "dense.bias", "dense.weight", "norm.bias", "norm.weight"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class AdapterKind:
-    name: str  # `kind` in adapter_config.json, and the value of the `adapter` option
+    name: str  # `kind` in adapter_config.json and the `adapter_kind` option's value (an identifier: a field name)
     title: str  # what it is, for people (model cards)
     config: type  # its config dataclass: to_dict, from_dict(data, where), preset(name, **changes)
     module: str  # "package.module:Class", built as Class(config, model); imported on first use (no torch for --help)

@@ -84,6 +84,6 @@ PRESET_HELP = f"Adapter preset: {', '.join(PRESET_NAMES)}; the options below cha
 
 
 def adapter_option(preset: str):
-    """An options dataclass's `adapter` field: the adapter `preset` unless `--preset` or `--adapter` choose
+    """An options dataclass's `adapter` field: the adapter `preset` unless `--preset` or `--adapter-kind` choose
     another, changed by the adapter's own options."""
     return opt(factory=lambda: AdapterChoice.preset(preset), help=PRESET_HELP, preset=preset)
