@@ -47,9 +47,9 @@ def is_adapterhub(record: dict) -> bool:
 def _conversion(raw: dict, directory: Path):
     """The conversion module of the kind whose library `architecture` a saved config names."""
     architecture = raw.get("architecture") or "bottleneck"
-    for kind in KINDS.values():
-        if kind.conversion().ARCHITECTURE == architecture:
-            return kind.conversion()
+    for conversion in (kind.conversion() for kind in KINDS.values()):
+        if conversion.ARCHITECTURE == architecture:
+            return conversion
     raise XlingError(
         f"{directory}: AdapterHub {architecture!r} adapters are not supported, only {', '.join(KINDS)} adapters"
     )

@@ -105,7 +105,8 @@ class AdaptedModel(nn.Module):
     def __init__(self, encoder: nn.Module):
         super().__init__()
         self.encoder = encoder
-        self.paths = family_of(encoder.config).paths
+        self.family = family_of(encoder.config)
+        self.paths = self.family.paths
         base = encoder.base_model
         self._layers = base.get_submodule(self.paths.layers)
         self.adapters = nn.ModuleDict()
@@ -162,11 +163,12 @@ class AdaptedModel(nn.Module):
         if missing:
             raise XlingError(f"cannot fuse adapters that are not loaded: {', '.join(missing)}")
         configs = [self.adapters[n].config for n in fuse]
-        if unfusable := [n for n, c in zip(fuse, configs) if not kind_of(c).fusable]:
+        if unfusable := [(n, kind_of(c).name) for n, c in zip(fuse, configs) if not kind_of(c).fusable]:
             fusable = [kind.name for kind in KINDS.values() if kind.fusable]
+            names = ", ".join(n for n, _ in unfusable)
             raise XlingError(
-                f"AdapterFusion mixes {' and '.join(fusable)} adapters; {', '.join(unfusable)} "
-                f"{'is' if len(unfusable) == 1 else 'are'} {kind_of(self.adapters[unfusable[0]].config).name}"
+                f"AdapterFusion mixes {' and '.join(fusable)} adapters; {names} "
+                f"{'is' if len(unfusable) == 1 else 'are'} {unfusable[0][1]}"
             )
         if len({(c.placement, tuple(c.leave_out)) for c in configs}) > 1:
             raise XlingError("fused adapters must share placement and leave_out")

@@ -62,7 +62,10 @@ class _Choice:
     @classmethod
     def of(cls, config):
         """The choice of `config`'s kind, with `config` for it (the Python API may pass a kind's config)."""
-        return config if isinstance(config, cls) else cls(kind=kind_of(config).name, **{kind_of(config).name: config})
+        if isinstance(config, cls):
+            return config
+        name = kind_of(config).name
+        return cls(kind=name, **{name: config})
 
     @classmethod
     def preset(cls, name: str):

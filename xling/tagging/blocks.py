@@ -155,8 +155,9 @@ def run_in_blocks(load: Callable, options: TagOptions, launch: Launch, console: 
     path, output = Path(options.input), Path(options.output)
     folder = parts_dir(output)
     with process_group(launch) as barrier:
-        total = count_blocks(path, options.conll) if launch.rank == 0 else 0  # the first process shows and joins
+        total = 0  # the input's blocks: the first process shows the progress and joins them
         if launch.rank == 0:
+            total = count_blocks(path, options.conll)
             prepare_parts(folder, job_of(options, path))
             tagger = load()
         barrier()

@@ -111,7 +111,7 @@ class OnnxTagger(TextTagger):
         self.config = OnnxConfig(**json.loads((self.directory / CONFIG_FILE).read_text()))
         self.precision = check_onnx_precision(precision)
         if self.precision not in self.config.precisions:
-            raise XlingError(f"{directory} has no {self.precision} graph; export it with --precision {self.precision}")
+            raise XlingError(f"{directory} has no {self.precision} graph; export it with --int8")
         check_batch_size(batch_size)
         self.batch_size, self.decoder = batch_size, check_decoder(decoder) or self.config.decoder
         self.labels, self.head, self.setup = self.config.labels, self.config.head, self.config.setup

@@ -9,7 +9,6 @@ import torch
 
 from xling.adapters import AdaptedModel
 from xling.device import autocast, linear_weights_stored_for
-from xling.models.families import FAMILIES, model_type
 from xling.tagging import align
 from xling.tagging.align import Window, padded, predict_windows
 
@@ -17,8 +16,7 @@ from xling.tagging.align import Window, padded, predict_windows
 def max_window(model: AdaptedModel, tokenizer, requested: int | None = None) -> int:
     """The longest window the model takes (its position limit), or `requested` if smaller."""
     limit = min(getattr(model.config, "max_position_embeddings", 512), tokenizer.model_max_length or 512, 512)
-    family = FAMILIES.get(model_type(model.config))
-    limit -= family.position_offset if family else 0
+    limit -= model.family.position_offset
     return min(limit, requested) if requested else limit
 
 
