@@ -101,7 +101,7 @@ def options_of(
                 meta.get("help", ""),
                 not value if meta.get("invert") else value,
                 required=_required(f),
-                unset=_unset or _preset or f.name in paired or isinstance(value, (list, dict)),
+                unset=_unset or f.name in paired or isinstance(value, (list, dict)),
                 from_preset=_preset,
                 switch=bool(meta.get("invert")),
             )
