@@ -9,11 +9,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from xling.data.conll import read_lines, read_tokens
-from xling.data.text import pieces
+from xling.data.conll import read_lines
 from xling.errors import XlingError
 from xling.fileio import check_output_file
-from xling.tagging.blocks import Launch, check_blocks, in_blocks, run_in_blocks
+from xling.tagging.blocks import Launch, check_blocks, in_blocks, run_in_blocks, units
 from xling.tagging.options import TagOptions
 from xling.tagging.output import write_results
 
@@ -27,13 +26,6 @@ def stdin_lines() -> Iterator[str]:
             yield raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError as err:
             raise XlingError(f"<stdin>:{number}: not UTF-8 text ({err.reason})") from None
-
-
-def count_results(path: Path, conll: bool) -> int:
-    """How many results tagging `path` gives: sentences of CoNLL input, else lines (long ones in pieces)."""
-    if conll:
-        return sum(1 for _ in read_tokens(read_lines(path)))
-    return sum(1 for _ in pieces(line for _, line in read_lines(path)))
 
 
 def launched_tagger(options: TagOptions, launch: Launch):
@@ -65,5 +57,5 @@ def tag_file(options: TagOptions, console: Console, progress: Progress | None = 
     lines = stdin_lines() if path is None else (line for _, line in read_lines(path))
     results = tagger.tag_lines(lines, options.paragraphs, options.conll)
     if progress is not None and path is not None:
-        results = progress(results, count_results(path, options.conll))
+        results = progress(results, sum(1 for _ in units(path, options.conll)))
     write_results(results, options.output_format(), output, console)

@@ -127,7 +127,7 @@ class Tagger(TextTagger):
             batch_size=options.batch_size,
             decoder=options.decoder,
             precision=options.precision,
-            runtime=options.runtime,
+            runtime=getattr(options, "runtime", "torch"),
         )
 
     @property
