@@ -15,9 +15,9 @@ missing) and write `results/runtimes/`; the speed docs' table is generated from 
     python -m bench.runtimes --largest-for onnx-int8         # 100k lines with ONNX int8 only: 25 minutes
     python -m bench.runtimes --quality                       # F1 with seed 1's adapters (others: --seeds)
 
-`--seeds 1,2,3` reads `<workspace>/seed-N`; the docs' figures are `ner-en` trained there with seeds 2 and 3
-(`xling train-task ner --lang en --train corpus:wikiann-en/train --dev corpus:wikiann-en/dev --seed N
---precision fp32`) over copies of seed 1's language adapters.
+`--seeds 1,2,3` reads `<workspace>/seed-N`; the docs' F1 figures use `--workspace xling-workspace/lora-qu`,
+where `xling run recipes/lora-qu.toml` trained the bottleneck `ner-en` with seeds 1-3 over one pair of
+language adapters.
 """
 
 from __future__ import annotations

@@ -53,6 +53,29 @@ def test_export_checks_the_graphs_against_pytorch(exported):
     assert json.loads((exported / "config.json").read_text())["id2label"]["0"] == "O"
 
 
+def test_every_family_exports_with_its_padding_hidden(tiny_model_dir, tmp_path):
+    """The export's check runs padded batches, so each family's graph must mask padding as PyTorch does; the
+    families with SDPA export one `Attention` operator per layer (DeBERTa exports its own attention)."""
+    import onnx
+
+    from tests.tiny import random_madx_adapters
+    from xling.adapters import AdaptedModel, Stack
+    from xling.models import load_model
+    from xling.tagging.onnx_export import export_onnx
+    from xling.tagging.tagger import Tagger
+
+    encoder, tokenizer = load_model(str(tiny_model_dir))
+    model = AdaptedModel(encoder)
+    random_madx_adapters(model, tmp_path)
+    model.set_active(Stack("qu", "ner"))
+    tagger = Tagger(model, tokenizer, "ner", model.active, precision="fp32")
+    sentences = [["juan", "lima", "the", "city", "of", "peru", "runa", "wasi"], ["maria"], ["qusqu", "of", "lima"]]
+    config = export_onnx(tagger, tmp_path / "onnx", check=(sentences, None))
+    assert config.checks["fp32_max_logit_difference"] <= 1e-4
+    operators = [node.op_type for node in onnx.load(str(tmp_path / "onnx" / "model.onnx")).graph.node]
+    assert operators.count("Attention") == (0 if encoder.config.model_type == "deberta-v2" else 3)
+
+
 def test_onnx_tag_gives_the_entities_of_pytorch(exported, trained_workspace, tmp_path):
     source = tmp_path / "in.txt"
     source.write_text(SENTENCES * 20, encoding="utf-8")
