@@ -153,6 +153,17 @@ def test_without_onnxruntime_one_line_says_how_to_install_it(monkeypatch):
         import_onnxruntime()
 
 
+def test_an_onnxruntime_too_old_for_the_graphs_is_a_one_line_error(monkeypatch):
+    from types import SimpleNamespace
+
+    from xling.errors import XlingError
+    from xling.tagging.onnx_tagger import import_onnxruntime
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", SimpleNamespace(__version__="1.22.1"))
+    with pytest.raises(XlingError, match=r"ONNX Runtime 1.22.1 .* 1.23 or later.*pip install -U 'xling\[onnx\]'"):
+        import_onnxruntime()
+
+
 def test_an_export_never_replaces_a_folder_it_did_not_write(exported, trained_workspace, tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep")

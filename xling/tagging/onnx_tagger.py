@@ -28,6 +28,7 @@ RUNTIME_HELP = (
     "torch (PyTorch) or onnx (ONNX Runtime, often faster on CPUs: the adapters are exported into the workspace "
     "on first use; --task-adapter may name a folder `xling export --format onnx` wrote)."
 )
+MIN_ONNXRUNTIME = (1, 23)  # the first with a CPU kernel for opset 23's Attention
 INSTALL_HINT = "ONNX Runtime is not installed; install it with: pip install 'xling[onnx]'"
 
 
@@ -72,6 +73,11 @@ def import_onnxruntime():
         import onnxruntime
     except ImportError:
         raise XlingError(INSTALL_HINT) from None
+    if tuple(int(part) for part in onnxruntime.__version__.split(".")[:2]) < MIN_ONNXRUNTIME:
+        raise XlingError(
+            f"ONNX Runtime {onnxruntime.__version__} cannot run xling's graphs (their Attention operator needs "
+            f"{'.'.join(map(str, MIN_ONNXRUNTIME))} or later); upgrade it with: pip install -U 'xling[onnx]'"
+        )
     return onnxruntime
 
 
