@@ -76,6 +76,33 @@ def test_every_family_exports_with_its_padding_hidden(tiny_model_dir, tmp_path):
     assert operators.count("Attention") == (0 if encoder.config.model_type == "deberta-v2" else 3)
 
 
+def test_int8_keeps_fp32_the_down_projection_with_massive_inputs(tmp_path):
+    """A layer whose FFN input is a thousand times its peers' keeps its down-projection fp32 in the int8 graph,
+    named in `xling_onnx.json`; the others are quantised."""
+    import onnx
+    import torch
+
+    from tests.tiny import random_madx_adapters, save_tiny_model
+    from xling.adapters import AdaptedModel, Stack
+    from xling.models import load_model
+    from xling.tagging.onnx_export import down_projections, export_onnx
+    from xling.tagging.tagger import Tagger
+
+    encoder, tokenizer = load_model(str(save_tiny_model("bert", tmp_path / "bert")))
+    with torch.no_grad():
+        encoder.encoder.layer[1].intermediate.dense.weight.mul_(1000)
+    model = AdaptedModel(encoder)
+    random_madx_adapters(model, tmp_path)
+    model.set_active(Stack("qu", "ner"))
+    tagger = Tagger(model, tokenizer, "ner", model.active, precision="fp32")
+    config = export_onnx(tagger, tmp_path / "onnx", int8=True, check=([["juan", "lima"], ["runa", "wasi"]], None))
+    fp32 = onnx.load(str(tmp_path / "onnx" / "model.onnx")).graph
+    assert config.int8_fp32_nodes == [down_projections(fp32, encoder.config.hidden_size)[1].name]
+    int8 = {node.name: node.op_type for node in onnx.load(str(tmp_path / "onnx" / "model.int8.onnx")).graph.node}
+    assert int8[config.int8_fp32_nodes[0]] == "MatMul"
+    assert sum(op == "MatMulInteger" for op in int8.values()) >= 2  # the other layers' matrix multiplies
+
+
 def test_onnx_tag_gives_the_entities_of_pytorch(exported, trained_workspace, tmp_path):
     source = tmp_path / "in.txt"
     source.write_text(SENTENCES * 20, encoding="utf-8")

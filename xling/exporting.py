@@ -26,7 +26,11 @@ class ExportOptions:
     overwrite: bool = opt(False, "Replace a directory an earlier export wrote.")
     lang: str | None = opt(None, "onnx: the language whose adapter goes under the task adapter.")
     lang_adapter: str | None = opt(None, "onnx: " + LANG_ADAPTER_HELP)
-    int8: bool = opt(False, "onnx: also write the int8 graph (dynamic quantisation, a scale per output channel).")
+    int8: bool = opt(
+        False,
+        "onnx: also write the int8 graph (dynamic quantisation, a scale per output channel; a feed-forward output "
+        "projection whose input carries massive activations stays fp32).",
+    )
     check_data: str | None = opt(
         None, "onnx: labelled data to check the graphs on, with F1 (default: a few built-in sentences)."
     )

@@ -3,10 +3,11 @@ sub-word ids to logits, with dynamic batch and length, for ONNX Runtime (`OnnxTa
 onnx`) or any other ONNX consumer.
 
 The folder holds `model.onnx` (fp32, attention as ONNX's `Attention` operator), optionally `model.int8.onnx`
-(dynamic int8, a scale per output channel), the tokenizer files, a `config.json` with the labels (`id2label`)
-and `xling_onnx.json`: what the graph is and how it was checked. On export the graphs run on check sentences
-beside the PyTorch tagger, in padded batches as tagging runs them: fp32 must agree within
-`FP32_TOLERANCE`; int8's tag agreement (and F1, with labelled check data) is recorded.
+(dynamic int8, a scale per output channel; an FFN down-projection whose input carries massive activations stays
+fp32), the tokenizer files, a `config.json` with the labels (`id2label`) and `xling_onnx.json`: what the graph
+is and how it was checked. On export the graphs run on check sentences beside the PyTorch tagger, in padded
+batches as tagging runs them: fp32 must agree within `FP32_TOLERANCE`; int8's tag agreement (and F1, with
+labelled check data) is recorded.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import torch
 from xling import __version__
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, write_json_atomic
-from xling.tagging.align import Window, length_batches, windows_for
+from xling.tagging.align import Window, length_batches, padded, windows_for
 from xling.tagging.onnx_tagger import (
     CONFIG_FILE,
     GRAPH_FILES,
@@ -36,6 +37,7 @@ from xling.tagging.predict import max_window, pad_batch
 
 FP32_TOLERANCE = 1e-4  # largest difference of a logit, fp32 graph against PyTorch
 OPSET = 23  # the first with an Attention operator
+MASSIVE = 4  # an FFN down-projection input peaking at this many times the layers' median peak stays fp32 in int8
 # Sentences the graphs are checked on when no check data is given: a few languages, short and long.
 CHECK_SENTENCES = [
     "Machu Picchu llaqtaqa Perú suyupi , Cusco nisqapi kachkan .",
@@ -111,24 +113,63 @@ def write_graph(tagger, path: Path) -> None:
     program.save(str(path), external_data=False)
 
 
-def quantise(source: Path, target: Path, hidden_size: int) -> None:
-    """Dynamic int8 of the encoder's matrix multiplies (weights of at least the hidden size on both sides): int8
-    weights with a scale per output channel, activations quantised on the fly. The adapters and the head stay
-    fp32: they are small, and the adapters are what the language and task changed."""
+def weighted_matmuls(graph) -> list[tuple]:
+    """(node, weight shape) of each MatMul by a 2-D weight of the graph."""
+    shapes = {weight.name: tuple(weight.dims) for weight in graph.initializer}
+    return [
+        (node, shapes[node.input[1]])
+        for node in graph.node
+        if node.op_type == "MatMul" and len(shapes.get(node.input[1], ())) == 2
+    ]
+
+
+def down_projections(graph, hidden_size: int) -> list:
+    """The encoder's FFN down-projections: MatMuls whose weight takes a wider input back to the hidden size."""
+    return [node for node, (rows, columns) in weighted_matmuls(graph) if rows > columns >= hidden_size]
+
+
+def massive_inputs(source: Path, hidden_size: int, ids: np.ndarray, mask: np.ndarray) -> list[str]:
+    """The FFN down-projections whose input on `ids` (the built-in check sentences) peaks at `MASSIVE` times
+    the layers' median peak or more (the "massive activations" of a few channels and tokens). Dynamic int8 takes
+    one scale per tensor, so such an input leaves its other values a few levels: these MatMuls stay fp32."""
+    import onnx
+
+    ort = import_onnxruntime()
+    model = onnx.load(str(source))
+    nodes = down_projections(model.graph, hidden_size)
+    if len(nodes) < 2:
+        return []
+    model.graph.output.extend(
+        onnx.helper.make_tensor_value_info(node.input[0], onnx.TensorProto.FLOAT, None) for node in nodes
+    )
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    values = session.run([node.input[0] for node in nodes], {"input_ids": ids, "attention_mask": mask})
+    peaks = [float(np.abs(value[mask.astype(bool)]).max()) for value in values]
+    return [node.name for node, peak in zip(nodes, peaks) if peak >= MASSIVE * float(np.median(peaks))]
+
+
+def quantise(source: Path, target: Path, hidden_size: int, keep_fp32: list[str]) -> None:
+    """Dynamic int8 of the encoder's matrix multiplies (weights of at least the hidden size on both sides) but
+    `keep_fp32`: int8 weights with a scale per output channel, activations quantised on the fly. The adapters
+    and the head stay fp32: they are small, and the adapters are what the language and task changed."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     graph = onnx.load(str(source)).graph
-    shapes = {weight.name: tuple(weight.dims) for weight in graph.initializer}
     encoder = [
-        node.name
-        for node in graph.node
-        if node.op_type == "MatMul" and len(shape := shapes.get(node.input[1], ())) == 2 and min(shape) >= hidden_size
+        node.name for node, shape in weighted_matmuls(graph) if min(shape) >= hidden_size and node.name not in keep_fp32
     ]
     with quiet(None):  # its advice to pre-process, meant for image models, goes to the root logger
         quantize_dynamic(
             str(source), str(target), per_channel=True, weight_type=QuantType.QInt8, nodes_to_quantize=encoder
         )
+
+
+def calibration_batch(tagger) -> tuple[np.ndarray, np.ndarray]:
+    """`CHECK_SENTENCES` as one padded batch of sub-word ids and mask (the same whatever the check data)."""
+    sentences = [s.split() for s in CHECK_SENTENCES]
+    windows = windows_for(sentences, tagger.tokenizer, max_window(tagger.model, tagger.tokenizer), 32)
+    return padded(windows, tagger.tokenizer.pad_token_id)
 
 
 def torch_logits(tagger, windows: list[Window]) -> list[np.ndarray]:
@@ -185,8 +226,11 @@ def export_onnx(
     with atomic_directory(Path(target), overwrite=overwrite, replaces=(CONFIG_FILE,)) as staging:
         encoder_config = tagger.model.encoder.config
         write_graph(tagger, staging / GRAPH_FILES["fp32"])
+        keep_fp32 = []
         if int8:
-            quantise(staging / GRAPH_FILES["fp32"], staging / GRAPH_FILES["int8"], encoder_config.hidden_size)
+            fp32, hidden_size = staging / GRAPH_FILES["fp32"], encoder_config.hidden_size
+            keep_fp32 = massive_inputs(fp32, hidden_size, *calibration_batch(tagger))
+            quantise(fp32, staging / GRAPH_FILES["int8"], hidden_size, keep_fp32)
         tagger.tokenizer.save_pretrained(str(staging))
         labels = tagger.labels
         hf_config = encoder_config.to_dict() | {"id2label": dict(enumerate(labels))}
@@ -202,6 +246,7 @@ def export_onnx(
             precisions=["fp32", "int8"] if int8 else ["fp32"],
             xling_version=__version__,
             opset=OPSET,
+            int8_fp32_nodes=keep_fp32,
             source=describe or {},
         )
         write_json_atomic(staging / CONFIG_FILE, asdict(config))

@@ -22,7 +22,7 @@ from xling.tagging.texts import TextTagger, check_batch_size
 
 CONFIG_FILE = "xling_onnx.json"
 GRAPH_FILES = {"fp32": "model.onnx", "int8": "model.int8.onnx"}
-GRAPH_VERSION = 2  # how xling builds the graph: a cached export of another version is made again
+GRAPH_VERSION = 3  # how xling builds the graph: a cached export of another version is made again
 RUNTIMES = ("torch", "onnx")
 RUNTIME_HELP = (
     "torch (PyTorch) or onnx (ONNX Runtime, often faster on CPUs: the adapters are exported into the workspace "
@@ -45,6 +45,7 @@ class OnnxConfig:
     precisions: list[str]
     xling_version: str
     opset: int
+    int8_fp32_nodes: list[str] = field(default_factory=list)  # encoder MatMuls the int8 graph keeps fp32
     source: dict = field(default_factory=dict)  # what was exported: model, language, adapters
     checks: dict = field(default_factory=dict)  # `onnx_export.ExportChecks`
 
