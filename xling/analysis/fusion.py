@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from xling.data.sources import load_ner
-from xling.tagging.align import length_batches, windows_for
-from xling.tagging.predict import max_window, pad_batch
+from xling.tagging.align import length_batches
+from xling.tagging.predict import pad_batch, tagger_windows
 from xling.tagging.tagger import Tagger
 
 
@@ -21,7 +21,7 @@ def fusion_attention(tagger: Tagger, data: str, batch_size: int = 32) -> dict:
     sums = {key: torch.zeros(len(fusion.adapter_names), dtype=torch.float64) for key, _ in layers}
     tokens = 0
     sentences = [s.tokens for s in load_ner(data, "validation")]
-    windows = windows_for(sentences, tagger.tokenizer, max_window(model, tagger.tokenizer), 32)
+    windows = tagger_windows(tagger, sentences)
     device = next(model.parameters()).device
     try:
         for batch in length_batches(windows, batch_size):

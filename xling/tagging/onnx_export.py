@@ -25,7 +25,7 @@ import torch
 from xling import __version__
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, write_json_atomic
-from xling.tagging.align import Window, length_batches, padded, windows_for
+from xling.tagging.align import Window, length_batches, padded
 from xling.tagging.onnx_tagger import (
     CONFIG_FILE,
     GRAPH_FILES,
@@ -33,7 +33,7 @@ from xling.tagging.onnx_tagger import (
     OnnxTagger,
     import_onnxruntime,
 )
-from xling.tagging.predict import max_window, pad_batch
+from xling.tagging.predict import max_window, pad_batch, tagger_windows
 
 FP32_TOLERANCE = 1e-4  # largest difference of a logit, fp32 graph against PyTorch
 OPSET = 23  # the first with an Attention operator
@@ -47,6 +47,7 @@ CHECK_SENTENCES = [
     "Qhapaq Ñan nisqaqa Inka Wiraqucha pachapi ruwasqa karqan , Ecuador , Bolivia , Chile , Argentina "
     "suyukunapi ima tarikun , UNESCO nisqataq 2014 watapi Pachantin Kawsay Sapsi nisqaman churarqan .",
 ]
+CHECK_WORDS = [sentence.split() for sentence in CHECK_SENTENCES]
 
 
 @dataclass
@@ -167,9 +168,7 @@ def quantise(source: Path, target: Path, hidden_size: int, keep_fp32: list[str])
 
 def calibration_batch(tagger) -> tuple[np.ndarray, np.ndarray]:
     """`CHECK_SENTENCES` as one padded batch of sub-word ids and mask (the same whatever the check data)."""
-    sentences = [s.split() for s in CHECK_SENTENCES]
-    windows = windows_for(sentences, tagger.tokenizer, max_window(tagger.model, tagger.tokenizer), 32)
-    return padded(windows, tagger.tokenizer.pad_token_id)
+    return padded(tagger_windows(tagger, CHECK_WORDS), tagger.tokenizer.pad_token_id)
 
 
 def torch_logits(tagger, windows: list[Window]) -> list[np.ndarray]:
@@ -189,7 +188,7 @@ def check_graphs(directory: Path, tagger, sentences: list[list[str]], gold: list
     """Run the written graphs beside `tagger` (PyTorch, fp32): the fp32 graph's largest logit difference, the
     int8 graph's tag agreement, and F1 of each with `gold` tags."""
     fp32 = OnnxTagger(directory, precision="fp32", batch_size=tagger.batch_size)
-    windows = windows_for(sentences, tagger.tokenizer, max_window(tagger.model, tagger.tokenizer), 32)
+    windows = tagger_windows(tagger, sentences)
     graph = []
     for start in range(0, len(windows), tagger.batch_size):  # in input order: mixed lengths, so padding
         part = windows[start : start + tagger.batch_size]
@@ -250,7 +249,7 @@ def export_onnx(
             source=describe or {},
         )
         write_json_atomic(staging / CONFIG_FILE, asdict(config))
-        sentences, gold = check or ([s.split() for s in CHECK_SENTENCES], None)
+        sentences, gold = check or (CHECK_WORDS, None)
         checks = check_graphs(staging, tagger, sentences, gold)
         if checks.fp32_max_logit_difference > FP32_TOLERANCE:
             raise XlingError(

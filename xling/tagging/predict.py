@@ -10,7 +10,7 @@ import torch
 from xling.adapters import AdaptedModel
 from xling.device import autocast, linear_weights_stored_for
 from xling.tagging import align
-from xling.tagging.align import Window, padded, predict_windows
+from xling.tagging.align import Window, padded, predict_windows, windows_for
 
 
 def max_window(model: AdaptedModel, tokenizer, requested: int | None = None) -> int:
@@ -18,6 +18,11 @@ def max_window(model: AdaptedModel, tokenizer, requested: int | None = None) -> 
     limit = min(getattr(model.config, "max_position_embeddings", 512), tokenizer.model_max_length or 512, 512)
     limit -= model.family.position_offset
     return min(limit, requested) if requested else limit
+
+
+def tagger_windows(tagger, sentences: list[list[str]]) -> list[Window]:
+    """`sentences` as a PyTorch tagger's model windows them: its longest window, overlapping by 32 sub-tokens."""
+    return windows_for(sentences, tagger.tokenizer, max_window(tagger.model, tagger.tokenizer), 32)
 
 
 def pad_batch(windows: list[Window], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
