@@ -113,6 +113,27 @@ def test_onnx_tag_gives_the_entities_of_pytorch(exported, trained_workspace, tmp
     assert any(entities(torch_run.stdout))  # the comparison compares something
 
 
+def test_a_cpu_session_keeps_the_residual_add_apart_from_layer_norm(exported, tmp_path):
+    """ONNX Runtime fuses each residual Add and LayerNorm into a SkipLayerNormalization, slower on CPUs:
+    xling's CPU session leaves them apart; a default session on the same graph fuses them."""
+    import onnx
+    import onnxruntime
+
+    from xling.tagging.onnx_tagger import session_for
+
+    def optimised_ops(make_session, name: str) -> set[str]:
+        options = onnxruntime.SessionOptions()
+        options.optimized_model_filepath = str(tmp_path / name)
+        make_session(options)
+        return {node.op_type for node in onnx.load(tmp_path / name).graph.node}
+
+    graph = exported / "model.onnx"
+    default = optimised_ops(lambda o: onnxruntime.InferenceSession(graph, o, providers=["CPUExecutionProvider"]), "a")
+    xlings = optimised_ops(lambda o: session_for(graph, "cpu", o), "b")
+    assert "SkipLayerNormalization" in default
+    assert "SkipLayerNormalization" not in xlings and "LayerNormalization" in xlings
+
+
 def test_onnx_tagger_loads_an_exported_folder_alone(exported, tmp_path):
     import shutil
 
