@@ -14,6 +14,8 @@ import numpy as np
 
 from xling.data.labels import IGNORE
 
+STRIDE = 32  # sub-tokens two windows of a long sentence share: context for the words near a cut
+
 
 @dataclass
 class Window:
@@ -119,7 +121,7 @@ def predict_windows(
     max_len: int,
     batch_size: int,
     max_tokens: int | None,
-    stride: int = 32,
+    stride: int = STRIDE,
 ) -> list[np.ndarray]:
     """Per sentence, a (words, labels) array of tag probabilities, whatever runs the model: `run_batch` takes
     windows of similar length and returns their (windows, sub-tokens, labels) probabilities."""

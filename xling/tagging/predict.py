@@ -21,8 +21,8 @@ def max_window(model: AdaptedModel, tokenizer, requested: int | None = None) -> 
 
 
 def tagger_windows(tagger, sentences: list[list[str]]) -> list[Window]:
-    """`sentences` as a PyTorch tagger's model windows them: its longest window, overlapping by 32 sub-tokens."""
-    return windows_for(sentences, tagger.tokenizer, max_window(tagger.model, tagger.tokenizer), 32)
+    """`sentences` as a PyTorch tagger's model windows them: its longest window, overlapping by `STRIDE` sub-tokens."""
+    return windows_for(sentences, tagger.tokenizer, max_window(tagger.model, tagger.tokenizer), align.STRIDE)
 
 
 def pad_batch(windows: list[Window], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -38,7 +38,7 @@ def predict_probabilities(
     head: str,
     batch_size: int = 32,
     max_len: int | None = None,
-    stride: int = 32,
+    stride: int = align.STRIDE,
     precision: str | None = None,
     stored_weights: dict | None = None,
 ) -> list[np.ndarray]:

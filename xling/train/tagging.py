@@ -13,7 +13,7 @@ from xling.adapters.composition import Setup
 from xling.data.conll import UNJUDGED, Sentence
 from xling.data.labels import IGNORE
 from xling.errors import XlingError
-from xling.tagging.align import window_labels, windows_for
+from xling.tagging.align import STRIDE, window_labels, windows_for
 from xling.tagging.decoding import DEFAULT_DECODER, check_decoder, decode
 from xling.tagging.predict import max_window, pad_batch, predict_probabilities
 from xling.train.config import FusionOptions, TaskAdapterOptions
@@ -56,7 +56,7 @@ class TaggingObjective:
         self.setups = [model.active, *(setup for setup, _ in more_train)]
         self.windows, self.labels, self.group_windows = [], [], []
         for sentences in groups:
-            windows = windows_for([s.tokens for s in sentences], tokenizer, self.max_len, stride=32)
+            windows = windows_for([s.tokens for s in sentences], tokenizer, self.max_len, stride=STRIDE)
             self.group_windows.append(list(range(len(self.windows), len(self.windows) + len(windows))))
             self.windows += windows
             self.labels += [window_labels(w, sentences[w.sentence].tags, label_ids) for w in windows]
