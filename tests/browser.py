@@ -34,14 +34,15 @@ def served(session: Session, options: AnnotateOptions) -> Iterator[str]:
 
 
 @contextmanager
-def chromium() -> Iterator:
+def chromium(*arguments: str) -> Iterator:
+    """A headless Chromium; `arguments` are more command-line switches (e.g. host resolver rules)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     browser, driver = chromium_paths()
     options = webdriver.ChromeOptions()
     options.binary_location = browser
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,800"):
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,800", *arguments):
         options.add_argument(argument)
     session = webdriver.Chrome(service=Service(driver), options=options)
     try:

@@ -154,13 +154,22 @@ def test_a_session_continues_only_with_its_language_and_corpus(tmp_path):
 # ---- the server -----------------------------------------------------------------------------------------------
 
 
+def page_client(app, directory: Path):
+    """Flask's test client, sending what the page sends with every request: its token."""
+    from xling.annotation.server import page_token
+
+    api = app.test_client()
+    api.environ_base["HTTP_X_XLING_PAGE_TOKEN"] = page_token(directory)
+    return api
+
+
 @pytest.fixture
 def client(tmp_path):
     from xling.annotation.server import create_app
 
     directory = make_session(tmp_path)
     app = create_app(Session(directory), AnnotateOptions(session="qu", retrain=False))
-    return app.test_client(), directory
+    return page_client(app, directory), directory
 
 
 def test_the_api_gives_a_batch_takes_answers_undoes_and_exports_conll(client):
@@ -172,7 +181,7 @@ def test_the_api_gives_a_batch_takes_answers_undoes_and_exports_conll(client):
     reply = api.post("/api/answer", json=answer | {"judged": None})
     assert reply.status_code == 200 and reply.get_json()["progress"]["entities"] == {"PER": 1, "LOC": 1}
     api.post("/api/answer", json={"item": "s4", "spans": [], "judged": None})
-    assert api.post("/api/undo").get_json()["undone"] == "s4"
+    assert api.post("/api/undo", json={}).get_json()["undone"] == "s4"
     exported = api.get("/api/gold.conll")
     assert exported.status_code == 200
     assert exported.get_data(as_text=True) == "Juan\tB-PER\nrimarqan\tO\nLimapi\tB-LOC\n.\tO\n\n"
@@ -244,20 +253,22 @@ def start_server(workspace: Path, port: int) -> subprocess.Popen:
     raise AssertionError(server.stderr.read())
 
 
-def post(port: int, path: str, body: dict) -> dict:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(), {"Content-Type": "application/json"}
-    )
+def post(port: int, path: str, body: dict, directory: Path) -> dict:
+    from xling.annotation.server import PAGE_TOKEN_HEADER, page_token
+
+    headers = {"Content-Type": "application/json", PAGE_TOKEN_HEADER: page_token(directory)}
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(), headers)
     return json.load(urllib.request.urlopen(request, timeout=5))
 
 
 def test_sigkill_in_the_middle_of_a_batch_loses_no_answer_and_the_queue_resumes(tmp_path):
-    make_session(tmp_path)
+    directory = make_session(tmp_path)
     port = free_port()
     server = start_server(tmp_path, port)
     try:
-        post(port, "/api/answer", {"item": "s1", "spans": [], "judged": None})
-        post(port, "/api/answer", {"item": "s2", "spans": [{"start": 11, "end": 12, "label": "LOC"}], "judged": None})
+        post(port, "/api/answer", {"item": "s1", "spans": [], "judged": None}, directory)
+        answer = {"item": "s2", "spans": [{"start": 11, "end": 12, "label": "LOC"}], "judged": None}
+        post(port, "/api/answer", answer, directory)
     finally:
         os.kill(server.pid, signal.SIGKILL)
         server.wait()
@@ -431,7 +442,7 @@ def test_the_server_retrains_in_the_background_and_the_next_batch_joins_the_queu
     session = Session.open(Workspace(str(workspace), str(model_dir)), "qu")
     options = AnnotateOptions(session="qu", retrain_every=3, dev=str(dev), epochs=1)
     app = create_app(session, replace(options, workspace=str(workspace), model=str(model_dir)))
-    api = app.test_client()
+    api = page_client(app, session.directory)
     for item in api.get("/api/state").get_json()["queue"][:3]:
         reply = api.post("/api/answer", json={"item": item["id"], "spans": [], "judged": None}).get_json()
     assert reply["retraining"]["running"]

@@ -123,7 +123,8 @@ class EntryLock:
     saves it: a second run on the same name is refused, naming the process that holds it. The operating system
     lets go of it when the holder ends, even by `kill -9`; a holder that ends normally removes the file."""
 
-    def __init__(self, entry: Path, what: str):
+    def __init__(self, entry: Path, what: str, busy: str | None = None):
+        """busy: the refusal, with `{holder}` where the holder's line goes (default: a training run's)."""
         self.file = Path(f"{entry}.lock")
         self.file.parent.mkdir(parents=True, exist_ok=True)
         self.handle = open(self.file, "a+")
@@ -136,12 +137,17 @@ class EntryLock:
             self.handle.seek(0)
             holder = self.handle.read().strip() or "?"
             self.handle.close()
-            raise XlingError(
-                f"another xling run (pid {holder}) is training or saving the {what} {entry.name!r}; "
+            busy = busy or (
+                f"another xling run (pid {{holder}}) is training or saving the {what} {entry.name!r}; "
                 "wait for it to end, or stop it"
-            ) from None
+            )
+            raise XlingError(busy.replace("{holder}", holder)) from None
+        self.note(str(os.getpid()))
+
+    def note(self, holder: str) -> None:
+        """What a refused second run is told of the holder (its pid, an address)."""
         self.handle.truncate(0)
-        self.handle.write(f"{os.getpid()}\n")
+        self.handle.write(f"{holder}\n")
         self.handle.flush()
 
     def release(self) -> None:

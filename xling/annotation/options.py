@@ -91,7 +91,8 @@ class AnnotateOptions:
     model: str = opt(DEFAULT_MODEL, MODEL_HELP)
 
     def __post_init__(self):
-        at_least("port", self.port, 1)
+        if not 1 <= self.port <= 65535:
+            raise XlingError(f"port must be from 1 to 65535, not {self.port}")
         at_least("retrain_every", self.retrain_every, 1)
         at_least("epochs", self.epochs, 1)
         if self.host not in ("127.0.0.1", "localhost", "::1") and not self.token:

@@ -8,22 +8,39 @@
 
 An answer is on disk before its request returns. After every `retrain_every` new answers the task adapter is
 retrained in a child process (`xling.annotation.retrain`) and its next batch joins the queue.
+
+Any web page the annotator opens can send requests to 127.0.0.1, so (as Jupyter and TensorBoard do) the server
+answers only a `Host` it serves on (no DNS rebinding), and a request that changes the session must be JSON, carry
+the session's page token (written into the page, which no other origin can read) and come from no other
+`Origin`; bodies are small and shallow. One server per session: two would each keep their own view.
 """
 
 from __future__ import annotations
 
 import hmac
+import json
+import os
+import secrets
 import subprocess
 import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from flask import Flask, Response, jsonify, request, send_from_directory
+from flask import Flask, Response, jsonify, request
 
 from xling.annotation.options import AnnotateOptions
 from xling.annotation.retrain import adapter_name, command
 from xling.annotation.session import AnswerError, Session
+from xling.errors import XlingError
+from xling.fileio import EntryLock
 
 STATIC = Path(__file__).parent / "static"
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+ANY_ADDRESS = ("0.0.0.0", "::", "")  # serving on every interface: only the --token guards it
+MAX_BODY = 64 * 1024  # bytes; an answer is well under 4 KiB
+MAX_DEPTH = 8  # JSON nesting; an answer's is 3
+PAGE_TOKEN_FILE = "page-token"
+PAGE_TOKEN_HEADER = "X-Xling-Page-Token"
 
 
 class Retrainer:
@@ -75,26 +92,102 @@ class Retrainer:
         }
 
 
+def page_token(directory: Path) -> str:
+    """The session's page token: made once, kept in the session folder (owner-only), so that a page open across a
+    server's restart goes on posting."""
+    file = directory / PAGE_TOKEN_FILE
+    if not file.is_file():
+        descriptor = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as f:
+            f.write(secrets.token_urlsafe(32))
+    return file.read_text().strip()
+
+
+def host_name(host: str) -> str:
+    """`[::1]:8321` -> `::1`, `LocalHost:8321` -> `localhost`."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def refusal(options: AnnotateOptions, token: str) -> str | None:
+    """Why this request is refused (403), or None: another Host, no access token, or a change from elsewhere."""
+    if options.host not in ANY_ADDRESS and host_name(request.host) not in (*LOCAL_HOSTS, options.host.lower()):
+        return f"this server answers only {options.host}, not {host_name(request.host)!r}"
+    if options.token and not request.path.startswith("/static/"):  # the page's script and style are no secret
+        given = request.headers.get("X-Xling-Token") or request.args.get("token") or ""
+        if not hmac.compare_digest(given.encode(), options.token.encode()):
+            return "this page needs its token: open the address xling annotate printed"
+    if request.method in ("GET", "HEAD", "OPTIONS"):
+        return None
+    own = f"{request.scheme}://{request.host}".lower()
+    origin = request.headers.get("Origin") or _origin_of(request.headers.get("Referer"))
+    if origin is not None and origin.lower() != own:
+        return f"a request from {origin} cannot change this session"
+    if not hmac.compare_digest(request.headers.get(PAGE_TOKEN_HEADER, "").encode(), token.encode()):
+        return "this request lacks the page's token: reload the page"
+    return None
+
+
+def _origin_of(referer: str | None) -> str | None:
+    if not referer:
+        return None
+    parts = urlsplit(referer)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def json_body():
+    """The request's JSON, refused in one line (4xx) if it is not JSON, too large or too deeply nested."""
+    if request.mimetype != "application/json":
+        raise AnswerError("send JSON (Content-Type: application/json)", 415)
+    data = request.get_data(cache=False)
+    if len(data) > MAX_BODY:
+        raise AnswerError(f"the request is over {MAX_BODY // 1024} KiB", 413)
+    depth, deepest, in_string, escaped = 0, 0, False, False
+    for char in data.decode("utf-8", errors="replace"):
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    if deepest > MAX_DEPTH:
+        raise AnswerError(f"the JSON is nested deeper than {MAX_DEPTH}", 400)
+    try:
+        return json.loads(data) if data.strip() else None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise AnswerError(f"the body is not JSON: {err}", 400) from None
+
+
 def create_app(session: Session, options: AnnotateOptions) -> Flask:
     app = Flask("xling.annotation", static_folder=str(STATIC), static_url_path="/static")
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
     retrainer = Retrainer(session, options)
     app.config["retrainer"] = retrainer
+    token = page_token(session.directory)
 
     @app.before_request
-    def check_token():
-        if options.token and not request.path.startswith("/static/"):  # the page's script and style are no secret
-            given = request.headers.get("X-Xling-Token") or request.args.get("token") or ""
-            if not hmac.compare_digest(given.encode(), options.token.encode()):
-                return jsonify(error="this page needs its token: open the address xling annotate printed"), 403
-        return None
+    def guard():
+        reason = refusal(options, token)
+        return (jsonify(error=reason), 403) if reason else None
 
     @app.errorhandler(AnswerError)
     def refused(err: AnswerError):
         return jsonify(error=str(err)), err.status
 
+    @app.errorhandler(413)
+    def too_large(_):
+        return jsonify(error=f"the request is over {MAX_BODY // 1024} KiB"), 413
+
     @app.get("/")
     def page():
-        return send_from_directory(STATIC, "annotate.html")
+        html = (STATIC / "annotate.html").read_text(encoding="utf-8")
+        html = html.replace("{{page_token}}", token)  # URL-safe base64: nothing to escape
+        return Response(html, mimetype="text/html", headers={"Cache-Control": "no-store"})
 
     @app.get("/api/state")
     def state():
@@ -110,12 +203,13 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
 
     @app.post("/api/answer")
     def answer():
-        progress = session.record(request.get_json(silent=True))
+        progress = session.record(json_body())
         retrainer.maybe_start()
         return jsonify(progress=progress, retraining=retrainer.status())
 
     @app.post("/api/undo")
     def undo():
+        json_body()  # JSON only: a plain form cannot be sent here from another site
         return jsonify(undone=session.undo(), progress=session.progress())
 
     @app.get("/api/gold.conll")
@@ -128,10 +222,22 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
 
 
 def serve(options: AnnotateOptions, session: Session, announce) -> None:
-    """Serve until interrupted (werkzeug's threaded server: one person, a few tabs)."""
+    """Serve until interrupted (werkzeug's threaded server: one person, a few tabs); one server per session."""
     from werkzeug.serving import make_server
 
-    server = make_server(options.host, options.port, create_app(session, options), threaded=True)
-    address = f"http://{options.host}:{server.port}/" + (f"?token={options.token}" if options.token else "")
-    announce(address)
-    server.serve_forever()
+    busy = f"session {session.directory.name!r} is already served by xling annotate ({{holder}}); open that page"
+    lock = EntryLock(session.directory / "server", "session", busy=busy + ", or stop that server first")
+    try:
+        try:
+            server = make_server(options.host, options.port, create_app(session, options), threaded=True)
+        except OSError as err:
+            raise XlingError(
+                f"cannot serve on {options.host} port {options.port}: {err.strerror}; give another --port"
+            ) from None
+        host = f"[{options.host}]" if ":" in options.host else options.host
+        address = f"http://{host}:{server.port}/"
+        lock.note(f"pid {os.getpid()} at {address}")
+        announce(address + (f"?token={options.token}" if options.token else ""))
+        server.serve_forever()
+    finally:
+        lock.release()

@@ -66,6 +66,10 @@ def annotate_command(
 
     options = build(AnnotateOptions, locals())
     opened = Session(session_dir(Workspace(options.workspace, options.model), options.session))
-    progress = opened.progress()
-    console.print(f"{progress['answered']} answered, {len(opened.queue())} to go; answers go to {opened.directory}")
-    serve(options, opened, lambda address: console.print(f"open {address} (Ctrl+C stops; nothing is lost)"))
+
+    def announce(address: str) -> None:
+        progress = opened.progress()
+        console.print(f"{progress['answered']} answered, {len(opened.queue())} to go; answers go to {opened.directory}")
+        console.print(f"open {address} (Ctrl+C stops; nothing is lost)")
+
+    serve(options, opened, announce)

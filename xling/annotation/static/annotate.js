@@ -3,6 +3,8 @@
 "use strict";
 
 const TOKEN = new URLSearchParams(location.search).get("token");
+// Every change the page asks for carries the token the server wrote into it: no other site can read it.
+const PAGE_TOKEN = document.querySelector('meta[name="xling-page-token"]').content;
 const COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"];
 const page = {
   state: null, queue: [], item: null, spans: [], cursor: 0, anchor: null,
@@ -11,7 +13,7 @@ const page = {
 window.xlingPage = page; // read by the browser test and the latency bench
 
 function api(path, body) {
-  const headers = { "Content-Type": "application/json" };
+  const headers = { "Content-Type": "application/json", "X-Xling-Page-Token": PAGE_TOKEN };
   if (TOKEN) headers["X-Xling-Token"] = TOKEN;
   const init = body === undefined ? { headers } : { method: "POST", headers, body: JSON.stringify(body), keepalive: true };
   return fetch(path, init).then(async (response) => {
