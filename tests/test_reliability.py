@@ -76,6 +76,36 @@ def test_a_bad_recipe_is_refused_before_anything_runs(tmp_path, copied_workspace
     assert snapshot(tmp_path) == before
 
 
+TAG = '[[step]]\ntitle = "TITLE"\nrun = "tag"\ninput = "DEV"\nlang = "en"\noutput = "OUTPUT"\n'
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (TAG.replace("OUTPUT", "steps.json"), "key 'output' 'steps.json' is the recipe's own result file"),
+        (TAG.replace("OUTPUT", "./results.md"), "key 'output' 'results.md' is the recipe's own result file"),
+        (TAG.replace("OUTPUT", "results.json"), "key 'output' 'results.json' is the recipe's own result file"),
+        (
+            EVALUATE.replace("TITLE", "e") + TAG.replace("OUTPUT", "e.json"),
+            "key 'output' 'e.json' is the result of step 1",
+        ),
+        (TAG + TAG.replace("TITLE", "u"), "key 'output' 'OUTPUT' is the output of step 1"),
+        (TAG.replace("TITLE", "t" * 300), "is 300 characters long; at most 100"),
+        (TAG.replace("OUTPUT", "o" * 300 + ".jsonl"), "is too long: at most 1024 characters, 200 bytes a name"),
+        (TAG.replace("OUTPUT", "a/" * 600 + "b.jsonl"), "is too long: at most 1024 characters"),
+    ],
+)
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_an_output_the_recipe_writes_itself_or_too_long_is_refused_by_a_dry_run_too(
+    tmp_path, copied_workspace, body, message, dry_run
+):
+    _, model_dir, _, dev = copied_workspace
+    path = recipe_file(tmp_path, model_dir, body.replace("DEV", str(dev)))
+    before = snapshot(tmp_path)
+    one_line_error(run_xling("run", str(path), *(["--dry-run"] if dry_run else [])), message)
+    assert snapshot(tmp_path) == before
+
+
 def test_a_recipe_that_is_not_a_table_is_named_so(tmp_path):
     path = tmp_path / "r.toml"
     path.write_text('recipe = "x"\n')

@@ -267,6 +267,7 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
     problems: list[str] = []
     catalog = load_catalog()
     made: set[tuple[str, str]] = set()
+    claimed = _own_files(recipe, workspace)
     for step in recipe.steps:
         where = step.where(recipe.file)
         if step.run not in KEYS:
@@ -277,7 +278,7 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
         try:
             step_options(step)
             if RUNS[step.run].writes:
-                output_path(step, recipe, workspace)
+                claimed = _claim_output(step, recipe, workspace, claimed)
         except XlingError as err:
             problems.append(f"{where}: {err}")
             continue
@@ -344,6 +345,22 @@ def run_step(
         f"recall {100 * result['recall']:.1f}) on {result['sentences']:,} sentences"
     )
     return result
+
+
+def _own_files(recipe: Recipe, workspace: Workspace) -> dict[Path, str]:
+    """The files the recipe itself writes in its results folder, and what each one is."""
+    results = results_dir(workspace, recipe)
+    own = {results / name: "the recipe's own result file" for name in (STEPS_FILE, "results.md", "results.json")}
+    scoring = [step for step in recipe.steps if step.run in RUNS and RUNS[step.run].scores]
+    return own | {results / f"{step.title}.json": f"the result of step {step.number}" for step in scoring}
+
+
+def _claim_output(step: Step, recipe: Recipe, workspace: Workspace, claimed: dict[Path, str]) -> dict[Path, str]:
+    """`claimed` with this step's output added; an output that another file of the recipe's takes is refused."""
+    output = output_path(step, recipe, workspace)
+    if output in claimed:
+        raise XlingError(f"key 'output' {output.name!r} is {claimed[output]}; choose another file name")
+    return claimed | ({output: f"the output of step {step.number}"} if output else {})
 
 
 def results_dir(workspace: Workspace, recipe: Recipe) -> Path:

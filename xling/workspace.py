@@ -41,6 +41,11 @@ def check_lang(code: str) -> str:
     return code[:primary].lower() + code[primary:]
 
 
+MAX_FILE_NAME = 200  # bytes of one path component: file systems allow 255, and a suffix may be added
+MAX_PATH = 1024  # characters of a relative path a file gives
+MAX_TITLE = 100  # characters of a recipe's name or a step's title
+
+
 def inside(base: Path, relative: str, what: str) -> Path:
     """`base / relative` for a name or relative path that a file (not a command-line option) gives: absolute
     paths, `~` and `..` are refused, so that what it names stays under `base`."""
@@ -51,13 +56,20 @@ def inside(base: Path, relative: str, what: str) -> Path:
         raise XlingError(f"{what} {relative!r} must be a path inside {base} (no absolute path, ~ or ..)")
     if any(ord(c) < 32 or c == "\x7f" for c in relative):
         raise XlingError(f"{what} {relative!r} holds control characters")
+    if len(relative) > MAX_PATH or any(len(part.encode()) > MAX_FILE_NAME for part in path.parts):
+        raise XlingError(
+            f"{what} {relative[:40]!r}... is too long: at most {MAX_PATH} characters, {MAX_FILE_NAME} bytes a name"
+        )
     return base / path
 
 
 def file_name(name: str, what: str) -> str:
-    """A name that becomes one file name (a recipe's name, a step's title): one plain path component."""
+    """A name that becomes one file name (a recipe's name, a step's title, with `.json` added): one plain path
+    component of at most MAX_TITLE characters."""
     if not isinstance(name, str) or "/" in name or name.startswith("."):
         raise XlingError(f"{what} {name!r} must be text without '/' that does not start with '.'")
+    if len(name) > MAX_TITLE:
+        raise XlingError(f"{what} {name[:40]!r}... is {len(name)} characters long; at most {MAX_TITLE}")
     inside(Path("."), name, what)
     return name
 
