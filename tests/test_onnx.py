@@ -212,6 +212,26 @@ def test_an_onnxruntime_too_old_for_the_graphs_is_a_one_line_error(monkeypatch):
         import_onnxruntime()
 
 
+def test_onnx_runtime_writes_nothing_outside_xling_home(exported, tmp_path):
+    """ONNX Runtime's import writes its telemetry device id under ~/.cache: xling points it into XLING_HOME."""
+    import os
+    import subprocess
+
+    home, xling_home = tmp_path / "home", tmp_path / "xling-home"
+    home.mkdir()
+    script = (
+        "from xling.tagging.onnx_tagger import OnnxTagger; OnnxTagger(__import__('sys').argv[1]).tag_texts(['juan'])"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "XDG_CACHE_HOME"} | {
+        "HOME": str(home),
+        "XLING_HOME": str(xling_home),
+    }
+    done = subprocess.run([sys.executable, "-c", script, str(exported)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert list(home.rglob("*")) == []
+    assert (xling_home / "onnxruntime").is_dir()  # where its import wrote instead
+
+
 def test_an_export_never_replaces_a_folder_it_did_not_write(exported, trained_workspace, tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep")

@@ -482,3 +482,22 @@ def test_tag_streams_a_long_line_in_pieces_with_one_result_each(tmp_path, traine
     assert "".join(r["text"] for r in records[:-1]) == line and records[-1]["text"] == "Qusqu llaqta"
     assert len(records) == len(list(line_pieces(line))) + 1 > 3
     assert all(len(r["text"]) <= MAX_LINE_CHARS for r in records)
+
+
+def test_ctrl_c_says_how_to_resume_and_exits_130(trained_workspace):
+    import signal
+    import subprocess
+    import time
+
+    root, model_dir, _, _ = trained_workspace
+    command = [sys.executable, "-m", "xling", "tag", "-", "--lang", "en", "--model", str(model_dir), "-w", root / "ws"]
+    tagging = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    tagging.stdin.write("juan lima\n")  # then the input stays open: the command waits for more
+    tagging.stdin.flush()
+    time.sleep(6)
+    tagging.send_signal(signal.SIGINT)
+    _, stderr = tagging.communicate(timeout=60)
+    assert tagging.returncode == 130
+    assert stderr.strip().splitlines()[-1] == "error: interrupted; rerun the same command to resume", stderr

@@ -26,6 +26,7 @@ from xling import __version__
 from xling.errors import XlingError, is_network_error
 
 DEBUG = "XLING_DEBUG"
+INTERRUPTED = "interrupted; rerun the same command to resume"
 
 # name: (module, attribute); an attribute that is a Typer app is a group of commands.
 COMMANDS = {
@@ -168,7 +169,11 @@ def main() -> None:
     except XlingError as err:
         _fail(str(err))
     except KeyboardInterrupt:
-        _fail("interrupted; rerun the same command to resume", code=130)
+        _fail(INTERRUPTED, code=130)
+    except SystemExit as done:
+        if done.code == 130:  # typer turns Ctrl+C into exit status 130 and says nothing
+            _fail(INTERRUPTED, code=130)
+        raise
     except Exception as err:
         if process_rank() > 0:  # its own failure, not one the first process reports
             traceback.print_exc(file=sys.__stderr__)

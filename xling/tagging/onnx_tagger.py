@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from xling.errors import XlingError
+from xling.paths import cache_dir
 from xling.tagging import align
 from xling.tagging.align import Window, padded, predict_windows
 from xling.tagging.decoding import check_decoder
@@ -70,15 +71,25 @@ def check_onnx_precision(precision: str) -> str:
 
 
 def import_onnxruntime():
+    """ONNX Runtime, with its telemetry off. Its first import writes a device id under `$XDG_CACHE_HOME` (default
+    `~/.cache`) whatever the telemetry switch says, so that import points it into xling's own cache folder."""
+    previous = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(cache_dir() / "onnxruntime")
     try:
         import onnxruntime
     except ImportError:
         raise XlingError(INSTALL_HINT) from None
+    finally:
+        if previous is None:
+            os.environ.pop("XDG_CACHE_HOME")
+        else:
+            os.environ["XDG_CACHE_HOME"] = previous
     if tuple(int(part) for part in onnxruntime.__version__.split(".")[:2]) < MIN_ONNXRUNTIME:
         raise XlingError(
             f"ONNX Runtime {onnxruntime.__version__} cannot run xling's graphs (their Attention operator needs "
             f"{'.'.join(map(str, MIN_ONNXRUNTIME))} or later); upgrade it with: pip install -U 'xling[onnx]'"
         )
+    onnxruntime.disable_telemetry_events()
     return onnxruntime
 
 
