@@ -212,6 +212,25 @@ def test_an_onnxruntime_too_old_for_the_graphs_is_a_one_line_error(monkeypatch):
         import_onnxruntime()
 
 
+def test_a_bare_name_means_the_workspace_for_the_onnx_runtime_too(exported, copied_workspace, tmp_path):
+    """`-t ner-en` names the workspace's adapter even beside an exported folder `./ner-en` (here relabelled)."""
+    import shutil
+
+    workspace, model_dir, _, _ = copied_workspace
+    decoy = shutil.copytree(exported, tmp_path / "ner-en")
+    config = json.loads((decoy / "xling_onnx.json").read_text())
+    config["labels"] = [label.replace("PER", "XXX") for label in config["labels"]]
+    (decoy / "xling_onnx.json").write_text(json.dumps(config))
+    (tmp_path / "in.txt").write_text(SENTENCES, encoding="utf-8")
+    flags = ["--lang", "qu", "-f", "jsonl", "-m", model_dir, "-w", workspace]
+    torch_run = run_xling("tag", "in.txt", *flags, cwd=tmp_path)
+    onnx_run = run_xling("tag", "in.txt", *flags, "--runtime", "onnx", "-t", "ner-en", cwd=tmp_path)
+    assert onnx_run.returncode == 0, onnx_run.stderr
+    assert entities(onnx_run.stdout) == entities(torch_run.stdout) and "XXX" not in onnx_run.stdout
+    decoy_run = run_xling("tag", "in.txt", *flags, "--runtime", "onnx", "-t", "./ner-en", cwd=tmp_path)
+    assert "XXX" in decoy_run.stdout  # written as a path, the folder is taken
+
+
 def test_onnx_runtime_writes_nothing_outside_xling_home(exported, tmp_path):
     """ONNX Runtime's import writes its telemetry device id under ~/.cache: xling points it into XLING_HOME."""
     import os

@@ -188,7 +188,9 @@ def test_control_characters_in_the_text_are_shown_escaped_on_the_terminal():
         (["--warmup", "-1"], "warmup must be at least 0, not -1.0"),
         (["--train-limit", "0"], "train-limit must be at least 1"),
         (["--leave-out", "abc"], "expected comma-separated whole numbers, not 'abc'"),
-        (["--reduction-factor", "0"], "reduction-factor must be a finite number above 0"),
+        (["--reduction-factor", "0"], "reduction-factor must be at least 1"),
+        (["--reduction-factor", "0.5"], "reduction-factor must be at least 1"),  # wider than the hidden size
+        (["--leave-out", "5000"], "leave-out takes layer indices from 0 to 999, not 5000"),
     ],
 )
 def test_bad_training_numbers_are_refused_before_anything_is_written(tmp_path, trained_workspace, extra, message):
@@ -196,6 +198,23 @@ def test_bad_training_numbers_are_refused_before_anything_is_written(tmp_path, t
     command = ["train-task", "ner", "--lang", "en", "--train", train, "--dev", dev, "-m", model_dir]
     one_line_error(run_xling(*command, "-w", tmp_path / "ws", *extra), message)
     assert not (tmp_path / "ws").exists()
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--reduction-factor", "1e30"], "reduction_factor 1e+30 leaves no bottleneck of the hidden size 32"),
+        (["--adapter-kind", "lora", "--lora-rank", "10000000"], "lora-rank 10000000 is above the model's hidden size"),
+        (["--leave-out", "0,1,99"], "leave-out names layers [99], but the model has layers 0-"),
+        (["--share-every", "7"], "share-every 7 is more than the model's 3 layers"),
+    ],
+)
+def test_sizes_beyond_the_model_are_refused_before_anything_is_allocated(copied_workspace, extra, message):
+    workspace, model_dir, _, dev = copied_workspace
+    command = ["train-task", "ner", "--lang", "en", "--train", dev, "--dev", dev, "-m", model_dir, "--name", "big"]
+    before = snapshot(workspace)
+    one_line_error(run_xling(*command, "-w", workspace, *extra), message)
+    assert snapshot(workspace) == before
 
 
 @pytest.mark.parametrize("limit", ["-3", "0"])

@@ -110,8 +110,8 @@ def read_json(path: Path):
         raise XlingError(f"{path} is missing")
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise XlingError(f"{path} is not valid JSON: {err}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
+        raise XlingError(f"{path} is not valid JSON: {str(err) or 'nested too deeply'}") from None
 
 
 def write_json_atomic(path: Path, data) -> None:

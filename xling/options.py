@@ -183,8 +183,30 @@ def _type_name(hint) -> str:
 def check_type(name: str, value, hint):
     """`value` if it has the type that option `name` declares (`hint`), else an error in one line."""
     if value is None or _matches(value, hint):
-        return float(value) if hint is float and isinstance(value, int) else value
-    raise XlingError(f"option {name!r} takes {_type_name(hint)}, not {value!r}")
+        if hint is float and isinstance(value, int):
+            if abs(value) > 2**53:  # beyond what a float holds exactly (and far beyond any sensible setting)
+                raise XlingError(f"option {name!r} is out of range: {shown(value)}")
+            return float(value)
+        return value
+    raise XlingError(f"option {name!r} takes {_type_name(hint)}, not {shown(value)}")
+
+
+def shown(value, limit: int = 80) -> str:
+    """`repr(value)` cut to `limit` characters: a message stays one short line whatever a file holds."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
+def typed(record: dict, key: str, hint, default, where: str):
+    """`record[key]` of a file another program wrote (absent or null: `default`), checked against `hint`; an
+    error names `where` and the key."""
+    value = record.get(key)
+    if value is None:
+        return default
+    try:
+        return check_type(key, value, hint)
+    except XlingError as err:
+        raise XlingError(f"{where}: {err}") from None
 
 
 def from_record(cls, data, where: str):
@@ -194,9 +216,11 @@ def from_record(cls, data, where: str):
     hints, known = typing.get_type_hints(cls), {f.name for f in fields(cls)}
     unknown = set(data) - known
     if unknown:
-        raise XlingError(f"{where}: unknown settings {', '.join(sorted(unknown))}")
+        raise XlingError(f"{where}: unknown settings {shown(', '.join(sorted(map(str, unknown))))}")
     if missing := [f.name for f in fields(cls) if _required(f) and f.name not in data]:
         raise XlingError(f"{where}: missing settings {', '.join(missing)}")
+    if unset := [key for key, value in data.items() if value is None and not _matches(None, hints[key])]:
+        raise XlingError(f"{where}: {', '.join(unset)} must be set, not null")
     try:
         return cls(**{key: check_type(key, value, hints[key]) for key, value in data.items()})
     except XlingError as err:

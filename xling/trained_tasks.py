@@ -17,8 +17,12 @@ from xling.adapters.saving import HEAD_CONFIG_FILE, load, load_head, save, write
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json
 from xling.models import load_model
+from xling.adapters.composition import check_name
+from xling.adapters.heads import check_labels
 from xling.options import from_record
-from xling.tagging.decoding import DEFAULT_DECODER
+from xling.tagging.decoding import DEFAULT_DECODER, check_decoder
+from xling.train.config import METHODS
+from xling.workspace import check_lang
 
 TASK_FILE = "task.json"
 
@@ -32,6 +36,13 @@ class TaskRecord:
     lang_adapter: str | None
     labels: list[str]
     decoder: str = DEFAULT_DECODER  # chosen at training (dev F1 was measured with it); tagging uses it unless told
+
+    def __post_init__(self):
+        check_name(self.name)
+        check_lang(self.lang)
+        check_labels(self.labels)
+        if self.method not in METHODS or check_decoder(self.decoder) is None:
+            raise XlingError(f"method must be one of {', '.join(METHODS)} and decoder one of xling's decoders")
 
 
 def read_task(directory: Path) -> TaskRecord:

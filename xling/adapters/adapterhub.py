@@ -30,6 +30,7 @@ from xling.adapters.weights import (
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json, write_json_atomic
 from xling.models.families import FAMILIES
+from xling.options import from_record, typed
 
 # Where the library keeps an adapter's weights: safetensors (`use_safetensors=True`), else a tensor pickle.
 _WEIGHTS_FILES = ("adapter.safetensors", "pytorch_adapter.bin", "adapter_model.safetensors")
@@ -95,10 +96,12 @@ def _head_weights(directory: Path) -> dict[str, torch.Tensor]:
     raise XlingError(f"{directory}: head_config.json without model_head.safetensors or pytorch_model_head.bin")
 
 
-def head_dropout(config: dict, model: AdaptedModel) -> float:
+def head_dropout(config: dict, model: AdaptedModel, where: str = HEAD_CONFIG_FILE) -> float:
     """The head's dropout as the library takes it: its own, else the model's classifier or hidden dropout, else 0
     (the library saves `dropout_prob: null` for a head added without one)."""
-    for value in (config.get("dropout_prob"), *(getattr(model.config, k, None) for k in _MODEL_DROPOUTS)):
+    if (own := typed(config, "dropout_prob", float, None, where)) is not None:
+        return own
+    for value in (getattr(model.config, k, None) for k in _MODEL_DROPOUTS):
         if value is not None:
             return float(value)
     return 0.0
@@ -106,23 +109,24 @@ def head_dropout(config: dict, model: AdaptedModel) -> float:
 
 def load_adapterhub_head(model: AdaptedModel, directory: Path, saved_name: str, name: str) -> None:
     """The library's one-layer tagging head (Sequential(Dropout, Linear)) as xling's tagging head."""
-    config = read_json(directory / HEAD_CONFIG_FILE).get("config") or {}
-    kind, layers = config.get("head_type"), config.get("layers", 1)
+    where = str(directory / HEAD_CONFIG_FILE)
+    record = read_json(directory / HEAD_CONFIG_FILE)
+    config = typed(record if isinstance(record, dict) else {"config": record}, "config", dict, {}, where)
+    kind, layers = typed(config, "head_type", str, None, where), typed(config, "layers", int, 1, where)
     if kind != "tagging" or layers != 1:
         raise XlingError(
             f"{directory}: its head ({kind}, {layers} layers) has no xling equivalent; xling loads one-layer tagging heads"
         )
-    label2id = config.get("label2id") or {}
+    label2id = typed(config, "label2id", dict[str, int], {}, where)
     labels = [label for label, _ in sorted(label2id.items(), key=lambda item: item[1])]
-    if len(labels) != config.get("num_labels", len(labels)):
-        raise XlingError(
-            f"{directory}: head_config.json has {len(labels)} labels for num_labels {config['num_labels']}"
-        )
+    if len(labels) != typed(config, "num_labels", int, len(labels), where) or len(set(label2id.values())) < len(labels):
+        raise XlingError(f"{where}: {len(labels)} labels for num_labels {config['num_labels']}, or ids given twice")
     prefix = f"heads.{saved_name}.1."
     weights = {
         f"classifier.{k.removeprefix(prefix)}": v for k, v in _head_weights(directory).items() if k.startswith(prefix)
     }
-    head = TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels, dropout=head_dropout(config, model)))
+    head_config = from_record(TaggingHeadConfig, {"labels": labels, "dropout": head_dropout(config, model, where)}, where)
+    head = TaggingHead(model.hidden_size, head_config)
     missing, unexpected = head.load_state_dict(weights, strict=False)
     if missing or unexpected:
         raise XlingError(f"{directory}: the head's weights do not fit its config (missing {missing[:2]})")
@@ -133,10 +137,14 @@ def load_adapterhub(
     model: AdaptedModel, directory: Path, record: dict, name: str | None = None, head: bool = True
 ) -> str:
     """An AdapterHub adapter, with its tagging head when it has one (unless `head` is off)."""
-    conversion = _conversion(record["config"], directory)
-    config = conversion.config_from(record["config"], directory)
+    where = str(directory / CONFIG_FILE)
+    raw = typed(record, "config", dict, None, where)
+    if raw is None:
+        raise XlingError(f"{where}: 'config' must be the adapter's settings (a JSON object)")
+    conversion = _conversion(raw, directory)
+    config = conversion.config_from(raw, directory)
     check_adapterhub_model(record, model, directory)
-    saved_name = record.get("name") or directory.name
+    saved_name = typed(record, "name", str, None, where) or directory.name
     name = check_name(name or saved_name)
     weights = {}
     for key, tensor in _read_weights(directory).items():

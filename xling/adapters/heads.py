@@ -9,11 +9,23 @@ import torch
 from torch import nn
 
 from xling.errors import XlingError
-from xling.options import at_least, from_record
+from xling.options import from_record, shown
 
 # O, or B-/I- and an entity type without spaces, quotes, markup or control characters (labels reach pages and
 # terminals)
 LABEL = re.compile(r"^(O|[BI]-[^\s<>&\"'`\x00-\x1f\x7f]+)$")
+
+
+MAX_LABELS = 1000
+
+
+def check_labels(labels: list[str]) -> None:
+    """A tagger's labels: O, B-TYPE or I-TYPE, each once, at most MAX_LABELS."""
+    bad = [label for label in labels if not LABEL.match(label)]
+    if bad or not labels:
+        raise XlingError(f"labels must be O, B-TYPE or I-TYPE (TYPE without spaces, quotes or markup), not {bad[:3]}")
+    if len(set(labels)) < len(labels) or len(labels) > MAX_LABELS:
+        raise XlingError(f"labels must differ and be at most {MAX_LABELS}; got {len(labels)}, {len(set(labels))} distinct")
 
 
 @dataclass
@@ -23,12 +35,9 @@ class TaggingHeadConfig:
     kind: str = "tagging"
 
     def __post_init__(self):
-        bad = [label for label in self.labels if not LABEL.match(label)]
-        if bad or not self.labels:
-            raise XlingError(
-                f"labels must be O, B-TYPE or I-TYPE (TYPE without spaces, quotes or markup), not {bad[:3]}"
-            )
-        at_least("dropout", self.dropout, 0)
+        check_labels(self.labels)
+        if not 0 <= self.dropout < 1:
+            raise XlingError(f"dropout must be from 0 to below 1, not {self.dropout}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -103,9 +112,14 @@ HEADS = {"tagging": TaggingHeadConfig, "mlm": MaskedLMHeadConfig}
 def build_head(config: dict, model, where: str = "head config") -> nn.Module:
     """A head from its saved config, for `model` (an AdaptedModel); `where` names the config in errors."""
     kind = config.get("kind") if isinstance(config, dict) else None
-    if kind not in HEADS:
-        raise XlingError(f"{where}: unknown head kind {kind!r}; known: {', '.join(HEADS)}")
+    if not isinstance(kind, str) or kind not in HEADS:
+        raise XlingError(f"{where}: unknown head kind {shown(kind)}; known: {', '.join(HEADS)}")
     head_config = from_record(HEADS[kind], config, where)
     if kind == "mlm":
-        return MaskedLMHead(model.hidden_size, head_config, model.encoder.get_input_embeddings())
+        embeddings = model.encoder.get_input_embeddings()
+        if head_config.vocab_size != embeddings.num_embeddings:  # checked before the bias is allocated
+            raise XlingError(
+                f"{where}: vocab_size {head_config.vocab_size} is not the model's {embeddings.num_embeddings}"
+            )
+        return MaskedLMHead(model.hidden_size, head_config, embeddings)
     return TaggingHead(model.hidden_size, head_config)

@@ -10,12 +10,32 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
+from xling.errors import XlingError
+from xling.options import shown
+
+MAX_LAYERS = 1000  # layer indices a config may name; any model xling loads has far fewer
+
+
+def layer_indices(indices: list[int]) -> list[int]:
+    """A config's layer indices (`leave_out`), sorted, each once, from 0 and below MAX_LAYERS."""
+    if any(not 0 <= i < MAX_LAYERS for i in indices):
+        bad = next(i for i in indices if not 0 <= i < MAX_LAYERS)
+        raise XlingError(f"leave-out takes layer indices from 0 to {MAX_LAYERS - 1}, not {bad}")
+    return sorted(set(indices))
+
+
+def check_layers(indices: list[int], layers: int) -> None:
+    """Layer indices a config names all lie within the model's `layers`."""
+    if outside := [i for i in indices if i >= layers]:
+        raise XlingError(f"leave-out names layers {shown(outside)}, but the model has layers 0-{layers - 1}")
+
 
 @dataclass(frozen=True)
 class AdapterKind:
     name: str  # `kind` in adapter_config.json and the `adapter_kind` option's value (an identifier: a field name)
     title: str  # what it is, for people (model cards)
-    config: type  # its config dataclass: to_dict, from_dict(data, where), preset(name, **changes)
+    config: type  # its config dataclass: to_dict, from_dict(data, where), preset(name, **changes),
+    # check_fits(hidden_size, layers): sizes bounded by the model, checked before any weight is allocated
     module: str  # "package.module:Class", built as Class(config, model); imported on first use (no torch for --help)
     adapterhub: str  # the module converting it to and from the `adapters` library (see adapters/adapterhub.py)
     presets: dict = field(default_factory=dict)  # named configs, for the `preset` option

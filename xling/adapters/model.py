@@ -152,6 +152,7 @@ class AdaptedModel(nn.Module):
         check_name(name)
         if name in self.adapters:
             raise XlingError(f"an adapter named {name!r} is already loaded")
+        config.check_fits(self.hidden_size, self.num_layers)
         adapter = kind_of(config).build(config, self)
         self._hook_projections(adapter)
         self.adapters[name] = adapter.to(self._device_dtype()[0])

@@ -9,14 +9,14 @@ from xling.adapters.bottleneck.config import KIND as BOTTLENECK
 from xling.adapters.kind import AdapterKind
 from xling.adapters.lora.config import KIND as LORA
 from xling.errors import XlingError
-from xling.options import opt, options_of
+from xling.options import opt, options_of, shown
 
 KINDS: dict[str, AdapterKind] = {kind.name: kind for kind in (BOTTLENECK, LORA)}
 
 
 def adapter_kind(name: str, where: str = "") -> AdapterKind:
     if not isinstance(name, str) or name not in KINDS:
-        raise XlingError(f"{where + ': ' if where else ''}unknown adapter kind {name!r}; xling has {', '.join(KINDS)}")
+        raise XlingError(f"{where + ': ' if where else ''}unknown adapter kind {shown(name)}; xling has {', '.join(KINDS)}")
     return KINDS[name]
 
 

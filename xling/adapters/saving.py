@@ -30,6 +30,7 @@ from xling.adapters.weights import (
 )
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json, write_json_atomic
+from xling.options import typed
 
 
 def _record(model: AdaptedModel, kind: str, name: str, metadata: dict | None, **fields) -> dict:
@@ -138,13 +139,16 @@ def load(model: AdaptedModel, directory: Path, name: str | None = None, head: bo
     if kind == "head":
         load_head(model, directory, name)
         return name
-    if kind in KINDS:
-        config = KINDS[kind].config.from_dict(_field(record, "config", dict, where), where)
-        module = model.add_adapter(check_name(name), config)
-    else:
-        adapters = _field(record, "adapters", list, where)
-        module = model.add_fusion(adapters, FusionConfig.from_dict(_field(record, "config", dict, where), where))
-        name = ",".join(adapters)
+    try:
+        if kind in KINDS:
+            config = KINDS[kind].config.from_dict(_field(record, "config", dict, where), where)
+            module = model.add_adapter(check_name(name), config)
+        else:
+            adapters = [check_name(a) for a in typed(record, "adapters", list[str], None, where) or []]
+            module = model.add_fusion(adapters, FusionConfig.from_dict(_field(record, "config", dict, where), where))
+            name = ",".join(adapters)
+    except XlingError as err:
+        raise XlingError(str(err) if str(err).startswith(where) else f"{where}: {err}") from None
     try:
         _load_weights(module, directory / WEIGHTS_FILE)
         if head and (directory / HEAD_CONFIG_FILE).is_file():

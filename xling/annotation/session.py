@@ -23,7 +23,7 @@ from pathlib import Path
 from xling.annotation.options import SelectOptions
 from xling.data.conll import UNJUDGED, Sentence, conll_text
 from xling.errors import XlingError
-from xling.fileio import write_json_atomic, write_text_atomic
+from xling.fileio import read_json, write_json_atomic, write_text_atomic
 from xling.options import from_record
 from xling.workspace import Workspace, check_name
 
@@ -51,11 +51,15 @@ def read_jsonl(path: Path) -> list[dict]:
     if not path.is_file():
         return []
     data = path.read_bytes()
+    try:
+        text = data[: data.rfind(b"\n") + 1].decode("utf-8")
+    except UnicodeDecodeError:
+        raise XlingError(f"{path}: not UTF-8 text; move the file aside to start over") from None
     records = []
-    for number, line in enumerate(data[: data.rfind(b"\n") + 1].decode("utf-8").splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         try:
             records.append(json.loads(line))
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             raise XlingError(f"{path}:{number}: damaged line; move the file aside to start over") from None
     return records
 
@@ -102,7 +106,7 @@ class Session:
         file = directory / SESSION_FILE
         if not file.is_file():
             raise XlingError(f"no annotation session in {directory}; start one with: xling select CORPUS --lang LANG")
-        self.options = from_record(SelectOptions, json.loads(file.read_text()), str(file))
+        self.options = from_record(SelectOptions, read_json(file), str(file))
         self.headers: list[dict] = []
         self.items: dict[str, Item] = {}
         self.load_batches()
@@ -251,7 +255,7 @@ def start_session(directory: Path, options: SelectOptions) -> None:
     """Record the options a new session starts with; a later batch must agree on the language and corpus."""
     file = directory / SESSION_FILE
     if file.is_file():
-        started = from_record(SelectOptions, json.loads(file.read_text()), str(file))
+        started = from_record(SelectOptions, read_json(file), str(file))
         for key in ("lang", "corpus", "mode"):
             if getattr(started, key) != getattr(options, key):
                 raise XlingError(

@@ -14,7 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
+from xling.adapters.heads import check_labels
 from xling.errors import XlingError
+from xling.fileio import read_json
+from xling.options import from_record
 from xling.paths import cache_dir
 from xling.tagging import align
 from xling.tagging.align import Window, padded, predict_windows
@@ -29,6 +32,7 @@ RUNTIME_HELP = (
     "torch (PyTorch) or onnx (ONNX Runtime, often faster on CPUs: the adapters are exported into the workspace "
     "on first use; --task-adapter may name a folder `xling export --format onnx` wrote)."
 )
+MAX_WINDOW = 8192  # sub-tokens of one window: no encoder xling supports takes more
 MIN_ONNXRUNTIME = (1, 23)  # the first with a CPU kernel for opset 23's Attention
 INSTALL_HINT = "ONNX Runtime is not installed; install it with: pip install 'xling[onnx]'"
 
@@ -49,6 +53,22 @@ class OnnxConfig:
     int8_fp32_nodes: list[str] = field(default_factory=list)  # encoder MatMuls the int8 graph keeps fp32
     source: dict = field(default_factory=dict)  # what was exported: model, language, adapters
     checks: dict = field(default_factory=dict)  # `onnx_export.ExportChecks`
+
+    def __post_init__(self):
+        check_labels(self.labels)
+        if check_decoder(self.decoder) is None:
+            raise XlingError("decoder must be set")
+        if not 8 <= self.max_window <= MAX_WINDOW:
+            raise XlingError(f"max_window must be from 8 to {MAX_WINDOW}, not {self.max_window}")
+        if self.pad_token_id < 0:
+            raise XlingError(f"pad_token_id must be at least 0, not {self.pad_token_id}")
+        if not self.precisions or not set(self.precisions) <= set(GRAPH_FILES):
+            raise XlingError(f"precisions must be some of {', '.join(GRAPH_FILES)}, not {self.precisions}")
+
+    @classmethod
+    def load(cls, directory: Path) -> OnnxConfig:
+        file = directory / CONFIG_FILE
+        return from_record(cls, read_json(file), str(file))
 
 
 def is_onnx_folder(path: str | Path | None) -> bool:
@@ -113,7 +133,12 @@ def session_for(path: Path, device: str, options=None):
     elif device == "cuda":
         raise XlingError("--device cuda: this ONNX Runtime has no CUDA provider (pip install onnxruntime-gpu)")
     skipped = CPU_SKIPPED_FUSIONS if providers[0] == "CPUExecutionProvider" else []
-    return ort.InferenceSession(str(path), options, providers=providers, disabled_optimizers=skipped)
+    try:
+        return ort.InferenceSession(str(path), options, providers=providers, disabled_optimizers=skipped)
+    except Exception as err:  # ONNX Runtime's own error types (Fail, InvalidProtobuf, NoSuchFile, ...)
+        if not type(err).__module__.startswith("onnxruntime"):
+            raise
+        raise XlingError(f"{path}: ONNX Runtime cannot load it ({str(err).splitlines()[0][:200]})") from None
 
 
 class OnnxTagger(TextTagger):
@@ -134,7 +159,7 @@ class OnnxTagger(TextTagger):
         self.directory = Path(directory).expanduser()
         if not is_onnx_folder(self.directory):
             raise XlingError(f"no exported ONNX tagger at {directory} ({CONFIG_FILE} missing)")
-        self.config = OnnxConfig(**json.loads((self.directory / CONFIG_FILE).read_text()))
+        self.config = OnnxConfig.load(self.directory)
         self.precision = check_onnx_precision(precision)
         if self.precision not in self.config.precisions:
             raise XlingError(f"{directory} has no {self.precision} graph; export it with --int8")
@@ -142,6 +167,9 @@ class OnnxTagger(TextTagger):
         self.batch_size, self.decoder = batch_size, check_decoder(decoder) or self.config.decoder
         self.labels, self.head, self.setup = self.config.labels, self.config.head, self.config.setup
         self.session = session_for(self.directory / GRAPH_FILES[self.precision], device)
+        width = self.session.get_outputs()[0].shape[-1]
+        if width != len(self.labels):
+            raise XlingError(f"{self.directory / CONFIG_FILE}: {len(self.labels)} labels, but the graph scores {width}")
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.directory))
 
     @property

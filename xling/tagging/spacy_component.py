@@ -7,8 +7,9 @@ tokenisers cut a word differently; each keeps its score as `span._.score` (the m
 
 `nlp.to_disk(DIR)` copies the adapters the component uses into `DIR/<component>/` and `spacy.load(DIR)` tags
 from that copy, so a saved pipeline moves to another machine (and `spacy package` builds it) without the
-workspace it was made from. The tagger loads on first use: a loaded pipeline never reads the config's workspace,
-and the saved `config.cfg` names no workspace or adapter folder of the machine that saved it.
+workspace it was made from. A new component's tagger loads on first use, a saved one's when the pipeline loads
+(its settings checked); a loaded pipeline never reads the config's workspace, and the saved `config.cfg` names
+no workspace or adapter folder of the machine that saved it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import inspect
 import json
 import shutil
 from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from spacy.language import Language
@@ -24,14 +26,42 @@ from spacy.tokens import Doc, Span
 from spacy.util import filter_spans
 from thinc.api import Config
 
+from xling.device import check_precision
 from xling.errors import XlingError
+from xling.fileio import read_json
+from xling.models.loading import DEFAULT_MODEL
+from xling.options import from_record
+from xling.tagging.decoding import check_decoder
 from xling.tagging.tagger import Tagger
-from xling.workspace import is_path
+from xling.tagging.texts import check_batch_size
+from xling.workspace import check_lang, is_path
 
 SAVED = "xling.json"
 LOCAL_PATH_KEYS = ("workspace", "adapter", "lang_adapter", "fusion")
 if not Span.has_extension("score"):
     Span.set_extension("score", default=None)
+
+
+@dataclass
+class SavedComponent:
+    """`xling.json` in a saved pipeline's component folder: how to tag with the adapters copied beside it."""
+
+    lang: str
+    paragraphs: bool
+    lang_adapter: bool
+    decoder: str | None = None
+    model: str = DEFAULT_MODEL
+    batch_size: int = 32
+    precision: str = "auto"
+    device: str = "auto"
+
+    def __post_init__(self):
+        check_lang(self.lang)
+        check_decoder(self.decoder)
+        check_batch_size(self.batch_size)
+        check_precision(self.precision, inference=True)
+        if self.device not in ("auto", "cpu", "cuda"):
+            raise XlingError(f"device must be auto, cpu or cuda, not {self.device!r}")
 
 
 class XlingNER:
@@ -96,14 +126,17 @@ class XlingNER:
         config.to_disk(config_file)
 
     def from_disk(self, path: str | Path, exclude: Iterable[str] = ()) -> XlingNER:
+        """The saved settings, checked, and the tagger loaded from the copied adapters: a damaged pipeline is
+        refused by `spacy.load`, not at its first document."""
         path = Path(path).resolve()
-        settings = json.loads((path / SAVED).read_text(encoding="utf-8"))
-        self.paragraphs = settings.pop("paragraphs")
-        with_lang = settings.pop("lang_adapter")
-        self.load = settings | {"adapter": str(path / "task"), "use_lang_adapter": with_lang}
-        if with_lang:
+        saved = from_record(SavedComponent, read_json(path / SAVED), str(path / SAVED))
+        settings = {k: v for k, v in asdict(saved).items() if k not in ("paragraphs", "lang_adapter")}
+        self.paragraphs = saved.paragraphs
+        self.load = settings | {"adapter": str(path / "task"), "use_lang_adapter": saved.lang_adapter}
+        if saved.lang_adapter:
             self.load["lang_adapter"] = str(path / "lang")
         self._tagger = None
+        self.tagger  # noqa: B018 (loads it)
         return self
 
 

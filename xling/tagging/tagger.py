@@ -29,7 +29,7 @@ from xling.tagging.onnx_tagger import (
 from xling.tagging.predict import predict_probabilities
 from xling.tagging.texts import TextTagger, check_batch_size
 from xling.trained_tasks import load_fusion_model, load_task_model
-from xling.workspace import Workspace, check_lang
+from xling.workspace import Workspace, check_lang, is_path
 
 if TYPE_CHECKING:
     from xling.tagging.options import EvaluationOptions, TagOptions
@@ -156,8 +156,8 @@ def onnx_tagger(cls, **arguments) -> OnnxTagger:
     workspace's cache (`<model>/onnx/<key>`, fp32 and int8), made on first use from the PyTorch tagger."""
     precision = check_onnx_precision(arguments["precision"])
     where = {"batch_size": arguments["batch_size"], "decoder": arguments["decoder"], "device": arguments["device"]}
-    if is_onnx_folder(arguments["adapter"]):
-        return OnnxTagger(arguments["adapter"], precision, **where)
+    if arguments["adapter"] and is_path(arguments["adapter"]) and is_onnx_folder(arguments["adapter"]):
+        return OnnxTagger(arguments["adapter"], precision, **where)  # a bare name means the workspace
     ws = Workspace(arguments["workspace"], arguments["model"])
     lang, fusion = check_lang(arguments["lang"]), arguments["fusion"]
     if fusion:

@@ -64,7 +64,7 @@ def load_checkpoint(directory: Path) -> dict | None:
         raise XlingError(f"checkpoint tensors unreadable: {str(err).splitlines()[0]}") from None
     try:
         state = _join(json.loads((directory / "state.json").read_text()), tensors)
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as err:
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError, RecursionError) as err:
         raise XlingError(f"checkpoint state.json unreadable: {err}") from None
     if not isinstance(state, dict) or not {"weights", "optimizer", "scheduler", "rng", "state"} <= set(state):
         raise XlingError("checkpoint state.json lacks the weights, optimiser, scheduler or step")

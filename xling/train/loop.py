@@ -153,8 +153,10 @@ def _check_run_options(run_dir: Path, options: dict, write: bool) -> None:
     if run_file.is_file():
         try:
             previous = json.loads(run_file.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             raise _damaged(run_dir, f"{RUN_FILE} is not valid JSON") from None
+        if not isinstance(previous, dict):
+            raise _damaged(run_dir, f"{RUN_FILE} is not a JSON object of options")
         if previous != options:
             changed = sorted(k for k in set(previous) | set(options) if previous.get(k) != options.get(k))
             raise XlingError(

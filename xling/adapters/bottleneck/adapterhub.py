@@ -7,7 +7,9 @@ import re
 from pathlib import Path
 
 from xling.adapters.bottleneck.config import BottleneckConfig
+from xling.adapters.weights import CONFIG_FILE
 from xling.errors import XlingError
+from xling.options import from_record, shown, typed
 
 ARCHITECTURE = "bottleneck"  # the library's `architecture` (older configs leave it out)
 
@@ -31,25 +33,28 @@ _PLACEMENTS = {
 
 
 def config_from(raw: dict, directory: Path) -> BottleneckConfig:
-    unsupported = [f"{k}={raw[k]!r}" for k, v in _REQUIRED.items() if k in raw and raw[k] != v]
-    key = (raw.get("mh_adapter"), raw.get("output_adapter"), raw.get("original_ln_before"))
+    where = str(directory / CONFIG_FILE)
+    unsupported = [f"{k}={shown(raw[k])}" for k, v in _REQUIRED.items() if k in raw and raw[k] != v]
+    key = tuple(typed(raw, name, bool, None, where) for name in ("mh_adapter", "output_adapter", "original_ln_before"))
     if key not in _PLACEMENTS:
         unsupported.append(f"mh_adapter/output_adapter/original_ln_before={key}")
     if raw.get("inv_adapter") not in (None, "nice"):
-        unsupported.append(f"inv_adapter={raw['inv_adapter']!r}")
+        unsupported.append(f"inv_adapter={shown(raw['inv_adapter'])}")
     if isinstance(raw.get("reduction_factor"), dict):
         unsupported.append("per-layer reduction_factor")
     if unsupported:
         raise XlingError(f"{directory}: AdapterHub adapter options xling does not support: {', '.join(unsupported)}")
-    return BottleneckConfig(
-        placement=_PLACEMENTS[key],
-        reduction_factor=raw["reduction_factor"],
-        non_linearity=raw["non_linearity"].lower(),
-        leave_out=list(raw.get("leave_out") or []),
-        invertible=raw.get("inv_adapter") == "nice",
-        invertible_reduction_factor=raw.get("inv_adapter_reduction_factor") or 2,
-        invertible_non_linearity=raw["non_linearity"].lower(),
-    )
+    non_linearity = typed(raw, "non_linearity", str, "relu", where).lower()
+    values = {
+        "placement": _PLACEMENTS[key],
+        "reduction_factor": typed(raw, "reduction_factor", float, None, where),
+        "non_linearity": non_linearity,
+        "leave_out": typed(raw, "leave_out", list[int], [], where),
+        "invertible": raw.get("inv_adapter") == "nice",
+        "invertible_reduction_factor": typed(raw, "inv_adapter_reduction_factor", float, 2.0, where),
+        "invertible_non_linearity": non_linearity,
+    }
+    return from_record(BottleneckConfig, values, where)
 
 
 def weight_name_from(key: str, saved_name: str) -> str | None:

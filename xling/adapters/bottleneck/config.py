@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from xling.adapters.kind import AdapterKind
+from xling.adapters.kind import AdapterKind, check_layers, layer_indices
 from xling.errors import XlingError
-from xling.options import at_least, comma_ints, from_record, opt, positive
+from xling.options import at_least, comma_ints, from_record, opt
 
 PLACEMENTS = ("pfeiffer", "houlsby")
 ACTIVATIONS = ("relu", "gelu", "swish", "silu", "tanh")
@@ -52,13 +52,21 @@ class BottleneckConfig:
         for name in (self.non_linearity, self.invertible_non_linearity):
             if name not in ACTIVATIONS:
                 raise XlingError(f"unknown non-linearity {name!r}; choose one of {', '.join(ACTIVATIONS)}")
-        positive("reduction_factor", self.reduction_factor)
-        positive("invertible_reduction_factor", self.invertible_reduction_factor)
+        # below 1 the bottleneck would be wider than the hidden size it reduces
+        at_least("reduction_factor", self.reduction_factor, 1)
+        at_least("invertible_reduction_factor", self.invertible_reduction_factor, 1)
         at_least("init_std", self.init_std, 0)
         at_least("share_every", self.share_every, 1)
-        if any(i < 0 for i in self.leave_out):
-            raise XlingError(f"leave-out takes layer indices from 0, not {min(self.leave_out)}")
-        self.leave_out = sorted(set(int(i) for i in self.leave_out))
+        self.leave_out = layer_indices(self.leave_out)
+
+    def check_fits(self, hidden_size: int, layers: int) -> None:
+        """Refused before anything is allocated: a bottleneck of no width, or more layers than the model has."""
+        for name in ("reduction_factor", "invertible_reduction_factor"):
+            if getattr(self, name) > hidden_size:
+                raise XlingError(f"{name} {getattr(self, name)} leaves no bottleneck of the hidden size {hidden_size}")
+        check_layers(self.leave_out, layers)
+        if self.share_every > layers:
+            raise XlingError(f"share-every {self.share_every} is more than the model's {layers} layers")
 
     @property
     def sites(self) -> tuple[str, ...]:

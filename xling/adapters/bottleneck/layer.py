@@ -8,7 +8,6 @@ from torch import nn
 from xling.adapters.bottleneck.config import BottleneckConfig, activation
 from xling.adapters.bottleneck.invertible import NICECoupling
 from xling.adapters.kind import AdapterModule
-from xling.errors import XlingError
 
 
 def near_identity_init(module: nn.Module, std: float) -> None:
@@ -42,9 +41,7 @@ class BottleneckAdapter(AdapterModule, nn.Module):
     def __init__(self, config: BottleneckConfig, model):
         nn.Module.__init__(self)
         self.config = config
-        self.num_layers = num_layers = model.num_layers
-        if outside := [i for i in config.leave_out if i >= num_layers]:
-            raise XlingError(f"leave-out names layers {outside}, but the model has layers 0-{num_layers - 1}")
+        self.num_layers = model.num_layers
         hidden = model.hidden_size
         size = max(1, int(hidden // config.reduction_factor))
         self.blocks = nn.ModuleDict()

@@ -7,7 +7,9 @@ import re
 from pathlib import Path
 
 from xling.adapters.lora.config import LoraConfig
+from xling.adapters.weights import CONFIG_FILE
 from xling.errors import XlingError
+from xling.options import from_record, shown, typed
 
 ARCHITECTURE = "lora"
 _MATRICES = {"q": "query", "k": "key", "v": "value"}
@@ -26,17 +28,20 @@ _REQUIRED = {
 
 def config_from(raw: dict, directory: Path) -> LoraConfig:
     """xling's config for the library's LoRA config."""
-    unsupported = [f"{k}={raw[k]!r}" for k, v in _REQUIRED.items() if k in raw and raw[k] != v]
-    unsupported += [f"attn_matrices={m!r}" for m in raw.get("attn_matrices", ["q", "v"]) if m not in _MATRICES]
+    where = str(directory / CONFIG_FILE)
+    matrices = typed(raw, "attn_matrices", list[str], ["q", "v"], where)
+    unsupported = [f"{k}={shown(raw[k])}" for k, v in _REQUIRED.items() if k in raw and raw[k] != v]
+    unsupported += [f"attn_matrices={shown(m)}" for m in matrices if m not in _MATRICES]
     if unsupported:
         raise XlingError(f"{directory}: AdapterHub LoRA options xling does not support: {', '.join(unsupported)}")
-    return LoraConfig(
-        rank=raw.get("r", 8),
-        alpha=float(raw.get("alpha", 8)),
-        dropout=float(raw.get("dropout", 0.0)),
-        targets=[_MATRICES[m] for m in raw.get("attn_matrices", ["q", "v"])],
-        leave_out=list(raw.get("leave_out") or []),
-    )
+    values = {
+        "rank": typed(raw, "r", int, 8, where),
+        "alpha": typed(raw, "alpha", float, 8.0, where),
+        "dropout": typed(raw, "dropout", float, 0.0, where),
+        "targets": [_MATRICES[m] for m in matrices],
+        "leave_out": typed(raw, "leave_out", list[int], [], where),
+    }
+    return from_record(LoraConfig, values, where)
 
 
 def weight_name_from(key: str, saved_name: str) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from xling.adapters.kind import AdapterKind
+from xling.adapters.kind import AdapterKind, check_layers, layer_indices
 from xling.errors import XlingError
 from xling.options import at_least, comma_ints, comma_list, from_record, opt, positive
 
@@ -38,10 +38,14 @@ class LoraConfig:
             raise XlingError(f"lora-dropout must be between 0 and 1, not {self.dropout}")
         if not self.targets or any(t not in TARGETS for t in self.targets):
             raise XlingError(f"lora-targets takes some of {', '.join(TARGETS)}, not {','.join(self.targets)!r}")
-        if any(i < 0 for i in self.leave_out):
-            raise XlingError(f"leave-out takes layer indices from 0, not {min(self.leave_out)}")
         self.targets = [t for t in TARGETS if t in self.targets]
-        self.leave_out = sorted(set(int(i) for i in self.leave_out))
+        self.leave_out = layer_indices(self.leave_out)
+
+    def check_fits(self, hidden_size: int, layers: int) -> None:
+        """Refused before anything is allocated: a rank above the hidden size, more layers than the model has."""
+        if self.rank > hidden_size:
+            raise XlingError(f"lora-rank {self.rank} is above the model's hidden size {hidden_size}")
+        check_layers(self.leave_out, layers)
 
     @property
     def scaling(self) -> float:

@@ -9,7 +9,6 @@ from torch import nn
 
 from xling.adapters.kind import AdapterModule
 from xling.adapters.lora.config import LoraConfig
-from xling.errors import XlingError
 
 
 class LowRankUpdate(nn.Module):
@@ -33,8 +32,6 @@ class LoraAdapter(AdapterModule, nn.Module):
     def __init__(self, config: LoraConfig, model):
         nn.Module.__init__(self)
         self.config = config
-        if outside := [i for i in config.leave_out if i >= model.num_layers]:
-            raise XlingError(f"leave-out names layers {outside}, but the model has layers 0-{model.num_layers - 1}")
         self.updates = nn.ModuleDict()
         for layer in range(model.num_layers):
             if layer in config.leave_out:

@@ -1,0 +1,251 @@
+"""Every file xling loads, fuzzed with Hypothesis: any JSON value in any field (or a missing field, an unknown
+one, another JSON document, bytes that are no JSON) loads, or is refused with xling's one-line error naming the
+file; never another exception, and never an adapter larger than the model allows."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.test_adapters import adapted
+from xling.adapters import BottleneckConfig, TaggingHead, TaggingHeadConfig
+from xling.adapters.lora import LoraConfig
+from xling.adapters.saving import load, save
+from xling.errors import XlingError
+
+# Numbers at the edges: huge sizes, tiny factors, negatives, non-finite.
+EDGES = st.sampled_from([0, -1, 1, 2**31, 10**7, 10**40, 1e-9, 0.5, 1e308, float("inf"), float("nan"), -0.0])
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | EDGES | st.floats() | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=10,
+)
+LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+EXAMPLES = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+@st.composite
+def damaged(draw, record: dict) -> bytes:
+    """`record` as a file, damaged one way: a field (top level or one level down) with any JSON value, a field
+    left out, an unknown field, another JSON document in its place, or bytes that are not JSON."""
+    how = draw(st.sampled_from(["field", "nested", "drop", "unknown", "document", "bytes"]))
+    record = json.loads(json.dumps(record))
+    if how == "bytes":
+        return draw(st.binary(max_size=64))
+    if how == "document":
+        return json.dumps(draw(JSON)).encode()
+    nested = [k for k, v in record.items() if isinstance(v, dict) and v]
+    target = record[draw(st.sampled_from(nested))] if how == "nested" and nested else record
+    key = draw(st.sampled_from(sorted(target)))
+    if how == "drop":
+        del target[key]
+    elif how == "unknown":
+        target[draw(st.text(min_size=1, max_size=8))] = draw(JSON)
+    else:
+        target[key] = draw(JSON)
+    return json.dumps(target if how == "document" else record).encode()
+
+
+def refused_or_loaded(load_it: Callable[[], object], file: Path) -> object | None:
+    """What `load_it` loads, or None when it refused in one line naming `file` (or its folder)."""
+    try:
+        return load_it()
+    except XlingError as err:
+        message = str(err)
+        assert file.name in message or str(file.parent) in message, message
+        assert "\n" not in message and len(message) < 1000, message
+        return None
+
+
+@pytest.fixture(scope="module")
+def saved_adapters(tmp_path_factory) -> Path:
+    """A bottleneck adapter with its head, a LoRA adapter, a fusion of two bottleneck adapters, and the
+    bottleneck and LoRA adapters as the AdapterHub `adapters` library saves them."""
+    from xling.adapters.adapterhub import export_adapterhub
+
+    root = tmp_path_factory.mktemp("adapters")
+    model, _ = adapted()
+    model.add_adapter("ner", BottleneckConfig.preset("pfeiffer"))
+    model.add_head("ner", TaggingHead(model.hidden_size, TaggingHeadConfig(LABELS)))
+    model.add_adapter("lo", LoraConfig(rank=2))
+    model.add_adapter("other", BottleneckConfig.preset("pfeiffer"))
+    fusion = model.add_fusion(["ner", "other"])
+    for name in ("ner", "lo", "other"):
+        save(model, name, root / name)
+    save(model, next(k for k, v in model.fusions.items() if v is fusion), root / "fusion")
+    export_adapterhub(root / "ner", root / "hub-ner")
+    export_adapterhub(root / "lo", root / "hub-lo")
+    return root
+
+
+def fuzz_adapter_file(root: Path, tmp_path: Path, folder: str, file_name: str, data: bytes, before=()) -> None:
+    """Load adapter folder `folder` with its `file_name` replaced by `data` into a fresh tiny model (after the
+    adapters `before`); what loads is no larger than the model allows."""
+    target = tmp_path / folder
+    if not target.exists():
+        shutil.copytree(root / folder, target)
+    (target / file_name).write_bytes(data)
+    model, _ = adapted()
+    for name in before:
+        load(model, root / name)
+    base = sum(p.numel() for p in model.encoder.parameters())
+    if refused_or_loaded(lambda: load(model, target), target / file_name) is not None:
+        added = sum(p.numel() for p in model.parameters()) - base
+        assert added <= 4 * base, added
+
+
+ADAPTER_FILES = [
+    ("ner", "adapter_config.json", ()),
+    ("ner", "head_config.json", ()),
+    ("lo", "adapter_config.json", ()),
+    ("fusion", "adapter_config.json", ("ner", "other")),
+    ("hub-ner", "adapter_config.json", ()),
+    ("hub-ner", "head_config.json", ()),
+    ("hub-lo", "adapter_config.json", ()),
+]
+
+
+@pytest.mark.parametrize(("folder", "file_name", "before"), ADAPTER_FILES)
+def test_any_adapter_file_loads_or_is_refused_naming_it(saved_adapters, tmp_path_factory, folder, file_name, before):
+    record = json.loads((saved_adapters / folder / file_name).read_text())
+    tmp_path = tmp_path_factory.mktemp("fuzz")
+
+    @EXAMPLES
+    @given(data=damaged(record))
+    def check(data):
+        fuzz_adapter_file(saved_adapters, tmp_path, folder, file_name, data, before)
+
+    check()
+
+
+def test_any_task_record_loads_or_is_refused_naming_it(trained_workspace, tmp_path):
+    from xling.trained_tasks import TASK_FILE, read_task
+
+    root, model_dir, _, _ = trained_workspace
+    task = shutil.copytree(root / "ws" / model_dir.name / "task" / "ner-en", tmp_path / "ner-en")
+    record = json.loads((task / TASK_FILE).read_text())
+
+    @EXAMPLES
+    @given(data=damaged(record))
+    def check(data):
+        (task / TASK_FILE).write_bytes(data)
+        refused_or_loaded(lambda: read_task(task), task / TASK_FILE)
+
+    check()
+
+
+def test_any_run_record_resumes_or_is_refused_naming_it(tmp_path):
+    from xling.train.loop import RUN_FILE, _check_run_options
+
+    options = {"lr": 0.001, "epochs": 3, "train": ["a.conll"], "name": "ner-en"}
+
+    @EXAMPLES
+    @given(data=damaged(options))
+    def check(data):
+        (tmp_path / RUN_FILE).write_bytes(data)
+        refused_or_loaded(lambda: _check_run_options(tmp_path, options, write=False), tmp_path / RUN_FILE)
+
+    check()
+
+
+def test_any_checkpoint_state_loads_or_is_refused_naming_it(tmp_path):
+    import torch
+
+    from xling.train.checkpoint import load_checkpoint, save_checkpoint
+
+    state = {"weights": {"w": torch.ones(2)}, "optimizer": {"lr": 0.1}, "scheduler": {}, "rng": [1, 2], "state": {}}
+    save_checkpoint(tmp_path / "checkpoint", state)
+    record = json.loads((tmp_path / "checkpoint" / "state.json").read_text())
+
+    @EXAMPLES
+    @given(data=damaged(record) | JSON.map(lambda v: json.dumps({"__dict__": v}).encode()))
+    def check(data):
+        (tmp_path / "checkpoint" / "state.json").write_bytes(data)
+        refused_or_loaded(lambda: load_checkpoint(tmp_path / "checkpoint"), tmp_path / "checkpoint" / "state.json")
+
+    check()
+
+
+def test_any_annotation_session_record_opens_or_is_refused_naming_it(tmp_path):
+    from tests.test_annotation import make_session
+    from xling.annotation.session import SESSION_FILE, Session
+
+    directory = make_session(tmp_path)
+    record = json.loads((directory / SESSION_FILE).read_text())
+
+    @EXAMPLES
+    @given(data=damaged(record))
+    def check(data):
+        (directory / SESSION_FILE).write_bytes(data)
+        refused_or_loaded(lambda: Session(directory), directory / SESSION_FILE)
+
+    check()
+
+
+@pytest.fixture(scope="module")
+def exported_tagger(trained_workspace, tmp_path_factory) -> Path:
+    pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+    from tests.tiny import run_xling
+
+    root, model_dir, _, _ = trained_workspace
+    target = tmp_path_factory.mktemp("onnx") / "tagger"
+    done = run_xling("export", "ner-en", target, "--format", "onnx", "--lang", "qu", "-m", model_dir, "-w", root / "ws")
+    assert done.returncode == 0, done.stderr
+    return target
+
+
+def test_any_onnx_export_record_loads_or_is_refused_naming_it(exported_tagger, tmp_path):
+    from xling.tagging.onnx_tagger import CONFIG_FILE, OnnxTagger
+
+    folder = shutil.copytree(exported_tagger, tmp_path / "tagger")
+    record = json.loads((folder / CONFIG_FILE).read_text())
+    found = OnnxTagger(folder).tag_texts(["juan lima"])[0].spans
+
+    @EXAMPLES
+    @given(data=damaged(record))
+    def check(data):
+        (folder / CONFIG_FILE).write_bytes(data)
+        tagger = refused_or_loaded(lambda: OnnxTagger(folder), folder / CONFIG_FILE)
+        if tagger is not None:  # what loads tags as the export does, whatever else changed
+            assert tagger.labels == record["labels"] and tagger.tag_texts(["juan lima"])[0].spans == found
+
+    check()
+    for change, message in [
+        ({"decoder": "evil"}, "unknown decoder 'evil'"),
+        ({"labels": " ".join(record["labels"])}, "'labels' takes a list of texts"),
+        ({"labels": record["labels"][:-1]}, f"{len(record['labels']) - 1} labels, but the graph scores"),
+        ({"max_window": 10**12}, "max_window must be from 8 to"),
+    ]:
+        (folder / CONFIG_FILE).write_text(json.dumps(record | change))
+        with pytest.raises(XlingError, match=f"{CONFIG_FILE}: .*{message}"):
+            OnnxTagger(folder)
+
+
+def test_any_saved_spacy_component_loads_or_is_refused_naming_it(copied_workspace, tmp_path):
+    spacy = pytest.importorskip("spacy")
+    from xling.tagging.spacy_component import SAVED, XlingNER
+
+    workspace, model_dir, _, _ = copied_workspace
+    nlp = spacy.blank("xx")
+    nlp.add_pipe("xling_ner", config={"lang": "qu", "model": str(model_dir), "workspace": str(workspace)})
+    nlp("juan lima")
+    nlp.to_disk(tmp_path / "saved")
+    folder = tmp_path / "saved" / "xling_ner"
+    record = json.loads((folder / SAVED).read_text())
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(data=damaged(record))
+    def check(data):
+        (folder / SAVED).write_bytes(data)
+        refused_or_loaded(lambda: XlingNER({}, False).from_disk(folder), folder / SAVED)
+
+    check()
+    (folder / SAVED).write_text(json.dumps(record | {"decoder": "evil"}))
+    with pytest.raises(XlingError, match="xling.json: unknown decoder 'evil'"):
+        spacy.load(tmp_path / "saved")
