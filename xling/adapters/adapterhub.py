@@ -125,7 +125,9 @@ def load_adapterhub_head(model: AdaptedModel, directory: Path, saved_name: str, 
     weights = {
         f"classifier.{k.removeprefix(prefix)}": v for k, v in _head_weights(directory).items() if k.startswith(prefix)
     }
-    head_config = from_record(TaggingHeadConfig, {"labels": labels, "dropout": head_dropout(config, model, where)}, where)
+    head_config = from_record(
+        TaggingHeadConfig, {"labels": labels, "dropout": head_dropout(config, model, where)}, where
+    )
     head = TaggingHead(model.hidden_size, head_config)
     missing, unexpected = head.load_state_dict(weights, strict=False)
     if missing or unexpected:

@@ -25,7 +25,9 @@ def check_labels(labels: list[str]) -> None:
     if bad or not labels:
         raise XlingError(f"labels must be O, B-TYPE or I-TYPE (TYPE without spaces, quotes or markup), not {bad[:3]}")
     if len(set(labels)) < len(labels) or len(labels) > MAX_LABELS:
-        raise XlingError(f"labels must differ and be at most {MAX_LABELS}; got {len(labels)}, {len(set(labels))} distinct")
+        raise XlingError(
+            f"labels must differ and be at most {MAX_LABELS}; got {len(labels)}, {len(set(labels))} distinct"
+        )
 
 
 @dataclass

@@ -16,7 +16,9 @@ KINDS: dict[str, AdapterKind] = {kind.name: kind for kind in (BOTTLENECK, LORA)}
 
 def adapter_kind(name: str, where: str = "") -> AdapterKind:
     if not isinstance(name, str) or name not in KINDS:
-        raise XlingError(f"{where + ': ' if where else ''}unknown adapter kind {shown(name)}; xling has {', '.join(KINDS)}")
+        raise XlingError(
+            f"{where + ': ' if where else ''}unknown adapter kind {shown(name)}; xling has {', '.join(KINDS)}"
+        )
     return KINDS[name]
 
 
