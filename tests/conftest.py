@@ -89,3 +89,17 @@ def copied_workspace(tmp_path, trained_workspace):
     root, model_dir, train, dev = trained_workspace
     shutil.copytree(root / "ws", tmp_path / "ws")
     return tmp_path / "ws", model_dir, tmp_path / "ws" / model_dir.name, dev
+
+
+@pytest.fixture(scope="session")
+def exported(trained_workspace, tmp_path_factory):
+    """The trained workspace's `Stack(qu, ner-en)` exported to ONNX, fp32 and int8 (`xling export`)."""
+    pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+    from tests.tiny import run_xling
+
+    root, model_dir, _, _ = trained_workspace
+    target = tmp_path_factory.mktemp("onnx") / "tagger"
+    where = ["--model", str(model_dir), "-w", str(root / "ws")]
+    done = run_xling("export", "ner-en", target, "--format", "onnx", "--lang", "qu", "--int8", *where)
+    assert done.returncode == 0, done.stderr
+    return target

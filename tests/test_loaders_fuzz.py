@@ -188,22 +188,10 @@ def test_any_annotation_session_record_opens_or_is_refused_naming_it(tmp_path):
     check()
 
 
-@pytest.fixture(scope="module")
-def exported_tagger(trained_workspace, tmp_path_factory) -> Path:
-    pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
-    from tests.tiny import run_xling
-
-    root, model_dir, _, _ = trained_workspace
-    target = tmp_path_factory.mktemp("onnx") / "tagger"
-    done = run_xling("export", "ner-en", target, "--format", "onnx", "--lang", "qu", "-m", model_dir, "-w", root / "ws")
-    assert done.returncode == 0, done.stderr
-    return target
-
-
-def test_any_onnx_export_record_loads_or_is_refused_naming_it(exported_tagger, tmp_path):
+def test_any_onnx_export_record_loads_or_is_refused_naming_it(exported, tmp_path):
     from xling.tagging.onnx_tagger import CONFIG_FILE, OnnxTagger
 
-    folder = shutil.copytree(exported_tagger, tmp_path / "tagger")
+    folder = shutil.copytree(exported, tmp_path / "tagger")
     record = json.loads((folder / CONFIG_FILE).read_text())
     found = OnnxTagger(folder).tag_texts(["juan lima"])[0].spans
 

@@ -20,16 +20,6 @@ def where(trained_workspace) -> list[str]:
     return ["--model", str(model_dir), "-w", str(root / "ws")]
 
 
-@pytest.fixture(scope="module")
-def exported(trained_workspace, tmp_path_factory):
-    target = tmp_path_factory.mktemp("onnx") / "tagger"
-    done = run_xling(
-        "export", "ner-en", str(target), "--format", "onnx", "--lang", "qu", "--int8", *where(trained_workspace)
-    )
-    assert done.returncode == 0, done.stderr
-    return target
-
-
 def entities(stdout: str) -> list[list[tuple]]:
     return [[(e["start"], e["end"], e["label"]) for e in json.loads(line)["entities"]] for line in stdout.splitlines()]
 

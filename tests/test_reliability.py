@@ -95,14 +95,15 @@ TAG = '[[step]]\ntitle = "TITLE"\nrun = "tag"\ninput = "DEV"\nlang = "en"\noutpu
         (TAG.replace("OUTPUT", "a/" * 600 + "b.jsonl"), "is too long: at most 1024 characters"),
     ],
 )
-@pytest.mark.parametrize("dry_run", [True, False])
 def test_an_output_the_recipe_writes_itself_or_too_long_is_refused_by_a_dry_run_too(
-    tmp_path, copied_workspace, body, message, dry_run
+    tmp_path, copied_workspace, body, message
 ):
     _, model_dir, _, dev = copied_workspace
     path = recipe_file(tmp_path, model_dir, body.replace("DEV", str(dev)))
     before = snapshot(tmp_path)
-    one_line_error(run_xling("run", str(path), *(["--dry-run"] if dry_run else [])), message)
+    one_line_error(run_xling("run", str(path), "--dry-run"), message)
+    if body.startswith(TAG.replace("OUTPUT", "steps.json")):  # and a run, which validates as the dry run does
+        one_line_error(run_xling("run", str(path)), message)
     assert snapshot(tmp_path) == before
 
 
@@ -268,7 +269,7 @@ DAMAGES = {
     ),
     "negative leave_out": (
         lambda c: {**c, "config": {**c["config"], "leave_out": [-1]}},
-        "leave-out takes layer indices from 0, not -1",
+        "leave-out takes layer indices from 0 to 999, not -1",
     ),
 }
 
@@ -510,9 +511,12 @@ def test_ctrl_c_says_how_to_resume_and_exits_130(trained_workspace):
 
     root, model_dir, _, _ = trained_workspace
     command = [sys.executable, "-m", "xling", "tag", "-", "--lang", "en", "--model", str(model_dir), "-w", root / "ws"]
-    tagging = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+
+    def default_sigint():  # a background job starts with SIGINT ignored, and so would the command
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    tagging = subprocess.Popen(command, **pipes, text=True, preexec_fn=default_sigint)
     tagging.stdin.write("juan lima\n")  # then the input stays open: the command waits for more
     tagging.stdin.flush()
     time.sleep(6)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from xling.adapters import AdaptedModel, Fuse
 from xling.adapters.composition import check_name
-from xling.adapters.heads import check_labels
 from xling.adapters.saving import HEAD_CONFIG_FILE, load, load_head, save, write_head
+from xling.data.labels import check_labels
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json
 from xling.models import load_model

@@ -2,32 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
 
+from xling.data.labels import check_labels
 from xling.errors import XlingError
 from xling.options import from_record, shown
-
-# O, or B-/I- and an entity type without spaces, quotes, markup or control characters (labels reach pages and
-# terminals)
-LABEL = re.compile(r"^(O|[BI]-[^\s<>&\"'`\x00-\x1f\x7f]+)$")
-
-
-MAX_LABELS = 1000
-
-
-def check_labels(labels: list[str]) -> None:
-    """A tagger's labels: O, B-TYPE or I-TYPE, each once, at most MAX_LABELS."""
-    bad = [label for label in labels if not LABEL.match(label)]
-    if bad or not labels:
-        raise XlingError(f"labels must be O, B-TYPE or I-TYPE (TYPE without spaces, quotes or markup), not {bad[:3]}")
-    if len(set(labels)) < len(labels) or len(labels) > MAX_LABELS:
-        raise XlingError(
-            f"labels must differ and be at most {MAX_LABELS}; got {len(labels)}, {len(set(labels))} distinct"
-        )
 
 
 @dataclass

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from xling.adapters.heads import check_labels
+from xling.data.labels import check_labels
 from xling.errors import XlingError
 from xling.fileio import read_json
 from xling.options import from_record

@@ -136,7 +136,10 @@ class XlingNER:
         if saved.lang_adapter:
             self.load["lang_adapter"] = str(path / "lang")
         self._tagger = None
-        self.tagger  # noqa: B018 (loads it)
+        try:
+            self.tagger  # noqa: B018 (loads it)
+        except XlingError as err:
+            raise XlingError(f"{path / SAVED}: {err}") from None
         return self
 
 
