@@ -63,6 +63,22 @@ def refused_or_loaded(load_it: Callable[[], object], file: Path) -> object | Non
         return None
 
 
+def fuzz(file: Path, load_it: Callable[[], object], also=None, then: Callable[[object], None] | None = None) -> None:
+    """`file`, damaged 200 ways (`damaged` of what it holds now, or `also`'s documents), each loaded by `load_it`;
+    `then` checks what loads."""
+    record = json.loads(file.read_text())
+
+    @EXAMPLES
+    @given(data=damaged(record) if also is None else damaged(record) | also)
+    def check(data):
+        file.write_bytes(data)
+        loaded = refused_or_loaded(load_it, file)
+        if then is not None and loaded is not None:
+            then(loaded)
+
+    check()
+
+
 @pytest.fixture(scope="module")
 def saved_adapters(tmp_path_factory) -> Path:
     """A bottleneck adapter with its head, a LoRA adapter, a fusion of two bottleneck adapters, and the
@@ -84,22 +100,6 @@ def saved_adapters(tmp_path_factory) -> Path:
     return root
 
 
-def fuzz_adapter_file(root: Path, tmp_path: Path, folder: str, file_name: str, data: bytes, before=()) -> None:
-    """Load adapter folder `folder` with its `file_name` replaced by `data` into a fresh tiny model (after the
-    adapters `before`); what loads is no larger than the model allows."""
-    target = tmp_path / folder
-    if not target.exists():
-        shutil.copytree(root / folder, target)
-    (target / file_name).write_bytes(data)
-    model, _ = adapted()
-    for name in before:
-        load(model, root / name)
-    base = sum(p.numel() for p in model.encoder.parameters())
-    if refused_or_loaded(lambda: load(model, target), target / file_name) is not None:
-        added = sum(p.numel() for p in model.parameters()) - base
-        assert added <= 4 * base, added
-
-
 ADAPTER_FILES = [
     ("ner", "adapter_config.json", ()),
     ("ner", "head_config.json", ()),
@@ -112,16 +112,29 @@ ADAPTER_FILES = [
 
 
 @pytest.mark.parametrize(("folder", "file_name", "before"), ADAPTER_FILES)
-def test_any_adapter_file_loads_or_is_refused_naming_it(saved_adapters, tmp_path_factory, folder, file_name, before):
-    record = json.loads((saved_adapters / folder / file_name).read_text())
-    tmp_path = tmp_path_factory.mktemp("fuzz")
+def test_any_adapter_file_loads_or_is_refused_naming_it(saved_adapters, tmp_path, folder, file_name, before):
+    """Loaded into a tiny model (after the adapters `before`): what loads is no larger than the model allows."""
+    target = shutil.copytree(saved_adapters / folder, tmp_path / folder)
+    model, _ = adapted()
+    for name in before:
+        load(model, saved_adapters / name)
+    base = sum(p.numel() for p in model.parameters())
 
-    @EXAMPLES
-    @given(data=damaged(record))
-    def check(data):
-        fuzz_adapter_file(saved_adapters, tmp_path, folder, file_name, data, before)
+    def no_larger_than_allowed(name: str) -> None:
+        added = sum(p.numel() for p in model.parameters()) - base
+        model.delete(name)
+        assert added <= 4 * sum(p.numel() for p in model.encoder.parameters()), added
 
-    check()
+    fuzz(target / file_name, lambda: load(model, target), then=no_larger_than_allowed)
+
+
+@pytest.mark.parametrize("folder", ["ner", "hub-lo"])
+def test_a_saved_name_that_is_no_adapter_name_is_refused_naming_the_file(saved_adapters, tmp_path, folder):
+    target = shutil.copytree(saved_adapters / folder, tmp_path / folder)
+    record = json.loads((target / "adapter_config.json").read_text())
+    (target / "adapter_config.json").write_text(json.dumps(record | {"name": "a b"}))
+    with pytest.raises(XlingError, match=f"{target / 'adapter_config.json'}: invalid adapter name 'a b'"):
+        load(adapted()[0], target)
 
 
 def test_any_task_record_loads_or_is_refused_naming_it(trained_workspace, tmp_path):
@@ -129,29 +142,15 @@ def test_any_task_record_loads_or_is_refused_naming_it(trained_workspace, tmp_pa
 
     root, model_dir, _, _ = trained_workspace
     task = shutil.copytree(root / "ws" / model_dir.name / "task" / "ner-en", tmp_path / "ner-en")
-    record = json.loads((task / TASK_FILE).read_text())
-
-    @EXAMPLES
-    @given(data=damaged(record))
-    def check(data):
-        (task / TASK_FILE).write_bytes(data)
-        refused_or_loaded(lambda: read_task(task), task / TASK_FILE)
-
-    check()
+    fuzz(task / TASK_FILE, lambda: read_task(task))
 
 
 def test_any_run_record_resumes_or_is_refused_naming_it(tmp_path):
     from xling.train.loop import RUN_FILE, _check_run_options
 
     options = {"lr": 0.001, "epochs": 3, "train": ["a.conll"], "name": "ner-en"}
-
-    @EXAMPLES
-    @given(data=damaged(options))
-    def check(data):
-        (tmp_path / RUN_FILE).write_bytes(data)
-        refused_or_loaded(lambda: _check_run_options(tmp_path, options, write=False), tmp_path / RUN_FILE)
-
-    check()
+    (tmp_path / RUN_FILE).write_text(json.dumps(options))
+    fuzz(tmp_path / RUN_FILE, lambda: _check_run_options(tmp_path, options, write=False))
 
 
 def test_any_checkpoint_state_loads_or_is_refused_naming_it(tmp_path):
@@ -161,15 +160,8 @@ def test_any_checkpoint_state_loads_or_is_refused_naming_it(tmp_path):
 
     state = {"weights": {"w": torch.ones(2)}, "optimizer": {"lr": 0.1}, "scheduler": {}, "rng": [1, 2], "state": {}}
     save_checkpoint(tmp_path / "checkpoint", state)
-    record = json.loads((tmp_path / "checkpoint" / "state.json").read_text())
-
-    @EXAMPLES
-    @given(data=damaged(record) | JSON.map(lambda v: json.dumps({"__dict__": v}).encode()))
-    def check(data):
-        (tmp_path / "checkpoint" / "state.json").write_bytes(data)
-        refused_or_loaded(lambda: load_checkpoint(tmp_path / "checkpoint"), tmp_path / "checkpoint" / "state.json")
-
-    check()
+    nested = JSON.map(lambda value: json.dumps({"__dict__": value}).encode())  # the checkpoint's own encoding
+    fuzz(tmp_path / "checkpoint" / "state.json", lambda: load_checkpoint(tmp_path / "checkpoint"), also=nested)
 
 
 def test_any_annotation_session_record_opens_or_is_refused_naming_it(tmp_path):
@@ -177,15 +169,7 @@ def test_any_annotation_session_record_opens_or_is_refused_naming_it(tmp_path):
     from xling.annotation.session import SESSION_FILE, Session
 
     directory = make_session(tmp_path)
-    record = json.loads((directory / SESSION_FILE).read_text())
-
-    @EXAMPLES
-    @given(data=damaged(record))
-    def check(data):
-        (directory / SESSION_FILE).write_bytes(data)
-        refused_or_loaded(lambda: Session(directory), directory / SESSION_FILE)
-
-    check()
+    fuzz(directory / SESSION_FILE, lambda: Session(directory))
 
 
 def test_any_onnx_export_record_loads_or_is_refused_naming_it(exported, tmp_path):
@@ -195,15 +179,10 @@ def test_any_onnx_export_record_loads_or_is_refused_naming_it(exported, tmp_path
     record = json.loads((folder / CONFIG_FILE).read_text())
     found = OnnxTagger(folder).tag_texts(["juan lima"])[0].spans
 
-    @EXAMPLES
-    @given(data=damaged(record))
-    def check(data):
-        (folder / CONFIG_FILE).write_bytes(data)
-        tagger = refused_or_loaded(lambda: OnnxTagger(folder), folder / CONFIG_FILE)
-        if tagger is not None:  # what loads tags as the export does, whatever else changed
-            assert tagger.labels == record["labels"] and tagger.tag_texts(["juan lima"])[0].spans == found
+    def tags_as_exported(tagger) -> None:  # what loads tags as the export does, whatever else changed
+        assert tagger.labels == record["labels"] and tagger.tag_texts(["juan lima"])[0].spans == found
 
-    check()
+    fuzz(folder / CONFIG_FILE, lambda: OnnxTagger(folder), then=tags_as_exported)
     for change, message in [
         ({"decoder": "evil"}, "unknown decoder 'evil'"),
         ({"labels": " ".join(record["labels"])}, "'labels' takes a list of texts"),
@@ -226,14 +205,7 @@ def test_any_saved_spacy_component_loads_or_is_refused_naming_it(copied_workspac
     nlp.to_disk(tmp_path / "saved")
     folder = tmp_path / "saved" / "xling_ner"
     record = json.loads((folder / SAVED).read_text())
-
-    @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(data=damaged(record))
-    def check(data):
-        (folder / SAVED).write_bytes(data)
-        refused_or_loaded(lambda: XlingNER({}, False).from_disk(folder), folder / SAVED)
-
-    check()
+    fuzz(folder / SAVED, lambda: XlingNER({}, False).from_disk(folder))
     (folder / SAVED).write_text(json.dumps(record | {"decoder": "evil"}))
     with pytest.raises(XlingError, match="xling.json: unknown decoder 'evil'"):
         spacy.load(tmp_path / "saved")

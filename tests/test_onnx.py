@@ -137,12 +137,23 @@ def test_onnx_tagger_loads_an_exported_folder_alone(exported, tmp_path):
     )
 
 
-def test_tagger_load_exports_once_into_the_workspace(copied_workspace):
+def test_tagger_load_exports_once_into_the_workspace(copied_workspace, exported, tmp_path, monkeypatch):
+    """... and a bare name means the workspace's adapter, even beside an exported folder of that name."""
+    import shutil
+
     from xling import Tagger
 
     workspace, model_dir, model_folder, dev = copied_workspace
+    decoy = shutil.copytree(exported, tmp_path / "ner-en")  # relabelled: PER becomes XXX
+    config = json.loads((decoy / "xling_onnx.json").read_text())
+    (decoy / "xling_onnx.json").write_text(
+        json.dumps(config | {"labels": [x.replace("PER", "XXX") for x in config["labels"]]})
+    )
+    monkeypatch.chdir(tmp_path)
     options = {"lang": "qu", "adapter": "ner-en", "model": str(model_dir), "workspace": str(workspace)}
+    assert "B-XXX" in Tagger.load(**options | {"adapter": "./ner-en"}, runtime="onnx").labels  # a path: the folder
     first = Tagger.load(**options, runtime="onnx")
+    assert "B-XXX" not in first.labels
     second = Tagger.load(**options, runtime="onnx", precision="int8")
     assert first.directory == second.directory and second.computed_in == "int8"
     assert [p.name for p in (model_folder / "onnx").iterdir()] == [first.directory.name]
@@ -200,25 +211,6 @@ def test_an_onnxruntime_too_old_for_the_graphs_is_a_one_line_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "onnxruntime", SimpleNamespace(__version__="1.22.1"))
     with pytest.raises(XlingError, match=r"ONNX Runtime 1.22.1 .* 1.23 or later.*pip install -U 'xling\[onnx\]'"):
         import_onnxruntime()
-
-
-def test_a_bare_name_means_the_workspace_for_the_onnx_runtime_too(exported, copied_workspace, tmp_path):
-    """`-t ner-en` names the workspace's adapter even beside an exported folder `./ner-en` (here relabelled)."""
-    import shutil
-
-    workspace, model_dir, _, _ = copied_workspace
-    decoy = shutil.copytree(exported, tmp_path / "ner-en")
-    config = json.loads((decoy / "xling_onnx.json").read_text())
-    config["labels"] = [label.replace("PER", "XXX") for label in config["labels"]]
-    (decoy / "xling_onnx.json").write_text(json.dumps(config))
-    (tmp_path / "in.txt").write_text(SENTENCES, encoding="utf-8")
-    flags = ["--lang", "qu", "-f", "jsonl", "-m", model_dir, "-w", workspace]
-    torch_run = run_xling("tag", "in.txt", *flags, cwd=tmp_path)
-    onnx_run = run_xling("tag", "in.txt", *flags, "--runtime", "onnx", "-t", "ner-en", cwd=tmp_path)
-    assert onnx_run.returncode == 0, onnx_run.stderr
-    assert entities(onnx_run.stdout) == entities(torch_run.stdout) and "XXX" not in onnx_run.stdout
-    decoy_run = run_xling("tag", "in.txt", *flags, "--runtime", "onnx", "-t", "./ner-en", cwd=tmp_path)
-    assert "XXX" in decoy_run.stdout  # written as a path, the folder is taken
 
 
 def test_onnx_runtime_writes_nothing_outside_xling_home(exported, tmp_path):

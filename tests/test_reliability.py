@@ -7,6 +7,7 @@ import errno
 import importlib
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -204,17 +205,24 @@ def test_bad_training_numbers_are_refused_before_anything_is_written(tmp_path, t
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--reduction-factor", "1e30"], "reduction_factor 1e+30 leaves no bottleneck of the hidden size 32"),
-        (["--adapter-kind", "lora", "--lora-rank", "10000000"], "lora-rank 10000000 is above the model's hidden size"),
-        (["--leave-out", "0,1,99"], "leave-out names layers [99], but the model has layers 0-"),
-        (["--share-every", "7"], "share-every 7 is more than the model's 3 layers"),
+        ({"reduction_factor": 1e30}, "reduction_factor 1e+30 leaves no bottleneck of the hidden size 32"),
+        ({"adapter_kind": "lora", "lora_rank": 10_000_000}, "lora-rank 10000000 is above the model's hidden size"),
+        ({"leave_out": "0,1,99"}, "leave-out names layers [99], but the model has layers 0-"),
+        ({"share_every": 7}, "share-every 7 is more than the model's 3 layers"),
     ],
 )
 def test_sizes_beyond_the_model_are_refused_before_anything_is_allocated(copied_workspace, extra, message):
+    from xling.errors import XlingError
+    from xling.options import build
+    from xling.train.config import TaskAdapterOptions
+    from xling.train.task import train_task_adapter
+
     workspace, model_dir, _, dev = copied_workspace
-    command = ["train-task", "ner", "--lang", "en", "--train", dev, "--dev", dev, "-m", model_dir, "--name", "big"]
+    values = {"task": "ner", "lang": "en", "train": str(dev), "dev": str(dev), "name": "big", **extra}
+    options = build(TaskAdapterOptions, values | {"model": str(model_dir), "workspace": str(workspace)})
     before = snapshot(workspace)
-    one_line_error(run_xling(*command, "-w", workspace, *extra), message)
+    with pytest.raises(XlingError, match=re.escape(message)):
+        train_task_adapter(options)
     assert snapshot(workspace) == before
 
 
@@ -275,13 +283,20 @@ DAMAGES = {
 
 
 @pytest.mark.parametrize("damage", DAMAGES)
-def test_a_damaged_adapter_config_is_one_line_naming_the_file(copied_workspace, damage):
+def test_a_damaged_adapter_config_is_refused_naming_the_file(copied_workspace, damage):
+    from xling import Tagger
+    from xling.errors import XlingError
+
     workspace, model_dir, model_root, dev = copied_workspace
     change, message = DAMAGES[damage]
-    _edit_config(model_root / "lang" / "qu" / "adapter_config.json", change)
-    run = run_xling("evaluate", "ner", dev, "--lang", "qu", "-t", "ner-en", "-m", model_dir, "-w", workspace)
-    one_line_error(run, message)
-    assert "adapter_config.json" in run.stderr or "leave-out" in run.stderr
+    config = model_root / "lang" / "qu" / "adapter_config.json"
+    _edit_config(config, change)
+    with pytest.raises(XlingError) as refused:
+        Tagger.load(lang="qu", adapter="ner-en", model=str(model_dir), workspace=str(workspace))
+    assert message in str(refused.value) and str(config) in str(refused.value)
+    if damage == "no config":  # the command line says the same in one line
+        run = run_xling("evaluate", "ner", dev, "--lang", "qu", "-t", "ner-en", "-m", model_dir, "-w", workspace)
+        one_line_error(run, message, str(config))
 
 
 def test_init_from_a_damaged_task_adapter_is_one_line(copied_workspace):

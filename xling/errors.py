@@ -1,5 +1,7 @@
 """The one error type the command line turns into a one-line message and a non-zero exit."""
 
+from contextlib import contextmanager
+
 # The HTTP clients under huggingface_hub and datasets (httpx before huggingface_hub 2, httpx2 after).
 NETWORK_MODULES = ("httpx", "httpx2", "httpcore", "requests", "urllib3", "aiohttp")
 
@@ -11,3 +13,14 @@ class XlingError(Exception):
 def is_network_error(err: BaseException) -> bool:
     """A failure to reach a server (refused, timed out, no route), whichever HTTP client raised it."""
     return type(err).__module__.split(".")[0] in NETWORK_MODULES
+
+
+@contextmanager
+def naming(where: str):
+    """An XlingError raised in the block names `where` (the file being loaded), if it does not already."""
+    try:
+        yield
+    except XlingError as err:
+        if where in str(err):
+            raise
+        raise XlingError(f"{where}: {err}") from None

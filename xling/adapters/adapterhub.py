@@ -27,7 +27,7 @@ from xling.adapters.weights import (
     check_base_model,
     read_weights,
 )
-from xling.errors import XlingError
+from xling.errors import XlingError, naming
 from xling.fileio import atomic_directory, read_json, write_json_atomic
 from xling.models.families import FAMILIES
 from xling.options import from_record, typed
@@ -119,8 +119,9 @@ def load_adapterhub_head(model: AdaptedModel, directory: Path, saved_name: str, 
         )
     label2id = typed(config, "label2id", dict[str, int], {}, where)
     labels = [label for label, _ in sorted(label2id.items(), key=lambda item: item[1])]
-    if len(labels) != typed(config, "num_labels", int, len(labels), where) or len(set(label2id.values())) < len(labels):
-        raise XlingError(f"{where}: {len(labels)} labels for num_labels {config['num_labels']}, or ids given twice")
+    count = typed(config, "num_labels", int, len(labels), where)
+    if len(labels) != count or len(set(label2id.values())) < len(labels):
+        raise XlingError(f"{where}: {len(labels)} labels for num_labels {count}, or label ids given twice")
     prefix = f"heads.{saved_name}.1."
     weights = {
         f"classifier.{k.removeprefix(prefix)}": v for k, v in _head_weights(directory).items() if k.startswith(prefix)
@@ -147,13 +148,14 @@ def load_adapterhub(
     config = conversion.config_from(raw, directory)
     check_adapterhub_model(record, model, directory)
     saved_name = typed(record, "name", str, None, where) or directory.name
-    name = check_name(name or saved_name)
     weights = {}
     for key, tensor in _read_weights(directory).items():
         renamed = conversion.weight_name_from(key, saved_name)
         if renamed is not None:
             weights[renamed] = tensor
-    adapter = model.add_adapter(name, config)
+    with naming(where):
+        name = check_name(name or saved_name)
+        adapter = model.add_adapter(name, config)
     missing, unexpected = adapter.load_state_dict(weights, strict=False)
     if missing or unexpected:
         model.delete(name)

@@ -28,7 +28,7 @@ from xling.adapters.weights import (
     check_base_model,
     read_weights,
 )
-from xling.errors import XlingError
+from xling.errors import XlingError, naming
 from xling.fileio import atomic_directory, read_json, write_json_atomic
 from xling.options import typed
 
@@ -139,7 +139,7 @@ def load(model: AdaptedModel, directory: Path, name: str | None = None, head: bo
     if kind == "head":
         load_head(model, directory, name)
         return name
-    try:
+    with naming(where):
         if kind in KINDS:
             config = KINDS[kind].config.from_dict(_field(record, "config", dict, where), where)
             module = model.add_adapter(check_name(name), config)
@@ -147,8 +147,6 @@ def load(model: AdaptedModel, directory: Path, name: str | None = None, head: bo
             adapters = [check_name(a) for a in typed(record, "adapters", list[str], None, where) or []]
             module = model.add_fusion(adapters, FusionConfig.from_dict(_field(record, "config", dict, where), where))
             name = ",".join(adapters)
-    except XlingError as err:
-        raise XlingError(str(err) if str(err).startswith(where) else f"{where}: {err}") from None
     try:
         _load_weights(module, directory / WEIGHTS_FILE)
         if head and (directory / HEAD_CONFIG_FILE).is_file():

@@ -27,7 +27,7 @@ from spacy.util import filter_spans
 from thinc.api import Config
 
 from xling.device import check_precision
-from xling.errors import XlingError
+from xling.errors import XlingError, naming
 from xling.fileio import read_json
 from xling.models.loading import DEFAULT_MODEL
 from xling.options import from_record
@@ -136,10 +136,8 @@ class XlingNER:
         if saved.lang_adapter:
             self.load["lang_adapter"] = str(path / "lang")
         self._tagger = None
-        try:
+        with naming(str(path / SAVED)):
             self.tagger  # noqa: B018 (loads it)
-        except XlingError as err:
-            raise XlingError(f"{path / SAVED}: {err}") from None
         return self
 
 
