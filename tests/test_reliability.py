@@ -108,6 +108,16 @@ def test_an_output_the_recipe_writes_itself_or_too_long_is_refused_by_a_dry_run_
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize("damage", ["[1, 2]", "{]", '{"t": 5}'])
+def test_a_damaged_record_of_the_steps_run_is_named(tmp_path, copied_workspace, damage):
+    _, model_dir, _, dev = copied_workspace
+    path = recipe_file(tmp_path, model_dir, EVALUATE.replace("TITLE", "t").replace("DEV", str(dev)))
+    results = tmp_path / "ws" / model_dir.name / "results" / "r"
+    results.mkdir(parents=True)
+    (results / "steps.json").write_text(damage)
+    one_line_error(run_xling("run", str(path), "--dry-run"), str(results / "steps.json"))
+
+
 def test_a_recipe_that_is_not_a_table_is_named_so(tmp_path):
     path = tmp_path / "r.toml"
     path.write_text('recipe = "x"\n')

@@ -197,6 +197,11 @@ def shown(value, limit: int = 80) -> str:
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
+def printable(text: str, limit: int = 200) -> str:
+    """`text` as it is if it is short and printable, else `shown` (quoted, escaped, cut)."""
+    return text if text.isprintable() and len(text) <= limit else shown(text, limit)
+
+
 def typed(record: dict, key: str, hint, default, where: str):
     """`record[key]` of a file another program wrote (absent or null: `default`), checked against `hint`; an
     error names `where` and the key."""

@@ -27,7 +27,6 @@ each evaluation per seed, with mean and standard deviation.
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -41,7 +40,7 @@ from xling.data.catalog import load_catalog, tomllib
 from xling.data.fetch import resolve
 from xling.data.hub_datasets import hub_dataset_id
 from xling.errors import XlingError
-from xling.fileio import write_json_atomic, write_text_atomic
+from xling.fileio import read_json, write_json_atomic, write_text_atomic
 from xling.hub import CARD_FILE, REPORT_FILE, model_card, read_report
 from xling.models.loading import DEFAULT_MODEL
 from xling.options import build, check_type, defaults, options_of
@@ -404,7 +403,10 @@ def rerun_reason(step: Step, recipe: Recipe, workspace: Workspace, ran_with: dic
 def _ran_with(recipe: Recipe, workspace: Workspace) -> dict:
     """The options each step last ran with (`steps.json` beside the results)."""
     file = results_dir(workspace, recipe) / STEPS_FILE
-    return json.loads(file.read_text()) if file.is_file() else {}
+    ran_with = read_json(file) if file.is_file() else {}
+    if not isinstance(ran_with, dict) or not all(isinstance(options, dict) for options in ran_with.values()):
+        raise XlingError(f"{file} is damaged (not a table of each step's options); delete it to run every step again")
+    return ran_with
 
 
 def plan(recipe: Recipe, workspace: Workspace) -> list[tuple[Step, str | None]]:
@@ -452,7 +454,7 @@ def _run_once(
         ran_with[step.title] = step.options
         write_json_atomic(results_path / STEPS_FILE, ran_with)
         if RUNS[step.run].scores:
-            results.append(json.loads((results_path / f"{step.title}.json").read_text()))
+            results.append(read_json(results_path / f"{step.title}.json"))
     return results
 
 

@@ -25,7 +25,7 @@ from xling.data.catalog import (
 from xling.data.conll import conll_text
 from xling.data.hub_datasets import hub_dataset, sentences_from_dataset
 from xling.errors import XlingError
-from xling.fileio import atomic_directory, file_sha256, write_text_atomic
+from xling.fileio import atomic_directory, file_sha256, read_json, write_text_atomic
 
 MANIFEST = "MANIFEST.json"
 
@@ -86,9 +86,17 @@ def _fetch_files(corpus: Corpus, folder: Path, console: Console) -> None:
 
 def _record(folder: Path, files: list[Path]) -> None:
     manifest = folder / MANIFEST
-    sums = json.loads(manifest.read_text()) if manifest.is_file() else {}
+    sums = _sums(manifest) if manifest.is_file() else {}
     sums.update({f.name: file_sha256(f) for f in files})
     write_text_atomic(manifest, json.dumps(sums, indent=1, sort_keys=True) + "\n")
+
+
+def _sums(manifest: Path) -> dict[str, str]:
+    """A cached corpus's manifest: file name -> sha256."""
+    sums = read_json(manifest)
+    if not isinstance(sums, dict) or not all(isinstance(v, str) for v in sums.values()):
+        raise XlingError(f"{manifest} is damaged; delete {manifest.parent} to fetch again")
+    return sums
 
 
 def check_manifest(folder: Path) -> None:
@@ -96,7 +104,7 @@ def check_manifest(folder: Path) -> None:
     manifest = folder / MANIFEST
     if not manifest.is_file():
         return
-    for name, expected in json.loads(manifest.read_text()).items():
+    for name, expected in _sums(manifest).items():
         if not (folder / name).is_file() or file_sha256(folder / name) != expected:
             raise XlingError(
                 f"{folder / name} is missing or changed since it was fetched; delete {folder} to fetch again"

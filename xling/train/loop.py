@@ -31,6 +31,7 @@ from xling.adapters.heads import MaskedLMHead
 from xling.data.labels import IGNORE
 from xling.device import autocast, pick_device, pick_precision
 from xling.errors import XlingError
+from xling.options import printable
 from xling.train.checkpoint import load_checkpoint, save_checkpoint
 from xling.train.config import TrainConfig
 from xling.train.cpu import cpu_training
@@ -160,7 +161,7 @@ def _check_run_options(run_dir: Path, options: dict, write: bool) -> None:
         if previous != options:
             changed = sorted(k for k in set(previous) | set(options) if previous.get(k) != options.get(k))
             raise XlingError(
-                f"an interrupted run in {run_dir} used other options ({', '.join(changed)}); "
+                f"an interrupted run in {run_dir} used other options ({printable(', '.join(map(str, changed)))}); "
                 "rerun with the same options to resume, or add --restart to start over"
             )
     elif write:

@@ -15,7 +15,6 @@ finished rounds, and an interrupted round resumes like any training.
 
 from __future__ import annotations
 
-import json
 import random
 import shutil
 import time
@@ -148,7 +147,7 @@ def self_train(
         target = workspace.adapter_dir("task", f"{name}-round{number}")
         if options.overwrite or not target.is_dir():  # else finished by an earlier, interrupted run
             train_round(number, labeller, sentences, options, context)
-        report = json.loads((target / "report.json").read_text())
+        report = read_json(target / "report.json")
         rounds.append(
             {
                 "round": number,
