@@ -15,6 +15,12 @@ from pathlib import Path
 from xling.errors import XlingError
 
 DEVICE_HELP = "auto (a GPU when present), cpu or cuda."
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def check_device(device: str) -> None:
+    if device not in DEVICES:
+        raise XlingError(f"device must be auto, cpu or cuda, not {device!r}")
 
 
 def pick_device(requested: str) -> str:

@@ -17,7 +17,7 @@ import typing
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass, replace
 
-from xling.errors import XlingError
+from xling.errors import XlingError, naming
 
 
 def opt(
@@ -208,10 +208,8 @@ def typed(record: dict, key: str, hint, default, where: str):
     value = record.get(key)
     if value is None:
         return default
-    try:
+    with naming(where):
         return check_type(key, value, hint)
-    except XlingError as err:
-        raise XlingError(f"{where}: {err}") from None
 
 
 def from_record(cls, data, where: str):
@@ -226,10 +224,8 @@ def from_record(cls, data, where: str):
         raise XlingError(f"{where}: missing settings {', '.join(missing)}")
     if unset := [key for key, value in data.items() if value is None and not _matches(None, hints[key])]:
         raise XlingError(f"{where}: {', '.join(unset)} must be set, not null")
-    try:
+    with naming(where):
         return cls(**{key: check_type(key, value, hints[key]) for key, value in data.items()})
-    except XlingError as err:
-        raise XlingError(f"{where}: {err}") from None
 
 
 def at_least(name: str, value, low) -> None:

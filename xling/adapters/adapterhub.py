@@ -96,7 +96,7 @@ def _head_weights(directory: Path) -> dict[str, torch.Tensor]:
     raise XlingError(f"{directory}: head_config.json without model_head.safetensors or pytorch_model_head.bin")
 
 
-def head_dropout(config: dict, model: AdaptedModel, where: str = HEAD_CONFIG_FILE) -> float:
+def head_dropout(config: dict, model: AdaptedModel, where: str) -> float:
     """The head's dropout as the library takes it: its own, else the model's classifier or hidden dropout, else 0
     (the library saves `dropout_prob: null` for a head added without one)."""
     if (own := typed(config, "dropout_prob", float, None, where)) is not None:
@@ -111,7 +111,9 @@ def load_adapterhub_head(model: AdaptedModel, directory: Path, saved_name: str, 
     """The library's one-layer tagging head (Sequential(Dropout, Linear)) as xling's tagging head."""
     where = str(directory / HEAD_CONFIG_FILE)
     record = read_json(directory / HEAD_CONFIG_FILE)
-    config = typed(record if isinstance(record, dict) else {"config": record}, "config", dict, {}, where)
+    if not isinstance(record, dict):
+        raise XlingError(f"{where}: not a JSON object")
+    config = typed(record, "config", dict, {}, where)
     kind, layers = typed(config, "head_type", str, None, where), typed(config, "layers", int, 1, where)
     if kind != "tagging" or layers != 1:
         raise XlingError(

@@ -7,6 +7,7 @@ task adapter), `Fuse("ner-en", "ner-es")`, or `Stack("qu", Fuse("ner-en", "ner-e
 from __future__ import annotations
 
 from xling.errors import XlingError
+from xling.options import shown
 
 
 class _Block:
@@ -82,8 +83,13 @@ def fusion_names(setup: Setup) -> list[str]:
 
 
 def check_name(name: str) -> str:
-    if not name or not all(c.isalnum() or c in "-_" for c in name) or not name[0].isalnum():
+    if (
+        not isinstance(name, str)
+        or not name
+        or not all(c.isalnum() or c in "-_" for c in name)
+        or not name[0].isalnum()
+    ):
         raise XlingError(
-            f"invalid adapter name {name!r}: use letters, digits, '-' and '_', starting with a letter or digit"
+            f"invalid adapter name {shown(name)}: use letters, digits, '-' and '_', starting with a letter or digit"
         )
     return name

@@ -18,9 +18,8 @@ MAX_LAYERS = 1000  # layer indices a config may name; any model xling loads has 
 
 def layer_indices(indices: list[int]) -> list[int]:
     """A config's layer indices (`leave_out`), sorted, each once, from 0 and below MAX_LAYERS."""
-    if any(not 0 <= i < MAX_LAYERS for i in indices):
-        bad = next(i for i in indices if not 0 <= i < MAX_LAYERS)
-        raise XlingError(f"leave-out takes layer indices from 0 to {MAX_LAYERS - 1}, not {bad}")
+    if outside := [i for i in indices if not 0 <= i < MAX_LAYERS]:
+        raise XlingError(f"leave-out takes layer indices from 0 to {MAX_LAYERS - 1}, not {outside[0]}")
     return sorted(set(indices))
 
 

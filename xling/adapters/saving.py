@@ -30,7 +30,6 @@ from xling.adapters.weights import (
 )
 from xling.errors import XlingError, naming
 from xling.fileio import atomic_directory, read_json, write_json_atomic
-from xling.options import typed
 
 
 def _record(model: AdaptedModel, kind: str, name: str, metadata: dict | None, **fields) -> dict:
@@ -144,7 +143,7 @@ def load(model: AdaptedModel, directory: Path, name: str | None = None, head: bo
             config = KINDS[kind].config.from_dict(_field(record, "config", dict, where), where)
             module = model.add_adapter(check_name(name), config)
         else:
-            adapters = [check_name(a) for a in typed(record, "adapters", list[str], None, where) or []]
+            adapters = [check_name(a) for a in _field(record, "adapters", list, where)]
             module = model.add_fusion(adapters, FusionConfig.from_dict(_field(record, "config", dict, where), where))
             name = ",".join(adapters)
     try:

@@ -26,7 +26,7 @@ from spacy.tokens import Doc, Span
 from spacy.util import filter_spans
 from thinc.api import Config
 
-from xling.device import check_precision
+from xling.device import check_device, check_precision
 from xling.errors import XlingError, naming
 from xling.fileio import read_json
 from xling.models.loading import DEFAULT_MODEL
@@ -60,8 +60,7 @@ class SavedComponent:
         check_decoder(self.decoder)
         check_batch_size(self.batch_size)
         check_precision(self.precision, inference=True)
-        if self.device not in ("auto", "cpu", "cuda"):
-            raise XlingError(f"device must be auto, cpu or cuda, not {self.device!r}")
+        check_device(self.device)
 
 
 class XlingNER:

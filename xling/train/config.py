@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from xling.adapters.fusion.config import FusionConfig
 from xling.adapters.registry import AdapterChoice, adapter_option
 from xling.data.labels import parse_label_map
-from xling.device import DEVICE_HELP, PRECISION_HELP, check_precision
+from xling.device import DEVICE_HELP, PRECISION_HELP, check_device, check_precision
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import at_least, comma_list, opt, positive
@@ -51,8 +51,7 @@ class TrainConfig:
         positive("lr", self.learning_rate)
         for name in ("warmup", "weight_decay", "max_grad_norm"):
             at_least(name, getattr(self, name), 0)
-        if self.device not in ("auto", "cpu", "cuda"):
-            raise XlingError(f"device must be auto, cpu or cuda, not {self.device!r}")
+        check_device(self.device)
         check_precision(self.precision)
 
 
