@@ -209,3 +209,11 @@ def test_any_saved_spacy_component_loads_or_is_refused_naming_it(copied_workspac
     (folder / SAVED).write_text(json.dumps(record | {"decoder": "evil"}))
     with pytest.raises(XlingError, match="xling.json: unknown decoder 'evil'"):
         spacy.load(tmp_path / "saved")
+
+
+def test_any_fingerprints_file_loads_or_is_refused_naming_it(trained_workspace, tmp_path):
+    from xling.data.fingerprints import FINGERPRINTS_FILE, read_fingerprints
+
+    root, model_dir, _, _ = trained_workspace
+    task = shutil.copytree(root / "ws" / model_dir.name / "task" / "ner-en", tmp_path / "ner-en")
+    fuzz(task / FINGERPRINTS_FILE, lambda: read_fingerprints(task))

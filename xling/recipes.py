@@ -44,6 +44,7 @@ from xling.fileio import read_json, write_json_atomic, write_text_atomic
 from xling.hub import CARD_FILE, REPORT_FILE, model_card, read_report
 from xling.models.loading import DEFAULT_MODEL
 from xling.options import build, check_type, defaults, options_of
+from xling.scoring.bootstrap import interval, paired
 from xling.tagging.evaluate import EvaluationOptions, evaluate
 from xling.tagging.options import TagOptions
 from xling.train.config import FusionOptions, LanguageAdapterOptions, SelfTrainingOptions, TaskAdapterOptions
@@ -243,7 +244,7 @@ RUNS = {
 # A step's keys are its command's options, named as on the command line.
 OPTIONS = {run: kind.options for run, kind in RUNS.items()}
 KEYS = {run: set(options_of(defaults(cls))) - RUN_LEVEL for run, cls in OPTIONS.items()}
-KEYS["evaluate"].add("label")  # the row's name in the results table
+KEYS["evaluate"] |= {"label", "baseline"}  # the row's name in the results table; an earlier row to test it against
 
 
 def produces(step: Step) -> tuple[str, str] | None:
@@ -308,10 +309,24 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
                 )
         if produces(step):
             made.add(produces(step))
+        problems += _baseline_problems(recipe, step)
     if problems:
         if len(problems) == 1:
             raise XlingError(problems[0])
         raise XlingError(f"recipe {recipe.file} has {len(problems)} problems:\n  " + "\n  ".join(problems))
+
+
+def _baseline_problems(recipe: Recipe, step: Step) -> list[str]:
+    """An evaluate step's `baseline` names an earlier evaluate step on the same data."""
+    baseline = step.options.get("baseline")
+    if step.run != "evaluate" or baseline is None:
+        return []
+    earlier = {s.title: s for s in recipe.steps[: step.number - 1] if s.run == "evaluate"}
+    if not isinstance(baseline, str) or baseline not in earlier:
+        return [f"{step.where(recipe.file)}: baseline {baseline!r} is no earlier evaluate step's title"]
+    if earlier[baseline].options.get("data") != step.options.get("data"):
+        return [f"{step.where(recipe.file)}: baseline {baseline!r} scores other data; a paired test needs the same"]
+    return []
 
 
 # ---- running ------------------------------------------------------------------------------------------
@@ -338,11 +353,17 @@ def run_step(
     result = kind.perform(step_options(replace(step, options=o), **run_level), console, progress, recipe)
     if not kind.scores:
         return None
-    result["label"] = o.get("label", step.title)
+    result |= {"label": o.get("label", step.title), "title": step.title, "baseline": o.get("baseline")}
     console.print(
         f"{result['label']}: F1 {100 * result['f1']:.1f} (precision {100 * result['precision']:.1f}, "
         f"recall {100 * result['recall']:.1f}) on {result['sentences']:,} sentences"
     )
+    if result["seen_in_training"]:
+        console.print(
+            f"[yellow]warning:[/] {result['seen_in_training']:,} of these sentences were in the training data of "
+            f"{result['task_adapter']}",
+            highlight=False,
+        )
     return result
 
 
@@ -462,18 +483,29 @@ METRICS = ("precision", "recall", "f1")
 
 
 def combine(runs: dict[int | None, list[dict]]) -> list[dict]:
-    """One row per evaluation: with several seeds, the mean of each metric, its standard deviation and the per-seed values."""
-    if list(runs) == [None]:
-        return runs[None]
-    rows = []
+    """One row per evaluation: with several seeds, the mean of each metric, its standard deviation and the
+    per-seed values; always how many sentences it rests on, its 95% interval (sentences, and seeds, resampled),
+    how many of them the task was trained on, and the paired test against its `baseline` row."""
+    rows, counts = [], {}
     for position, first in enumerate(next(iter(runs.values()))):
-        per_seed = [{"seed": seed, **{m: results[position][m] for m in METRICS}} for seed, results in runs.items()]
-        row = {"label": first["label"], "data": first["data"], "setup": first["setup"], "per_seed": per_seed}
-        row["computed_in"] = first.get("computed_in")
-        for metric in METRICS:
-            values = [run[metric] for run in per_seed]
-            row[metric] = statistics.fmean(values)
-            row[f"{metric}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
+        results = [seed_results[position] for seed_results in runs.values()]
+        if list(runs) == [None]:
+            row = {k: v for k, v in first.items() if k != "sentence_counts"}
+        else:
+            per_seed = [{"seed": seed, **{m: r[m] for m in METRICS}} for seed, r in zip(runs, results)]
+            row = {"label": first["label"], "data": first["data"], "setup": first["setup"], "per_seed": per_seed}
+            row["computed_in"] = first.get("computed_in")
+            for metric in METRICS:
+                values = [run[metric] for run in per_seed]
+                row[metric] = statistics.fmean(values)
+                row[f"{metric}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
+        seen, key = [r.get("seen_in_training") for r in results], first.get("title", first["label"])
+        row |= {"sentences": first["sentences"], "seen_in_training": None if None in seen else max(seen)}
+        if all("sentence_counts" in r for r in results):
+            counts[key] = [r["sentence_counts"] for r in results]
+            row["f1_interval"] = list(interval(counts[key]))
+        if key in counts and first.get("baseline") in counts:
+            row["versus"] = {"baseline": first["baseline"], **paired(counts[key], counts[first["baseline"]])}
         rows.append(row)
     return rows
 
@@ -505,20 +537,43 @@ def evaluation_record(row: dict, seed: int | None) -> dict:
 
 
 def results_table(rows: list[dict]) -> str:
-    """Markdown; with seeds, F1 per seed and mean ± standard deviation (precision and recall as means)."""
+    """Markdown; with seeds, F1 per seed and mean ± standard deviation (precision and recall as means); the 95%
+    interval, the sentences scored, and the paired test against a baseline row where the recipe names one."""
     seeds = [run["seed"] for run in rows[0].get("per_seed", [])]
     columns = ["evaluation", "data", "setup", *(f"F1 seed {s}" for s in seeds), "precision", "recall", "F1"]
+    columns += ["95% interval", "sentences", "against baseline"]
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for r in rows:
         cells = [r["label"], Path(r["data"]).parent.name + "/" + Path(r["data"]).name, f"`{r['setup']}`"]
         cells += [f"{100 * run['f1']:.1f}" for run in r.get("per_seed", [])]
-        cells += [f"{100 * r['precision']:.1f}", f"{100 * r['recall']:.1f}", _f1(r)]
+        cells += [f"{100 * r['precision']:.1f}", f"{100 * r['recall']:.1f}", _f1(r), _interval(r), _sentences(r)]
+        cells.append(_versus(r))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def _f1(row: dict) -> str:
     return f"{100 * row['f1']:.1f} ± {100 * row['f1_std']:.1f}" if "per_seed" in row else f"{100 * row['f1']:.1f}"
+
+
+def _interval(row: dict) -> str:
+    return f"[{100 * row['f1_interval'][0]:.1f}, {100 * row['f1_interval'][1]:.1f}]" if "f1_interval" in row else ""
+
+
+def _sentences(row: dict) -> str:
+    seen = row.get("seen_in_training")
+    return f"{row.get('sentences', 0):,}" + (f" ({seen:,} seen in training)" if seen else "")
+
+
+def _versus(row: dict) -> str:
+    """The difference to the baseline row, its 95% interval and p-value."""
+    if "versus" not in row:
+        return ""
+    v = row["versus"]
+    return (
+        f"{100 * v['difference']:+.1f} [{100 * v['low']:+.1f}, {100 * v['high']:+.1f}], p = {v['p']:.2f} "
+        f"vs {v['baseline']}"
+    )
 
 
 def print_plan(recipe: Recipe, console: Console) -> None:
@@ -589,10 +644,13 @@ def run_recipe(
             title=f"Results of {recipe.name}"
             + (f" (seeds {', '.join(map(str, recipe.seeds))})" if recipe.seeds else "")
         )
-        for column in ("evaluation", "setup", "P", "R", "F1"):
+        for column in ("evaluation", "setup", "P", "R", "F1", "95% interval", "n", "against baseline"):
             rich_table.add_column(column, justify="right" if len(column) <= 2 else "left")
         for r in rows:
-            rich_table.add_row(r["label"], r["setup"], *(f"{100 * r[k]:.1f}" for k in ("precision", "recall")), _f1(r))
+            precision_recall = (f"{100 * r[k]:.1f}" for k in ("precision", "recall"))
+            rich_table.add_row(
+                r["label"], r["setup"], *precision_recall, _f1(r), _interval(r), _sentences(r), _versus(r)
+            )
         Console().print(rich_table)
         console.print(f"results: {results_path / 'results.md'} and results.json")
     return rows

@@ -36,6 +36,7 @@ COMMANDS = {
     "train-fusion": ("xling.cli.train", "train_fusion_command"),
     "self-train": ("xling.cli.train", "self_train_command"),
     "evaluate": ("xling.cli.evaluate", "evaluate_command"),
+    "compare": ("xling.cli.evaluate", "compare_command"),
     "tag": ("xling.cli.tag", "tag"),
     "select": ("xling.cli.annotate", "select_command"),
     "annotate": ("xling.cli.annotate", "annotate_command"),

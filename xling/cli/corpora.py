@@ -46,3 +46,35 @@ def get_corpus(name: str = typer.Argument(..., help="A corpus of the catalogue, 
     console = Console(stderr=True)
     for path in fetch_all(catalog[name], console):
         console.print(f"[green]ready[/] {path}", highlight=False)
+
+
+@app.command("overlap")
+def overlap_command(
+    a: str = typer.Argument(
+        ..., help="A data set: a CoNLL or text file, a folder, corpus:NAME/SPLIT, corpus:NAME or wikiann:LANG."
+    ),
+    b: str = typer.Argument(..., help="Another data set, of any of the same kinds."),
+    as_json: bool = typer.Option(False, "--json", help="Print the overlap as JSON."),
+):
+    """How many sentences (and their entities) two data sets share verbatim: leakage between training and
+    evaluation data shows here."""
+    from xling.data.overlap import overlap
+
+    result = overlap(a, b)
+    if as_json:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+        return
+    table = Table(title=f"Overlap: {result['shared_sentences']:,} distinct sentences in both")
+    for column in ("data set", "sentences", "distinct", "entities", "sentences in the other", "their entities"):
+        table.add_column(column, justify="left" if column == "data set" else "right")
+    for side in (result["a"], result["b"]):
+        numbers = ("sentences", "distinct", "entities", "sentences_in_other", "entities_in_other")
+        table.add_row(side["data"], *(f"{side[key]:,}" for key in numbers))
+    Console().print(table)
+    same = result["a"]["same_tags"]
+    if same is not None:
+        Console().print(
+            f"{same:,} of the shared sentences of {a} carry the same tags in {b}; "
+            f"{result['shared_entity_mentions']:,} entity mentions (type and words) are in both.",
+            highlight=False,
+        )

@@ -32,7 +32,10 @@ def evaluate_command(
     decoder: str = option(EVALUATION, "decoder"),
     precision: str = option(EVALUATION, "precision"),
     runtime: str = option(EVALUATION, "runtime", "--runtime"),
-    as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
+    bootstrap: int = option(EVALUATION, "bootstrap"),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the scores as JSON (with --bootstrap, each sentence's counts, for xling compare)."
+    ),
 ):
     """Score a trained task on labelled data with seqeval (strict IOB2, entity level)."""
     from xling.scoring import scores_table  # seqeval loads slowly: not for --help
@@ -44,9 +47,39 @@ def evaluate_command(
             f"[yellow]note:[/] the data has entity types that {result['task_adapter']} never predicts ({missing}); they "
             f"count as missed. --drop-labels {missing} leaves them out, --label-map renames them."
         )
+    if result["seen_in_training"]:
+        console.print(
+            f"[yellow]warning:[/] {result['seen_in_training']:,} of the {result['sentences']:,} sentences of {data} "
+            f"were in the training data of {result['task_adapter']}: their scores are not held-out scores",
+            highlight=False,
+        )
+    if not bootstrap:
+        del result["sentence_counts"]  # thousands of lines; --bootstrap keeps them for xling compare
     if as_json:
         print(json.dumps(result, indent=2))
     else:
         Console().print(
             scores_table(result, f"{task.value} on {data}: {result['setup']} ({result['sentences']:,} sentences)")
         )
+
+
+def compare_command(
+    a: str = typer.Argument(..., help="A result of xling evaluate --bootstrap N --json."),
+    b: str = typer.Argument(..., help="Another, on the same sentences."),
+    samples: int = typer.Option(1000, "--samples", min=100, help="Bootstrap resamplings of the sentences."),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+):
+    """Is A better than B? The F1 difference on the same sentences, its 95% interval and a paired-bootstrap
+    p-value."""
+    from xling.scoring.compare import compare
+
+    result = compare(a, b, samples)
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    Console().print(
+        f"F1 {100 * result['f1_a']:.1f} ({a}) against {100 * result['f1_b']:.1f} ({b}) on {result['sentences']:,} "
+        f"sentences: difference {100 * result['difference']:+.1f}, 95% interval [{100 * result['low']:+.1f}, "
+        f"{100 * result['high']:+.1f}], p = {result['p']:.3f} (paired bootstrap, {samples:,} samples)",
+        highlight=False,
+    )

@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xling.data.silver import SPLITS as SILVER_SPLITS
+from xling.data.silver import SilverSplits
 from xling.errors import XlingError
 from xling.paths import cache_dir
 
@@ -38,9 +40,18 @@ class Corpus:
     licence: str | None = None
     revision: str | None = None  # what `hub` is pinned to
     unfetched: dict[str, str] = field(default_factory=dict)  # split -> where it comes from instead
+    silver: SilverSplits | None = None  # silver-dev and silver-pool, made here from a split of silver data
+
+    def __post_init__(self):
+        if isinstance(self.silver, dict):
+            self.silver = SilverSplits(**self.silver)
+
+    def made_from(self, split: str | None) -> str | None:
+        """The split a split's sentences come from: silver-dev and silver-pool are made from the silver source."""
+        return self.silver.source if self.silver and split in SILVER_SPLITS else split
 
     def public_source(self, split: str | None = None) -> str | None:
-        return self.unfetched.get(split or "") or self.source
+        return self.unfetched.get(self.made_from(split) or "") or self.source
 
 
 def corpora_root() -> Path | None:
@@ -96,7 +107,7 @@ def describe(catalog: dict[str, Corpus]) -> list[dict]:
                 "source": corpus.source,
                 "licence": corpus.licence,
                 "splits": corpus.splits,
-                "here": [s for s in corpus.splits if local_path(corpus, s)] if path else [],
+                "here": [s for s in corpus.splits if local_path(corpus, corpus.made_from(s))] if path else [],
                 "split_sources": {s: corpus.public_source(s) for s in corpus.splits},
             }
         )

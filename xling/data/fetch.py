@@ -24,6 +24,8 @@ from xling.data.catalog import (
 )
 from xling.data.conll import conll_text
 from xling.data.hub_datasets import hub_dataset, sentences_from_dataset
+from xling.data.silver import SPLITS as SILVER_SPLITS
+from xling.data.silver import write_silver
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, file_sha256, read_json, write_text_atomic
 
@@ -131,6 +133,8 @@ def resolve(reference: str, catalog: dict[str, Corpus] | None = None) -> str:
     corpus = catalog[name]
     if split and corpus.splits and split not in corpus.splits:
         raise XlingError(f"corpus {name} has no split {split!r} (splits: {', '.join(corpus.splits)})")
+    if corpus.silver and split in SILVER_SPLITS:
+        return str(silver_split(corpus, split, catalog))
     path = local_path(corpus, split or None)
     if path is not None and path.is_relative_to(corpus_cache()):
         check_manifest(corpus_cache() / corpus.local)  # fetched once: still what was fetched
@@ -143,3 +147,13 @@ def resolve(reference: str, catalog: dict[str, Corpus] | None = None) -> str:
         f"{corpora_root() or '(XLING_CORPORA is not set)'} nor in {corpus_cache()}, and has no hub source to fetch; "
         f"it comes from {corpus.public_source(split) or 'no public source'}: put it at {corpus.local}/ there"
     )
+
+
+def silver_split(corpus: Corpus, split: str, catalog: dict[str, Corpus]) -> Path:
+    """silver-dev or silver-pool of a corpus, made in the corpus cache from its silver and labelled splits."""
+    spec = corpus.silver
+    source = Path(resolve(f"{PREFIX}{corpus.name}/{spec.source}", catalog))
+    labelled = [Path(resolve(f"{PREFIX}{corpus.name}/{other}", catalog)) for other in spec.without]
+    folder = corpus_cache() / corpus.local
+    folder.mkdir(parents=True, exist_ok=True)
+    return write_silver(spec, source, labelled, folder, split)

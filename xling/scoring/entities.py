@@ -45,4 +45,10 @@ def scores_table(result: dict, title: str) -> Table:
         str(result["support"]),
         end_section=True,
     )
+    if "f1_interval" in result:
+        low, high = (100 * bound for bound in result["f1_interval"])
+        table.caption = (
+            f"F1 95% interval [{low:.1f}, {high:.1f}]: {result['bootstrap_samples']:,} resamplings of the "
+            f"{result['sentences']:,} sentences"
+        )
     return table

@@ -1,9 +1,15 @@
-"""`xling evaluate ner`: tag a labelled data set with a trained task (or fusion) and score it."""
+"""`xling evaluate ner`: tag a labelled data set with a trained task (or fusion) and score it.
+
+The result carries each sentence's entity counts (`sentence_counts`), from which `--bootstrap` draws its
+interval and `xling compare` its paired test, and how many of the sentences the task was trained on
+(`seen_in_training`, from the fingerprints saved with it; None when it does not say).
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from xling.data.fingerprints import fingerprint, sentences_digest, trained_on
 from xling.data.labels import relabel
 from xling.data.sources import load_ner
 from xling.tagging.options import EvaluationOptions
@@ -14,12 +20,18 @@ if TYPE_CHECKING:
 
 def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
     sentences = relabel(load_ner(options.data, "validation"), options.drop_labels, options.label_map)[: options.limit]
-    from xling.scoring.entities import score  # seqeval, and torch with the tagger: when evaluating, not for --help
+    from xling.scoring.bootstrap import interval, sentence_counts  # seqeval, and torch with the tagger: when
+    from xling.scoring.entities import score  # evaluating, not for --help
     from xling.tagging.tagger import Tagger
 
     tagger = tagger or Tagger.from_options(options)
     predicted = tagger.tag_words([s.tokens for s in sentences])
-    result = score([s.tags for s in sentences], [[tag for tag, _ in p] for p in predicted])
+    gold, tags = [s.tags for s in sentences], [[tag for tag, _ in p] for p in predicted]
+    result = score(gold, tags)
+    counts = sentence_counts(gold, tags)
+    if options.bootstrap:
+        result |= {"f1_interval": list(interval(counts, options.bootstrap)), "bootstrap_samples": options.bootstrap}
+    seen = trained_on(getattr(tagger, "trained_from", []))
     # Gold types the head has no label for count as missed entities: say so rather than let F1 drop silently.
     predictable = {label[2:] for label in tagger.labels if label != "O"}
     gold_types = {tag[2:] for s in sentences for tag in s.tags if tag != "O"}
@@ -33,6 +45,9 @@ def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
             "computed_in": tagger.computed_in,
             "runtime": tagger.runtime,
             "types_not_predicted": sorted(gold_types - predictable),
+            "seen_in_training": None if seen is None else sum(fingerprint(s.tokens) in seen for s in sentences),
+            "sentences_digest": sentences_digest(s.tokens for s in sentences),
+            "sentence_counts": counts.tolist(),
         }
     )
     return result

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from xling import __version__
+from xling.data.fingerprints import trained_on, write_fingerprints
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, write_json_atomic
 from xling.tagging.align import Window, length_batches, padded
@@ -231,6 +232,8 @@ def export_onnx(
             keep_fp32 = massive_inputs(fp32, hidden_size, *calibration_batch(tagger))
             quantise(fp32, staging / GRAPH_FILES["int8"], hidden_size, keep_fp32)
         tagger.tokenizer.save_pretrained(str(staging))
+        if (prints := trained_on(getattr(tagger, "trained_from", []))) is not None:
+            write_fingerprints(staging, prints)
         labels = tagger.labels
         hf_config = encoder_config.to_dict() | {"id2label": dict(enumerate(labels))}
         hf_config["label2id"] = {label: i for i, label in enumerate(labels)}

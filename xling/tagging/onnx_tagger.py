@@ -171,6 +171,7 @@ class OnnxTagger(TextTagger):
         if width != len(self.labels):
             raise XlingError(f"{self.directory / CONFIG_FILE}: {len(self.labels)} labels, but the graph scores {width}")
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.directory))
+        self.trained_from = [self.directory]  # the export keeps its tasks' training fingerprints
 
     @property
     def computed_in(self) -> str:

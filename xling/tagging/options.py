@@ -94,6 +94,9 @@ class EvaluationOptions:
     decoder: str | None = opt(None, SAVED_DECODER_HELP)
     precision: str = opt("auto", INFERENCE_PRECISION_HELP)
     runtime: str = opt("torch", RUNTIME_HELP)
+    bootstrap: int = opt(
+        0, "Resample the sentences N times for a 95% interval of F1 (1000 is usual; 0: none). The model runs once."
+    )
 
     def __post_init__(self):
         check_runtime_precision(self.runtime, self.precision)
@@ -101,3 +104,4 @@ class EvaluationOptions:
         check_precision(self.precision, inference=True)
         at_least("limit", self.limit, 1)
         at_least("batch_size", self.batch_size, 1)
+        at_least("bootstrap", self.bootstrap, 0)

@@ -95,10 +95,12 @@ class Tagger(TextTagger):
         if fusion:
             loaded, tokenizer, head, setup = load_fusion_model(model, ws, fusion)
             decoder = decoder or DEFAULT_DECODER
+            trained = [ws.task(adapter) for adapter in setup.children]
         else:
             directory = directories["task"] = ws.task(ws.task_adapter_name(task, lang, adapter))
             loaded, tokenizer, record = load_task_model(model, directory)
             head, setup = record.name, (record.name if record.method == "adapter" else None)
+            trained = [directory]
             decoder = decoder or check_decoder(record.decoder)
         if setup is not None and use_lang_adapter:
             directories["lang"] = ws.lang_adapter(lang_adapter or lang)
@@ -108,6 +110,7 @@ class Tagger(TextTagger):
         loaded.eval()
         tagger = cls(loaded, tokenizer, head, setup, batch_size, decoder, precision)
         tagger.directories = directories
+        tagger.trained_from = trained  # the task folders whose fingerprints say what it was trained on
         return tagger
 
     @classmethod

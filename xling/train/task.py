@@ -15,6 +15,7 @@ from rich.console import Console
 from xling.adapters import AdaptedModel, Stack, TaggingHead, TaggingHeadConfig
 from xling.adapters.registry import describe, kind_of
 from xling.adapters.saving import load
+from xling.data.fingerprints import FINGERPRINTS_FILE, fingerprints, fingerprints_text, read_fingerprints
 from xling.data.labels import label_list, relabel
 from xling.data.sources import load_ner
 from xling.errors import XlingError
@@ -157,7 +158,13 @@ def train_task_adapter(
     record = TaskRecord(
         name, options.task, lang, options.method, str(lang_dir) if lang_dir else None, labels, options.decoder
     )
-    return run.save(report, lambda target, extra: save_task(model, tokenizer, record, target, options.overwrite, extra))
+    prints = fingerprints(s.tokens for s in every_sentence)
+    if options.init_from:  # it learned what it continues from too
+        prints |= read_fingerprints(workspace.task(options.init_from)) or set()
+    extra = {FINGERPRINTS_FILE: fingerprints_text(prints)}
+    return run.save(
+        report, lambda target, more: save_task(model, tokenizer, record, target, options.overwrite, more | extra)
+    )
 
 
 def _train_without_adapters(model: AdaptedModel, name: str, method: str):

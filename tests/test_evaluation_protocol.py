@@ -1,0 +1,172 @@
+"""Numbers a reviewer can trust: clean silver splits, overlap and leakage found, intervals and paired tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.tiny import run_xling, synthetic_conll
+from xling.data.conll import Sentence, conll_text, read_conll
+from xling.data.fetch import resolve
+from xling.data.fingerprints import fingerprint
+from xling.scoring.bootstrap import interval, mean_f1, paired, sentence_counts
+
+
+def write(path: Path, sentences: list[Sentence]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(conll_text(sentences), encoding="utf-8")
+    return path
+
+
+def silver_root(tmp_path: Path, monkeypatch, extra: list[Sentence], labelled: list[Sentence]) -> Path:
+    """A local corpora root with WikiANN-qu's train, dev and extra, and a fresh corpus cache."""
+    root = tmp_path / "corpora"
+    write(root / "ner" / "wikiann-qu" / "train", labelled[:2])
+    write(root / "ner" / "wikiann-qu" / "dev", labelled[2:])
+    write(root / "ner" / "wikiann-qu" / "extra", extra)
+    monkeypatch.setenv("XLING_CORPORA", str(root))
+    monkeypatch.setenv("XLING_HOME", str(tmp_path / "home"))
+    return root
+
+
+def silver_splits() -> dict[str, list[str]]:
+    return {
+        split: [fingerprint(s.tokens) for s in read_conll(resolve(f"corpus:wikiann-qu/{split}"))]
+        for split in ("silver-dev", "silver-pool")
+    }
+
+
+def test_the_silver_splits_are_stable_disjoint_deduplicated_and_free_of_labelled_sentences(tmp_path, monkeypatch):
+    distinct = [Sentence([f"Llaqta{i}", "sutiyuq", "kan", "."], ["B-LOC", "O", "O", "O"]) for i in range(300)]
+    labelled = [Sentence(["Qusqu", "llaqta", "."], ["B-LOC", "O", "O"]), Sentence(["Inti", "."], ["B-PER", "O"])]
+    labelled += [Sentence(["Lima", "Piruwpa", "umallaqtanmi", "."], ["B-LOC", "B-LOC", "O", "O"])]
+    planted = [Sentence(["lima", "piruwpa", "umallaqtanmi."], ["B-LOC", "B-LOC", "O"])]  # dev's, respaced and cased
+    extra = distinct + distinct[:40] + planted + labelled[:1]
+    root = silver_root(tmp_path, monkeypatch, extra, labelled)
+    splits = silver_splits()
+    dev, pool = splits["silver-dev"], splits["silver-pool"]
+    assert len(set(dev)) == len(dev) and len(set(pool)) == len(pool) and not set(dev) & set(pool)
+    assert set(dev) | set(pool) == {fingerprint(s.tokens) for s in distinct}  # no labelled sentence, none lost
+    assert 0.15 < len(dev) / 300 < 0.45
+    # the same sentences in another order, with others added, keep their sides
+    more = [Sentence([f"Mayu{i}", "."], ["B-LOC", "O"]) for i in range(50)]
+    write(root / "ner" / "wikiann-qu" / "extra", more + list(reversed(extra)))
+    again = silver_splits()
+    assert set(dev) <= set(again["silver-dev"]) and set(pool) <= set(again["silver-pool"])
+    assert len(again["silver-dev"]) + len(again["silver-pool"]) == 350
+
+
+def test_overlap_counts_shared_sentences_and_their_entities(tmp_path):
+    a = write(tmp_path / "a.conll", [Sentence(["Inti", "chayamun"], ["B-PER", "O"]), Sentence(["Ñawi"], ["O"])])
+    b = write(tmp_path / "b.conll", [Sentence(["inti", "chayamun"], ["B-PER", "O"]), Sentence(["Puka"], ["O"])])
+    text = tmp_path / "c.txt"
+    text.write_text("Ñawi\nMana kanchu\n", encoding="utf-8")
+    result = json.loads(run_xling("corpora", "overlap", a, b, "--json").stdout)
+    assert result["shared_sentences"] == 1 and result["a"]["entities_in_other"] == 1
+    assert result["a"]["same_tags"] == 1 and result["shared_entity_mentions"] == 1
+    shown = run_xling("corpora", "overlap", a, text)
+    assert shown.returncode == 0 and "1 distinct sentences in both" in shown.stdout, shown.stderr
+    none = json.loads(run_xling("corpora", "overlap", b, text, "--json").stdout)
+    assert none["shared_sentences"] == 0 and none["a"]["sentences_in_other"] == 0
+
+
+def test_counts_give_seqevals_f1_and_a_perfect_tagger_has_no_spread():
+    from xling.scoring.entities import score
+
+    gold = [["B-PER", "I-PER", "O"], ["B-LOC", "O"], ["O", "B-ORG"], ["O"]]
+    predicted = [["B-PER", "I-PER", "O"], ["B-LOC", "B-LOC"], ["O", "I-ORG"], ["O"]]
+    counts = sentence_counts(gold, predicted)
+    assert counts.tolist() == [[1, 1, 1], [1, 2, 1], [0, 0, 1], [0, 0, 0]]  # strict IOB2: a lone I- is no entity
+    assert mean_f1(counts) == pytest.approx(score(gold, predicted)["f1"])
+    assert interval(sentence_counts(gold, gold)) == (1.0, 1.0)
+
+
+def test_the_interval_of_a_small_example_is_the_one_worked_by_hand():
+    # Two sentences, one right (1 of 1) and one wrong (0 of 1): a resample holds both twice over with
+    # probability 1/4 each (F1 1 and 0) and one of each with 1/2 (F1 0.5); the 2.5% and 97.5% points are 0 and 1.
+    counts = [[1, 1, 1], [0, 1, 1]]
+    assert interval(counts, samples=2000) == (0.0, 1.0)
+    draws = np.random.default_rng(0).multinomial(2, [0.5, 0.5], size=2000)  # the same check of the shares
+    assert abs((draws[:, 0] == 1).mean() - 0.5) < 0.05
+
+
+def test_a_paired_test_of_a_system_against_itself_finds_nothing_and_finds_a_real_gap():
+    rng = np.random.default_rng(1)
+    gold = rng.integers(1, 3, size=(3, 200))
+    good = np.stack([gold, gold, gold], axis=-1)  # every entity found
+    half = np.stack([gold // 2, gold, gold], axis=-1)
+    same = paired(good, good)
+    assert same["difference"] == 0 and same["p"] == pytest.approx(1.0) and same["low"] == same["high"] == 0
+    gap = paired(good, half)
+    assert gap["difference"] > 0.3 and gap["low"] > 0 and gap["p"] < 0.01
+
+
+def test_evaluate_warns_of_sentences_seen_in_training_and_carries_the_interval(trained_workspace, tmp_path):
+    root, model_dir, train, dev = trained_workspace
+    where = ["--model", str(model_dir), "-w", str(root / "ws")]
+    seen = read_conll(train)[:3]
+    trained_on = {fingerprint(s.tokens) for s in read_conll(train)}
+    unseen = [
+        s for s in read_conll(synthetic_conll(tmp_path / "other", 60, 7)) if fingerprint(s.tokens) not in trained_on
+    ]
+    mixed = write(tmp_path / "mixed.conll", seen + unseen)
+    done = run_xling("evaluate", "ner", mixed, "--lang", "qu", "-t", "ner-en", "--bootstrap", "500", "--json", *where)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["seen_in_training"] == 3 and "3 of the" in done.stderr and "training data of ner-en" in done.stderr
+    low, high = result["f1_interval"]
+    assert low <= result["f1"] <= high and len(result["sentence_counts"]) == len(seen + unseen)
+    (tmp_path / "a.json").write_text(done.stdout)
+    compared = json.loads(run_xling("compare", tmp_path / "a.json", tmp_path / "a.json", "--json").stdout)
+    assert compared["difference"] == 0 and compared["p"] == pytest.approx(1.0)
+    from xling.tagging.evaluate import EvaluationOptions, evaluate
+
+    clean = write(tmp_path / "clean.conll", unseen)
+    options = EvaluationOptions(
+        data=str(clean), lang="qu", task_adapter="ner-en", model=str(model_dir), workspace=str(root / "ws")
+    )
+    assert evaluate(options)["seen_in_training"] == 0
+
+
+def test_no_training_pool_shares_a_sentence_with_an_evaluation_split(corpora_root, monkeypatch, tmp_path):
+    monkeypatch.setenv("XLING_CORPORA", str(corpora_root))
+    monkeypatch.setenv("XLING_HOME", str(tmp_path / "home"))
+    split = {
+        name: {fingerprint(s.tokens) for s in read_conll(resolve(f"corpus:wikiann-qu/{name}"))}
+        for name in ("train", "dev", "silver-dev", "silver-pool")
+    }
+    for pool, evaluation in (("silver-pool", "silver-dev"), ("silver-pool", "dev"), ("train", "silver-dev")):
+        assert not split[pool] & split[evaluation], (pool, evaluation)
+    assert 350 <= len(split["silver-dev"]) <= 450
+
+
+def test_a_recipe_row_carries_its_interval_and_its_paired_test_against_a_baseline(trained_workspace, tmp_path):
+    from xling.errors import XlingError
+    from xling.recipes import read_recipe, run_recipe
+
+    root, model_dir, _, dev = trained_workspace
+    steps = [("plain", None), ("split decoder", "plain")]
+    text = f'[recipe]\nname = "paired"\nmodel = "{model_dir}"\nworkspace = "{tmp_path / "ws"}"\n'
+    for title, baseline in steps:
+        text += (
+            f'\n[[step]]\ntitle = "{title}"\nrun = "evaluate"\ndata = "{dev}"\nlang = "qu"\ntask_adapter = "ner-en"\n'
+        )
+        text += 'decoder = "split"\n' if baseline else ""
+        text += f'baseline = "{baseline}"\n' if baseline else ""
+    import shutil
+
+    shutil.copytree(root / "ws", tmp_path / "ws")
+    recipe = tmp_path / "paired.toml"
+    recipe.write_text(text)
+    plain, split = run_recipe(recipe)
+    low, high = plain["f1_interval"]
+    assert low <= plain["f1"] <= high and plain["sentences"] == len(read_conll(dev)) and "sentence_counts" not in plain
+    versus = split["versus"]
+    assert versus["baseline"] == "plain" and versus["difference"] == pytest.approx(split["f1"] - plain["f1"])
+    assert versus["low"] <= versus["difference"] <= versus["high"] and 0 <= versus["p"] <= 1
+    recipe.write_text(text.replace('baseline = "plain"', 'baseline = "nowhere"'))
+    with pytest.raises(XlingError, match="baseline 'nowhere' is no earlier evaluate step"):
+        run_recipe(read_recipe(recipe).file)

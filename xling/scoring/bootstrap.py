@@ -1,0 +1,80 @@
+"""Uncertainty of entity F1: per-sentence counts, resampled (Koehn 2004; Berg-Kirkpatrick et al. 2012).
+
+A system's result on a data set is kept as counts per sentence: entities found correctly, predicted, and in the
+gold data (seqeval's strict IOB2 entities, so their sums give seqeval's micro F1). A bootstrap sample draws the
+sentences again with replacement and sums their counts: the model runs once, only the counts are resampled. With
+several seeds (counts of shape seeds x sentences x 3) each sample also draws the seeds again and averages their
+F1, so the interval holds the spread between seeds as well as between sentences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from seqeval.scheme import IOB2, Entities
+
+CONFIDENCE = 0.95
+DEFAULT_SAMPLES = 1000
+
+
+def sentence_counts(gold: list[list[str]], predicted: list[list[str]]) -> np.ndarray:
+    """(sentences, 3) integers: correct, predicted and gold entities of each sentence."""
+    gold_entities = Entities(gold, IOB2).entities
+    predicted_entities = Entities(predicted, IOB2).entities
+    counts = np.zeros((len(gold), 3), dtype=np.int64)
+    for i, (g, p) in enumerate(zip(gold_entities, predicted_entities)):
+        counts[i] = len({e.to_tuple() for e in g} & {e.to_tuple() for e in p}), len(p), len(g)
+    return counts
+
+
+def f1(summed: np.ndarray) -> np.ndarray:
+    """Micro F1 from summed counts (..., 3); 0 where nothing was predicted or expected (as seqeval)."""
+    denominator = summed[..., 1] + summed[..., 2]
+    return np.where(denominator > 0, 2 * summed[..., 0] / np.maximum(denominator, 1), 0.0)
+
+
+def _by_seed(counts: np.ndarray | Sequence) -> np.ndarray:
+    counts = np.asarray(counts, dtype=np.int64)
+    return counts[None] if counts.ndim == 2 else counts
+
+
+def _resampled_f1(counts: np.ndarray, weights: np.ndarray, seed_draws: np.ndarray) -> np.ndarray:
+    """Mean F1 over the drawn seeds of each sample: (samples,)."""
+    per_seed = f1(np.einsum("bn,snk->sbk", weights, counts))  # (seeds, samples)
+    return per_seed[seed_draws.T, np.arange(weights.shape[0])].mean(axis=0)
+
+
+def _draws(seeds: int, sentences: int, samples: int, rng_seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(rng_seed)
+    weights = rng.multinomial(sentences, np.full(sentences, 1 / sentences), size=samples).astype(np.float64)
+    seed_draws = rng.integers(0, seeds, size=(samples, seeds)) if seeds > 1 else np.zeros((samples, 1), np.int64)
+    return weights, seed_draws
+
+
+def mean_f1(counts) -> float:
+    """F1 of each seed, averaged."""
+    return float(f1(_by_seed(counts).sum(axis=1)).mean())
+
+
+def interval(counts, samples: int = DEFAULT_SAMPLES, rng_seed: int = 0) -> tuple[float, float]:
+    """The 95% percentile bootstrap interval of F1 (of the mean F1 over seeds for counts of several seeds)."""
+    counts = _by_seed(counts)
+    weights, seed_draws = _draws(counts.shape[0], counts.shape[1], samples, rng_seed)
+    low, high = np.quantile(_resampled_f1(counts, weights, seed_draws), [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
+    return float(low), float(high)
+
+
+def paired(a, b, samples: int = DEFAULT_SAMPLES, rng_seed: int = 0) -> dict:
+    """A against B on the same sentences (and, with seeds, seed by seed): the difference of mean F1, its 95%
+    interval, and the two-sided p-value of no difference (the share of samples whose difference, centred on the
+    observed one, is at least as far from zero as the observed one)."""
+    a, b = _by_seed(a), _by_seed(b)
+    if a.shape != b.shape:
+        raise ValueError(f"paired counts must have one shape (seeds, sentences, 3), not {a.shape} and {b.shape}")
+    weights, seed_draws = _draws(a.shape[0], a.shape[1], samples, rng_seed)
+    differences = _resampled_f1(a, weights, seed_draws) - _resampled_f1(b, weights, seed_draws)
+    observed = mean_f1(a) - mean_f1(b)
+    low, high = np.quantile(differences, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
+    p_value = float(np.mean(np.abs(differences - observed) >= abs(observed) - 1e-12))
+    return {"difference": observed, "low": float(low), "high": float(high), "p": p_value, "samples": samples}
