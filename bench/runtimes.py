@@ -5,8 +5,9 @@ the Quechua text corpus (`text/qu`, shuffled with a seed, repeated past its end)
 and size so that each peak memory (`VmHWM`, the model included) is its own; lines/s counts the tagging, not
 the loading. The runs of one size go side by side, so that the ratios compare like with like on this CPU.
 
-Quality: WikiANN-en dev (`Stack(en, ner-en)`) and WikiANN-qu dev (`Stack(qu, ner-en)`) F1 with each runtime and
-the same adapters, for each seed's workspace given (`--quality`).
+Quality: WikiANN-en dev (`Stack(en, ner-en)`), WikiANN-qu dev and silver-dev (`Stack(qu, ner-en)`) F1 with each
+runtime and the same adapters, for each seed's workspace given (`--quality`): mean ± sd over the seeds, the 95%
+interval (sentences and seeds resampled), and each int8 runtime paired against its own fp32.
 
 Both use the adapters of `--workspace` (the zero-shot steps of `recipes/quality-qu.toml`, trained there when
 missing) and write `results/runtimes/`; the speed docs' table is generated from them.
@@ -14,6 +15,7 @@ missing) and write `results/runtimes/`; the speed docs' table is generated from 
     python -m bench.runtimes --sizes 1000,10000,100000       # speed; about an hour on 2 CPU cores
     python -m bench.runtimes --largest-for onnx-int8         # 100k lines with ONNX int8 only: 25 minutes
     python -m bench.runtimes --quality                       # F1 with seed 1's adapters (others: --seeds)
+    python -m bench.runtimes --quality --seeds 1,2,3 --data 'wikiann-qu dev,wikiann-qu silver-dev' --record quality-qu
 
 `--seeds 1,2,3` reads `<workspace>/seed-N`; the docs' F1 figures use `--workspace xling-workspace/lora-qu`,
 where `xling run recipes/lora-qu.toml` trained the bottleneck `ner-en` with seeds 1-3 over one pair of
@@ -41,7 +43,11 @@ VARIANTS = {  # name: (runtime, precision)
     "onnx-int8": ("onnx", "int8"),
 }
 MODEL = "e5-small"
-QUALITY = {"wikiann-en dev": ("corpus:wikiann-en/dev", "en"), "wikiann-qu dev": ("corpus:wikiann-qu/dev", "qu")}
+QUALITY = {
+    "wikiann-en dev": ("corpus:wikiann-en/dev", "en"),
+    "wikiann-qu dev": ("corpus:wikiann-qu/dev", "qu"),
+    "wikiann-qu silver-dev": ("corpus:wikiann-qu/silver-dev", "qu"),
+}
 
 
 def write_corpus(path: Path, size: int, seed: int = 0) -> None:
@@ -104,28 +110,35 @@ def speed(sizes: list[int], variants: list[str], workspace: str, largest_for: li
     return rows
 
 
-def quality(workspaces: dict[int, str], variants: list[str]) -> list[dict]:
-    """Dev F1 of each runtime with each seed's adapters, in the results files' row shape."""
+def quality(workspaces: dict[int, str], variants: list[str], data_sets: list[str]) -> list[dict]:
+    """F1 of each runtime with each seed's adapters, in the results files' row shape."""
+    from xling.scoring.bootstrap import interval, paired
     from xling.tagging.evaluate import evaluate
     from xling.tagging.options import EvaluationOptions
 
     rows = []
-    for label, (data, lang) in QUALITY.items():
+    for label in data_sets:
+        data, lang = QUALITY[label]
+        counts = {}
         for variant in variants:
             runtime, precision = VARIANTS[variant]
-            per_seed = []
+            per_seed, counts[variant] = [], []
             for seed, workspace in workspaces.items():
                 options = EvaluationOptions(data=data, lang=lang, task_adapter="ner-en", model=MODEL)
                 options.workspace, options.runtime, options.precision = workspace, runtime, precision
                 result = evaluate(options)
                 per_seed.append({"seed": seed, "f1": result["f1"]})
+                counts[variant].append(result["sentence_counts"])
                 print(json.dumps({"data": label, "variant": variant, **per_seed[-1]}), flush=True)
             values = [s["f1"] for s in per_seed]
-            rows.append(
-                {"label": f"{label}, {variant}", "data": data, "setup": result["setup"], "computed_in": variant}
-                | {"per_seed": per_seed, "f1": statistics.fmean(values)}
-                | {"f1_std": statistics.stdev(values) if len(values) > 1 else 0.0}
-            )
+            row = {"label": f"{label}, {variant}", "data": data, "setup": result["setup"], "computed_in": variant}
+            row |= {"per_seed": per_seed, "f1": statistics.fmean(values)}
+            row |= {"f1_std": statistics.stdev(values) if len(values) > 1 else 0.0, "sentences": result["sentences"]}
+            row |= {"f1_interval": list(interval(counts[variant])), "seen_in_training": result["seen_in_training"]}
+            fp32 = variant.replace("int8", "fp32")
+            if fp32 != variant and fp32 in counts:  # what int8 costs, on the same sentences and seeds
+                row["versus"] = {"baseline": fp32, **paired(counts[variant], counts[fp32])}
+            rows.append(row)
     return rows
 
 
@@ -172,6 +185,8 @@ def main() -> None:
     parser.add_argument("--largest-for", help="the variants measured at the largest size (default: all)")
     parser.add_argument("--quality", action="store_true", help="measure dev F1 instead of speed")
     parser.add_argument("--seeds", default="1", help="with --quality: seeds whose workspaces have adapters")
+    parser.add_argument("--data", default=",".join(QUALITY), help="with --quality: the data sets scored")
+    parser.add_argument("--record", default="quality", help="with --quality: results/runtimes/RECORD.json")
     parser.add_argument("--workspace", default=str(REPO / "xling-workspace" / "active-qu"))
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", help=argparse.SUPPRESS)
@@ -186,8 +201,8 @@ def main() -> None:
     if args.quality:
         seeds = [int(s) for s in args.seeds.split(",")]
         workspaces = {seed: str(Path(args.workspace) / f"seed-{seed}") for seed in seeds}
-        rows = quality(workspaces, variants)
-        record("quality", {"recipe": "runtimes", "seeds": seeds, "rows": rows})
+        rows = quality(workspaces, variants, args.data.split(","))
+        record(args.record, {"recipe": "runtimes", "seeds": seeds, "rows": rows})
         return
     largest_for = args.largest_for.split(",") if args.largest_for else variants
     rows = speed([int(s) for s in args.sizes.split(",")], variants, str(Path(args.workspace) / "seed-1"), largest_for)

@@ -18,17 +18,22 @@ RESULTS = ROOT / "results"
 ACTIVE = "active-qu/"  # the active-learning simulation's files, one per setting
 SPEED = "runtimes/speed.json"  # `bench/runtimes.py`'s timings: a table of their own on the speed page
 QUALITY = "runtimes/quality.json"  # its F1 per runtime (also on the results page)
-# The README's table: (what, results file or files, row label). At most six rows.
+# The README's table: (what, results file or files, row label). At most six rows. An active-learning row's label
+# is "<setting>, <answers> answers", scored on silver-dev.
 EXPECT = [
     ("English NER (WikiANN-en dev), `Stack(en, ner-en)`", "quality-qu/fp32-cpu.json", "wikiann-en dev"),
     ("Quechua zero-shot (WikiANN-qu dev), `Stack(qu, ner-en)`", "quality-qu/fp32-cpu.json", "zero-shot"),
-    ("the same with `--decoder split`", "quality-qu/fp32-cpu.json", "zero-shot, decoder split"),
     (
-        "few-shot: 100 Quechua gold sentences",
+        "few-shot: 100 Quechua gold sentences (WikiANN-qu dev)",
         "quality-qu/bf16-cpu.json",
         "few-shot, up to 40 epochs, patience 10 (the recipe's now)",
     ),
-    ("silver (2,239 sentences) + gold", "quality-qu/fp32-cpu.json", "silver + gold"),
+    ("100 answers, random sentences (silver-dev)", "active-qu/random-correct.json", "random-correct, 100 answers"),
+    (
+        "200 answers, `xling select`'s default `uncertainty` (silver-dev)",
+        "active-qu/uncertainty-correct.json",
+        "uncertainty-correct, 200 answers",
+    ),
     (
         "zero-shot pipeline, minutes a seed: 2 CPU cores; one GPU",
         ["quality-qu/zero-shot-pipeline-xeon.json", "quality-qu/zero-shot-pipeline-h200.json"],
@@ -42,7 +47,8 @@ def result_files() -> dict[str, dict]:
 
 
 def value(row: dict, with_seeds: bool = False) -> str:
-    """Mean ± sd over the seeds (F1 in points, minutes as they are), optionally with the per-seed values."""
+    """Mean ± sd over the seeds (F1 in points, minutes as they are) and F1's 95% interval where the run kept its
+    sentences' counts, optionally with the per-seed values."""
     metric = row.get("metric", "f1")
     scale = 100 if metric == "f1" else 1
     text = f"{scale * row[metric]:.1f}"
@@ -50,21 +56,50 @@ def value(row: dict, with_seeds: bool = False) -> str:
         text += f" ± {scale * row[metric + '_std']:.1f}"
     else:  # a score names its seed; a timing, that it is one run
         text += f" (seed {row['per_seed'][0]['seed']})" if metric == "f1" else " (one run)"
+    if metric == "f1":
+        text += (
+            f" [{interval_text(row['f1_interval'])}]" if "f1_interval" in row else " (no interval: earlier protocol)"
+        )
     if with_seeds:
         text = " / ".join(f"{scale * s[metric]:.1f}" for s in row["per_seed"]) + f" | {text}"
     return text
 
 
+def interval_text(bounds: list[float]) -> str:
+    return f"{100 * bounds[0]:.1f}, {100 * bounds[1]:.1f}"
+
+
+def sentences(row: dict) -> str:
+    """How many sentences a score rests on, and how many of them its task was trained on."""
+    seen = row.get("seen_in_training")
+    return f"{row['sentences']:,}" + (f" ({seen:,} seen in training)" if seen else "") if "sentences" in row else ""
+
+
+def versus(row: dict) -> str:
+    if "versus" not in row:
+        return ""
+    v = row["versus"]
+    return f"{100 * v['difference']:+.1f} [{100 * v['low']:+.1f}, {100 * v['high']:+.1f}], p {v['p']:.2f}"
+
+
 def find_row(files: dict, file: str, label: str) -> dict:
-    return next(r for r in files[file]["rows"] if r["label"] == label)
+    row = next(r for r in files[file]["rows"] if r["label"] == label)
+    return active_row(row, "silver-dev") if "scores" in row else row
+
+
+def active_row(row: dict, evaluation: str) -> dict:
+    """An active-learning row on one evaluation set, shaped as a recipe's row."""
+    per_seed = [{"seed": s["seed"], "f1": s[evaluation]} for s in row["per_seed"]]
+    return row["scores"][evaluation] | {"per_seed": per_seed, "label": row["label"]}
 
 
 def expect_table(files: dict) -> str:
-    lines = ["| what | mean ± sd over seeds | run on |", "|---|---|---|"]
+    lines = ["| what | mean ± sd over seeds [95% interval] | sentences scored | run on |", "|---|---|---|---|"]
     for what, names, label in EXPECT:
         names = [names] if isinstance(names, str) else names  # one cell may hold several runs, ';' between
-        values = "; ".join(value(find_row(files, name, label)) for name in names)
-        lines.append(f"| {what} | {values} | {'; '.join(files[name]['machine'] for name in names)} |")
+        rows = [find_row(files, name, label) for name in names]
+        values, scored = "; ".join(map(value, rows)), "; ".join(filter(None, map(sentences, rows)))
+        lines.append(f"| {what} | {values} | {scored} | {'; '.join(files[name]['machine'] for name in names)} |")
     return "\n".join(lines)
 
 
@@ -89,38 +124,64 @@ def results_page(files: dict) -> str:
         ]
         if data.get("note"):
             parts += ["", data["note"]]
-        parts += ["", "| evaluation | setup | computed in | per seed | mean ± sd |", "|---|---|---|---|---|"]
         parts += [
-            f"| {r['label']} | `{r['setup']}` | {r.get('computed_in') or ''} | {value(r, with_seeds=True)} |"
+            "",
+            "| evaluation | setup | computed in | per seed | mean ± sd [95% interval] | sentences | against baseline |",
+        ]
+        parts += ["|---|---|---|---|---|---|---|"]
+        parts += [
+            f"| {r['label']} | `{r['setup']}` | {r.get('computed_in') or ''} | {value(r, with_seeds=True)} | "
+            f"{sentences(r)} | {versus(r)} |"
             for r in data["rows"]
         ]
     return "\n".join(parts + learning_curves(files)) + "\n"
 
 
 def learning_curves(files: dict) -> list[str]:
-    """The active-learning runs side by side: dev F1 (mean ± sd over seeds) and the words annotated, by answers."""
+    """The active-learning runs side by side on each evaluation set (mean ± sd over seeds, 95% interval), the
+    words annotated, and each strategy's paired test against random."""
     runs = {Path(name).stem: data for name, data in files.items() if name.startswith(ACTIVE)}
     if not runs:
         return []
-    by_answers = {name: {r["per_seed"][0]["sentences"]: r for r in data["rows"]} for name, data in runs.items()}
-    answers = sorted({n for rows in by_answers.values() for n in rows})
+    first = next(iter(runs.values()))
     parts = ["", "## Active learning on Quechua", ""]
+    scored = " and ".join(
+        f"`{name}` ({first['rows'][0]['scores'][name]['sentences']} sentences)" for name in first["evaluations"]
+    )
     parts += [
-        "`python -m bench.active_learning` (see [annotation](annotation.md)): the labels of WikiANN-qu `extra`",
-        "answer each round's 25 sentences (spans mode: 25 spans), the task adapter is trained again from `ner-en`,",
-        "and this is WikiANN-qu dev F1, mean ± sd over seeds, with the words annotated (judged) so far.",
+        "`python -m bench.active_learning` (see [annotation](annotation.md)): the labels of WikiANN-qu",
+        "`silver-pool` answer each round's 25 sentences (spans mode: 25 spans), the task adapter is trained again",
+        f"from `ner-en` with early stopping on dev, and the saved adapter is then scored on {scored}:",
+        "F1 mean ± sd over seeds [95% interval, sentences and seeds resampled], with the words annotated so far.",
         "",
     ]
     parts += [
         f"- `results/{ACTIVE}{name}.json`: seeds {data['seeds']}, {data['machine']}" for name, data in runs.items()
     ]
-    parts += ["", "| answers | " + " | ".join(runs) + " |", "|---" * (len(runs) + 1) + "|"]
-    for n in answers:
-        cells = [by_answers[name].get(n) for name in runs]
-        parts.append(
-            f"| {n} | " + " | ".join(f"{value(r)} ({r['words']:,.0f} words)" if r else "" for r in cells) + " |"
-        )
+    by_answers = {name: {r["sentences"]: r for r in data["rows"]} for name, data in runs.items()}
+    answers = sorted({n for rows in by_answers.values() for n in rows})
+    for evaluation in first["evaluations"]:
+        parts += ["", f"### {evaluation}", "", "| answers | " + " | ".join(runs) + " |", "|---" * (len(runs) + 1) + "|"]
+        for n in answers:
+            cells = [by_answers[name].get(n) for name in runs]
+            parts.append(f"| {n} | " + " | ".join(_curve_cell(r, evaluation) if r else "" for r in cells) + " |")
+    parts += ["", "### Against random (paired bootstrap over sentences and seeds)", ""]
+    parts += [
+        "| strategy | answers | " + " | ".join(first["evaluations"]) + " |",
+        "|---|---|" + "---|" * len(first["evaluations"]),
+    ]
+    for name, data in runs.items():
+        for test in data.get("versus_random", []):
+            cells = [versus({"versus": test[evaluation]}) for evaluation in first["evaluations"]]
+            parts.append(f"| {name} | {test['sentences']} | " + " | ".join(cells) + " |")
     return parts + ["", "![Learning curves](img/active-qu.png)"]
+
+
+def _curve_cell(row: dict, evaluation: str) -> str:
+    score = row["scores"][evaluation]
+    spread = f" ± {100 * score['f1_std']:.1f}" if score["seeds"] > 1 else ""
+    words = f" ({row['words']:,.0f} words)" if row["sentences"] else ""
+    return f"{100 * score['f1']:.1f}{spread} [{interval_text(score['f1_interval'])}]{words}"
 
 
 def runtime_table(files: dict) -> str:
@@ -149,7 +210,13 @@ def runtime_table(files: dict) -> str:
     note = f"`results/{SPEED}` ({speed['machine']}, xling {speed['xling_version']}, commit {speed['commit']})"
     if quality["rows"]:
         note += f"; F1: `results/{QUALITY}` ({quality['machine']}, seeds {quality['seeds']})"
-    return "\n".join([*lines, "", note + "; one run.", "", *(f"- {r.strip()}" for r in speed["ratios"])])
+    costs = [
+        f"- {r['label']} against {r['versus']['baseline']} (paired, {sentences(r)} sentences): {versus(r)}"
+        for r in quality["rows"]
+        if "versus" in r
+    ]
+    ratios = [f"- {r.strip()}" for r in speed["ratios"]]
+    return "\n".join([*lines, "", note + "; one run.", "", *ratios, *([""] + costs if costs else [])])
 
 
 def cli_reference() -> str:

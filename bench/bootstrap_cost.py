@@ -1,0 +1,46 @@
+"""What `xling evaluate --bootstrap 1000` costs beside a plain evaluate: both on WikiANN-qu silver-dev (392
+sentences) with the same loaded tagger, called in turn; the ratio of their median times. The model runs once
+either way: the bootstrap resamples the sentences' entity counts.
+
+Uses the `ner-en` of `--workspace` (the zero-shot steps of `recipes/quality-qu.toml`, trained there when missing).
+
+    python -m bench.bootstrap_cost [--rounds 5] [--samples 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from bench.common import REPO, corpora_root, setup_threads, time_interleaved
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--samples", type=int, default=1000)
+    parser.add_argument("--workspace", default=str(REPO / "xling-workspace" / "active-qu"))
+    args = parser.parse_args()
+    os.environ.setdefault("XLING_CORPORA", str(corpora_root()))
+    setup_threads()
+    from bench.active_learning import starting_adapters
+    from xling.tagging.evaluate import EvaluationOptions, evaluate
+    from xling.tagging.tagger import Tagger
+
+    starting_adapters(Path(args.workspace))
+    workspace = str(Path(args.workspace) / "seed-1")
+    tagger = Tagger.load(lang="qu", adapter="ner-en", workspace=workspace)
+    options = {"data": "corpus:wikiann-qu/silver-dev", "lang": "qu", "task_adapter": "ner-en", "workspace": workspace}
+    plain, resampled = EvaluationOptions(**options), EvaluationOptions(**options, bootstrap=args.samples)
+    times = time_interleaved(
+        {"plain": lambda: evaluate(plain, tagger), "bootstrap": lambda: evaluate(resampled, tagger)}, args.rounds
+    )
+    print(
+        f"evaluate on 392 sentences: {times['plain']:.2f} s; with --bootstrap {args.samples}: {times['bootstrap']:.2f} s"
+    )
+    print(f"ratio: {times['bootstrap'] / times['plain']:.3f}x (median of {args.rounds} rounds each, interleaved)")
+
+
+if __name__ == "__main__":
+    main()
