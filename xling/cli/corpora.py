@@ -66,7 +66,7 @@ def overlap_command(
         return
     table = Table(title=f"Overlap: {result['shared_sentences']:,} distinct sentences in both")
     for column in ("data set", "sentences", "distinct", "entities", "sentences in the other", "their entities"):
-        table.add_column(column, justify="left" if column == "data set" else "right")
+        table.add_column(column, justify="left" if column == "data set" else "right", overflow="fold")
     for side in (result["a"], result["b"]):
         numbers = ("sentences", "distinct", "entities", "sentences_in_other", "entities_in_other")
         table.add_row(side["data"], *(f"{side[key]:,}" for key in numbers))

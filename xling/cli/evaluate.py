@@ -77,9 +77,10 @@ def compare_command(
     if as_json:
         print(json.dumps(result, indent=2))
         return
+    p_value = f"p < {1 / samples:g}" if result["p"] < 1 / samples else f"p = {result['p']:.3f}"
     Console().print(
         f"F1 {100 * result['f1_a']:.1f} ({a}) against {100 * result['f1_b']:.1f} ({b}) on {result['sentences']:,} "
         f"sentences: difference {100 * result['difference']:+.1f}, 95% interval [{100 * result['low']:+.1f}, "
-        f"{100 * result['high']:+.1f}], p = {result['p']:.3f} (paired bootstrap, {samples:,} samples)",
+        f"{100 * result['high']:+.1f}], {p_value} (paired bootstrap, {samples:,} samples)",
         highlight=False,
     )
