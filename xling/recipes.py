@@ -45,7 +45,7 @@ from xling.hub import CARD_FILE, REPORT_FILE, model_card, read_report
 from xling.models.loading import DEFAULT_MODEL
 from xling.options import build, check_type, defaults, options_of
 from xling.scoring.bootstrap import interval, paired
-from xling.tagging.evaluate import EvaluationOptions, evaluate
+from xling.tagging.evaluate import EvaluationOptions, evaluate, leakage_warning
 from xling.tagging.options import TagOptions
 from xling.train.config import FusionOptions, LanguageAdapterOptions, SelfTrainingOptions, TaskAdapterOptions
 from xling.train.fusion import train_fusion
@@ -358,12 +358,8 @@ def run_step(
         f"{result['label']}: F1 {100 * result['f1']:.1f} (precision {100 * result['precision']:.1f}, "
         f"recall {100 * result['recall']:.1f}) on {result['sentences']:,} sentences"
     )
-    if result["seen_in_training"]:
-        console.print(
-            f"[yellow]warning:[/] {result['seen_in_training']:,} of these sentences were in the training data of "
-            f"{result['task_adapter']}",
-            highlight=False,
-        )
+    if warning := leakage_warning(result):
+        console.print(warning, highlight=False)
     return result
 
 

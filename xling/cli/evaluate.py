@@ -9,7 +9,7 @@ from rich.console import Console
 
 from xling.cli.options import MODEL, WORKSPACE, Task, argument, option
 from xling.options import build, defaults
-from xling.tagging.evaluate import EvaluationOptions, evaluate
+from xling.tagging.evaluate import EvaluationOptions, evaluate, leakage_warning
 
 console = Console(stderr=True)
 EVALUATION = defaults(EvaluationOptions)
@@ -47,12 +47,8 @@ def evaluate_command(
             f"[yellow]note:[/] the data has entity types that {result['task_adapter']} never predicts ({missing}); they "
             f"count as missed. --drop-labels {missing} leaves them out, --label-map renames them."
         )
-    if result["seen_in_training"]:
-        console.print(
-            f"[yellow]warning:[/] {result['seen_in_training']:,} of the {result['sentences']:,} sentences of {data} "
-            f"were in the training data of {result['task_adapter']}: their scores are not held-out scores",
-            highlight=False,
-        )
+    if warning := leakage_warning(result):
+        console.print(warning, highlight=False)
     if not bootstrap:
         del result["sentence_counts"]  # thousands of lines; --bootstrap keeps them for xling compare
     if as_json:

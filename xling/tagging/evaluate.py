@@ -18,6 +18,16 @@ if TYPE_CHECKING:
     from xling.tagging.tagger import Tagger
 
 
+def leakage_warning(result: dict) -> str | None:
+    """One line when the task was trained on some of the sentences it was scored on."""
+    if not result["seen_in_training"]:
+        return None
+    return (
+        f"[yellow]warning:[/] {result['seen_in_training']:,} of the {result['sentences']:,} sentences of "
+        f"{result['data']} were in the training data of {result['task_adapter']}: their scores are not held-out scores"
+    )
+
+
 def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
     sentences = relabel(load_ner(options.data, "validation"), options.drop_labels, options.label_map)[: options.limit]
     from xling.scoring.bootstrap import interval, sentence_counts  # seqeval, and torch with the tagger: when
