@@ -170,3 +170,18 @@ def test_a_recipe_row_carries_its_interval_and_its_paired_test_against_a_baselin
     recipe.write_text(text.replace('baseline = "plain"', 'baseline = "nowhere"'))
     with pytest.raises(XlingError, match="baseline 'nowhere' is no earlier evaluate step"):
         run_recipe(read_recipe(recipe).file)
+
+
+def test_an_adapter_continued_from_one_that_keeps_no_fingerprints_claims_none(copied_workspace, tmp_path):
+    from xling.data.fingerprints import FINGERPRINTS_FILE, read_fingerprints
+    from xling.train.config import TaskAdapterOptions, TrainConfig
+    from xling.train.task import train_task_adapter
+
+    workspace, model_dir, model_folder, dev = copied_workspace
+    (model_folder / "task" / "ner-en" / FINGERPRINTS_FILE).unlink()  # as an adapter saved before xling kept them
+    training = TrainConfig(epochs=1, batch_size=16, eval_every=None)
+    where = {"model": str(model_dir), "workspace": str(workspace), "training": training}
+    train_task_adapter(
+        TaskAdapterOptions(lang="qu", train=str(dev), dev=str(dev), init_from="ner-en", name="more", **where)
+    )
+    assert read_fingerprints(model_folder / "task" / "more") is None  # unknown, not "only dev's sentences"

@@ -158,10 +158,10 @@ def train_task_adapter(
     record = TaskRecord(
         name, options.task, lang, options.method, str(lang_dir) if lang_dir else None, labels, options.decoder
     )
-    prints = fingerprints(s.tokens for s in every_sentence)
-    if options.init_from:  # it learned what it continues from too
-        prints |= read_fingerprints(workspace.task(options.init_from)) or set()
-    extra = {FINGERPRINTS_FILE: fingerprints_text(prints)}
+    # it learned what it continues from too; when that does not say, neither can this (no file: unknown)
+    inherited = read_fingerprints(workspace.task(options.init_from)) if options.init_from else set()
+    prints = None if inherited is None else fingerprints(s.tokens for s in every_sentence) | inherited
+    extra = {} if prints is None else {FINGERPRINTS_FILE: fingerprints_text(prints)}
     return run.save(
         report, lambda target, more: save_task(model, tokenizer, record, target, options.overwrite, more | extra)
     )
