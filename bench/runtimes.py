@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -112,7 +111,7 @@ def speed(sizes: list[int], variants: list[str], workspace: str, largest_for: li
 
 def quality(workspaces: dict[int, str], variants: list[str], data_sets: list[str]) -> list[dict]:
     """F1 of each runtime with each seed's adapters, in the results files' row shape."""
-    from xling.scoring.bootstrap import interval, paired
+    from xling.scoring.bootstrap import over_seeds, paired
     from xling.tagging.evaluate import evaluate
     from xling.tagging.options import EvaluationOptions
 
@@ -130,11 +129,9 @@ def quality(workspaces: dict[int, str], variants: list[str], data_sets: list[str
                 per_seed.append({"seed": seed, "f1": result["f1"]})
                 counts[variant].append(result["sentence_counts"])
                 print(json.dumps({"data": label, "variant": variant, **per_seed[-1]}), flush=True)
-            values = [s["f1"] for s in per_seed]
             row = {"label": f"{label}, {variant}", "data": data, "setup": result["setup"], "computed_in": variant}
-            row |= {"per_seed": per_seed, "f1": statistics.fmean(values)}
-            row |= {"f1_std": statistics.stdev(values) if len(values) > 1 else 0.0, "sentences": result["sentences"]}
-            row |= {"f1_interval": list(interval(counts[variant])), "seen_in_training": result["seen_in_training"]}
+            row |= {"per_seed": per_seed, **over_seeds([s["f1"] for s in per_seed], counts[variant])}
+            row["seen_in_training"] = result["seen_in_training"]
             fp32 = variant.replace("int8", "fp32")
             if fp32 != variant and fp32 in counts:  # what int8 costs, on the same sentences and seeds
                 row["versus"] = {"baseline": fp32, **paired(counts[variant], counts[fp32])}

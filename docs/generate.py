@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from xling.scoring.cells import difference_cell, interval_cell, sentences_cell
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 ACTIVE = "active-qu/"  # the active-learning simulation's files, one per setting
@@ -57,29 +59,14 @@ def value(row: dict, with_seeds: bool = False) -> str:
     else:  # a score names its seed; a timing, that it is one run
         text += f" (seed {row['per_seed'][0]['seed']})" if metric == "f1" else " (one run)"
     if metric == "f1":
-        text += (
-            f" [{interval_text(row['f1_interval'])}]" if "f1_interval" in row else " (no interval: earlier protocol)"
-        )
+        text += f" {interval_cell(row)}" if "f1_interval" in row else " (no interval: earlier protocol)"
     if with_seeds:
         text = " / ".join(f"{scale * s[metric]:.1f}" for s in row["per_seed"]) + f" | {text}"
     return text
 
 
-def interval_text(bounds: list[float]) -> str:
-    return f"{100 * bounds[0]:.1f}, {100 * bounds[1]:.1f}"
-
-
-def sentences(row: dict) -> str:
-    """How many sentences a score rests on, and how many of them its task was trained on."""
-    seen = row.get("seen_in_training")
-    return f"{row['sentences']:,}" + (f" ({seen:,} seen in training)" if seen else "") if "sentences" in row else ""
-
-
 def versus(row: dict) -> str:
-    if "versus" not in row:
-        return ""
-    v = row["versus"]
-    return f"{100 * v['difference']:+.1f} [{100 * v['low']:+.1f}, {100 * v['high']:+.1f}], p {v['p']:.2f}"
+    return difference_cell(row["versus"]) if "versus" in row else ""
 
 
 def find_row(files: dict, file: str, label: str) -> dict:
@@ -98,7 +85,7 @@ def expect_table(files: dict) -> str:
     for what, names, label in EXPECT:
         names = [names] if isinstance(names, str) else names  # one cell may hold several runs, ';' between
         rows = [find_row(files, name, label) for name in names]
-        values, scored = "; ".join(map(value, rows)), "; ".join(filter(None, map(sentences, rows)))
+        values, scored = "; ".join(map(value, rows)), "; ".join(filter(None, map(sentences_cell, rows)))
         lines.append(f"| {what} | {values} | {scored} | {'; '.join(files[name]['machine'] for name in names)} |")
     return "\n".join(lines)
 
@@ -131,7 +118,7 @@ def results_page(files: dict) -> str:
         parts += ["|---|---|---|---|---|---|---|"]
         parts += [
             f"| {r['label']} | `{r['setup']}` | {r.get('computed_in') or ''} | {value(r, with_seeds=True)} | "
-            f"{sentences(r)} | {versus(r)} |"
+            f"{sentences_cell(r)} | {versus(r)} |"
             for r in data["rows"]
         ]
     return "\n".join(parts + learning_curves(files)) + "\n"
@@ -181,7 +168,7 @@ def _curve_cell(row: dict, evaluation: str) -> str:
     score = row["scores"][evaluation]
     spread = f" ± {100 * score['f1_std']:.1f}" if score["seeds"] > 1 else ""
     words = f" ({row['words']:,.0f} words)" if row["sentences"] else ""
-    return f"{100 * score['f1']:.1f}{spread} [{interval_text(score['f1_interval'])}]{words}"
+    return f"{100 * score['f1']:.1f}{spread} {interval_cell(score)}{words}"
 
 
 def runtime_table(files: dict) -> str:
@@ -211,7 +198,7 @@ def runtime_table(files: dict) -> str:
     if quality["rows"]:
         note += f"; F1: `results/{QUALITY}` ({quality['machine']}, seeds {quality['seeds']})"
     costs = [
-        f"- {r['label']} against {r['versus']['baseline']} (paired, {sentences(r)} sentences): {versus(r)}"
+        f"- {r['label']} against {r['versus']['baseline']} (paired, {sentences_cell(r)} sentences): {versus(r)}"
         for r in quality["rows"]
         if "versus" in r
     ]

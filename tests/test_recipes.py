@@ -104,6 +104,31 @@ task_adapter = "hf:org/ner-en"
     assert "has 5 problems:" in message
 
 
+def test_validation_asks_an_unreachable_hub_once_per_corpus(tmp_path, trained_workspace, monkeypatch):
+    """Offline, each step naming a corpus would otherwise wait through the hub client's retries again."""
+    from xling.data import fetch
+
+    _, model_dir, _, _ = trained_workspace
+    monkeypatch.setenv("XLING_CORPORA", str(tmp_path / "no-corpora"))
+    monkeypatch.setenv("XLING_HOME", str(tmp_path / "home"))  # an empty corpus cache
+    tries = []
+
+    def unreachable(corpus, folder, console):
+        tries.append(corpus.name)
+        raise OSError("Name or service not known")
+
+    monkeypatch.setattr(fetch, "_fetch_files", unreachable)
+    steps = "".join(
+        f'\n[[step]]\ntitle = "lang {n}"\nrun = "train-lang"\nlang = "qu"\ncorpus = ["corpus:quechua-text"]\n'
+        for n in range(3)
+    )
+    recipe = write_recipe(tmp_path / "offline.toml", model_dir, tmp_path / "ws", steps)
+    with pytest.raises(XlingError) as error:
+        validate(read_recipe(recipe), Workspace(str(tmp_path / "ws"), str(model_dir)))
+    assert tries == ["quechua-text"]
+    assert str(error.value).count("cannot fetch corpus quechua-text") == 3
+
+
 def test_recipe_runs_then_skips_finished_steps(tmp_path, trained_workspace):
     _, model_dir, train, dev = trained_workspace
     workspace = tmp_path / "ws"

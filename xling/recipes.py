@@ -27,7 +27,6 @@ each evaluation per seed, with mean and standard deviation.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,15 +35,16 @@ from rich.console import Console
 from rich.table import Table
 
 from xling.analysis.options import AnalyzeOptions
-from xling.data.catalog import load_catalog, tomllib
-from xling.data.fetch import resolve
+from xling.data.catalog import PREFIX, load_catalog, tomllib
+from xling.data.fetch import FetchError, resolve
 from xling.data.hub_datasets import hub_dataset_id
 from xling.errors import XlingError
 from xling.fileio import read_json, write_json_atomic, write_text_atomic
 from xling.hub import CARD_FILE, REPORT_FILE, model_card, read_report
 from xling.models.loading import DEFAULT_MODEL
 from xling.options import build, check_type, defaults, options_of
-from xling.scoring.bootstrap import interval, paired
+from xling.scoring.bootstrap import interval, paired, spread
+from xling.scoring.cells import difference_cell, interval_cell, sentences_cell
 from xling.tagging.evaluate import EvaluationOptions, evaluate, leakage_warning
 from xling.tagging.options import TagOptions
 from xling.train.config import FusionOptions, LanguageAdapterOptions, SelfTrainingOptions, TaskAdapterOptions
@@ -268,6 +268,7 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
     catalog = load_catalog()
     made: set[tuple[str, str]] = set()
     claimed = _own_files(recipe, workspace)
+    unreachable: dict[str, FetchError] = {}
     for step in recipe.steps:
         where = step.where(recipe.file)
         if step.run not in KEYS:
@@ -286,7 +287,7 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
             values = step.options[key] if isinstance(step.options[key], list) else [step.options[key]]
             for value in values:
                 try:
-                    resolved = resolve(value, catalog)
+                    resolved = _resolved(value, catalog, unreachable)
                 except XlingError as err:
                     problems.append(f"{where}: key {key!r}: {err}")
                     continue
@@ -314,6 +315,19 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
         if len(problems) == 1:
             raise XlingError(problems[0])
         raise XlingError(f"recipe {recipe.file} has {len(problems)} problems:\n  " + "\n  ".join(problems))
+
+
+def _resolved(value: str, catalog: dict, unreachable: dict[str, FetchError]) -> str:
+    """resolve(), except that a corpus whose fetch failed once fails again at once: offline, each step naming it
+    would otherwise wait through the hub client's retries again."""
+    name = value.removeprefix(PREFIX).partition("/")[0] if value.startswith(PREFIX) else None
+    if name in unreachable:
+        raise unreachable[name]
+    try:
+        return resolve(value, catalog)
+    except FetchError as err:
+        unreachable[name] = err
+        raise
 
 
 def _baseline_problems(recipe: Recipe, step: Step) -> list[str]:
@@ -492,9 +506,7 @@ def combine(runs: dict[int | None, list[dict]]) -> list[dict]:
             row = {"label": first["label"], "data": first["data"], "setup": first["setup"], "per_seed": per_seed}
             row["computed_in"] = first.get("computed_in")
             for metric in METRICS:
-                values = [run[metric] for run in per_seed]
-                row[metric] = statistics.fmean(values)
-                row[f"{metric}_std"] = statistics.stdev(values) if len(values) > 1 else 0.0
+                row[metric], row[f"{metric}_std"] = spread([run[metric] for run in per_seed])
         seen, key = [r.get("seen_in_training") for r in results], first.get("title", first["label"])
         row |= {"sentences": first["sentences"], "seen_in_training": None if None in seen else max(seen)}
         if all("sentence_counts" in r for r in results):
@@ -542,7 +554,13 @@ def results_table(rows: list[dict]) -> str:
     for r in rows:
         cells = [r["label"], Path(r["data"]).parent.name + "/" + Path(r["data"]).name, f"`{r['setup']}`"]
         cells += [f"{100 * run['f1']:.1f}" for run in r.get("per_seed", [])]
-        cells += [f"{100 * r['precision']:.1f}", f"{100 * r['recall']:.1f}", _f1(r), _interval(r), _sentences(r)]
+        cells += [
+            f"{100 * r['precision']:.1f}",
+            f"{100 * r['recall']:.1f}",
+            _f1(r),
+            interval_cell(r),
+            sentences_cell(r),
+        ]
         cells.append(_versus(r))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -552,24 +570,8 @@ def _f1(row: dict) -> str:
     return f"{100 * row['f1']:.1f} ± {100 * row['f1_std']:.1f}" if "per_seed" in row else f"{100 * row['f1']:.1f}"
 
 
-def _interval(row: dict) -> str:
-    return f"[{100 * row['f1_interval'][0]:.1f}, {100 * row['f1_interval'][1]:.1f}]" if "f1_interval" in row else ""
-
-
-def _sentences(row: dict) -> str:
-    seen = row.get("seen_in_training")
-    return f"{row.get('sentences', 0):,}" + (f" ({seen:,} seen in training)" if seen else "")
-
-
 def _versus(row: dict) -> str:
-    """The difference to the baseline row, its 95% interval and p-value."""
-    if "versus" not in row:
-        return ""
-    v = row["versus"]
-    return (
-        f"{100 * v['difference']:+.1f} [{100 * v['low']:+.1f}, {100 * v['high']:+.1f}], p = {v['p']:.2f} "
-        f"vs {v['baseline']}"
-    )
+    return f"{difference_cell(row['versus'])} vs {row['versus']['baseline']}" if "versus" in row else ""
 
 
 def print_plan(recipe: Recipe, console: Console) -> None:
@@ -645,7 +647,7 @@ def run_recipe(
         for r in rows:
             precision_recall = (f"{100 * r[k]:.1f}" for k in ("precision", "recall"))
             rich_table.add_row(
-                r["label"], r["setup"], *precision_recall, _f1(r), _interval(r), _sentences(r), _versus(r)
+                r["label"], r["setup"], *precision_recall, _f1(r), interval_cell(r), sentences_cell(r), _versus(r)
             )
         Console().print(rich_table)
         console.print(f"results: {results_path / 'results.md'} and results.json")

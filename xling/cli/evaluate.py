@@ -67,16 +67,16 @@ def compare_command(
 ):
     """Is A better than B? The F1 difference on the same sentences, its 95% interval and a paired-bootstrap
     p-value."""
+    from xling.scoring.cells import p_cell
     from xling.scoring.compare import compare
 
     result = compare(a, b, samples)
     if as_json:
         print(json.dumps(result, indent=2))
         return
-    p_value = f"p < {1 / samples:g}" if result["p"] < 1 / samples else f"p = {result['p']:.3f}"
     Console().print(
         f"F1 {100 * result['f1_a']:.1f} ({a}) against {100 * result['f1_b']:.1f} ({b}) on {result['sentences']:,} "
         f"sentences: difference {100 * result['difference']:+.1f}, 95% interval [{100 * result['low']:+.1f}, "
-        f"{100 * result['high']:+.1f}], {p_value} (paired bootstrap, {samples:,} samples)",
+        f"{100 * result['high']:+.1f}], {p_cell(result['p'], samples)} (paired bootstrap, {samples:,} samples)",
         highlight=False,
     )

@@ -32,6 +32,10 @@ from xling.fileio import atomic_directory, file_sha256, read_json, write_text_at
 MANIFEST = "MANIFEST.json"
 
 
+class FetchError(XlingError):
+    """A corpus's hub source did not give it (offline, refused, moved)."""
+
+
 def fetch(corpus: Corpus, split: str | None = None, console: Console | None = None) -> Path:
     """The corpus (or split) in the cache, fetched from its hub source first if it is not there yet."""
     console = console or Console(stderr=True)
@@ -45,7 +49,7 @@ def fetch(corpus: Corpus, split: str | None = None, console: Console | None = No
         except XlingError:
             raise
         except Exception as err:  # offline, refused, moved: the hub clients raise their own types
-            raise XlingError(
+            raise FetchError(
                 f"cannot fetch corpus {corpus.name} from {corpus.hub} ({(str(err).splitlines() or [''])[0][:200]}); "
                 f"online, `xling corpora get {corpus.name}` fetches it; offline, copy it to {corpus.local}/ under "
                 "a folder named by XLING_CORPORA"

@@ -9,6 +9,7 @@ F1, so the interval holds the spread between seeds as well as between sentences.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 
 import numpy as np
@@ -55,6 +56,17 @@ def _draws(seeds: int, sentences: int, samples: int, rng_seed: int) -> tuple[np.
 def mean_f1(counts) -> float:
     """F1 of each seed, averaged."""
     return float(f1(_by_seed(counts).sum(axis=1)).mean())
+
+
+def spread(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation over seeds (0 for a single seed)."""
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def over_seeds(values: Sequence[float], counts) -> dict:
+    """F1 over seeds as result rows keep it: mean, sd, the pooled 95% interval and the sentences it rests on."""
+    mean, sd = spread(values)
+    return {"f1": mean, "f1_std": sd, "f1_interval": list(interval(counts)), "sentences": _by_seed(counts).shape[1]}
 
 
 def interval(counts, samples: int = DEFAULT_SAMPLES, rng_seed: int = 0) -> tuple[float, float]:

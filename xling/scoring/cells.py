@@ -1,0 +1,33 @@
+"""How scores read in tables and messages, one wording for the terminal, results.md and the generated docs:
+F1 in points, its 95% interval in brackets, a paired difference signed with its interval and p-value."""
+
+from __future__ import annotations
+
+
+def interval_cell(row: dict) -> str:
+    """A row's 95% interval of F1; empty for a row without one."""
+    if "f1_interval" not in row:
+        return ""
+    low, high = row["f1_interval"]
+    return f"[{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def p_cell(p: float, samples: int) -> str:
+    """The p-value, or its bound where no resampled difference was as far from zero: p is then below 1/samples."""
+    return f"p < {1 / samples:g}" if p < 1 / samples else f"p = {p:.2f}"
+
+
+def difference_cell(versus: dict) -> str:
+    """A paired comparison: the difference of F1, its 95% interval and p-value."""
+    v = versus
+    return (
+        f"{100 * v['difference']:+.1f} [{100 * v['low']:+.1f}, {100 * v['high']:+.1f}], {p_cell(v['p'], v['samples'])}"
+    )
+
+
+def sentences_cell(row: dict) -> str:
+    """How many sentences a score rests on, and how many of them its task was trained on."""
+    if "sentences" not in row:
+        return ""
+    seen = row.get("seen_in_training")
+    return f"{row['sentences']:,}" + (f" ({seen:,} seen in training)" if seen else "")
