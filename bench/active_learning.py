@@ -47,6 +47,7 @@ from xling.annotation.retrain import retraining_options
 from xling.annotation.select import corpus_sentences, eligible, rank, sentence_id
 from xling.annotation.strategies import Candidate, entity_spans, pick
 from xling.data.conll import UNJUDGED, Sentence, conll_text, read_conll
+from xling.data.text import expand_sources
 from xling.fileio import write_json_atomic, write_text_atomic
 
 ROUND = 25
@@ -107,7 +108,9 @@ def choose(options: SelectOptions, strategy: str, number: int, tagger, taken: se
     chosen: list[Candidate] = []
     for part, size in round_parts(strategy, number):
         part_options = replace(options, strategy=part, size=size)
-        stream = eligible(part_options, corpus_sentences(options.corpus), taken | {c.key for c in chosen})
+        stream = eligible(
+            part_options, corpus_sentences(expand_sources([options.corpus])), taken | {c.key for c in chosen}
+        )
         chosen += pick(rank(part_options, tagger, stream), size, part_options.cap, options.mode)
     return chosen
 
@@ -202,15 +205,13 @@ def simulate(setting: str, seed: int, workspace: str, rounds: int, unjudged: str
 def statistics_of(points: dict[int, dict]) -> dict:
     """Per evaluation set: mean ± sd of F1 over the seeds, the pooled 95% interval (sentences and seeds
     resampled) and how many sentences it rests on."""
-    from xling.scoring.bootstrap import interval
+    from xling.scoring.bootstrap import over_seeds
 
     summary = {}
     for data in EVALUATIONS:
         values = [point["scores"][data]["f1"] for point in points.values()]
         counts = [point["scores"][data]["counts"] for point in points.values()]
-        low, high = interval(counts)
-        summary[data] = {"f1": statistics.fmean(values), "f1_std": statistics.stdev(values) if len(values) > 1 else 0.0}
-        summary[data] |= {"f1_interval": [low, high], "sentences": len(counts[0]), "seeds": len(values)}
+        summary[data] = over_seeds(values, counts) | {"seeds": len(values)}
     return summary
 
 

@@ -123,7 +123,7 @@ def test_answers_are_replayed_from_the_append_only_file_and_undo_takes_back_the_
     session.record({"item": "s1", "spans": [{"start": 0, "end": 1, "label": "PER"}], "judged": None})
     session.record({"item": "s3", "skip": True})
     session.record({"item": "s2", "spans": [], "judged": None})
-    assert session.undo() == "s2"
+    assert session.undo({})["item"] == "s2"
     again = Session(directory)  # as after a restart
     assert [i.id for i in again.queue()] == ["s2", "s4"]
     assert len((directory / ANSWERS_FILE).read_text().splitlines()) == 4  # nothing rewritten, the undo added
@@ -181,7 +181,7 @@ def test_the_api_gives_a_batch_takes_answers_undoes_and_exports_conll(client):
     reply = api.post("/api/answer", json=answer | {"judged": None})
     assert reply.status_code == 200 and reply.get_json()["progress"]["entities"] == {"PER": 1, "LOC": 1}
     api.post("/api/answer", json={"item": "s4", "spans": [], "judged": None})
-    assert api.post("/api/undo", json={}).get_json()["undone"] == "s4"
+    assert api.post("/api/undo", json={}).get_json()["undone"]["item"] == "s4"
     exported = api.get("/api/gold.conll")
     assert exported.status_code == 200
     assert exported.get_data(as_text=True) == "Juan\tB-PER\nrimarqan\tO\nLimapi\tB-LOC\n.\tO\n\n"
@@ -240,9 +240,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(workspace: Path, port: int) -> subprocess.Popen:
-    command = [sys.executable, "-m", "xling", "annotate", "qu", "-w", str(workspace), "--port", str(port)]
-    server = subprocess.Popen(command + ["--no-retrain"], stderr=subprocess.PIPE, text=True)
+def start_server(workspace: Path, port: int, *options: str, run: tuple[str, ...] = ("xling",)) -> subprocess.Popen:
+    """`xling annotate qu OPTIONS` (default: --no-retrain) on `port`, once it answers; `run`: the module that runs
+    it (`xling`, or a stand-in that patches it)."""
+    command = [sys.executable, "-m", *run, "annotate", "qu", "-w", str(workspace), "--port", str(port)]
+    server = subprocess.Popen(command + list(options or ["--no-retrain"]), stderr=subprocess.PIPE, text=True)
     for _ in range(200):
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/api/state", timeout=1)
@@ -314,10 +316,11 @@ def test_a_person_labels_two_sentences_with_the_keyboard_only_in_chromium(tmp_pa
         shift_right(driver)
         press(driver, "2", Keys.ENTER)
         wait_for(driver, "window.xlingPage.item.id === 's3' && window.xlingPage.pending.length === 0")
-        # take s2 back, then accept it as the model proposed
+        # take s2 back: it comes back as answered (the ORG), not as the model proposed; remove the ORG, accept
         press(driver, "u")
         wait_for(driver, "window.xlingPage.item.id === 's2'")
-        press(driver, Keys.ENTER)
+        assert driver.execute_script("return window.xlingPage.spans.map((s) => s.label)") == ["ORG", "LOC"]
+        press(driver, "x", Keys.ENTER)
         wait_for(driver, "window.xlingPage.item.id === 's3' && window.xlingPage.pending.length === 0")
         latencies = driver.execute_script("return window.xlingPage.latencies")
     gold = read_conll(directory / "gold.conll")
@@ -340,7 +343,7 @@ def test_spans_mode_in_chromium_accepts_rejects_and_fixes_one_span_at_a_time(tmp
         press(driver, Keys.ENTER)  # s1: "Juan" is PER, as proposed
         wait_for(driver, "window.xlingPage.item.id === 's2'")
         press(driver, Keys.ENTER)  # s2: a doubtful word has no type to accept: the page asks for one
-        assert "press its type" in driver.find_element("id", "status").text
+        assert "Press its type (1-9), or r if it is none" in driver.find_element("id", "question").text
         press(driver, "r")  # not an entity
         wait_for(driver, "window.xlingPage.item.id === 's3'")
         shift_right(driver)  # s3: the span is "Maria Punupi", an organisation
@@ -366,7 +369,7 @@ def tiny_session(copied_workspace):
     return workspace, model_dir, corpus, dev
 
 
-def test_select_queues_pre_tagged_sentences_and_never_the_same_twice(tiny_session):
+def test_select_queues_pre_tagged_sentences_and_never_an_answered_one_again(tiny_session):
     from xling.annotation.select import select
 
     workspace, model_dir, corpus, _ = tiny_session
@@ -376,11 +379,23 @@ def test_select_queues_pre_tagged_sentences_and_never_the_same_twice(tiny_sessio
     assert session.types == ["LOC", "PER"]
     assert all(len(item.tags) == len(item.words) == len(item.probabilities) for item in first)
     options = SelectOptions(corpus=str(corpus), lang="qu", workspace=str(workspace), model=str(model_dir), size=6)
+    for item in first[:3]:
+        session.record({"item": item.id, "spans": [], "judged": None})
     path, size = select(replace(options, strategy="uncertainty"))
     second = Session(session.directory)
-    assert path.name == "0002.jsonl" and size == 6 and len(second.items) == 12  # no sentence queued twice
-    scores = [item.score for item in second.queue()[6:]]
+    assert path.name == "0002.jsonl" and size == 6 and second.headers[1]["strategy"] == "uncertainty"
+    queued = [item.id for item in second.queue()]  # the new batch replaces what was left of the first
+    assert len(queued) == 6 and not set(queued) & {item.id for item in first[:3]}  # never an answered one again
+    scores = [item.score for item in second.queue()]
     assert scores == sorted(scores, reverse=True)  # best first
+    # the files the first batch read are the session's: a later round reads them wherever it is started from
+    assert second.headers[0]["corpus"] == second.headers[1]["corpus"] == [str(corpus.resolve())]
+    corpus.rename(corpus.with_name("moved"))
+    try:
+        with pytest.raises(XlingError, match=f"the session's corpus file {corpus.resolve()} is gone"):
+            select(options)
+    finally:
+        corpus.with_name("moved").rename(corpus)
 
 
 def test_spans_mode_sets_the_span_to_ask_about(tiny_session):
@@ -418,7 +433,10 @@ def test_unjudged_words_carry_no_loss_and_are_refused_as_dev_data(tmp_path, trai
         )
 
 
-def test_a_retraining_round_trains_from_the_answers_scores_dev_and_queues_the_next_batch(tiny_session):
+def test_a_round_keeps_the_better_of_its_adapter_and_the_sessions_so_a_worse_round_changes_nothing(
+    tiny_session, monkeypatch
+):
+    from xling.annotation import retrain
     from xling.annotation.retrain import retrain_round
 
     workspace, model_dir, _, dev = tiny_session
@@ -427,15 +445,27 @@ def test_a_retraining_round_trains_from_the_answers_scores_dev_and_queues_the_ne
         spans = [{"start": i, "end": i + 1, "label": t[2:]} for i, t in enumerate(item.tags) if t.startswith("B-")]
         session.record({"item": item.id, "spans": spans, "judged": None})
     options = AnnotateOptions(session="qu", dev=str(dev), epochs=1, workspace=str(workspace), model=str(model_dir))
-    record = retrain_round(session.directory, options)
-    assert record["sentences"] == 6 and record["train_sentences"] == 6 and 0 <= record["f1"] <= 1
-    assert (workspace / model_dir.name / "task" / "ner-qu-annotated" / "task.json").is_file()
+    monkeypatch.setattr(retrain, "_dev_f1", lambda session, dev, adapter: planted[adapter])
+    planted = {"ner-en": 0.4, "ner-qu-annotated-candidate": 0.3}  # round 1 scores below the starting adapter
+    first = retrain_round(session.directory, options)
+    assert first["sentences"] == 6 and first["train_sentences"] == 6 and not first["kept"]
+    assert first["adapter"] == "ner-en" and first["f1"] == 0.3 and first["previous_f1"] == 0.4
+    tasks = workspace / model_dir.name / "task"
+    assert not (tasks / "ner-qu-annotated").exists() and not (tasks / "ner-qu-annotated-candidate").exists()
     again = Session(session.directory)
-    assert again.rounds() == [record] and len(again.queue()) == 6
-    assert again.headers[1]["adapter"] == "ner-qu-annotated"
+    assert [r["round"] for r in again.rounds()] == [0, 1] and again.rounds()[0]["f1"] == 0.4
+    assert again.headers[1]["adapter"] == "ner-en" and len(again.queue()) == 6  # chosen with the better adapter
+    planted["ner-qu-annotated-candidate"] = 0.5
+    assert retrain_round(session.directory, options)["kept"]
+    saved = {f.name: f.read_bytes() for f in (tasks / "ner-qu-annotated").iterdir()}
+    planted |= {"ner-qu-annotated": 0.5, "ner-qu-annotated-candidate": 0.45}  # a planted worse round
+    third = retrain_round(session.directory, options)
+    assert not third["kept"] and third["adapter"] == "ner-qu-annotated"
+    assert {f.name: f.read_bytes() for f in (tasks / "ner-qu-annotated").iterdir()} == saved  # never changed
+    assert [r["round"] for r in Session(session.directory).rounds()] == [0, 1, 2, 3]
 
 
-def test_the_server_retrains_in_the_background_and_the_next_batch_joins_the_queue(tiny_session):
+def test_the_server_retrains_in_the_background_and_the_next_batch_replaces_the_queue(tiny_session):
     from xling.annotation.server import create_app
 
     workspace, model_dir, _, dev = tiny_session
@@ -450,11 +480,12 @@ def test_the_server_retrains_in_the_background_and_the_next_batch_joins_the_queu
     assert retrainer.process.wait(timeout=300) == 0, (session.directory / "retrain.log").read_text()
     for _ in range(100):  # the waiting thread reads the new batch once the round ends
         state = api.get("/api/state").get_json()
-        if len(state["queue"]) == 9:
+        if state["queue"] and state["queue"][0]["batch"] == 2:
             break
         time.sleep(0.1)
-    assert len(state["queue"]) == 9 and not state["retraining"]["running"] and state["retraining"]["failed"] is None
-    assert [r["sentences"] for r in state["retraining"]["rounds"]] == [3]
+    assert not state["retraining"]["running"] and state["retraining"]["failed"] is None
+    assert [r["sentences"] for r in state["retraining"]["rounds"]] == [0, 3]
+    assert len(state["queue"]) == 6  # the round's batch replaced the three left of the first
 
 
 def test_the_simulated_annotator_answers_a_span_widened_to_the_gold_entities_it_touches():

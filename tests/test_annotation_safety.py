@@ -97,7 +97,7 @@ def test_the_page_carries_its_token_and_a_same_origin_change_goes_through(served
     assert (directory / "page-token").stat().st_mode & 0o777 == 0o600
     origin = {"Origin": "http://localhost", "Referer": "http://localhost/"}
     assert api.post("/api/answer", json=ANSWER, headers=origin).status_code == 200
-    assert api.post("/api/undo", json={}, headers=origin).get_json()["undone"] == "s1"
+    assert api.post("/api/undo", json={}, headers=origin).get_json()["undone"]["item"] == "s1"
 
 
 @pytest.mark.parametrize("port", [0, -1, 65536, 70000])

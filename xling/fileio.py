@@ -144,6 +144,15 @@ class EntryLock:
             raise XlingError(busy.replace("{holder}", holder)) from None
         self.note(str(os.getpid()))
 
+    @staticmethod
+    def holder(entry: Path) -> str | None:
+        """The pid that holds `entry`'s lock, while that process runs (a `kill -9` leaves the file behind)."""
+        try:
+            pid = Path(f"{entry}.lock").read_text().split(maxsplit=1)
+        except FileNotFoundError:
+            return None
+        return pid[0] if pid and _alive(pid[0]) else None
+
     def note(self, holder: str) -> None:
         """What a refused second run is told of the holder (its pid, an address)."""
         self.handle.truncate(0)

@@ -115,7 +115,10 @@ class Workspace:
             return Path(name).expanduser().resolve()
         directory = self.adapter_dir(kind, name)
         if not directory.is_dir():
-            raise XlingError(f"no {label} {name!r} in {directory.parent}; train it with: {how}")
+            raise XlingError(
+                f"no {label} {name!r} in {directory.parent}; if another workspace holds it, give that with -w "
+                f"FOLDER; else train it with: {how}"
+            )
         return directory
 
     def task_adapter_name(

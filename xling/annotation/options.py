@@ -87,6 +87,10 @@ class AnnotateOptions:
     adapter: str | None = opt(
         None, "Name of the task adapter trained from the answers (default: ner-SESSION-annotated)."
     )
+    annotator: str | None = opt(None, "Your name, kept with every answer you give (several people on one session).")
+    guidelines: str | None = opt(
+        None, "A Markdown file of labelling guidelines, shown on the page (key h); default: xling's for PER, ORG, LOC."
+    )
     workspace: str | None = opt(None, WORKSPACE_HELP)
     model: str = opt(DEFAULT_MODEL, MODEL_HELP)
 

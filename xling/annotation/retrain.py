@@ -1,5 +1,6 @@
 """A retraining round of an annotation session: the task adapter trained again from the answers so far (from
-the session's starting adapter, so rounds never drift), scored on dev, then the next batch selected with it.
+the session's starting adapter, so rounds never drift), scored on dev beside the session's adapter (the best so
+far), which it replaces only if it scores at least as well; then the next batch is selected with the better one.
 
 `xling annotate` runs each round as a child process (`python -m xling.annotation.retrain DIR OPTIONS`), so
 that the page stays quick while it trains and a failed round leaves the server running; its output goes to
@@ -9,6 +10,7 @@ that the page stays quick while it trains and a failed round leaves the server r
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from dataclasses import asdict, replace
@@ -18,7 +20,8 @@ from xling.annotation.options import AnnotateOptions
 from xling.annotation.session import ROUNDS_FILE, Session, append_jsonl
 from xling.data.conll import UNJUDGED, Sentence, conll_text
 from xling.errors import XlingError
-from xling.fileio import write_text_atomic
+from xling.fileio import EntryLock, atomic_directory, write_text_atomic
+from xling.workspace import Workspace
 
 # Few-shot settings that won over three seeds on 100 Quechua sentences (recipes/quality-qu.toml), with fewer
 # epochs and patience so that a round stays short.
@@ -54,41 +57,94 @@ def retraining_options(lang: str, train: str, dev: str, init_from: str, name: st
     return build(TaskAdapterOptions, values)
 
 
+ROUND_LOCK = "round"  # <session>/round.lock, held by the process running a round (a restarted server waits on it)
+CANDIDATE_SUFFIX = "-candidate"  # a round trains here; the session's adapter is replaced only by a better one
+
+
 def retrain_round(directory: Path, options: AnnotateOptions) -> dict:
-    """Train, score, select the next batch; the round's record, also appended to `rounds.jsonl`."""
+    """Train, score against the session's adapter on the same dev, keep the better, select the next batch; the
+    round's record, also appended to `rounds.jsonl` (after round 0, the starting adapter, on the first round)."""
+    busy = "a retraining round of this session is already running (pid {holder})"
+    lock = EntryLock(directory / ROUND_LOCK, "round", busy=busy)
+    try:
+        return _round(Session(directory), options)
+    finally:
+        lock.release()
+
+
+def _round(session: Session, options: AnnotateOptions) -> dict:
     from xling.annotation.select import select
     from xling.train.task import train_task_adapter
 
-    session = Session(directory)
-    started = time.time()
-    gold = session.gold()
-    train, dev = split_gold(gold, options.dev)
+    started, directory = time.time(), session.directory
+    train, dev = split_gold(session.gold(), options.dev)
     write_text_atomic(directory / "train.conll", conll_text(train))
-    held_out = None if isinstance(dev, str) else len(dev)
-    if held_out is not None:
+    if not isinstance(dev, str):
         write_text_atomic(directory / "dev.conll", conll_text(dev))
-        dev = str(directory / "dev.conll")
-    name = adapter_name(session, options)
+    dev_file = options.dev or str(directory / "dev.conll")
     where = {"model": session.options.model, "workspace": session.options.workspace}
-    train_file, start = str(directory / "train.conll"), session.headers[0]["adapter"]
-    report = train_task_adapter(
-        retraining_options(session.options.lang, train_file, dev, start, name, options.epochs, **where)
+    name, start = adapter_name(session, options), session.headers[0]["adapter"]
+    workspace = Workspace(session.options.workspace, session.options.model)
+    incumbent = name if workspace.adapter_dir("task", name).is_dir() else start
+    train_task_adapter(
+        retraining_options(
+            session.options.lang,
+            str(directory / "train.conll"),
+            dev_file,
+            start,
+            name + CANDIDATE_SUFFIX,
+            options.epochs,
+            **where,
+        )
     )
-    progress = session.progress()
+    f1, best_f1 = (_dev_f1(session, dev_file, adapter) for adapter in (name + CANDIDATE_SUFFIX, incumbent))
+    kept = f1 >= best_f1  # a tie goes to the adapter that saw more answers
+    _settle(workspace, name, kept)
+    rounds, progress = session.rounds(), session.progress()
+    dev_label = options.dev or f"{len(dev)} held-out answered sentences"
+    if not rounds:  # round 0: where the session started, on the first round's dev
+        append_jsonl(
+            directory / ROUNDS_FILE,
+            {"round": 0, "sentences": 0, "words": 0, "f1": best_f1, "adapter": start, "dev": dev_label},
+        )
     record = {
-        "round": len(session.rounds()) + 1,
+        "round": rounds[-1]["round"] + 1 if rounds else 1,
         "sentences": progress["answered"],
         "words": progress["words"],
         "train_sentences": len(train),
-        "dev": options.dev or f"{held_out} held-out answered sentences",
-        "f1": report["best"]["f1"] if report.get("best") else None,
-        "adapter": name,
+        "dev": dev_label,
+        "f1": f1,
+        "previous_f1": best_f1,
+        "kept": kept,
+        "adapter": name if kept else incumbent,
         "seconds": round(time.time() - started, 1),
     }
-    next_batch, size = select(replace(session.options, task_adapter=name))
+    next_batch, size = select(replace(session.options, task_adapter=record["adapter"]))
     record |= {"next_batch": next_batch.name, "next_items": size, "total_seconds": round(time.time() - started, 1)}
     append_jsonl(directory / ROUNDS_FILE, record)
     return record
+
+
+def _dev_f1(session: Session, dev: str, adapter: str) -> float:
+    from xling.tagging.evaluate import EvaluationOptions, evaluate
+
+    options = EvaluationOptions(
+        data=dev,
+        lang=session.options.lang,
+        task_adapter=adapter,
+        model=session.options.model,
+        workspace=session.options.workspace,
+    )
+    return float(evaluate(options)["f1"])
+
+
+def _settle(workspace: Workspace, name: str, kept: bool) -> None:
+    """The candidate becomes the session's adapter (replacing it whole or not at all), or is removed."""
+    candidate = workspace.adapter_dir("task", name + CANDIDATE_SUFFIX)
+    if kept:
+        with atomic_directory(workspace.adapter_dir("task", name), overwrite=True, replaces=("task.json",)) as staging:
+            shutil.copytree(candidate, staging, dirs_exist_ok=True)
+    shutil.rmtree(candidate)
 
 
 def command(directory: Path, options: AnnotateOptions) -> list[str]:

@@ -30,10 +30,22 @@ def sentence_id(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
-def corpus_sentences(corpus: str) -> Iterator[tuple[str, list[list[int]]]]:
+def corpus_files(options: SelectOptions, session: Session) -> list[Path]:
+    """The session's corpus files, as its first batch found them: a later batch (a round run by a server
+    restarted from another terminal, with other environment variables) reads the same files."""
+    recorded = session.headers[0].get("corpus") if session.headers else None
+    if recorded is None:
+        return [path.resolve() for path in expand_sources([options.corpus])]
+    missing = [file for file in recorded if not Path(file).is_file()]
+    if missing:
+        raise XlingError(f"the session's corpus file {missing[0]} is gone; put it back to select from it again")
+    return [Path(file) for file in recorded]
+
+
+def corpus_sentences(files: list[Path]) -> Iterator[tuple[str, list[list[int]]]]:
     """(text, word offsets) of each sentence: a line of a text file as it is (stripped), or a CoNLL sentence's
     tokens joined by spaces."""
-    for path in expand_sources([corpus]):
+    for path in files:
         if looks_like_conll(path):
             for tokens in read_tokens(read_lines(path)):
                 text, words = joined(tokens)
@@ -100,11 +112,12 @@ def select(options: SelectOptions, progress: Progress | None = None, tagger=None
         from xling.tagging.tagger import Tagger  # torch loads here, not for --help
 
         tagger = Tagger.from_options(options)
-    sentences: Iterable = corpus_sentences(options.corpus)
+    files = corpus_files(options, session)
+    sentences: Iterable = corpus_sentences(files)
     if progress is not None:
-        total = sum(1 for _ in corpus_sentences(options.corpus))
+        total = sum(1 for _ in corpus_sentences(files))
         sentences = progress(sentences, min(total, options.limit or total))
-    stream = eligible(options, sentences, set(session.items))
+    stream = eligible(options, sentences, set(session.answers))  # an unanswered item may come again, re-ranked
     picked = pick(rank(options, tagger, stream), options.size, options.cap, options.mode)
     if not picked:
         raise XlingError(
@@ -117,6 +130,7 @@ def select(options: SelectOptions, progress: Progress | None = None, tagger=None
         "adapter": tagger.head,
         "types": sorted({label[2:] for label in labels if label != "O"}),
         "created": round(time.time(), 3),
+        "corpus": [str(file) for file in files],
     }
     items = [
         {

@@ -2,8 +2,12 @@
 
     GET  /                 the page (plain HTML and JavaScript in `static/`, no build step)
     GET  /api/state        the session: types, queue, progress, retraining rounds
-    POST /api/answer       {item, spans: [{start, end, label}], judged: [start, end] | null} or {item, skip: true}
-    POST /api/undo         take back the last answer
+    POST /api/answer       {item, spans: [{start, end, label}], judged: [start, end] | null} or {item, skip: true},
+                           with the request's id, the tab's id, the item version the tab saw and `replace`;
+                           the reply carries the queue's ids, so that a tab never shows an item done elsewhere;
+                           409 with the answer in force where another tab or person answered it meanwhile
+    POST /api/undo         {id, tab}: take back this tab's latest answer; the reply carries what it was
+    GET  /api/guidelines   the labelling guidelines (--guidelines, or xling's for NER)
     GET  /api/gold.conll   the answers as CoNLL
 
 An answer is on disk before its request returns. After every `retrain_every` new answers the task adapter is
@@ -21,15 +25,17 @@ import hmac
 import json
 import os
 import secrets
+import shlex
 import subprocess
 import threading
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from flask import Flask, Response, jsonify, request
 
 from xling.annotation.options import AnnotateOptions
-from xling.annotation.retrain import adapter_name, command
+from xling.annotation.retrain import ROUND_LOCK, adapter_name, command
 from xling.annotation.session import AnswerError, Session
 from xling.errors import XlingError
 from xling.fileio import EntryLock
@@ -40,16 +46,21 @@ ANY_ADDRESS = ("0.0.0.0", "::", "")  # serving on every interface: only the --to
 MAX_BODY = 64 * 1024  # bytes; an answer is well under 4 KiB
 MAX_DEPTH = 8  # JSON nesting; an answer's is 3
 PAGE_TOKEN_FILE = "page-token"
+DEFAULT_GUIDELINES = "guidelines-ner.md"
+MAX_GUIDELINES = 256 * 1024  # bytes
 PAGE_TOKEN_HEADER = "X-Xling-Page-Token"
 
 
 class Retrainer:
-    """Starts a retraining round once enough new answers have come, one round at a time."""
+    """Starts a retraining round once enough new answers have come, one round at a time: a round still running
+    from before a restart (it holds the session's round lock) is waited for, not started again."""
 
     def __init__(self, session: Session, options: AnnotateOptions):
         self.session, self.options = session, options
         self.process: subprocess.Popen | None = None
+        self.started: float | None = None
         self.failed: str | None = None
+        self.adopted = False
         self.lock = threading.Lock()
 
     def answers_at_last_round(self) -> int:
@@ -58,7 +69,15 @@ class Retrainer:
 
     @property
     def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        if self.process is not None and self.process.poll() is None:
+            return True
+        held = EntryLock.holder(self.session.directory / ROUND_LOCK) is not None
+        if held and not self.adopted:  # started by a server before this one
+            self.adopted, self.started = True, (self.session.directory / f"{ROUND_LOCK}.lock").stat().st_mtime
+        elif self.adopted and not held:
+            self.adopted = False
+            self.session.load_batches()  # its batch joins the queue
+        return held
 
     def maybe_start(self) -> None:
         if not self.options.retrain or not self.options.retrain_every:
@@ -71,7 +90,7 @@ class Retrainer:
             self.process = subprocess.Popen(
                 command(self.session.directory, self.options), stdout=log, stderr=subprocess.STDOUT
             )
-            self.failed = None
+            self.started, self.failed = time.time(), None
             threading.Thread(target=self._wait, args=(self.process, log), daemon=True).start()
 
     def _wait(self, process: subprocess.Popen, log) -> None:
@@ -79,17 +98,31 @@ class Retrainer:
         log.close()
         if code:
             lines = (self.session.directory / "retrain.log").read_text(errors="replace").strip().splitlines()
-            self.failed = lines[-1] if lines else f"exit status {code}"
-        self.session.load_batches()  # the round's next batch joins the queue
+            said = next((line for line in reversed(lines) if line.startswith("error: ")), None)
+            self.failed = said.removeprefix("error: ") if said else f"exit status {code}: see retrain.log"
+        self.session.load_batches()  # the round's next batch replaces the rest of the queue
 
     def status(self) -> dict:
+        running, rounds = self.running, self.session.rounds()
+        last = next((r for r in reversed(rounds) if r.get("total_seconds")), None)
         return {
-            "running": self.running,
+            "running": running,
+            "elapsed": round(time.time() - self.started, 1) if running and self.started else None,
+            "estimate": last["total_seconds"] if last else None,
             "failed": self.failed,
             "every": self.options.retrain_every if self.options.retrain else None,
             "adapter": adapter_name(self.session, self.options),
-            "rounds": self.session.rounds(),
+            "rounds": rounds,
+            "use": self.use(rounds),
         }
+
+    def use(self, rounds: list[dict]) -> str | None:
+        """The command that tags with the session's adapter (the best round's), workspace included."""
+        if not rounds:
+            return None
+        workspace = self.session.options.workspace
+        where = f" -w {shlex.quote(workspace)}" if workspace else ""
+        return f"xling tag --lang {self.session.options.lang} -t {rounds[-1]['adapter']}{where} FILE"
 
 
 def page_token(directory: Path) -> str:
@@ -161,7 +194,23 @@ def json_body():
         raise AnswerError(f"the body is not JSON: {err}", 400) from None
 
 
+def read_guidelines(options: AnnotateOptions) -> str:
+    """The guidelines the page shows: the --guidelines file (Markdown, shown as written), or xling's for NER."""
+    path = Path(options.guidelines) if options.guidelines else STATIC / DEFAULT_GUIDELINES
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise XlingError(f"cannot read the guidelines {path}: {err.strerror}") from None
+    if len(data) > MAX_GUIDELINES:
+        raise XlingError(f"the guidelines {path} are over {MAX_GUIDELINES // 1024} KiB; shorten them")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise XlingError(f"the guidelines {path} are not UTF-8 text") from None
+
+
 def create_app(session: Session, options: AnnotateOptions) -> Flask:
+    guidelines = read_guidelines(options)
     app = Flask("xling.annotation", static_folder=str(STATIC), static_url_path="/static")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
     retrainer = Retrainer(session, options)
@@ -175,7 +224,7 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
 
     @app.errorhandler(AnswerError)
     def refused(err: AnswerError):
-        return jsonify(error=str(err)), err.status
+        return jsonify(error=str(err), **err.details), err.status
 
     @app.errorhandler(413)
     def too_large(_):
@@ -194,21 +243,27 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
             lang=session.options.lang,
             mode=session.options.mode,
             types=session.types,
-            queue=[item.to_dict() for item in session.queue()],
+            queue=[item.to_dict() | {"version": session.versions.get(item.id, 0)} for item in session.queue()],
             progress=session.progress(),
             retraining=retrainer.status(),
         )
 
+    @app.get("/api/guidelines")
+    def guidelines_text():
+        return jsonify(guidelines=guidelines)
+
     @app.post("/api/answer")
     def answer():
-        progress = session.record(json_body())
+        taken = session.record(json_body(), options.annotator)
         retrainer.maybe_start()
-        return jsonify(progress=progress, retraining=retrainer.status())
+        queue = [item.id for item in session.queue()]
+        return jsonify(taken=taken, queue=queue, progress=session.progress(), retraining=retrainer.status())
 
     @app.post("/api/undo")
     def undo():
-        json_body()  # JSON only: a plain form cannot be sent here from another site
-        return jsonify(undone=session.undo(), progress=session.progress())
+        undone = session.undo(json_body())  # JSON only: a plain form cannot be sent here from another site
+        version = session.versions.get(undone["item"], 0) if undone else None
+        return jsonify(undone=undone, version=version, progress=session.progress())
 
     @app.get("/api/gold.conll")
     def gold():

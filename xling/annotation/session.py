@@ -3,12 +3,16 @@
     <workspace>/<model>/annotation/<session>/
         session.json      the options the session was started with (`SelectOptions`)
         batches/NNNN.jsonl  a header line (strategy, adapter, entity types), then one item per line
-        answers.jsonl     append-only: every answer, skip and undo, each synced to disk before it is confirmed
+        answers.jsonl     append-only: every answer, skip, replacement and undo, each synced to disk before it
+                          is confirmed; each carries the id its tab made for it, so a retried request is taken once
         gold.conll        the answers as CoNLL (`?` for words nobody judged), rewritten after each answer
         rounds.jsonl      one line per background retraining: sentences, words, dev F1
 
-Nothing is ever rewritten in place but the exports, so a killed server, a closed tab or two tabs at once lose
-no answer: the state is the replay of `answers.jsonl`.
+Nothing is ever rewritten in place but the exports, so a killed server or a closed tab loses no answer: the state
+is the replay of `answers.jsonl`. Each item has a version, the number of events about it; an answer says which
+version its tab saw, and one given to an item answered since (in another tab, by another person) is refused as a
+conflict unless it says to replace that answer; a skip asks nobody, so any answer takes its place. Undo takes
+back the latest answer of the tab that asks.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import json
 import os
 import threading
 import time
+import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -33,12 +38,16 @@ GOLD_FILE = "gold.conll"
 ROUNDS_FILE = "rounds.jsonl"
 
 
-class AnswerError(XlingError):
-    """An answer the session cannot take; `status` is the HTTP status the page gets."""
+MAX_ID = 64  # characters of an answer's or a tab's id
 
-    def __init__(self, message: str, status: int = 422):
+
+class AnswerError(XlingError):
+    """An answer the session cannot take; `status` is the HTTP status the page gets, `details` what else it needs
+    to offer a choice (a conflict's answer in force)."""
+
+    def __init__(self, message: str, status: int = 422, details: dict | None = None):
         super().__init__(message)
-        self.status = status
+        self.status, self.details = status, details or {}
 
 
 def session_dir(workspace: Workspace, name: str) -> Path:
@@ -116,13 +125,14 @@ class Session:
 
     def load_batches(self) -> None:
         """Read the batch files (again: a retraining round adds one)."""
-        headers, items = [], {}
+        headers, items, newest = [], {}, []
         for path in sorted((self.directory / "batches").glob("*.jsonl")):
             header, *lines = read_jsonl(path)
             headers.append(header)
             items |= {line["id"]: Item(**line, batch=header["batch"]) for line in lines}
+            newest = [line["id"] for line in lines]
         with self.lock:
-            self.headers, self.items = headers, items
+            self.headers, self.items, self.newest = headers, items, newest
 
     @classmethod
     def open(cls, workspace: Workspace, name: str) -> Session:
@@ -133,20 +143,31 @@ class Session:
         return sorted({t for header in self.headers for t in header["types"]})
 
     def _replay(self) -> None:
-        """The answer in force for each item: the last one given, unless undone."""
-        stack: list[dict] = []
-        for event in self.events:
-            if event.get("undo"):
-                if stack:
-                    stack.pop()
+        """Each item's answer in force (the latest one given and not taken back), its version, and every id seen.
+        Lines written before answers had ids are named by their place in the log."""
+        histories: dict[str, list[dict]] = {}
+        self.versions: dict[str, int] = {}
+        self.ids: dict[str, dict] = {}
+        for line, event in enumerate(self.events):
+            event.setdefault("id", f"line-{line + 1}")
+            self.ids[event["id"]] = event
+            self.versions[event["item"]] = self.versions.get(event["item"], 0) + 1
+            history = histories.setdefault(event["item"], [])
+            if event.get("undo") is True:  # a log from before ids: the last answer still in force, anyone's
+                in_force = [h[-1] for h in histories.values() if h]
+                if in_force:
+                    last = max(in_force, key=lambda answer: answer["line"])
+                    histories[last["item"]].pop()
+            elif "undo" in event:
+                histories[event["item"]] = [a for a in history if a["id"] != event["undo"]]
             else:
-                stack.append(event)
-        self.answers = {event["item"]: event for event in stack}
-        self.stack = stack
+                history.append(event | {"line": line})
+        self.answers = {item: history[-1] for item, history in histories.items() if history}
 
     def queue(self) -> list[Item]:
-        """Items nobody has answered or skipped, batch by batch, best first within a batch."""
-        return [item for item in self.items.values() if item.id not in self.answers]
+        """The newest batch's items nobody has answered or skipped, best first: a round's batch replaces what was
+        left of the one before, so the page always works on the newest adapter's choices and suggestions."""
+        return [self.items[key] for key in self.newest if key not in self.answers]
 
     def check(self, record: dict) -> dict:
         """An answer as the page posts it, checked: {item, spans: [{start, end, label}], judged: [start, end]
@@ -156,8 +177,9 @@ class Session:
         item = self.items.get(record["item"])
         if item is None:
             raise AnswerError(f"no sentence {record['item']!r} in this session", 404)
+        given = {"item": item.id} | _provenance(record)
         if record.get("skip") is True:
-            return {"item": item.id, "skip": True}
+            return given | {"skip": True}
         spans, judged = record.get("spans"), record.get("judged")
         if not isinstance(spans, list):
             raise AnswerError("spans must be a list of {start, end, label}", 400)
@@ -174,30 +196,46 @@ class Session:
                 raise AnswerError("spans overlap")
             taken[span["start"] : span["end"]] = [True] * (span["end"] - span["start"])
         clean = [{"start": s["start"], "end": s["end"], "label": s["label"]} for s in spans]
-        return {"item": item.id, "spans": clean, "judged": judged}
+        return given | {"spans": clean, "judged": judged}
 
-    def record(self, answer: dict) -> dict:
-        """Check an answer (or skip), write it to disk, then take it; returns the progress."""
-        answer = self.check(answer) | {"time": round(time.time(), 3)}
+    def record(self, answer: dict, annotator: str | None = None) -> dict:
+        """Check an answer (or skip), write it to disk, then take it; returns the item's new version. A retry (an
+        id already taken) changes nothing; an answer to a version answered since is refused unless it replaces."""
+        answer = self.check(answer)
         with self.lock:
-            append_jsonl(self.directory / ANSWERS_FILE, answer)
-            self.events.append(answer)
-            self._replay()
-            self.export()
-        return self.progress()
+            if answer.get("id") in self.ids:
+                return {"item": answer["item"], "version": self.versions[answer["item"]]}
+            current, in_force = self.versions.get(answer["item"], 0), self.answers.get(answer["item"])
+            replace, seen = answer.pop("replace", False), answer.pop("version", None)
+            if in_force and not in_force.get("skip") and seen is not None and seen != current and not replace:
+                raise AnswerError(_conflict_message(in_force), 409, {"answer": _public(in_force), "version": current})
+            answer |= {"annotator": annotator} if annotator else {}
+            answer |= {"replaces": in_force["id"]} if in_force else {}
+            self._write(answer | {"id": answer.get("id") or _new_id(), "time": round(time.time(), 3)})
+            return {"item": answer["item"], "version": self.versions[answer["item"]]}
 
-    def undo(self) -> str | None:
-        """Take back the last answer or skip (whoever gave it); returns its item, None if there is none."""
+    def undo(self, request: dict) -> dict | None:
+        """Take back the latest answer in force that the request's tab gave (any tab's for a request naming
+        none): returns it, None if there is none. A retried request (its id already taken) takes back no more."""
+        given = _provenance(request if isinstance(request, dict) else {})
         with self.lock:
-            if not self.stack:
+            if given.get("id") in self.ids:
+                earlier = self.ids[given["id"]].get("undo")
+                return _public(self.ids[earlier]) if isinstance(earlier, str) and earlier in self.ids else None
+            own = [a for a in self.answers.values() if "tab" not in given or a.get("tab") == given["tab"]]
+            if not own:
                 return None
-            item = self.stack[-1]["item"]
-            event = {"undo": True, "item": item, "time": round(time.time(), 3)}
-            append_jsonl(self.directory / ANSWERS_FILE, event)
-            self.events.append(event)
-            self._replay()
-            self.export()
-        return item
+            last = max(own, key=lambda answer: answer["line"])
+            event = {"undo": last["id"], "item": last["item"], "id": given.get("id") or _new_id()}
+            self._write(event | ({"tab": given["tab"]} if "tab" in given else {}) | {"time": round(time.time(), 3)})
+            return _public(last)
+
+    def _write(self, event: dict) -> None:
+        """On disk first, then in the state (the caller holds the lock)."""
+        append_jsonl(self.directory / ANSWERS_FILE, event)
+        self.events.append(event)
+        self._replay()
+        self.export()
 
     def tags(self, answer: dict) -> list[str]:
         """An answer's tags: its spans B-/I-, the other judged words O, the rest `?`."""
@@ -240,6 +278,38 @@ class Session:
 
     def rounds(self) -> list[dict]:
         return read_jsonl(self.directory / ROUNDS_FILE)
+
+
+def _provenance(record: dict) -> dict:
+    """The id the tab made for this request, the tab's id, the item version it saw and whether it replaces
+    the answer in force: each optional (a script's answer without a version replaces whatever is there)."""
+    given = {}
+    for key in ("id", "tab"):
+        if record.get(key) is not None:
+            if not isinstance(record[key], str) or not 0 < len(record[key]) <= MAX_ID:
+                raise AnswerError(f"{key} must be text of 1 to {MAX_ID} characters", 400)
+            given[key] = record[key]
+    version = record.get("version")
+    if version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 0):
+        raise AnswerError("version must be a whole number from 0", 400)
+    if not isinstance(record.get("replace", False), bool):
+        raise AnswerError("replace must be true or false", 400)
+    return given | {"version": version, "replace": record.get("replace", False)}
+
+
+def _public(answer: dict) -> dict:
+    """An answer as the page gets it back."""
+    keys = ("id", "item", "spans", "judged", "skip", "annotator", "tab", "time")
+    return {key: answer[key] for key in keys if key in answer}
+
+
+def _conflict_message(in_force: dict) -> str:
+    who = f"by {in_force['annotator']}" if in_force.get("annotator") else "in another tab"
+    return f"this sentence was answered {who} meanwhile: keep that answer, or replace it with yours"
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
 
 
 def _is_range(pair, length: int) -> bool:

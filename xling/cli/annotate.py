@@ -55,6 +55,8 @@ def annotate_command(
     dev: str = option(ANNOTATE, "dev"),
     epochs: int = option(ANNOTATE, "epochs"),
     adapter: str = option(ANNOTATE, "adapter"),
+    annotator: str = option(ANNOTATE, "annotator"),
+    guidelines: str = option(ANNOTATE, "guidelines"),
     model: str = MODEL,
     workspace: str = WORKSPACE,
 ):

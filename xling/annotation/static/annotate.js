@@ -5,10 +5,16 @@
 const TOKEN = new URLSearchParams(location.search).get("token");
 // Every change the page asks for carries the token the server wrote into it: no other site can read it.
 const PAGE_TOKEN = document.querySelector('meta[name="xling-page-token"]').content;
+const DOUBTFUL = 0.6;  // a suggested entity whose tags' mean probability is below this is drawn dashed
 const COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"];
+// Every request carries an id made here, so that the server takes a retried one once; every answer, this tab's
+// id (undo takes back only this tab's answers) and the item's version it saw (an answer given meanwhile in another
+// tab or by another person is not overwritten unasked).
+function newId() { return Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, "0")).join(""); }
+const TAB = newId();
 const page = {
   state: null, queue: [], item: null, spans: [], cursor: 0, anchor: null,
-  pending: [], sending: false, latencies: [],
+  pending: [], sending: false, latencies: [], conflicts: [], restore: null, texts: new Map(),
 };
 window.xlingPage = page; // read by the browser test and the latency bench
 
@@ -18,7 +24,7 @@ function api(path, body) {
   const init = body === undefined ? { headers } : { method: "POST", headers, body: JSON.stringify(body), keepalive: true };
   return fetch(path, init).then(async (response) => {
     const data = await response.json();
-    if (!response.ok) throw Object.assign(new Error(data.error || response.statusText), { status: response.status });
+    if (!response.ok) throw Object.assign(new Error(data.error || response.statusText), { status: response.status, data });
     return data;
   });
 }
@@ -31,6 +37,9 @@ function el(tag, className, text) {
 }
 
 function say(message) { document.getElementById("status").textContent = message || ""; }
+
+// A question the page asks before any key is pressed (spans mode: a possible entity the model missed).
+function ask(question) { document.getElementById("question").textContent = question || ""; }
 
 // The model's suggestions: entities from its IOB2 tags, each with the mean probability of its tags.
 function suggestions(item) {
@@ -50,17 +59,29 @@ function suggestions(item) {
 function show(item) {
   page.item = item;
   page.anchor = null;
+  ask("");
   if (!item) { page.spans = []; render(); return; }
-  if (page.state.mode === "spans") {
+  page.texts.set(item.id, item.text);
+  if (page.restore && page.restore.item === item.id) {
+    page.spans = (page.restore.spans || []).map((s) => ({ ...s }));  // what was answered, to correct
+    page.cursor = page.spans.length ? page.spans[0].start : 0;
+    page.restore = null;
+  } else if (page.state.mode === "spans") {
     const f = item.focus;
     page.spans = f.label ? [{ start: f.start, end: f.end, label: f.label, confidence: f.confidence }] : [];
-    page.cursor = f.start;
-    page.anchor = f.end - 1;
+    page.cursor = f.end - 1;
+    page.anchor = f.start;
+    if (!f.label) ask(missedQuestion(item));
   } else {
     page.spans = suggestions(item);
     page.cursor = 0;
   }
   render();
+}
+
+function missedQuestion(item) {
+  const words = item.words.slice(item.focus.start, item.focus.end).map(([s, e]) => item.text.slice(s, e)).join(" ");
+  return `Is “${words}” an entity the model missed? Press its type (1-9), or r if it is none.`;
 }
 
 function selection() {
@@ -89,6 +110,7 @@ function render() {
     if (group && (!span || span !== group.span)) group = null;
     if (span && !group) {
       const mark = el("mark", "entity" + (focus && span.start === focus.start && span.end === focus.end ? " focus" : ""));
+      if (span.confidence !== undefined && span.confidence < DOUBTFUL) mark.classList.add("doubtful");
       mark.style.setProperty("--c", colour(span.label));
       group = { span, mark };
       box.append(gap, mark);
@@ -124,52 +146,93 @@ function renderSide() {
   document.getElementById("progress").textContent =
     `${p.answered} done, ${page.queue.length + (page.item ? 1 : 0)} to go · ${p.words} words judged${types ? " · " + types : ""}${unsaved}`;
   const r = state.retraining;
-  const last = r.rounds[r.rounds.length - 1];
-  document.getElementById("retraining").textContent = r.running ? `training ${r.adapter}…`
+  const rounds = r.rounds.filter((round) => round.round > 0);
+  const last = rounds[rounds.length - 1];
+  const minutes = (seconds) => `${Math.floor(seconds / 60)}:${String(Math.round(seconds % 60)).padStart(2, "0")}`;
+  document.getElementById("retraining").textContent = r.running
+    ? `training ${r.adapter}: ${minutes(r.elapsed || 0)} so far` + (r.estimate ? `, the last round took ${minutes(r.estimate)}` : "")
     : r.failed ? `the last round failed: ${r.failed}`
-    : last ? `${r.rounds.length} round(s); dev F1 ${(100 * last.f1).toFixed(1)} after ${last.sentences} sentences`
+    : last ? `${rounds.length} round(s); the session's adapter is ${last.adapter}` + (last.kept ? "" : ` (the last round scored lower, ${(100 * last.f1).toFixed(1)} against ${(100 * last.previous_f1).toFixed(1)}, and was not kept)`)
     : r.every ? `after every ${r.every} answers` : "off";
   drawCurve(r.rounds);
+  roundsTable(r.rounds);
+  document.getElementById("use").textContent = r.use ? `tag with: ${r.use}` : "";
 }
 
+// Dev F1 after each round (filled: kept as the session's adapter; hollow: scored lower and dropped), against
+// where the session started (round 0, dashed), with labelled axes and the values written out.
 function drawCurve(rounds) {
   const svg = document.getElementById("curve");
   svg.replaceChildren();
-  const points = rounds.filter((r) => r.f1 !== null);
+  const points = rounds.filter((round) => round.f1 !== null && round.f1 !== undefined);
   if (!points.length) return;
   const ns = "http://www.w3.org/2000/svg";
-  const most = Math.max(...points.map((r) => r.sentences));
-  const xy = points.map((r) => [10 + 240 * (r.sentences / most), 110 - 100 * r.f1]);
-  const line = document.createElementNS(ns, "polyline");
-  line.setAttribute("points", xy.map((p) => p.join(",")).join(" "));
-  line.setAttribute("fill", "none");
-  line.setAttribute("stroke", "#1f77b4");
-  svg.append(line);
-  xy.forEach(([x, y], i) => {
-    const dot = document.createElementNS(ns, "circle");
-    Object.entries({ cx: x, cy: y, r: 3, fill: "#1f77b4" }).forEach(([k, v]) => dot.setAttribute(k, v));
-    const title = document.createElementNS(ns, "title");
-    title.textContent = `${points[i].sentences} sentences: F1 ${(100 * points[i].f1).toFixed(1)}`;
-    dot.append(title);
-    svg.append(dot);
+  const add = (tag, attributes, text) => {
+    const node = document.createElementNS(ns, tag);
+    Object.entries(attributes).forEach(([k, v]) => node.setAttribute(k, v));
+    if (text !== undefined) node.textContent = text;
+    svg.append(node);
+    return node;
+  };
+  const [left, right, top, bottom] = [34, 270, 12, 130];
+  const most = Math.max(1, ...points.map((p) => p.sentences));
+  const x = (sentences) => left + (right - left) * (sentences / most);
+  const y = (f1) => bottom - (bottom - top) * f1;
+  add("line", { x1: left, y1: bottom, x2: right, y2: bottom, stroke: "#333" });
+  add("line", { x1: left, y1: top, x2: left, y2: bottom, stroke: "#333" });
+  [0, 0.5, 1].forEach((f) => add("text", { x: left - 4, y: y(f) + 4, "text-anchor": "end", "font-size": 10 }, String(100 * f)));
+  add("text", { x: (left + right) / 2, y: bottom + 26, "text-anchor": "middle", "font-size": 11 }, "sentences answered");
+  add("text", { x: 10, y: (top + bottom) / 2, "font-size": 11, transform: `rotate(-90 10 ${(top + bottom) / 2})`, "text-anchor": "middle" }, "dev F1");
+  add("text", { x: right, y: bottom + 13, "text-anchor": "end", "font-size": 10 }, String(most));
+  const start = points.find((p) => p.round === 0);
+  if (start) add("line", { x1: left, y1: y(start.f1), x2: right, y2: y(start.f1), stroke: "#888", "stroke-dasharray": "4 3" });
+  points.filter((p) => p.round > 0).forEach((p) => {
+    const kept = p.kept !== false;
+    add("circle", { cx: x(p.sentences), cy: y(p.f1), r: 4, fill: kept ? "#1f77b4" : "white", stroke: "#1f77b4", class: kept ? "kept" : "dropped" });
+    add("text", { x: x(p.sentences), y: y(p.f1) - 7, "text-anchor": "middle", "font-size": 10 }, (100 * p.f1).toFixed(1));
   });
 }
 
+function roundsTable(rounds) {
+  const table = document.getElementById("rounds");
+  table.replaceChildren();
+  if (!rounds.length) return;
+  const head = el("tr");
+  ["round", "answers", "dev F1", "kept"].forEach((h) => head.append(el("th", "", h)));
+  table.append(head);
+  rounds.forEach((round) => {
+    const row = el("tr");
+    const kept = round.round === 0 ? "start" : round.kept === false ? "no" : "yes";
+    [round.round, round.sentences, round.f1 === null ? "–" : (100 * round.f1).toFixed(1), kept].forEach((v) => row.append(el("td", "", String(v))));
+    table.append(row);
+  });
+}
+
+// The types as buttons (a tap labels the selection), the keys in a line and in the `?` overlay, the guidelines.
 function renderLegend() {
   const legend = document.getElementById("legend");
   legend.replaceChildren();
   page.state.types.slice(0, 9).forEach((type, i) => {
-    const entry = el("span", "type");
+    const entry = el("button", "type");
+    entry.dataset.type = type;
     entry.append(el("span", "key", String(i + 1)), type);
     entry.style.color = colour(type);
     legend.append(entry);
   });
-  const help = page.state.mode === "spans"
-    ? [["Enter", "accept the span"], ["r", "not an entity"], ["1-9", "its type (after Shift+←/→ to fix its words)"], ["s", "skip"], ["u", "undo"]]
-    : [["←/→", "move"], ["Shift+←/→", "select words"], ["1-9", "label the selection"], ["x", "remove the entity here"], ["Enter", "accept the sentence"], ["s", "skip"], ["u", "undo"]];
-  const box = document.getElementById("help");
-  box.replaceChildren();
-  help.forEach(([key, what]) => box.append(el("span", "key", key), what, " "));
+  const spans = page.state.mode === "spans";
+  document.querySelector('button[data-action="reject"]').lastChild.textContent = spans ? " not an entity" : " remove entity";
+  const help = spans
+    ? [["Enter, a", "accept the span"], ["r", "not an entity"], ["1-9", "its type: answer and go on"], ["Shift+→ / Shift+←", "grow the span on that side"], ["→ / ←", "shrink it from the other side"], ["s", "skip"], ["u", "take back your last answer"]]
+    : [["← / →", "move"], ["Shift+← / →", "select words"], ["1-9", "label the selection"], ["x, Backspace", "remove the entity here"], ["Enter, a", "accept the sentence"], ["s", "skip"], ["u", "take back your last answer"]];
+  help.push(["?", "these keys"], ["h", "the guidelines"]);
+  const line = document.getElementById("help");
+  const list = document.getElementById("key-list");
+  line.replaceChildren();
+  list.replaceChildren();
+  help.forEach(([key, what]) => {
+    line.append(el("span", "key", key), what, " ");
+    list.append(el("dt", "", key), el("dd", "", what));
+  });
 }
 
 // Answers leave in the order given; one that fails for the network is tried again, one refused is reported.
@@ -187,8 +250,10 @@ async function flush() {
       page.pending.shift();
       page.state.progress = data.progress;
       page.state.retraining = data.retraining;
+      keepOnly(data.queue);
       say("");
     } catch (err) {
+      if (err.status === 409) { conflict(page.pending.shift(), err); continue; }
       if (err.status && err.status < 500) { page.pending.shift(); say(err.message); continue; }
       say("not saved yet: the server is out of reach; trying again");
       await new Promise((resolve) => setTimeout(resolve, 2000));
@@ -199,11 +264,55 @@ async function flush() {
   if (!page.item) refresh();
 }
 
+// The queue as the server has it after an answer: what another tab or person answered meanwhile leaves this one.
+function keepOnly(ids) {
+  const open = new Set(ids);
+  page.queue = page.queue.filter((item) => open.has(item.id));
+  const known = new Set(page.queue.map((item) => item.id));
+  if (page.item && !open.has(page.item.id) && !page.pending.some((a) => a.item === page.item.id)) {
+    say("that sentence was answered elsewhere meanwhile: here is the next");
+    next();
+  }
+  if (ids.some((id) => !known.has(id) && !(page.item && page.item.id === id))) refresh();  // a new batch
+}
+
+// An answer refused because the sentence was answered meanwhile: the person keeps that answer or replaces it.
+function conflict(mine, err) {
+  page.conflicts.push({ mine, theirs: err.data.answer, version: err.data.version, message: err.message });
+  renderConflicts();
+}
+
+function renderConflicts() {
+  const box = document.getElementById("conflicts");
+  box.replaceChildren();
+  page.conflicts.forEach((c) => {
+    const entry = el("div", "conflict");
+    const text = (page.texts.get(c.mine.item) || c.mine.item).slice(0, 80);
+    entry.append(el("p", "", `«${text}»: ${c.message}.`));
+    const keep = el("button", "keep", "keep that answer");
+    const replace = el("button", "replace", "replace it with mine");
+    keep.onclick = () => settle(c, false);
+    replace.onclick = () => settle(c, true);
+    entry.append(keep, replace);
+    box.append(entry);
+  });
+}
+
+function settle(c, replace) {
+  page.conflicts = page.conflicts.filter((other) => other !== c);
+  if (replace) send({ ...c.mine, id: newId(), version: c.version, replace: true });
+  renderConflicts();
+}
+
 function next() { show(page.queue.shift() || null); }
+
+function request(item, body) {
+  return { id: newId(), tab: TAB, item: item.id, version: item.version, ...body };
+}
 
 function answer(spans, judged) {
   const item = page.item;
-  send({ item: item.id, spans: spans.map(({ start, end, label }) => ({ start, end, label })), judged });
+  send(request(item, { spans: spans.map(({ start, end, label }) => ({ start, end, label })), judged }));
   next();
 }
 
@@ -229,8 +338,9 @@ function label(type) {
 function accept() {
   if (page.state.mode !== "spans") { answer(page.spans, null); return; }
   const f = page.item.focus;
-  if (!f.label) { say("this may be an entity the model missed: press its type (1-9), or r if it is none"); return; }
-  answer(page.spans, [f.start, f.end]);
+  if (!f.label) { ask(missedQuestion(page.item)); return; }
+  const [start, end] = selection();  // the span's words as Shift+←/→ or a drag left them
+  answer([{ start, end, label: f.label }], focusRange([start, end]));
 }
 
 function reject() {
@@ -241,28 +351,54 @@ function reject() {
 
 async function undo() {
   while (page.pending.length || page.sending) await new Promise((resolve) => setTimeout(resolve, 50));
-  const data = await api("api/undo", {});
-  if (!data.undone) { say("nothing to undo"); return; }
-  await refresh(data.undone);
+  const data = await api("api/undo", { id: newId(), tab: TAB });
+  if (!data.undone) { say("nothing of yours to undo"); return; }
+  page.restore = data.undone;
+  await refresh(data.undone.item);
 }
 
+function skip() { send(request(page.item, { skip: true })); next(); }
+
 function move(step, extend) {
+  if (page.state.mode === "spans") { moveEdge(step, extend); return; }
   if (extend && page.anchor === null) page.anchor = page.cursor;
   if (!extend) page.anchor = null;
   page.cursor = Math.max(0, Math.min(page.item.words.length - 1, page.cursor + step));
   render();
 }
 
+// Spans mode: each arrow moves one edge of the span its own way: with Shift the outer edge on its side (the span
+// grows), without it the edge on the other side (the span shrinks); never below one word.
+function moveEdge(step, extend) {
+  let [start, end] = selection();
+  const last = page.item.words.length;
+  if (extend && step > 0) end = Math.min(last, end + 1);
+  else if (extend) start = Math.max(0, start - 1);
+  else if (end - start > 1 && step > 0) start += 1;
+  else if (end - start > 1) end -= 1;
+  page.anchor = start;
+  page.cursor = end - 1;
+  render();
+}
+
+function toggle(id) {
+  const dialog = document.getElementById(id);
+  if (dialog.open) dialog.close(); else dialog.showModal();
+}
+
 function onKey(event) {
-  if (!page.item && !["u", "z"].includes(event.key)) return;
+  if (event.ctrlKey || event.metaKey || event.altKey) return;  // the browser's and the system's shortcuts
+  if (event.key === "?" || event.key === "h") { toggle(event.key === "?" ? "keys" : "guidelines"); event.preventDefault(); return; }
+  if (document.querySelector("dialog[open]")) return;  // Escape closes it
+  if (!page.item && event.key !== "u") return;
   const started = performance.now();
   const type = /^[1-9]$/.test(event.key) ? page.state.types[Number(event.key) - 1] : null;
   if (event.key === "ArrowRight" || event.key === "ArrowLeft") move(event.key === "ArrowRight" ? 1 : -1, event.shiftKey);
   else if (type) label(type);
   else if (event.key === "Enter" || event.key === "a") accept();
   else if (event.key === "x" || event.key === "r" || event.key === "Backspace") reject();
-  else if (event.key === "s") { send({ item: page.item.id, skip: true }); next(); }
-  else if (event.key === "u" || (event.key === "z" && (event.ctrlKey || event.metaKey))) { undo(); }
+  else if (event.key === "s") skip();
+  else if (event.key === "u") { undo(); }
   else return;
   event.preventDefault();
   requestAnimationFrame(() => page.latencies.push(performance.now() - started));
@@ -270,17 +406,48 @@ function onKey(event) {
 
 function onClick(event) {
   const badge = event.target.closest(".badge");
-  if (badge) {
-    page.spans = page.spans.filter((s) => s.start !== Number(badge.dataset.start));
-    render();
-    return;
-  }
-  const word = event.target.closest(".word");
-  if (!word) return;
-  if (event.shiftKey && page.anchor === null) page.anchor = page.cursor;
-  if (!event.shiftKey) page.anchor = null;
-  page.cursor = Number(word.dataset.index);
+  if (!badge) return;
+  page.spans = page.spans.filter((s) => s.start !== Number(badge.dataset.start));
   render();
+}
+
+// Mouse and touch: pressing on a word puts the cursor there, dragging selects whole words up to where the
+// pointer is (the browser's own text selection is off), Shift+press extends the selection.
+function wordUnder(event) {
+  const node = document.elementFromPoint(event.clientX, event.clientY);
+  return node && node.closest ? node.closest(".word") : null;
+}
+
+function onPointerDown(event) {
+  const word = event.target.closest(".word");
+  if (!word || !page.item || event.target.closest(".badge")) return;
+  event.preventDefault();
+  const index = Number(word.dataset.index);
+  if (!event.shiftKey) page.anchor = index;
+  else if (page.anchor === null) page.anchor = page.cursor;
+  page.cursor = index;
+  page.dragging = true;
+  render();
+}
+
+function onPointerMove(event) {
+  if (!page.dragging) return;
+  const word = wordUnder(event);
+  if (word && Number(word.dataset.index) !== page.cursor) {
+    page.cursor = Number(word.dataset.index);
+    render();
+  }
+}
+
+function onPointerUp() { page.dragging = false; }
+
+const BUTTONS = { accept, reject, skip, undo, keys: () => toggle("keys"), guidelines: () => toggle("guidelines") };
+
+function onButton(event) {
+  const button = event.target.closest("button[data-action], button[data-type]");
+  if (!button || (!page.item && !["undo", "keys", "guidelines"].includes(button.dataset.action))) return;
+  if (button.dataset.type) label(button.dataset.type);
+  else BUTTONS[button.dataset.action]();
 }
 
 // The state from the server; `first` (an item just taken back) is shown before the rest.
@@ -293,6 +460,7 @@ async function refresh(first) {
     const link = document.getElementById("export");
     if (TOKEN) link.href = `api/gold.conll?token=${encodeURIComponent(TOKEN)}`;
     renderLegend();
+    api("api/guidelines").then((data) => { document.getElementById("guidelines-text").textContent = data.guidelines; });
   }
   const shown = first ? null : page.item && page.item.id;
   const taken = new Set([shown, ...page.pending.map((answer) => answer.item)]);
@@ -303,5 +471,9 @@ async function refresh(first) {
 
 document.addEventListener("keydown", onKey);
 document.getElementById("sentence").addEventListener("click", onClick);
+document.getElementById("sentence").addEventListener("pointerdown", onPointerDown);
+document.addEventListener("pointermove", onPointerMove);
+document.addEventListener("pointerup", onPointerUp);
+document.addEventListener("click", onButton);
 setInterval(() => { if (!page.item || (page.state && page.state.retraining.running)) refresh(); }, 5000);
 refresh().catch((err) => say(err.message));

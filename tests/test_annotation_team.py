@@ -1,0 +1,226 @@
+"""Several tabs and people on one annotation session: retries taken once, conflicts refused with a choice,
+undo scoped to the tab that asks, and logs from before answer ids still replayed."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from tests.test_annotation import make_session, page_client
+from xling.annotation.options import AnnotateOptions
+from xling.annotation.session import ANSWERS_FILE, Session
+from xling.data.conll import read_conll
+
+PER = [{"start": 0, "end": 1, "label": "PER"}]
+LOC = [{"start": 2, "end": 3, "label": "LOC"}]
+
+
+@pytest.fixture
+def team(tmp_path):
+    """Two people's pages on one session: Ana's (no --annotator) and Beto's (--annotator Beto)."""
+    from xling.annotation.server import create_app
+
+    directory = make_session(tmp_path)
+    session = Session(directory)
+    options = AnnotateOptions(session="qu", retrain=False)
+    ana = page_client(create_app(session, options), directory)
+    beto = page_client(create_app(session, replace(options, annotator="Beto")), directory)
+    return ana, beto, directory
+
+
+def answer(item: str, spans: list, request: str, tab: str, version: int | None = 0, **more) -> dict:
+    return {"item": item, "spans": spans, "judged": None, "id": request, "tab": tab, "version": version} | more
+
+
+def log(directory) -> list[dict]:
+    return [json.loads(line) for line in (directory / ANSWERS_FILE).read_text().splitlines()]
+
+
+def test_a_retried_answer_is_taken_once_and_undo_then_takes_it_back(team):
+    ana, _, directory = team
+    for _ in range(2):  # the server saved it, the reply was lost, the page sends it again
+        reply = ana.post("/api/answer", json=answer("s1", PER, "r1", "tab-a"))
+        assert reply.status_code == 200 and reply.get_json()["taken"] == {"item": "s1", "version": 1}
+    assert len(log(directory)) == 1
+    undone = ana.post("/api/undo", json={"id": "u1", "tab": "tab-a"}).get_json()
+    assert undone["undone"]["spans"] == PER and undone["version"] == 2  # what was answered comes back
+    assert ana.post("/api/undo", json={"id": "u1", "tab": "tab-a"}).get_json()["undone"]["id"] == "r1"  # retried
+    assert len(log(directory)) == 2 and "s1" not in Session(directory).answers
+
+
+def test_an_answer_to_an_item_answered_elsewhere_is_refused_until_it_says_replace(team):
+    ana, beto, directory = team
+    assert beto.post("/api/answer", json=answer("s1", PER, "b1", "tab-b")).status_code == 200
+    stale = ana.post("/api/answer", json=answer("s1", [], "a1", "tab-a"))  # Ana saw version 0
+    refusal = stale.get_json()
+    assert stale.status_code == 409 and "answered by Beto meanwhile" in refusal["error"]
+    assert refusal["answer"]["spans"] == PER and refusal["answer"]["annotator"] == "Beto" and refusal["version"] == 1
+    assert read_conll(directory / "gold.conll")[0].tags[0] == "B-PER"  # Beto's answer stands
+    again = ana.post("/api/answer", json=answer("s1", [], "a2", "tab-a", version=1, replace=True))
+    assert again.status_code == 200 and read_conll(directory / "gold.conll")[0].tags[0] == "O"
+    assert log(directory)[-1]["replaces"] == "b1"
+    # an answer by a tab of the same unnamed person says "in another tab"
+    beto_seen = ana.post("/api/answer", json=answer("s1", PER, "a3", "tab-c", version=1))
+    assert beto_seen.status_code == 409 and "in another tab" in beto_seen.get_json()["error"]
+
+
+def test_a_skip_blocks_nobody_an_answer_takes_its_place(team):
+    ana, beto, directory = team
+    beto.post("/api/answer", json={"item": "s1", "skip": True, "id": "b1", "tab": "tab-b", "version": 0})
+    assert ana.post("/api/answer", json=answer("s1", PER, "a1", "tab-a")).status_code == 200
+    assert log(directory)[-1]["replaces"] == "b1" and not Session(directory).answers["s1"].get("skip")
+
+
+def test_every_reply_carries_the_queue_so_a_tab_drops_what_others_answered(team):
+    ana, beto, _ = team
+    beto.post("/api/answer", json=answer("s2", [], "b1", "tab-b"))
+    reply = ana.post("/api/answer", json=answer("s1", PER, "a1", "tab-a")).get_json()
+    assert reply["queue"] == ["s3", "s4"]
+
+
+def test_undo_takes_back_the_tabs_own_answers_one_by_one(team):
+    ana, beto, directory = team
+    ana.post("/api/answer", json=answer("s1", PER, "a1", "tab-a"))
+    ana.post("/api/answer", json=answer("s3", [], "a2", "tab-a"))
+    beto.post("/api/answer", json=answer("s2", LOC[:0], "b1", "tab-b"))
+    assert ana.post("/api/undo", json={"id": "u1", "tab": "tab-a"}).get_json()["undone"]["item"] == "s3"
+    assert ana.post("/api/undo", json={"id": "u2", "tab": "tab-a"}).get_json()["undone"]["item"] == "s1"
+    assert ana.post("/api/undo", json={"id": "u3", "tab": "tab-a"}).get_json()["undone"] is None
+    assert list(Session(directory).answers) == ["s2"]  # Beto's answer is untouched
+
+
+def test_a_log_written_before_answer_ids_replays_as_it_did(tmp_path):
+    directory = make_session(tmp_path)
+    lines = [
+        {"item": "s1", "spans": PER, "judged": None, "time": 1},
+        {"item": "s2", "spans": [], "judged": None, "time": 2},
+        {"undo": True, "item": "s2", "time": 3},
+    ]
+    (directory / ANSWERS_FILE).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    session = Session(directory)
+    assert list(session.answers) == ["s1"] and session.versions == {"s1": 1, "s2": 2}
+    assert session.undo({})["item"] == "s1" and not Session(directory).answers
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [("id", "", "id must be text"), ("tab", 7, "tab must be text"), ("version", -1, "version must be")]
+    + [("version", True, "version must be"), ("replace", "yes", "replace must be")],
+)
+def test_bad_request_ids_and_versions_are_refused_in_one_line(team, field, value, message):
+    ana, _, directory = team
+    reply = ana.post("/api/answer", json=answer("s1", PER, "r1", "tab-a") | {field: value})
+    assert reply.status_code == 400 and message in reply.get_json()["error"]
+    assert not (directory / ANSWERS_FILE).exists() or not log(directory)
+
+
+def test_in_chromium_two_tabs_race_and_the_stale_one_is_asked_not_obeyed(tmp_path):
+    from tests.browser import chromium, chromium_paths, press, served, wait_for
+
+    if chromium_paths() is None:
+        pytest.skip("chromium and chromium-driver are not installed (apt install chromium chromium-driver)")
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    directory = make_session(tmp_path)
+    with served(Session(directory), AnnotateOptions(session="qu", retrain=False)) as address, chromium() as driver:
+        driver.get(address)
+        first = driver.current_window_handle
+        driver.switch_to.new_window("tab")
+        driver.get(address)
+        second = driver.current_window_handle
+        for tab in (first, second):
+            driver.switch_to.window(tab)
+            wait_for(driver, "window.xlingPage.item && window.xlingPage.item.id === 's1'")
+        # tab A removes the wrong LOC on "Limapi" and accepts; tab B accepts the stale suggestion
+        driver.switch_to.window(first)
+        press(driver, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, "x", Keys.ENTER)
+        wait_for(driver, "window.xlingPage.pending.length === 0 && window.xlingPage.item.id === 's2'")
+        driver.switch_to.window(second)
+        press(driver, Keys.ENTER)
+        wait_for(driver, "window.xlingPage.conflicts.length === 1")
+        assert "answered in another tab meanwhile" in driver.find_element("id", "conflicts").text
+        assert read_conll(directory / "gold.conll")[0].tags == ["B-PER", "O", "O", "O"]  # A's answer stands
+        driver.find_element("css selector", "#conflicts button.keep").click()
+        wait_for(driver, "window.xlingPage.conflicts.length === 0")
+        # keys with Ctrl, Alt or Meta are the browser's: they neither accept nor skip
+        for modifier in (Keys.CONTROL, Keys.ALT):
+            for key in ("a", "s", Keys.ENTER):
+                ActionChains(driver).key_down(modifier).send_keys(key).key_up(modifier).perform()
+        assert driver.execute_script("return window.xlingPage.item.id") == "s2"
+        press(driver, "u")  # B's only answer was refused: it has nothing to take back, and A's stays
+        wait_for(driver, "document.getElementById('status').textContent.includes('nothing of yours')")
+        press(driver, "s")
+        wait_for(driver, "window.xlingPage.pending.length === 0 && window.xlingPage.item.id === 's3'")
+        driver.switch_to.window(first)  # a skip asks nobody: A's answer to s2 takes its place
+        wait_for(driver, "window.xlingPage.item.id === 's2'")
+        press(driver, Keys.ENTER)
+        wait_for(driver, "window.xlingPage.pending.length === 0 && window.xlingPage.item.id === 's3'")
+        assert driver.execute_script("return window.xlingPage.conflicts.length") == 0
+    events = log(directory)
+    assert [e["item"] for e in events] == ["s1", "s2", "s2"] and events[1]["skip"] and events[2]["replaces"]
+    assert [len(s.tokens) for s in read_conll(directory / "gold.conll")] == [4, 12]
+
+
+def test_a_server_killed_during_a_round_is_restarted_and_waits_for_that_round_instead_of_starting_another(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import time
+    import urllib.request
+
+    from tests.test_annotation import free_port, post, start_server
+
+    directory = make_session(tmp_path)
+    port = free_port()
+
+    def start() -> subprocess.Popen:
+        return start_server(tmp_path, port, "--retrain-every", "1", run=("tests.stub_round", "serve"))
+
+    def state() -> dict:
+        return json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/api/state", timeout=5))
+
+    server = start()
+    try:
+        assert post(port, "/api/answer", answer("s1", PER, "a1", "tab-a"), directory)["retraining"]["running"]
+    finally:
+        os.kill(server.pid, signal.SIGKILL)
+        server.wait()
+    server = start()  # the round goes on without its server
+    try:
+        assert state()["retraining"]["running"] and state()["retraining"]["elapsed"] is not None
+        post(port, "/api/answer", answer("s2", [], "a2", "tab-a"), directory)  # would start a round: one runs
+        for _ in range(200):
+            if not state()["retraining"]["running"]:
+                break
+            time.sleep(0.1)
+        done = state()
+    finally:
+        server.terminate()
+        server.wait()
+    assert len((directory / "launches").read_text().splitlines()) == 1  # one round ran
+    assert [r["round"] for r in done["retraining"]["rounds"]] == [1] and not done["retraining"]["running"]
+    assert [item["id"] for item in done["queue"]] == ["s3", "s4"] and Session(directory).headers[-1][
+        "adapter"
+    ] == "stub"
+
+
+def test_a_failed_round_shows_one_line_a_person_can_act_on(tmp_path):
+    import time
+
+    from xling.annotation.server import create_app
+
+    directory = make_session(tmp_path)
+    options = AnnotateOptions(session="qu", retrain_every=1, workspace=str(tmp_path))  # no --dev, one answer
+    api = page_client(create_app(Session(directory), options), directory)
+    api.post("/api/answer", json=answer("s1", PER, "a1", "tab-a"))
+    for _ in range(300):
+        status = api.get("/api/state").get_json()["retraining"]
+        if not status["running"]:
+            break
+        time.sleep(0.1)
+    assert status["failed"] == (
+        "no dev data: give --dev FILE, or label at least 5 whole sentences (correct mode) first"
+    ), (directory / "retrain.log").read_text()
