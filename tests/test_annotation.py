@@ -64,6 +64,18 @@ def test_random_strategy_is_the_same_on_every_run_and_changes_with_the_seed():
     assert first == again and first != other and all(0 <= s < 1 for s in first)
 
 
+def test_a_sample_of_a_stream_is_uniform_the_same_for_a_seed_and_bounded():
+    import random
+
+    from xling.annotation.select import sampled
+
+    draws = [sampled(iter(range(100)), 10, random.Random(f"1:{n}")) for n in range(2000)]
+    counts = [sum(value in draw for draw in draws) for value in range(100)]
+    assert all(len(draw) == 10 for draw in draws) and 120 < min(counts) and max(counts) < 280  # 200 expected
+    assert sampled(iter(range(100)), 10, random.Random("1:0")) == draws[0] and draws[0] != draws[1]
+    assert sampled(iter(range(5)), 10, random.Random(0)) == [0, 1, 2, 3, 4]
+
+
 def test_best_keeps_the_highest_scores_of_a_stream_in_bounded_memory():
     best = Best(3)
     for i in range(1000):
@@ -369,7 +381,7 @@ def tiny_session(copied_workspace):
     return workspace, model_dir, corpus, dev
 
 
-def test_select_queues_pre_tagged_sentences_and_never_an_answered_one_again(tiny_session):
+def test_select_queues_pre_tagged_sentences_and_never_an_answered_one_again(tiny_session, monkeypatch):
     from xling.annotation.select import select
 
     workspace, model_dir, corpus, _ = tiny_session
@@ -381,7 +393,12 @@ def test_select_queues_pre_tagged_sentences_and_never_an_answered_one_again(tiny
     options = SelectOptions(corpus=str(corpus), lang="qu", workspace=str(workspace), model=str(model_dir), size=6)
     for item in first[:3]:
         session.record({"item": item.id, "spans": [], "judged": None})
-    path, size = select(replace(options, strategy="uncertainty"))
+    import xling.annotation.select as selecting
+
+    tagged, tag = [], selecting.tag_candidates
+    monkeypatch.setattr(selecting, "tag_candidates", lambda t, c: tagged.extend(c) or tag(t, c))
+    path, size = select(replace(options, strategy="uncertainty", max_sentences=8))
+    assert len(tagged) == 8  # of the corpus's sentences, a random 8 are tagged
     second = Session(session.directory)
     assert path.name == "0002.jsonl" and size == 6 and second.headers[1]["strategy"] == "uncertainty"
     queued = [item.id for item in second.queue()]  # the new batch replaces what was left of the first

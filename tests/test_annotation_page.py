@@ -147,3 +147,66 @@ def test_the_rounds_are_plotted_against_the_start_with_axes_values_and_a_table(t
     assert {"dev F1", "sentences answered", "25.0", "21.0"} <= set(texts) and len(dropped) == 1
     assert "scored lower, 21.0 against 25.0, and was not kept" in status
     assert use == f"tag with: xling tag --lang qu -t ner-qu-annotated -w {tmp_path} FILE"
+
+
+def test_an_earlier_answer_opens_from_the_history_as_answered_and_the_edit_replaces_it(tmp_path, browser):
+    from selenium.webdriver.common.keys import Keys
+
+    from tests.browser import press, served, wait_for
+
+    directory = make_session(tmp_path)
+    with served(Session(directory), AnnotateOptions(session="qu", retrain=False)) as address:
+        browser.get(address)
+        wait_for(browser, "window.xlingPage.item && window.xlingPage.item.id === 's1'")
+        press(browser, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, "x", Keys.ENTER)  # s1 without the LOC on "Limapi"
+        wait_for(browser, "window.xlingPage.item.id === 's2'")
+        press(browser, "s")
+        wait_for(browser, "document.querySelectorAll('#history button').length === 2")
+        entries = [b.text for b in browser.find_elements("css selector", "#history button")]
+        assert entries == ["<script>alert(1)</script> Qusqu · skipped", "Juan rimarqan Limapi . · PER"]
+        browser.find_elements("css selector", "#history button")[1].click()
+        wait_for(browser, "window.xlingPage.item.id === 's1'")
+        assert browser.execute_script("return window.xlingPage.spans.map((s) => s.label)") == ["PER"]
+        press(browser, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, "1", Keys.ENTER)  # "Limapi" is a LOC after all
+        wait_for(browser, "window.xlingPage.item.id === 's3' && window.xlingPage.pending.length === 0")
+    assert read_conll(directory / "gold.conll")[0].tags == ["B-PER", "O", "B-LOC", "O"]
+    events = [json.loads(line) for line in (directory / "answers.jsonl").read_text().splitlines()]
+    assert [e["item"] for e in events] == ["s1", "s2", "s1"] and events[2]["replaces"] == events[0]["id"]
+
+
+def test_two_people_answer_a_shared_sentence_under_their_names_and_one_settles_it_on_the_page(tmp_path, browser):
+    from selenium.webdriver.common.keys import Keys
+
+    from tests.browser import press, served, wait_for
+
+    directory = make_session(tmp_path)
+    with served(Session(directory), AnnotateOptions(session="qu", retrain=False, overlap=1.0)) as address:
+        browser.get(address)
+        wait_for(browser, "window.xlingPage.item && window.xlingPage.item.id === 's1'")
+
+        def name(person: str) -> None:
+            field = browser.find_element("id", "annotator")
+            field.clear()
+            field.send_keys(person, Keys.TAB)  # typed keys are the field's, not the sentence's
+            wait_for(browser, f"window.xlingPage.annotator === '{person}'")
+
+        name("Ana")
+        press(browser, Keys.ENTER)  # s1 as suggested: Juan PER, Limapi LOC
+        wait_for(browser, "window.xlingPage.item.id === 's2' && window.xlingPage.pending.length === 0")
+        name("Beto")
+        press(browser, Keys.ENTER)  # s2; then s1 comes, which Beto has not answered yet
+        wait_for(browser, "window.xlingPage.item.id === 's1'")
+        press(browser, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, "x", Keys.ENTER)  # Beto: no LOC
+        wait_for(browser, "document.getElementById('agreement').textContent.includes('answered by two people')")
+        assert "entity F1 66.7" in browser.find_element("id", "agreement").text
+        browser.find_element("id", "review-button").click()
+        wait_for(browser, "document.querySelectorAll('#review-list button.choose').length === 2")
+        choices = [b.text for b in browser.find_elements("css selector", "#review-list button.choose")]
+        assert choices == ["take Ana's: Juan PER; Limapi LOC", "take Beto's: Juan PER"]
+        browser.find_elements("css selector", "#review-list button.choose")[1].click()
+        wait_for(browser, "document.querySelectorAll('#review-list button.choose').length === 0")
+    assert read_conll(directory / "gold.conll")[0].tags == ["B-PER", "O", "O", "O"]
+    events = [json.loads(line) for line in (directory / "answers.jsonl").read_text().splitlines()]
+    assert [(e.get("annotator"), e["item"]) for e in events] == [("Ana", "s1"), ("Beto", "s2"), ("Beto", "s1")] + [
+        ("Beto", "s1")
+    ]

@@ -91,6 +91,21 @@ def test_undo_takes_back_the_tabs_own_answers_one_by_one(team):
     assert list(Session(directory).answers) == ["s2"]  # Beto's answer is untouched
 
 
+def test_the_history_lists_the_tabs_last_answers_and_an_edit_replaces_one(team):
+    ana, beto, directory = team
+    ana.post("/api/answer", json=answer("s1", PER, "a1", "tab-a"))
+    ana.post("/api/answer", json=answer("s3", [], "a2", "tab-a"))
+    ana.post("/api/answer", json={"item": "s4", "skip": True, "id": "a3", "tab": "tab-a", "version": 0})
+    beto.post("/api/answer", json=answer("s2", [], "b1", "tab-b"))
+    history = ana.get("/api/history?tab=tab-a").get_json()["history"]
+    assert [(h["item"]["id"], h["version"]) for h in history] == [("s4", 1), ("s3", 1), ("s1", 1)]
+    assert history[2]["answer"]["spans"] == PER and history[2]["item"]["text"] == "Juan rimarqan Limapi ."
+    edited = ana.post("/api/answer", json=answer("s1", PER + LOC, "a4", "tab-a", version=1))
+    assert edited.status_code == 200 and log(directory)[-1]["replaces"] == "a1"
+    assert ana.get("/api/history?tab=tab-a").get_json()["history"][0]["answer"]["spans"] == PER + LOC
+    assert read_conll(directory / "gold.conll")[0].tags == ["B-PER", "O", "B-LOC", "O"]
+
+
 def test_a_log_written_before_answer_ids_replays_as_it_did(tmp_path):
     directory = make_session(tmp_path)
     lines = [
@@ -224,3 +239,97 @@ def test_a_failed_round_shows_one_line_a_person_can_act_on(tmp_path):
     assert status["failed"] == (
         "no dev data: give --dev FILE, or label at least 5 whole sentences (correct mode) first"
     ), (directory / "retrain.log").read_text()
+
+
+def test_agreement_on_a_planted_two_person_session_is_the_value_computed_by_hand(tmp_path):
+    directory = make_session(tmp_path)
+    session = Session(directory)
+    given = {
+        ("s1", "Ana"): PER + LOC,  # Juan PER, Limapi LOC
+        ("s1", "Beto"): PER,
+        ("s3", "Ana"): [{"start": 0, "end": 1, "label": "PER"}, {"start": 1, "end": 2, "label": "LOC"}],
+        ("s3", "Beto"): [{"start": 0, "end": 2, "label": "ORG"}],  # "Maria Punupi" an organisation
+    }
+    for number, ((item, person), spans) in enumerate(given.items()):
+        session.record(answer(item, spans, f"r{number}", f"tab-{person}") | {"annotator": person}, overlap=1.0)
+    # entities: Ana 4, Beto 2, shared 1 (Juan PER): F1 = 2 x 1 / (4 + 2) = 1/3.
+    # words (7): agreeing on Juan, rimarqan, ".", tiyan: observed 4/7; Ana's tags B-PER 2, O 3, B-LOC 2 and
+    # Beto's B-PER 1, O 4, B-ORG 1, I-ORG 1: chance (2 x 1 + 3 x 4) / 49 = 2/7; kappa = (4/7 - 2/7) / (5/7) = 0.4
+    agreement = Session(directory).agreement()
+    assert agreement["items"] == 2
+    assert agreement["entity_f1"] == pytest.approx(1 / 3) and agreement["kappa"] == pytest.approx(0.4)
+
+
+def test_with_overlap_a_shared_item_waits_for_a_second_person_and_a_review_settles_their_disagreement(tmp_path):
+    from xling.annotation.server import create_app
+    from xling.annotation.session import answered_twice
+
+    assert 450 < sum(answered_twice(f"item-{n}", 0.5) for n in range(1000)) < 550  # the share, by hash
+    directory = make_session(tmp_path)
+    options = AnnotateOptions(session="qu", retrain=False, overlap=1.0)
+    api = page_client(create_app(Session(directory), options), directory)
+    ana, beto = {"annotator": "Ana"}, {"annotator": "Beto"}
+    reply = api.post("/api/answer", json=answer("s1", PER + LOC, "a1", "tab-a") | ana).get_json()
+    assert "s1" not in reply["queue"]  # done for Ana ...
+    beto_queue = api.get("/api/state?annotator=Beto").get_json()["queue"]
+    assert beto_queue[0]["id"] == "s1" and beto_queue[0]["version"] == 1  # ... not yet for Beto
+    second = api.post("/api/answer", json=answer("s1", PER, "b1", "tab-b", version=1) | beto)
+    assert second.status_code == 200 and "s1" not in second.get_json()["queue"]
+    assert "s1" not in [i["id"] for i in api.get("/api/state?annotator=Cusi").get_json()["queue"]]  # two answered
+    assert read_conll(directory / "gold.conll")[0].tags == ["B-PER", "O", "B-LOC", "O"]  # the first answer's
+    review = api.get("/api/review").get_json()
+    assert [d["item"]["id"] for d in review["disagreements"]] == ["s1"] and review["agreement"]["items"] == 1
+    assert [a["annotator"] for a in review["disagreements"][0]["answers"]] == ["Ana", "Beto"]
+    settle = {"id": "v1", "item": "s1", "choose": "b1", "annotator": "Cusi"}
+    assert api.post("/api/adjudicate", json=settle).status_code == 200
+    assert read_conll(directory / "gold.conll")[0].tags == ["B-PER", "O", "O", "O"]  # Beto's, as settled
+    assert api.get("/api/review").get_json()["disagreements"] == []
+    assert log(directory)[-1] | {"time": 0} == {
+        "adjudicate": "b1",
+        "item": "s1",
+        "id": "v1",
+        "annotator": "Cusi",
+        "time": 0,
+    }
+    wrong = api.post("/api/adjudicate", json={"id": "v2", "item": "s1", "choose": "zz"})
+    assert wrong.status_code == 404 and "no answer in force" in wrong.get_json()["error"]
+
+
+def test_two_tabs_racing_on_every_item_lose_and_duplicate_nothing(tmp_path):
+    """Two tabs answer all items at once from threads: each item ends with exactly one answer, each refusal
+    is a 409 naming the answer in force, and the log holds each accepted answer once."""
+    import threading
+
+    from xling.annotation.server import create_app
+    from xling.annotation.session import write_batch
+
+    directory = make_session(tmp_path)
+    header, *items = [json.loads(line) for line in (directory / "batches" / "0001.jsonl").read_text().splitlines()]
+    many = [item | {"id": f"m{n}"} for n in range(50) for item in items[:1]]
+    write_batch(directory, {k: v for k, v in header.items() if k != "batch"}, many)
+    app = create_app(Session(directory), AnnotateOptions(session="qu", retrain=False))
+    outcomes = {"tab-a": [], "tab-b": []}
+
+    def tab(name: str) -> None:
+        client = page_client(app, directory)
+        for n in range(50):
+            body = answer(f"m{n}", PER, f"{name}-{n}", name)
+            for _ in range(2):  # every request sent twice, as after a lost reply
+                reply = client.post("/api/answer", json=body)
+            outcomes[name].append((reply.status_code, reply.get_json()))
+
+    threads = [threading.Thread(target=tab, args=(name,)) for name in outcomes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    events = log(directory)
+    accepted = [e["id"] for e in events]
+    assert len(accepted) == len(set(accepted)) == 50 and {e["item"] for e in events} == {f"m{n}" for n in range(50)}
+    for name, results in outcomes.items():
+        for n, (status, body) in enumerate(results):
+            if f"{name}-{n}" in accepted:
+                assert status == 200
+            else:  # the other tab's answer stands, and this tab was told which
+                assert status == 409 and body["answer"]["id"] != f"{name}-{n}"
+    assert len(Session(directory).answers) == 50

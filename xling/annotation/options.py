@@ -38,6 +38,9 @@ class SelectOptions:
     min_words: int = opt(3, "Leave out sentences shorter than this.")
     max_words: int = opt(60, "Leave out sentences longer than this (too long to label at a glance).")
     limit: int | None = opt(None, "Read only the first N sentences of the corpus.")
+    max_sentences: int | None = opt(
+        5000, "Tag a random sample of this many of the sentences read, drawn anew each batch; 0: all."
+    )
     task_adapter: str | None = opt(
         None, "Task adapter that proposes the tags (default: ner-LANG if trained, else ner-en)."
     )
@@ -58,6 +61,7 @@ class SelectOptions:
         check_precision(self.precision, inference=True)
         for name in ("size", "per_type_cap", "min_words", "max_words", "limit", "batch_size"):
             at_least(name, getattr(self, name), 1)
+        at_least("max_sentences", self.max_sentences, 0)
         if self.max_words < self.min_words:
             raise XlingError(f"max-words ({self.max_words}) is below min-words ({self.min_words})")
 
@@ -87,7 +91,10 @@ class AnnotateOptions:
     adapter: str | None = opt(
         None, "Name of the task adapter trained from the answers (default: ner-SESSION-annotated)."
     )
-    annotator: str | None = opt(None, "Your name, kept with every answer you give (several people on one session).")
+    annotator: str | None = opt(
+        None, "The name kept with every answer from this page when it gives none (several people on one session)."
+    )
+    overlap: float = opt(0.0, "Share of sentences two people answer, for their agreement (0.1: one in ten).")
     guidelines: str | None = opt(
         None, "A Markdown file of labelling guidelines, shown on the page (key h); default: xling's for PER, ORG, LOC."
     )
@@ -99,5 +106,7 @@ class AnnotateOptions:
             raise XlingError(f"port must be from 1 to 65535, not {self.port}")
         at_least("retrain_every", self.retrain_every, 1)
         at_least("epochs", self.epochs, 1)
+        if not 0 <= self.overlap <= 1:
+            raise XlingError(f"overlap must be from 0 to 1, not {self.overlap}")
         if self.host not in ("127.0.0.1", "localhost", "::1") and not self.token:
             raise XlingError(f"serving on {self.host} lets others reach the page: give --token SECRET as well")

@@ -1,13 +1,15 @@
 """`xling select`: the next batch of a session, the sentences a label would help most, pre-tagged.
 
-The corpus is read as a stream: sentences are tagged a chunk at a time and only the best `POOL` times the
-batch size are kept, so memory stays flat whatever the corpus size. From that pool the batch is picked best
-first, without near-duplicates and with at most `per_type_cap` items per predicted type.
+The corpus is read as a stream; a random sample of its sentences (`max_sentences`, drawn anew each batch) is
+tagged a chunk at a time and only the best `POOL` times the batch size are kept, so memory and time stay bounded
+whatever the corpus size. From that pool the batch is picked best first, without near-duplicates and with at
+most `per_type_cap` items per predicted type.
 """
 
 from __future__ import annotations
 
 import hashlib
+import random
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -67,6 +69,17 @@ def eligible(options: SelectOptions, sentences: Iterable[tuple[str, list]], take
             yield Candidate(0.0, key, text, words)
 
 
+def sampled(stream: Iterable[Candidate], size: int, rng: random.Random) -> list[Candidate]:
+    """A uniform random `size` of the stream, in one pass that holds `size` (reservoir sampling, Vitter's R)."""
+    reservoir: list[Candidate] = []
+    for seen, candidate in enumerate(stream):
+        if seen < size:
+            reservoir.append(candidate)
+        elif (slot := rng.randrange(seen + 1)) < size:
+            reservoir[slot] = candidate
+    return reservoir
+
+
 def tag_candidates(tagger, candidates: list[Candidate]) -> list[Candidate]:
     tagged = tagger.tag_words([[c.text[s:e] for s, e in c.words] for c in candidates])
     for candidate, words in zip(candidates, tagged):
@@ -118,6 +131,8 @@ def select(options: SelectOptions, progress: Progress | None = None, tagger=None
         total = sum(1 for _ in corpus_sentences(files))
         sentences = progress(sentences, min(total, options.limit or total))
     stream = eligible(options, sentences, set(session.answers))  # an unanswered item may come again, re-ranked
+    if options.max_sentences:
+        stream = sampled(stream, options.max_sentences, random.Random(f"{options.seed}:{len(session.headers)}"))
     picked = pick(rank(options, tagger, stream), options.size, options.cap, options.mode)
     if not picked:
         raise XlingError(

@@ -7,6 +7,9 @@
                            the reply carries the queue's ids, so that a tab never shows an item done elsewhere;
                            409 with the answer in force where another tab or person answered it meanwhile
     POST /api/undo         {id, tab}: take back this tab's latest answer; the reply carries what it was
+    GET  /api/history      ?tab=ID: the tab's last answers, newest first, each with its sentence, to edit
+    GET  /api/review       the items two people answered differently, and their agreement
+    POST /api/adjudicate   {id, item, choose}: the answer that becomes the item's gold one
     GET  /api/guidelines   the labelling guidelines (--guidelines, or xling's for NER)
     GET  /api/gold.conll   the answers as CoNLL
 
@@ -243,20 +246,40 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
             lang=session.options.lang,
             mode=session.options.mode,
             types=session.types,
-            queue=[item.to_dict() | {"version": session.versions.get(item.id, 0)} for item in session.queue()],
+            annotator=options.annotator,
+            queue=[item.to_dict() | {"version": session.versions.get(item.id, 0)} for item in session.queue(person())],
             progress=session.progress(),
             retraining=retrainer.status(),
         )
+
+    @app.get("/api/history")
+    def history():
+        return jsonify(history=session.history(request.args.get("tab", "")))
+
+    @app.get("/api/review")
+    def review():
+        return jsonify(disagreements=session.disagreements(), agreement=session.agreement())
+
+    @app.post("/api/adjudicate")
+    def adjudicate():
+        settled = session.adjudicate(json_body(), options.annotator)
+        return jsonify(settled=settled, progress=session.progress())
 
     @app.get("/api/guidelines")
     def guidelines_text():
         return jsonify(guidelines=guidelines)
 
+    def person(body: dict | None = None) -> str | None:
+        """Who asks: the name the page sends (in the body or the address), else --annotator."""
+        given = (body if isinstance(body, dict) else {}).get("annotator") or request.args.get("annotator")
+        return given if isinstance(given, str) and given else options.annotator
+
     @app.post("/api/answer")
     def answer():
-        taken = session.record(json_body(), options.annotator)
+        body = json_body()
+        taken = session.record(body, options.annotator, options.overlap)
         retrainer.maybe_start()
-        queue = [item.id for item in session.queue()]
+        queue = [item.id for item in session.queue(person(body))]
         return jsonify(taken=taken, queue=queue, progress=session.progress(), retraining=retrainer.status())
 
     @app.post("/api/undo")

@@ -17,6 +17,7 @@ back the latest answer of the tab that asks.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -25,6 +26,7 @@ import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from xling.annotation.agreement import cohens_kappa, entity_f1
 from xling.annotation.options import SelectOptions
 from xling.data.conll import UNJUDGED, Sentence, conll_text
 from xling.errors import XlingError
@@ -39,6 +41,8 @@ ROUNDS_FILE = "rounds.jsonl"
 
 
 MAX_ID = 64  # characters of an answer's or a tab's id
+HISTORY = 10  # answers a tab lists to edit
+OVERLAP_ANSWERS = 2  # people who answer an item of the overlap share
 
 
 class AnswerError(XlingError):
@@ -143,31 +147,50 @@ class Session:
         return sorted({t for header in self.headers for t in header["types"]})
 
     def _replay(self) -> None:
-        """Each item's answer in force (the latest one given and not taken back), its version, and every id seen.
-        Lines written before answers had ids are named by their place in the log."""
-        histories: dict[str, list[dict]] = {}
-        self.versions: dict[str, int] = {}
-        self.ids: dict[str, dict] = {}
+        """Each item's answers in force, one per slot (the item's own, or on an item two people answer, each
+        person's), the adjudications, each item's version, and every id seen. The gold answer of an item is its
+        adjudicated one, else the first given. Lines written before answers had ids are named by their place."""
+        slots: dict[str, dict[str, list[dict]]] = {}
+        self.versions, self.ids, self.adjudicated = {}, {}, {}
         for line, event in enumerate(self.events):
             event.setdefault("id", f"line-{line + 1}")
             self.ids[event["id"]] = event
-            self.versions[event["item"]] = self.versions.get(event["item"], 0) + 1
-            history = histories.setdefault(event["item"], [])
+            item = event["item"]
+            self.versions[item] = self.versions.get(item, 0) + 1
+            histories = slots.setdefault(item, {})
             if event.get("undo") is True:  # a log from before ids: the last answer still in force, anyone's
-                in_force = [h[-1] for h in histories.values() if h]
+                in_force = [h for hs in slots.values() for h in hs.values() if h]
                 if in_force:
-                    last = max(in_force, key=lambda answer: answer["line"])
-                    histories[last["item"]].pop()
+                    max(in_force, key=lambda history: history[-1]["line"]).pop()
             elif "undo" in event:
-                histories[event["item"]] = [a for a in history if a["id"] != event["undo"]]
+                for history in histories.values():
+                    history[:] = [a for a in history if a["id"] != event["undo"]]
+            elif "adjudicate" in event:
+                self.adjudicated[item] = event["adjudicate"]
             else:
-                history.append(event | {"line": line})
-        self.answers = {item: history[-1] for item, history in histories.items() if history}
+                histories.setdefault(event.get("slot", ""), []).append(event | {"line": line})
+        self.slots = {item: {k: h[-1] for k, h in hs.items() if h} for item, hs in slots.items()}
+        self.slots = {item: given for item, given in self.slots.items() if given}
+        self.answers = {item: self._gold_answer(item, given) for item, given in self.slots.items()}
 
-    def queue(self) -> list[Item]:
-        """The newest batch's items nobody has answered or skipped, best first: a round's batch replaces what was
-        left of the one before, so the page always works on the newest adapter's choices and suggestions."""
-        return [self.items[key] for key in self.newest if key not in self.answers]
+    def _gold_answer(self, item: str, given: dict[str, dict]) -> dict:
+        chosen = self.adjudicated.get(item)
+        return next((a for a in given.values() if a["id"] == chosen), min(given.values(), key=lambda a: a["line"]))
+
+    def in_force(self) -> list[dict]:
+        """Every answer in force, in every slot."""
+        return [answer for given in self.slots.values() for answer in given.values()]
+
+    def done(self, key: str, annotator: str | None) -> bool:
+        """Whether an item is done for this person: answered once, or, for an item two people answer, by two
+        people or by this one."""
+        given = self.slots.get(key, {})
+        return "" in given or len(given) >= OVERLAP_ANSWERS or (annotator is not None and annotator in given)
+
+    def queue(self, annotator: str | None = None) -> list[Item]:
+        """The newest batch's items this person has still to answer, best first: a round's batch replaces what
+        was left of the one before, so the page always works on the newest adapter's choices and suggestions."""
+        return [self.items[key] for key in self.newest if not self.done(key, annotator)]
 
     def check(self, record: dict) -> dict:
         """An answer as the page posts it, checked: {item, spans: [{start, end, label}], judged: [start, end]
@@ -198,18 +221,22 @@ class Session:
         clean = [{"start": s["start"], "end": s["end"], "label": s["label"]} for s in spans]
         return given | {"spans": clean, "judged": judged}
 
-    def record(self, answer: dict, annotator: str | None = None) -> dict:
+    def record(self, answer: dict, annotator: str | None = None, overlap: float = 0.0) -> dict:
         """Check an answer (or skip), write it to disk, then take it; returns the item's new version. A retry (an
-        id already taken) changes nothing; an answer to a version answered since is refused unless it replaces."""
+        id already taken) changes nothing; an answer to a version answered since is refused unless it replaces.
+        `annotator`: the name when the answer carries none; `overlap`: the share of items two people answer."""
         answer = self.check(answer)
         with self.lock:
             if answer.get("id") in self.ids:
                 return {"item": answer["item"], "version": self.versions[answer["item"]]}
-            current, in_force = self.versions.get(answer["item"], 0), self.answers.get(answer["item"])
+            annotator = answer.pop("annotator", None) or annotator
+            slot = annotator if annotator and answered_twice(answer["item"], overlap) else ""
+            current, in_force = self.versions.get(answer["item"], 0), self.slots.get(answer["item"], {}).get(slot)
             replace, seen = answer.pop("replace", False), answer.pop("version", None)
             if in_force and not in_force.get("skip") and seen is not None and seen != current and not replace:
                 raise AnswerError(_conflict_message(in_force), 409, {"answer": _public(in_force), "version": current})
             answer |= {"annotator": annotator} if annotator else {}
+            answer |= {"slot": slot} if slot else {}
             answer |= {"replaces": in_force["id"]} if in_force else {}
             self._write(answer | {"id": answer.get("id") or _new_id(), "time": round(time.time(), 3)})
             return {"item": answer["item"], "version": self.versions[answer["item"]]}
@@ -222,13 +249,54 @@ class Session:
             if given.get("id") in self.ids:
                 earlier = self.ids[given["id"]].get("undo")
                 return _public(self.ids[earlier]) if isinstance(earlier, str) and earlier in self.ids else None
-            own = [a for a in self.answers.values() if "tab" not in given or a.get("tab") == given["tab"]]
+            own = [a for a in self.in_force() if "tab" not in given or a.get("tab") == given["tab"]]
             if not own:
                 return None
             last = max(own, key=lambda answer: answer["line"])
             event = {"undo": last["id"], "item": last["item"], "id": given.get("id") or _new_id()}
             self._write(event | ({"tab": given["tab"]} if "tab" in given else {}) | {"time": round(time.time(), 3)})
             return _public(last)
+
+    def history(self, tab: str, limit: int = HISTORY) -> list[dict]:
+        """The tab's latest answers in force, newest first, each with its sentence and version, to edit."""
+        with self.lock:
+            own = sorted((a for a in self.in_force() if a.get("tab") == tab), key=lambda a: -a["line"])
+            return [
+                {"answer": _public(a), "item": self.items[a["item"]].to_dict(), "version": self.versions[a["item"]]}
+                for a in own[:limit]
+            ]
+
+    def disagreements(self) -> list[dict]:
+        """Items two people answered differently and nobody has settled: each with its sentence and answers."""
+        found = []
+        for item, given in self.slots.items():
+            answers = sorted((a for a in given.values() if not a.get("skip")), key=lambda a: a["line"])
+            if len(answers) >= 2 and item not in self.adjudicated and len({tuple(self.tags(a)) for a in answers}) > 1:
+                found.append({"item": self.items[item].to_dict(), "answers": [_public(a) for a in answers]})
+        return found
+
+    def adjudicate(self, request: dict, reviewer: str | None = None) -> dict:
+        """Settle an item two people answered: {id, item, choose: the id of the answer that becomes gold}."""
+        given = _provenance(request if isinstance(request, dict) else {})
+        with self.lock:
+            if given.get("id") in self.ids:
+                return {"item": self.ids[given["id"]]["item"]}
+            item, chosen = request.get("item"), request.get("choose")
+            if not any(a["id"] == chosen for a in self.slots.get(item, {}).values()):
+                raise AnswerError(f"{chosen!r} is no answer in force to {item!r}", 404)
+            reviewer = given.get("annotator") or reviewer
+            event = {"adjudicate": chosen, "item": item, "id": given.get("id") or _new_id()}
+            self._write(event | ({"annotator": reviewer} if reviewer else {}) | {"time": round(time.time(), 3)})
+            return {"item": item}
+
+    def agreement(self) -> dict:
+        """Entity F1 and Cohen's kappa between the first two people on every item both answered."""
+        pairs = []
+        for given in self.slots.values():
+            answers = sorted((a for a in given.values() if not a.get("skip")), key=lambda a: a["line"])
+            if len(answers) >= 2:
+                pairs.append((self.tags(answers[0]), self.tags(answers[1])))
+        return {"items": len(pairs), "entity_f1": entity_f1(pairs), "kappa": cohens_kappa(pairs)}
 
     def _write(self, event: dict) -> None:
         """On disk first, then in the state (the caller holds the lock)."""
@@ -268,6 +336,7 @@ class Session:
                 if tag.startswith("B-"):
                     per_type[tag[2:]] = per_type.get(tag[2:], 0) + 1
         return {
+            "agreement": self.agreement(),
             "answered": len(gold),
             "skipped": sum(1 for a in self.answers.values() if a.get("skip")),
             "total": len(self.items),
@@ -284,7 +353,7 @@ def _provenance(record: dict) -> dict:
     """The id the tab made for this request, the tab's id, the item version it saw and whether it replaces
     the answer in force: each optional (a script's answer without a version replaces whatever is there)."""
     given = {}
-    for key in ("id", "tab"):
+    for key in ("id", "tab", "annotator"):
         if record.get(key) is not None:
             if not isinstance(record[key], str) or not 0 < len(record[key]) <= MAX_ID:
                 raise AnswerError(f"{key} must be text of 1 to {MAX_ID} characters", 400)
@@ -297,9 +366,15 @@ def _provenance(record: dict) -> dict:
     return given | {"version": version, "replace": record.get("replace", False)}
 
 
+def answered_twice(item: str, overlap: float) -> bool:
+    """Whether an item is one of the `overlap` share that two people answer: fixed by its id's hash, so each
+    server and each person agree on it."""
+    return int(hashlib.sha256(f"xling-overlap:{item}".encode()).hexdigest()[:8], 16) / 16**8 < overlap
+
+
 def _public(answer: dict) -> dict:
     """An answer as the page gets it back."""
-    keys = ("id", "item", "spans", "judged", "skip", "annotator", "tab", "time")
+    keys = ("id", "item", "spans", "judged", "skip", "annotator", "tab", "slot", "time")
     return {key: answer[key] for key in keys if key in answer}
 
 

@@ -11,10 +11,12 @@ const COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b
 // id (undo takes back only this tab's answers) and the item's version it saw (an answer given meanwhile in another
 // tab or by another person is not overwritten unasked).
 function newId() { return Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, "0")).join(""); }
-const TAB = newId();
+const TAB = sessionStorage.getItem("xling-tab") || newId();  // a reload keeps the tab's answers its own
+sessionStorage.setItem("xling-tab", TAB);
 const page = {
   state: null, queue: [], item: null, spans: [], cursor: 0, anchor: null,
-  pending: [], sending: false, latencies: [], conflicts: [], restore: null, texts: new Map(),
+  pending: [], sending: false, latencies: [], conflicts: [], restore: null, texts: new Map(), editing: null,
+  annotator: localStorage.getItem("xling-annotator") || "",
 };
 window.xlingPage = page; // read by the browser test and the latency bench
 
@@ -64,7 +66,11 @@ function show(item) {
   page.texts.set(item.id, item.text);
   if (page.restore && page.restore.item === item.id) {
     page.spans = (page.restore.spans || []).map((s) => ({ ...s }));  // what was answered, to correct
-    page.cursor = page.spans.length ? page.spans[0].start : 0;
+    const first = page.spans[0];
+    if (page.state.mode === "spans") {
+      const [start, end] = first ? [first.start, first.end] : [item.focus.start, item.focus.end];
+      [page.anchor, page.cursor] = [start, end - 1];
+    } else page.cursor = first ? first.start : 0;
     page.restore = null;
   } else if (page.state.mode === "spans") {
     const f = item.focus;
@@ -156,6 +162,7 @@ function renderSide() {
     : r.every ? `after every ${r.every} answers` : "off";
   drawCurve(r.rounds);
   roundsTable(r.rounds);
+  renderAgreement(p.agreement);
   document.getElementById("use").textContent = r.use ? `tag with: ${r.use}` : "";
 }
 
@@ -261,6 +268,7 @@ async function flush() {
   }
   page.sending = false;
   renderSide();
+  loadHistory();
   if (!page.item) refresh();
 }
 
@@ -304,10 +312,79 @@ function settle(c, replace) {
   renderConflicts();
 }
 
-function next() { show(page.queue.shift() || null); }
+function next() {
+  page.editing = null;
+  show(page.queue.shift() || null);
+}
+
+// Two people's agreement on the items both answered, and the disagreements left to settle.
+function renderAgreement(agreement) {
+  const box = document.getElementById("agreement");
+  const percent = (value) => (value === null ? "–" : (100 * value).toFixed(1));
+  box.textContent = agreement.items
+    ? `${agreement.items} sentence(s) answered by two people: entity F1 ${percent(agreement.entity_f1)}, Cohen's kappa ${agreement.kappa === null ? "–" : agreement.kappa.toFixed(2)}`
+    : "";
+  document.getElementById("review-button").hidden = !agreement.items;
+}
+
+async function openReview() {
+  const data = await api("api/review");
+  const list = document.getElementById("review-list");
+  list.replaceChildren();
+  if (!data.disagreements.length) list.append(el("p", "", "Nothing to settle: every sentence two people answered agrees."));
+  data.disagreements.forEach(({ item, answers }) => {
+    const entry = el("div", "disagreement");
+    entry.append(el("p", "sentence-text", item.text));
+    answers.forEach((answer) => {
+      const words = (answer.spans || []).map((s) => `${item.words.slice(s.start, s.end).map(([a, b]) => item.text.slice(a, b)).join(" ")} ${s.label}`);
+      const choose = el("button", "choose", `take ${answer.annotator || "this"}'s: ${words.join("; ") || "no entity"}`);
+      choose.onclick = async () => {
+        await api("api/adjudicate", { id: newId(), item: item.id, choose: answer.id, ...(page.annotator ? { annotator: page.annotator } : {}) });
+        entry.remove();
+        refresh();
+      };
+      entry.append(choose);
+    });
+    list.append(entry);
+  });
+  const dialog = document.getElementById("review");
+  if (!dialog.open) dialog.showModal();
+}
+
+// The tab's last answers, newest first: opening one shows it as answered; the next answer replaces it.
+async function loadHistory() {
+  const data = await api(`api/history?tab=${encodeURIComponent(TAB)}`);
+  const list = document.getElementById("history");
+  list.replaceChildren();
+  data.history.forEach((entry) => {
+    const types = (entry.answer.spans || []).map((s) => s.label).join(", ");
+    const what = entry.answer.skip ? "skipped" : types || "no entity";
+    const button = el("button", "earlier", `${entry.item.text.slice(0, 40)} · ${what}`);
+    button.onclick = () => edit(entry);
+    const row = el("li");
+    row.append(button);
+    list.append(row);
+  });
+}
+
+function edit(entry) {
+  if (page.item && !page.editing) page.queue.unshift(page.item);  // back to it after the edit
+  page.editing = entry;
+  page.restore = entry.answer;
+  show({ ...entry.item, version: entry.version });
+  say("an earlier answer: change it and accept (or skip) to replace it");
+}
 
 function request(item, body) {
-  return { id: newId(), tab: TAB, item: item.id, version: item.version, ...body };
+  const who = page.annotator ? { annotator: page.annotator } : {};
+  return { id: newId(), tab: TAB, item: item.id, version: item.version, ...who, ...body };
+}
+
+// The person's name (kept in this browser): on every answer, and what decides which shared items they still owe.
+function setAnnotator(name) {
+  page.annotator = name.trim().slice(0, 64);
+  localStorage.setItem("xling-annotator", page.annotator);
+  refresh();
 }
 
 function answer(spans, judged) {
@@ -338,9 +415,10 @@ function label(type) {
 function accept() {
   if (page.state.mode !== "spans") { answer(page.spans, null); return; }
   const f = page.item.focus;
-  if (!f.label) { ask(missedQuestion(page.item)); return; }
+  const type = (page.spans[0] && page.spans[0].label) || f.label;  // an edited answer's type, else the model's
+  if (!type) { ask(missedQuestion(page.item)); return; }
   const [start, end] = selection();  // the span's words as Shift+←/→ or a drag left them
-  answer([{ start, end, label: f.label }], focusRange([start, end]));
+  answer([{ start, end, label: type }], focusRange([start, end]));
 }
 
 function reject() {
@@ -388,6 +466,7 @@ function toggle(id) {
 
 function onKey(event) {
   if (event.ctrlKey || event.metaKey || event.altKey) return;  // the browser's and the system's shortcuts
+  if (event.target.closest && event.target.closest("input, textarea")) return;  // typing a name
   if (event.key === "?" || event.key === "h") { toggle(event.key === "?" ? "keys" : "guidelines"); event.preventDefault(); return; }
   if (document.querySelector("dialog[open]")) return;  // Escape closes it
   if (!page.item && event.key !== "u") return;
@@ -441,26 +520,31 @@ function onPointerMove(event) {
 
 function onPointerUp() { page.dragging = false; }
 
-const BUTTONS = { accept, reject, skip, undo, keys: () => toggle("keys"), guidelines: () => toggle("guidelines") };
+const BUTTONS = { accept, reject, skip, undo, review: openReview, keys: () => toggle("keys"), guidelines: () => toggle("guidelines") };
 
 function onButton(event) {
   const button = event.target.closest("button[data-action], button[data-type]");
-  if (!button || (!page.item && !["undo", "keys", "guidelines"].includes(button.dataset.action))) return;
+  if (!button || (!page.item && !["undo", "review", "keys", "guidelines"].includes(button.dataset.action))) return;
   if (button.dataset.type) label(button.dataset.type);
   else BUTTONS[button.dataset.action]();
 }
 
 // The state from the server; `first` (an item just taken back) is shown before the rest.
 async function refresh(first) {
-  const state = await api("api/state");
+  const who = page.annotator ? `?annotator=${encodeURIComponent(page.annotator)}` : "";
+  const state = await api(`api/state${who}`);
   const firstTime = !page.state;
   page.state = state;
   if (firstTime) {
     document.getElementById("session").textContent = `${state.session} (${state.lang}, ${state.mode})`;
+    const name = document.getElementById("annotator");
+    name.value = page.annotator || state.annotator || "";
+    name.addEventListener("change", () => setAnnotator(name.value));
     const link = document.getElementById("export");
     if (TOKEN) link.href = `api/gold.conll?token=${encodeURIComponent(TOKEN)}`;
     renderLegend();
     api("api/guidelines").then((data) => { document.getElementById("guidelines-text").textContent = data.guidelines; });
+    loadHistory();
   }
   const shown = first ? null : page.item && page.item.id;
   const taken = new Set([shown, ...page.pending.map((answer) => answer.item)]);

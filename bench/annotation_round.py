@@ -1,0 +1,98 @@
+"""One retraining round of an annotation session as `xling annotate` runs it, on a large pool: 25 answers (the
+labels of WikiANN-qu `silver-pool` sentences) train the task adapter again from `ner-en` with early stopping on
+WikiANN-qu dev, it is scored beside the session's adapter, and the next 25 sentences are selected from the pool
+(the first `--lines` lines of the Quechua text corpus) with `xling select`'s defaults. Writes
+`results/annotation/round.json`: seconds for the round, its training and scoring part and its selection.
+
+    python -m bench.annotation_round --workspace DIR [--lines 100000]
+
+DIR holds `lang-qu`'s and `ner-en`'s adapters for the embedded model (as `recipes/quality-qu.toml` trains them);
+they are copied into a temporary workspace, which is all the round writes to.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from bench.common import REPO, corpora_root, quechua_lines
+from xling import __version__
+from xling.annotation.options import AnnotateOptions, SelectOptions
+from xling.annotation.retrain import retrain_round
+from xling.annotation.session import Session, session_dir, start_session, write_batch
+from xling.data.conll import read_conll
+from xling.data.fetch import resolve
+from xling.data.labels import entity_mentions
+from xling.device import machine_name
+from xling.models.loading import DEFAULT_MODEL
+from xling.options import defaults
+from xling.recipes import source_commit
+from xling.tagging.words import joined
+from xling.workspace import Workspace
+
+ANSWERS = 25
+
+
+def answered_session(workspace: Path, pool: Path) -> Path:
+    """A session over `pool` whose first batch (silver-pool sentences) is answered with their labels."""
+    options = SelectOptions(corpus=str(pool), lang="qu", workspace=str(workspace))
+    directory = session_dir(Workspace(str(workspace), options.model), "qu")
+    start_session(directory, options)
+    sentences = read_conll(resolve("corpus:wikiann-qu/silver-pool"))[:ANSWERS]
+    items = []
+    for number, sentence in enumerate(sentences):
+        text, tokens = joined(sentence.tokens)
+        items.append(
+            {"id": f"s{number}", "text": text, "words": [[t.start, t.end] for t in tokens], "focus": None}
+            | {"tags": ["O"] * len(tokens), "probabilities": [0.5] * len(tokens), "score": 0.5}
+        )
+    header = {"strategy": "uncertainty", "mode": "correct", "adapter": "ner-en", "types": ["LOC", "ORG", "PER"]}
+    write_batch(directory, header | {"created": 0, "corpus": [str(pool)]}, items)
+    session = Session(directory)
+    for item, sentence in zip(items, sentences):
+        spans = [{"start": start, "end": end, "label": kind} for kind, start, end in entity_mentions(sentence.tags)]
+        session.record({"item": item["id"], "spans": spans, "judged": None})
+    return directory
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workspace", required=True, help="A workspace with lang-qu and ner-en trained.")
+    parser.add_argument("--lines", type=int, default=100_000, help="Lines of the pool.")
+    args = parser.parse_args()
+    trained = Workspace(args.workspace, DEFAULT_MODEL)
+    with tempfile.TemporaryDirectory() as folder:
+        workspace = Workspace(folder, DEFAULT_MODEL)
+        for kind, name in (("lang", "qu"), ("task", "ner-en")):
+            shutil.copytree(trained.adapter_dir(kind, name), workspace.adapter_dir(kind, name))
+        pool = Path(folder) / "pool.txt"
+        pool.write_text("\n".join(quechua_lines()[: args.lines]) + "\n", encoding="utf-8")
+        directory = answered_session(Path(folder), pool)
+        dev = str(corpora_root() / "ner" / "wikiann-qu" / "dev")
+        started = time.perf_counter()
+        record = retrain_round(directory, AnnotateOptions(session="qu", dev=dev, workspace=folder))
+        total = time.perf_counter() - started
+    parts = {
+        "round": total,
+        "training and scoring": record["seconds"],
+        "selecting the next batch": record["total_seconds"] - record["seconds"],
+    }
+    setup = f"{ANSWERS} answers, a pool of {args.lines:,} lines, select's defaults (a sample of {defaults(SelectOptions).max_sentences:,})"
+    rows = [
+        {"label": f"annotation round, {what}", "data": "corpus:quechua-text", "setup": setup, "metric": "seconds"}
+        | {"seconds": round(seconds, 1), "seconds_std": 0.0, "per_seed": [{"seed": 1, "seconds": round(seconds, 1)}]}
+        for what, seconds in parts.items()
+    ]
+    result = {"recipe": "annotation round, seconds", "seeds": [1], "model": DEFAULT_MODEL}
+    result |= {"xling_version": __version__, "commit": source_commit(), "machine": machine_name(), "rows": rows}
+    out = REPO / "results" / "annotation" / "round.json"
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(parts | {"dev_f1": record["f1"], "kept": record["kept"]}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
