@@ -333,3 +333,30 @@ def test_two_tabs_racing_on_every_item_lose_and_duplicate_nothing(tmp_path):
             else:  # the other tab's answer stands, and this tab was told which
                 assert status == 409 and body["answer"]["id"] != f"{name}-{n}"
     assert len(Session(directory).answers) == 50
+
+
+def test_an_answer_retried_after_a_kill_9_of_the_server_is_taken_once(tmp_path):
+    """The server saved the answer and was killed before replying; the page sends it again to the restarted
+    server, which knows the id from the log."""
+    import os
+    import signal
+
+    from tests.test_annotation import free_port, post, start_server
+
+    directory = make_session(tmp_path)
+    port = free_port()
+    body = answer("s1", PER, "a1", "tab-a")
+    server = start_server(tmp_path, port)
+    try:
+        post(port, "/api/answer", body, directory)
+    finally:
+        os.kill(server.pid, signal.SIGKILL)
+        server.wait()
+    server = start_server(tmp_path, port)
+    try:
+        again = post(port, "/api/answer", body, directory)
+    finally:
+        server.terminate()
+        server.wait()
+    assert again["taken"] == {"item": "s1", "version": 1} and "s1" not in again["queue"]
+    assert [e["id"] for e in log(directory)] == ["a1"]
