@@ -64,6 +64,10 @@ def test_an_answer_to_an_item_answered_elsewhere_is_refused_until_it_says_replac
     # an answer by a tab of the same unnamed person says "in another tab"
     beto_seen = ana.post("/api/answer", json=answer("s1", PER, "a3", "tab-c", version=1))
     assert beto_seen.status_code == 409 and "in another tab" in beto_seen.get_json()["error"]
+    # and so does one by the same named person's other tab
+    beto.post("/api/answer", json=answer("s2", PER, "b2", "tab-b"))
+    own = beto.post("/api/answer", json=answer("s2", [], "b3", "tab-d"))
+    assert own.status_code == 409 and "in another tab" in own.get_json()["error"]
 
 
 def test_a_skip_blocks_nobody_an_answer_takes_its_place(team):

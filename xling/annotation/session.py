@@ -234,7 +234,9 @@ class Session:
             current, in_force = self.versions.get(answer["item"], 0), self.slots.get(answer["item"], {}).get(slot)
             replace, seen = answer.pop("replace", False), answer.pop("version", None)
             if in_force and not in_force.get("skip") and seen is not None and seen != current and not replace:
-                raise AnswerError(_conflict_message(in_force), 409, {"answer": _public(in_force), "version": current})
+                raise AnswerError(
+                    _conflict_message(in_force, annotator), 409, {"answer": _public(in_force), "version": current}
+                )
             answer |= {"annotator": annotator} if annotator else {}
             answer |= {"slot": slot} if slot else {}
             answer |= {"replaces": in_force["id"]} if in_force else {}
@@ -378,8 +380,9 @@ def _public(answer: dict) -> dict:
     return {key: answer[key] for key in keys if key in answer}
 
 
-def _conflict_message(in_force: dict) -> str:
-    who = f"by {in_force['annotator']}" if in_force.get("annotator") else "in another tab"
+def _conflict_message(in_force: dict, annotator: str | None) -> str:
+    other = in_force.get("annotator")
+    who = f"by {other}" if other and other != annotator else "in another tab"  # one person's two tabs
     return f"this sentence was answered {who} meanwhile: keep that answer, or replace it with yours"
 
 
