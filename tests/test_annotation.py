@@ -267,6 +267,11 @@ def start_server(workspace: Path, port: int, *options: str, run: tuple[str, ...]
     raise AssertionError(server.stderr.read())
 
 
+def kill_9(server: subprocess.Popen) -> None:
+    os.kill(server.pid, signal.SIGKILL)
+    server.wait()
+
+
 def post(port: int, path: str, body: dict, directory: Path) -> dict:
     from xling.annotation.server import PAGE_TOKEN_HEADER, page_token
 
@@ -284,8 +289,7 @@ def test_sigkill_in_the_middle_of_a_batch_loses_no_answer_and_the_queue_resumes(
         answer = {"item": "s2", "spans": [{"start": 11, "end": 12, "label": "LOC"}], "judged": None}
         post(port, "/api/answer", answer, directory)
     finally:
-        os.kill(server.pid, signal.SIGKILL)
-        server.wait()
+        kill_9(server)
     server = start_server(tmp_path, port)
     try:
         state = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/api/state", timeout=5))

@@ -184,13 +184,11 @@ def test_in_chromium_two_tabs_race_and_the_stale_one_is_asked_not_obeyed(tmp_pat
 
 
 def test_a_server_killed_during_a_round_is_restarted_and_waits_for_that_round_instead_of_starting_another(tmp_path):
-    import os
-    import signal
     import subprocess
     import time
     import urllib.request
 
-    from tests.test_annotation import free_port, post, start_server
+    from tests.test_annotation import free_port, kill_9, post, start_server
 
     directory = make_session(tmp_path)
     port = free_port()
@@ -205,8 +203,7 @@ def test_a_server_killed_during_a_round_is_restarted_and_waits_for_that_round_in
     try:
         assert post(port, "/api/answer", answer("s1", PER, "a1", "tab-a"), directory)["retraining"]["running"]
     finally:
-        os.kill(server.pid, signal.SIGKILL)
-        server.wait()
+        kill_9(server)
     server = start()  # the round goes on without its server
     try:
         assert state()["retraining"]["running"] and state()["retraining"]["elapsed"] is not None
@@ -342,10 +339,8 @@ def test_two_tabs_racing_on_every_item_lose_and_duplicate_nothing(tmp_path):
 def test_an_answer_retried_after_a_kill_9_of_the_server_is_taken_once(tmp_path):
     """The server saved the answer and was killed before replying; the page sends it again to the restarted
     server, which knows the id from the log."""
-    import os
-    import signal
 
-    from tests.test_annotation import free_port, post, start_server
+    from tests.test_annotation import free_port, kill_9, post, start_server
 
     directory = make_session(tmp_path)
     port = free_port()
@@ -354,8 +349,7 @@ def test_an_answer_retried_after_a_kill_9_of_the_server_is_taken_once(tmp_path):
     try:
         post(port, "/api/answer", body, directory)
     finally:
-        os.kill(server.pid, signal.SIGKILL)
-        server.wait()
+        kill_9(server)
     server = start_server(tmp_path, port)
     try:
         again = post(port, "/api/answer", body, directory)
