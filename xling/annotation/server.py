@@ -212,8 +212,35 @@ def read_guidelines(options: AnnotateOptions) -> str:
         raise XlingError(f"the guidelines {path} are not UTF-8 text") from None
 
 
-def create_app(session: Session, options: AnnotateOptions) -> Flask:
+def person(options: AnnotateOptions, body: dict | None = None) -> str | None:
+    """Who asks: the name the page sends (in the body or the address), else --annotator."""
+    given = (body if isinstance(body, dict) else {}).get("annotator") or request.args.get("annotator")
+    return given if isinstance(given, str) and given else options.annotator
+
+
+def team_routes(app: Flask, session: Session, options: AnnotateOptions) -> None:
+    """A tab's history, two people's review, and the guidelines."""
     guidelines = read_guidelines(options)
+
+    @app.get("/api/history")
+    def history():
+        return jsonify(history=session.history(request.args.get("tab", "")))
+
+    @app.get("/api/review")
+    def review():
+        return jsonify(disagreements=session.disagreements(), agreement=session.agreement())
+
+    @app.post("/api/adjudicate")
+    def adjudicate():
+        settled = session.adjudicate(json_body(), options.annotator)
+        return jsonify(settled=settled, progress=session.progress())
+
+    @app.get("/api/guidelines")
+    def guidelines_text():
+        return jsonify(guidelines=guidelines)
+
+
+def create_app(session: Session, options: AnnotateOptions) -> Flask:
     app = Flask("xling.annotation", static_folder=str(STATIC), static_url_path="/static")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
     retrainer = Retrainer(session, options)
@@ -247,39 +274,22 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
             mode=session.options.mode,
             types=session.types,
             annotator=options.annotator,
-            queue=[item.to_dict() | {"version": session.versions.get(item.id, 0)} for item in session.queue(person())],
+            queue=[
+                item.to_dict() | {"version": session.versions.get(item.id, 0)}
+                for item in session.queue(person(options))
+            ],
             progress=session.progress(),
             retraining=retrainer.status(),
         )
 
-    @app.get("/api/history")
-    def history():
-        return jsonify(history=session.history(request.args.get("tab", "")))
-
-    @app.get("/api/review")
-    def review():
-        return jsonify(disagreements=session.disagreements(), agreement=session.agreement())
-
-    @app.post("/api/adjudicate")
-    def adjudicate():
-        settled = session.adjudicate(json_body(), options.annotator)
-        return jsonify(settled=settled, progress=session.progress())
-
-    @app.get("/api/guidelines")
-    def guidelines_text():
-        return jsonify(guidelines=guidelines)
-
-    def person(body: dict | None = None) -> str | None:
-        """Who asks: the name the page sends (in the body or the address), else --annotator."""
-        given = (body if isinstance(body, dict) else {}).get("annotator") or request.args.get("annotator")
-        return given if isinstance(given, str) and given else options.annotator
+    team_routes(app, session, options)
 
     @app.post("/api/answer")
     def answer():
         body = json_body()
         taken = session.record(body, options.annotator, options.overlap)
         retrainer.maybe_start()
-        queue = [item.id for item in session.queue(person(body))]
+        queue = [item.id for item in session.queue(person(options, body))]
         return jsonify(taken=taken, queue=queue, progress=session.progress(), retraining=retrainer.status())
 
     @app.post("/api/undo")

@@ -339,7 +339,7 @@ async function openReview() {
       const words = (answer.spans || []).map((s) => `${item.words.slice(s.start, s.end).map(([a, b]) => item.text.slice(a, b)).join(" ")} ${s.label}`);
       const choose = el("button", "choose", `take ${answer.annotator || "this"}'s: ${words.join("; ") || "no entity"}`);
       choose.onclick = async () => {
-        await api("api/adjudicate", { id: newId(), item: item.id, choose: answer.id, ...(page.annotator ? { annotator: page.annotator } : {}) });
+        await api("api/adjudicate", { id: newId(), item: item.id, choose: answer.id, ...who() });
         entry.remove();
         refresh();
       };
@@ -375,9 +375,10 @@ function edit(entry) {
   say("an earlier answer: change it and accept (or skip) to replace it");
 }
 
+function who() { return page.annotator ? { annotator: page.annotator } : {}; }
+
 function request(item, body) {
-  const who = page.annotator ? { annotator: page.annotator } : {};
-  return { id: newId(), tab: TAB, item: item.id, version: item.version, ...who, ...body };
+  return { id: newId(), tab: TAB, item: item.id, version: item.version, ...who(), ...body };
 }
 
 // The person's name (kept in this browser): on every answer, and what decides which shared items they still owe.
