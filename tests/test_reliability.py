@@ -532,7 +532,6 @@ def test_tag_streams_a_long_line_in_pieces_with_one_result_each(tmp_path, traine
 def test_ctrl_c_says_how_to_resume_and_exits_130(trained_workspace):
     import signal
     import subprocess
-    import time
 
     root, model_dir, _, _ = trained_workspace
     command = [sys.executable, "-m", "xling", "tag", "-", "--lang", "en", "--model", str(model_dir), "-w", root / "ws"]
@@ -544,8 +543,11 @@ def test_ctrl_c_says_how_to_resume_and_exits_130(trained_workspace):
     tagging = subprocess.Popen(command, **pipes, text=True, preexec_fn=default_sigint)
     tagging.stdin.write("juan lima\n")  # then the input stays open: the command waits for more
     tagging.stdin.flush()
-    time.sleep(6)
+    # Its result proves the command is past start-up and waiting on the input: a signal sent sooner may
+    # land before Python has installed its handler, or inside a library's import.
+    first = tagging.stdout.readline()
+    assert "juan" in first, first
     tagging.send_signal(signal.SIGINT)
     _, stderr = tagging.communicate(timeout=60)
-    assert tagging.returncode == 130
+    assert tagging.returncode == 130, stderr
     assert stderr.strip().splitlines()[-1] == "error: interrupted; rerun the same command to resume", stderr

@@ -3,6 +3,8 @@ step run, from the same `TagOptions`."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -21,11 +23,18 @@ Progress = Callable[[Iterable, int], Iterator]
 
 
 def stdin_lines() -> Iterator[str]:
-    for number, raw in enumerate(sys.stdin.buffer, start=1):
-        try:
-            yield raw.decode("utf-8").rstrip("\r\n")
-        except UnicodeDecodeError as err:
-            raise XlingError(f"<stdin>:{number}: not UTF-8 text ({err.reason})") from None
+    """Standard input's lines, read through a reader of its own: the read-ahead thread that blocks in it must
+    not hold the lock of `sys.stdin`, which Python takes at exit (a Ctrl+C then aborts the interpreter)."""
+    try:
+        stream = open(os.dup(sys.stdin.fileno()), "rb")
+    except (AttributeError, OSError, ValueError):  # a replaced stdin without a descriptor (an embedding host)
+        stream = contextlib.nullcontext(sys.stdin.buffer)
+    with stream as lines:
+        for number, raw in enumerate(lines, start=1):
+            try:
+                yield raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as err:
+                raise XlingError(f"<stdin>:{number}: not UTF-8 text ({err.reason})") from None
 
 
 def launched_tagger(options: TagOptions, launch: Launch):
