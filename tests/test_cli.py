@@ -94,45 +94,85 @@ def test_options_are_built_from_command_line_or_recipe_values_by_one_rule():
         assert str(err) == "missing option(s): --train"
 
 
-def test_every_option_of_a_command_is_its_config_option_and_a_recipe_key():
-    """One table: each command's options are its dataclass's options, and its recipe keys are the same names."""
-    import inspect
+def _app_commands() -> dict:
+    """Every command of the app by its full name (`analyze fusion`), as the command line builds it."""
+    import typer
 
-    from xling.cli import evaluate, tag, train
+    from xling.cli.app import app
+
+    root, found = typer.main.get_command(app), {}
+    for name in root.list_commands(None):  # the lazy group reads no context
+        command = root.get_command(None, name)
+        subcommands = command.commands.items() if hasattr(command, "commands") else [(None, command)]
+        found.update({" ".join(filter(None, (name, sub))): each for sub, each in subcommands})
+    return found
+
+
+# Commands whose options are not yet a dataclass (their own few typer parameters).
+WITHOUT_OPTIONS = {
+    "compare",
+    "run",
+    "demo",
+    "models list",
+    "models pull",
+    "corpora list",
+    "corpora get",
+    "corpora overlap",
+}
+
+
+def test_every_command_takes_the_options_of_its_dataclass_and_runs_them_as_a_recipe_step_would():
+    """One table: each command's options are its dataclass's (those a recipe step's keys are), no more, no less."""
     from xling.options import defaults, options_of
-    from xling.recipes import KEYS, OPTIONS, RUN_LEVEL
+    from xling.recipes import OPTIONS
 
-    commands = {
-        "train-lang": train.train_lang,
-        "train-task": train.train_task,
-        "train-fusion": train.train_fusion_command,
-        "self-train": train.self_train_command,
-        "evaluate": evaluate.evaluate_command,
-        "tag": tag.tag,
-    }
-    command_only = {"task", "as_json"}  # the task argument (a config field too) and --json
-    for run, command in commands.items():
-        names = {"from" if p == "source" else p for p in inspect.signature(command).parameters} - command_only
-        config_options = set(options_of(defaults(OPTIONS[run]))) - {"task"}
-        assert names == config_options, (run, names ^ config_options)
-        assert names - RUN_LEVEL <= KEYS[run], (run, names - RUN_LEVEL - KEYS[run])
-    # analyze: its four subcommands together take the options of one dataclass, the subcommand its `analysis`
-    from xling.cli import analyze, annotate
+    commands = _app_commands()
+    assert len(commands) >= 20 and set(COMMANDS) <= {name.split()[0] for name in commands}
+    command_only = {"as_json"}  # --json: how a result is printed
+    made = {name: getattr(command.callback, "options_class", None) for name, command in commands.items()}
+    assert {name for name, cls in made.items() if cls is None} == WITHOUT_OPTIONS
+    analyses = set()
+    for name, cls in made.items():
+        if cls is None:
+            continue
+        shown = set(commands[name].callback.options_shown)
+        assert {param.name.rstrip("_") for param in commands[name].params} - command_only == shown, name
+        if name.startswith("analyze "):  # each analysis takes the options it uses; its name is the subcommand
+            analyses |= shown
+            continue
+        assert shown == set(options_of(defaults(cls))), (name, shown ^ set(options_of(defaults(cls))))
+        assert name not in OPTIONS or OPTIONS[name] is cls, name  # a recipe step of this kind: the same options
+    assert analyses | {"analysis"} == set(options_of(defaults(OPTIONS["analyze"])))
 
-    subcommands = (analyze.fusion, analyze.ablation, analyze.confidence, analyze.params)
-    names = set().union(*(inspect.signature(f).parameters for f in subcommands)) - command_only
-    assert names | {"analysis"} == set(options_of(defaults(OPTIONS["analyze"])))
-    assert names - RUN_LEVEL <= KEYS["analyze"]
-    from xling.annotation.options import AnnotateOptions, SelectOptions
-    from xling.cli import share
-    from xling.exporting import ExportOptions
 
-    for command, cls in (
-        (annotate.select_command, SelectOptions),
-        (annotate.annotate_command, AnnotateOptions),
-        (share.export_command, ExportOptions),
-    ):
-        assert set(inspect.signature(command).parameters) == set(options_of(defaults(cls))), cls.__name__
+def test_a_new_field_is_an_option_of_the_command_with_no_other_edit():
+    from dataclasses import make_dataclass
+
+    import typer
+    from typer.testing import CliRunner
+
+    from xling.cli.options import command
+    from xling.options import opt
+    from xling.tagging.options import TagOptions
+
+    extended = make_dataclass(
+        "Extended", [("beam_width", int, opt(4, "Beams kept while decoding."))], bases=(TagOptions,)
+    )
+    seen = []
+
+    @command(extended)
+    def tag(options):
+        """Tag."""
+        seen.append(options)
+
+    app = typer.Typer()
+    app.command()(tag)
+    shown = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"}).output
+    assert "--beam-width" in shown and "Beams kept while decoding." in shown and "[default: 4]" in shown
+    ran = CliRunner().invoke(app, ["text.txt", "--lang", "qu", "--beam-width", "7", "-f", "conll"])
+    assert ran.exit_code == 0, ran.output
+    assert (seen[0].beam_width, seen[0].input, seen[0].lang, seen[0].format) == (7, "text.txt", "qu", "conll")
+    assert isinstance(seen[0], TagOptions)  # the command built the dataclass, as a recipe step does
 
 
 def test_command_defaults_are_the_config_defaults():

@@ -17,11 +17,14 @@ ONNX_ONLY = ("lang", "lang_adapter", "check_data", "int8")
 
 @dataclass
 class ExportOptions:
-    adapter: str = opt(help="A trained adapter: a workspace name or a directory (onnx: the task adapter or fusion).")
-    target: str = opt(help="The directory to write (written whole, or not at all).")
+    adapter: str = opt(
+        help="A trained adapter: a workspace name or a directory (onnx: the task adapter or fusion).", argument=1
+    )
+    target: str = opt(help="The directory to write (written whole, or not at all).", argument=2)
     format: str = opt(
         help="adapterhub: an adapter for the AdapterHub adapters library; onnx: the tagger Stack(LANG, ADAPTER) "
-        "as one ONNX graph for ONNX Runtime (xling tag --runtime onnx -t TARGET)."
+        "as one ONNX graph for ONNX Runtime (xling tag --runtime onnx -t TARGET).",
+        choices=FORMATS,
     )
     overwrite: bool = opt(False, "Replace a directory an earlier export wrote.")
     lang: str | None = opt(None, "onnx: the language whose adapter goes under the task adapter.")

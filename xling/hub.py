@@ -8,6 +8,7 @@ The token comes from where `huggingface_hub` looks (`HF_TOKEN`, `hf auth login`)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from huggingface_hub import CommitOperationAdd, EvalResult, HfApi, ModelCard, ModelCardData, snapshot_download
@@ -19,7 +20,9 @@ from xling.data.hub_datasets import hub_dataset_id
 from xling.errors import XlingError, is_network_error
 from xling.fileio import read_json
 from xling.models.embedded import EMBEDDED_ALIASES, embedded_identity
-from xling.models.loading import hub_id
+from xling.models.loading import DEFAULT_MODEL, MODEL_HELP, hub_id
+from xling.options import opt
+from xling.workspace import WORKSPACE_HELP
 
 CARD_FILE = "README.md"
 REPORT_FILE = "report.json"
@@ -41,6 +44,16 @@ def download(spec: str) -> Path:
         return Path(snapshot_download(repo_id, revision=revision or None))
     except Exception as err:
         raise _hub_error(err, f"cannot fetch {spec} from the Hub") from None
+
+
+@dataclass
+class PushOptions:
+    adapter: str = opt(help="A trained adapter, task or fusion: a workspace name or a directory.", argument=1)
+    repo_id: str = opt(help="The Hub model repository, ORG/NAME (created if new).", argument=2)
+    private: bool = opt(False, "Create the repository private.")
+    token: str | None = opt(None, "Hub token (default: HF_TOKEN, else the one `hf auth login` saved).")
+    model: str = opt(DEFAULT_MODEL, MODEL_HELP)
+    workspace: str | None = opt(None, WORKSPACE_HELP)
 
 
 def push(directory: Path, repo_id: str, private: bool = False, token: str | None = None) -> str:

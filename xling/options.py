@@ -32,6 +32,9 @@ def opt(
     preset: str | None = None,
     without: tuple[str, ...] = (),
     hidden: bool = False,
+    argument: int = 0,
+    choices: tuple[str, ...] | Callable[[], typing.Iterable[str]] = (),
+    helps: Mapping[str, str] | None = None,
 ) -> Field:
     """A dataclass field that is also an option.
 
@@ -40,10 +43,22 @@ def opt(
     clears: giving this option resets that field unless it is given too (`--epochs`
     replaces a default number of steps); preset: a nested config that starts from this
     named preset, chosen with the `preset` option; without: options of a nested config that
-    mean nothing here; hidden: not an option anywhere.
+    mean nothing here; hidden: not an option anywhere; argument: positional on the command line, the Nth; choices:
+    the values it takes (or a function naming them, for a registry); helps: help texts of a nested config's
+    options that say more here.
     """
     meta = dict(
-        help=help, name=name, invert=invert, parse=parse, clears=clears, preset=preset, without=without, hidden=hidden
+        help=help,
+        name=name,
+        invert=invert,
+        parse=parse,
+        clears=clears,
+        preset=preset,
+        without=without,
+        hidden=hidden,
+        argument=argument,
+        choices=choices,
+        helps=helps,
     )
     return field(default=default, default_factory=factory, metadata={k: v for k, v in meta.items() if v})
 
@@ -59,6 +74,9 @@ class Option:
     unset: bool = False
     from_preset: bool = False
     switch: bool = False  # a flag that is off unless given (`--no-lang-adapter`), with no negative form
+    hint: object = str  # the field's type; text where `parse` reads it
+    argument: int = 0  # positional on the command line, the Nth (0: an option)
+    choices: tuple[str, ...] = ()
 
 
 def option_name(f: Field) -> str:
@@ -76,12 +94,17 @@ def field_value(f: Field, values: Mapping):
 
 
 def options_of(
-    config, _preset: bool = False, _without: tuple[str, ...] = (), _unset: bool = False
+    config,
+    _preset: bool = False,
+    _without: tuple[str, ...] = (),
+    _unset: bool = False,
+    _helps: Mapping[str, str] | None = None,
 ) -> dict[str, Option]:
     """Every option of a config instance (its defaults are that instance's values), nested ones included.
     Below a preset every option is left unset unless given, so that the preset (or the nested config's own
     `check_options`) sees which were given."""
     found: dict[str, Option] = {}
+    hints, helps = typing.get_type_hints(type(config)), _helps or {}
     paired = {f.name for f in fields(config) if "clears" in f.metadata} | {
         f.metadata["clears"] for f in fields(config) if "clears" in f.metadata
     }
@@ -94,16 +117,23 @@ def options_of(
                 found["preset"] = Option("preset", meta.get("help", ""), meta["preset"], unset=True)
             # a preset gives the values of the nested configs below it that have presets too
             from_preset = "preset" in meta or (_preset and hasattr(type(value), "preset"))
-            found.update(options_of(value, from_preset, meta.get("without", ()), _unset or "preset" in meta))
+            nested = options_of(
+                value, from_preset, meta.get("without", ()), _unset or "preset" in meta, meta.get("helps")
+            )
+            found.update(nested)
         else:
+            choices = meta.get("choices", ())
             found[option_name(f)] = Option(
                 option_name(f),
-                meta.get("help", ""),
+                helps.get(option_name(f), meta.get("help", "")),
                 not value if meta.get("invert") else value,
                 required=_required(f),
                 unset=_unset or f.name in paired or isinstance(value, (list, dict)),
                 from_preset=_preset,
                 switch=bool(meta.get("invert")),
+                hint=str if "parse" in meta else hints[f.name],
+                argument=meta.get("argument", 0),
+                choices=tuple(choices() if callable(choices) else choices),
             )
     return found
 

@@ -24,7 +24,7 @@ ANALYSES = {
 @dataclass
 class AnalyzeOptions:
     analysis: str = opt("params", f"Which analysis: {', '.join(ANALYSES)} (on the command line, the subcommand).")
-    data: str | None = opt(None, "Labelled data of the language: a CoNLL file or a named source.")
+    data: str | None = opt(None, "Labelled data of the language: a CoNLL file or a named source.", argument=1)
     lang: str | None = opt(None, "Language of the data: its language adapter goes below the task adapter or fusion.")
     task_adapter: str | None = opt(None, "Task adapter (default: as for tagging).")
     fusion: str | None = opt(None, "A trained fusion (the fusion analysis; ablation: ablate it instead).")

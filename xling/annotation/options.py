@@ -24,13 +24,16 @@ def _one_of(name: str, value: str, choices: tuple[str, ...]) -> None:
 @dataclass
 class SelectOptions:
     corpus: str = opt(
-        help="Unlabelled text: a file or folder of one sentence per line (CoNLL files are read as such), or corpus:NAME."
+        help="Unlabelled text: a file or folder of one sentence per line (CoNLL files are read as such), or corpus:NAME.",
+        argument=1,
     )
     lang: str = opt(help="Language of the text: its language adapter goes under the task adapter.")
     session: str | None = opt(None, "The annotation session (default: the language code); its batches add up.")
-    strategy: str = opt("uncertainty", f"Which sentences first: {', '.join(STRATEGIES)}.")
+    strategy: str = opt("uncertainty", f"Which sentences first: {', '.join(STRATEGIES)}.", choices=STRATEGIES)
     mode: str = opt(
-        "correct", "correct: a person labels whole sentences; spans: one proposed span at a time (partial labels)."
+        "correct",
+        "correct: a person labels whole sentences; spans: one proposed span at a time (partial labels).",
+        choices=MODES,
     )
     size: int = opt(25, "Sentences in the batch (spans mode: spans, one per sentence).")
     per_type_cap: int | None = opt(None, "At most this many of a batch's items per predicted type (default: size/2).")
@@ -76,7 +79,7 @@ class SelectOptions:
 
 @dataclass
 class AnnotateOptions:
-    session: str = opt(help="The annotation session to label (made by xling select).")
+    session: str = opt(help="The annotation session to label (made by xling select).", argument=1)
     host: str = opt("127.0.0.1", "Address to serve on; any other than this machine's own needs --token.")
     port: int = opt(8321, "Port to serve on.")
     token: str | None = opt(None, "A secret the page's address must carry (required with another --host).")

@@ -78,7 +78,7 @@ class LazyCommands(TyperGroup):
         if isinstance(target, typer.Typer):
             command = typer.main.get_group(target)
         else:
-            single = typer.Typer(pretty_exceptions_enable=False)
+            single = typer.Typer(pretty_exceptions_enable=False, add_completion=False)  # the root has them
             single.command(name)(target)
             command = typer.main.get_command(single)
         command.name = name

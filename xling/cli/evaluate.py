@@ -7,32 +7,15 @@ import json
 import typer
 from rich.console import Console
 
-from xling.cli.options import MODEL, WORKSPACE, Task, argument, option
-from xling.options import build, defaults
+from xling.cli.options import command
 from xling.tagging.evaluate import EvaluationOptions, evaluate, leakage_warning
 
 console = Console(stderr=True)
-EVALUATION = defaults(EvaluationOptions)
 
 
+@command(EvaluationOptions)
 def evaluate_command(
-    task: Task = typer.Argument(..., help="The task: ner."),
-    data: str = argument(EVALUATION, "data"),
-    lang: str = option(EVALUATION, "lang"),
-    task_adapter: str = option(EVALUATION, "task_adapter", "--task-adapter", "-t"),
-    fusion: str = option(EVALUATION, "fusion"),
-    no_lang_adapter: bool = option(EVALUATION, "no_lang_adapter"),
-    lang_adapter: str = option(EVALUATION, "lang_adapter"),
-    model: str = MODEL,
-    workspace: str = WORKSPACE,
-    drop_labels: str = option(EVALUATION, "drop_labels"),
-    label_map: str = option(EVALUATION, "label_map"),
-    limit: int = option(EVALUATION, "limit"),
-    batch_size: int = option(EVALUATION, "batch_size"),
-    decoder: str = option(EVALUATION, "decoder"),
-    precision: str = option(EVALUATION, "precision"),
-    runtime: str = option(EVALUATION, "runtime", "--runtime"),
-    bootstrap: int = option(EVALUATION, "bootstrap"),
+    options: EvaluationOptions,
     as_json: bool = typer.Option(
         False, "--json", help="Print the scores as JSON (with --bootstrap, each sentence's counts, for xling compare)."
     ),
@@ -40,7 +23,7 @@ def evaluate_command(
     """Score a trained task on labelled data with seqeval (strict IOB2, entity level)."""
     from xling.scoring import scores_table  # seqeval loads slowly: not for --help
 
-    result = evaluate(build(EvaluationOptions, locals()))
+    result = evaluate(options)
     if result["types_not_predicted"]:
         missing = ",".join(result["types_not_predicted"])
         console.print(
@@ -49,13 +32,15 @@ def evaluate_command(
         )
     if warning := leakage_warning(result):
         console.print(warning, highlight=False)
-    if not bootstrap:
+    if not options.bootstrap:
         del result["sentence_counts"]  # thousands of lines; --bootstrap keeps them for xling compare
     if as_json:
         print(json.dumps(result, indent=2))
     else:
         Console().print(
-            scores_table(result, f"{task.value} on {data}: {result['setup']} ({result['sentences']:,} sentences)")
+            scores_table(
+                result, f"{options.task} on {options.data}: {result['setup']} ({result['sentences']:,} sentences)"
+            )
         )
 
 

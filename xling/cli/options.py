@@ -1,29 +1,94 @@
-"""Options several commands share, and typer options read from the config dataclasses."""
+"""Commands made from their options dataclass: every field an option (or an argument), its name, help, default,
+type and choices read from the dataclass, so that a new field is on the command line with no edit here.
+
+    @command(TagOptions)
+    def tag(options: TagOptions):
+        '''Tag entities in text...'''          # the command's help
+
+A command's own presentation options (`--json`) follow `options` as ordinary typer parameters.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
+import keyword
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import fields, is_dataclass
 from enum import Enum
 
 import typer
 
-from xling.device import DEVICE_HELP, INFERENCE_PRECISION_HELP, PRECISION_HELP
-from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
-from xling.options import options_of
-from xling.tagging.decoding import SAVED_DECODER_HELP
-from xling.workspace import WORKSPACE_HELP
+from xling.options import Option, build, defaults, option_name, options_of
 
-MODEL = typer.Option(DEFAULT_MODEL, "--model", "-m", help=MODEL_HELP)
-WORKSPACE = typer.Option(None, "--workspace", "-w", help=WORKSPACE_HELP)
-DEVICE = typer.Option("auto", "--device", help=DEVICE_HELP)
-PRECISION = typer.Option("auto", "--precision", help=PRECISION_HELP)
-INFERENCE_PRECISION = typer.Option("auto", "--precision", help=INFERENCE_PRECISION_HELP)
-DECODER = typer.Option(None, "--decoder", help=SAVED_DECODER_HELP, show_default=False)
+# Short flags, the same on every command that has the option.
+SHORT = {"model": "-m", "workspace": "-w", "task_adapter": "-t", "output": "-o", "format": "-f"}
 
 
-def option(config, name: str, *flags: str):
-    """The typer option for option `name` of a config instance: default and help come from the dataclass."""
-    spec = options_of(config)[name]
-    flags = flags or (("--" + name.replace("_", "-"),) if spec.switch else ())
+def command(cls, only: tuple[str, ...] | None = None, **fixed):
+    """Make `run(options, **own)` a typer command whose options are those of `cls` (or `only` these), built into a
+    `cls` as a recipe step's are; `fixed` gives options the command does not show (an analysis's name)."""
+
+    def decorate(run: Callable):
+        own = [
+            p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+            for p in inspect.signature(run, eval_str=True).parameters.values()
+        ][1:]
+        shown = {name: spec for name, spec in options_of(defaults(cls)).items() if name not in fixed}
+        shown = {name: shown[name] for name in only} if only is not None else shown
+        # positional ones first, in their order, then the command's own options before those of its bases
+        ranks = _base_ranks(cls)
+        ordered = sorted(shown.values(), key=lambda spec: (spec.argument or len(shown), ranks.get(spec.name, 0)))
+        generated = {_parameter_name(spec): spec.name for spec in ordered}
+        parameters = [_parameter(spec) for spec in ordered] + own
+
+        @functools.wraps(run)
+        def typer_command(**values):
+            extras = {parameter.name: values.pop(parameter.name) for parameter in own}
+            given = {
+                generated[name]: value.value if isinstance(value, Enum) else value for name, value in values.items()
+            }
+            return run(build(cls, {**given, **fixed}), **extras)
+
+        typer_command.options_class, typer_command.options_shown = cls, tuple(generated.values())
+        typer_command.__signature__ = inspect.Signature(parameters)
+        typer_command.__annotations__ = {parameter.name: parameter.annotation for parameter in parameters}
+        del typer_command.__wrapped__  # typer reads the signature above, not `run`'s
+        return typer_command
+
+    return decorate
+
+
+def _base_ranks(cls) -> dict[str, int]:
+    """Option name -> how far up the bases of `cls` its field is declared (0: in `cls` itself)."""
+    ranks, instance = {}, defaults(cls)
+    for f in fields(cls):
+        rank = next(i for i, base in enumerate(cls.__mro__) if f.name in vars(base).get("__annotations__", {}))
+        value = getattr(instance, f.name)
+        ranks.update(dict.fromkeys(options_of(value) if is_dataclass(value) else [option_name(f)], rank))
+    return ranks
+
+
+def _parameter_name(spec: Option) -> str:
+    """A keyword (`from`) takes a trailing underscore."""
+    return spec.name + "_" if keyword.iskeyword(spec.name) else spec.name
+
+
+def _parameter(spec: Option) -> inspect.Parameter:
+    kind, default = inspect.Parameter.KEYWORD_ONLY, _typer_default(spec)
+    return inspect.Parameter(_parameter_name(spec), kind, default=default, annotation=_cli_type(spec))
+
+
+def _typer_default(spec: Option):
+    if spec.argument:
+        return typer.Argument(... if spec.required else spec.default, help=spec.help, show_default=not spec.required)
+    flags = ("--" + spec.name.replace("_", "-"),)
+    if spec.hint is not bool or spec.switch:  # a bool otherwise gets typer's --flag/--no-flag pair
+        flags += (SHORT[spec.name],) if spec.name in SHORT else ()
+    else:
+        flags = ()
     if spec.required:
         return typer.Option(..., *flags, help=spec.help)
     if spec.unset:
@@ -34,9 +99,18 @@ def option(config, name: str, *flags: str):
     return typer.Option(spec.default, *flags, help=spec.help)
 
 
-def argument(config, name: str):
-    return typer.Argument(..., help=options_of(config)[name].help)
+def _cli_type(spec: Option):
+    """The type typer parses: the field's, without None; a list where the field may be one; an Enum of the
+    choices where there are some."""
+    if spec.choices:
+        return _choice_enum(spec.name, spec.choices)
+    hint = spec.hint
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        kinds = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        hint = next((arg for arg in kinds if typing.get_origin(arg) is list), kinds[0])
+    return hint
 
 
-class Task(str, Enum):
-    ner = "ner"
+@functools.cache
+def _choice_enum(name: str, choices: tuple[str, ...]) -> type[Enum]:
+    return Enum(name.title().replace("_", ""), {choice: choice for choice in choices}, type=str)

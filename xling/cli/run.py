@@ -8,9 +8,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from xling.cli.options import MODEL
 from xling.cli.progress import TrainingBar
 from xling.errors import XlingError
+from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.paths import default_workspace
 
 console = Console(stderr=True)
@@ -43,7 +43,7 @@ def demo(
     workspace: Path = typer.Option(
         None, "--workspace", "-w", help="Where the demo's adapters go (default: WORKSPACE/demo)."
     ),
-    model: str = MODEL,
+    model: str = typer.Option(DEFAULT_MODEL, "--model", "-m", help=MODEL_HELP),
     quick: bool = typer.Option(False, help="An even shorter run (a smoke test, not a result)."),
 ):
     """A small but real MAD-X pipeline on the embedded model: adapters, scores, tagged Quechua."""

@@ -15,6 +15,7 @@ LABEL = re.compile(r"^(O|[BI]-[^\s<>&\"'`\x00-\x1f\x7f]+)$")
 
 
 MAX_LABELS = 1000
+TASKS = ("ner",)  # the tasks a task adapter can learn
 
 
 def check_labels(labels: list[str]) -> None:

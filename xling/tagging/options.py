@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xling.data.labels import parse_label_map
+from xling.data.labels import TASKS, parse_label_map
 from xling.data.text import MAX_LINE_CHARS
 from xling.device import DEVICE_HELP, INFERENCE_PRECISION_HELP, check_precision
 from xling.errors import XlingError
@@ -22,7 +22,8 @@ FORMATS = ("pretty", "jsonl", "conll", "html")
 class TagOptions:
     input: str = opt(
         help=f"Text file to tag, or - for standard input (a line over {MAX_LINE_CHARS:,} characters is tagged in "
-        "pieces cut at spaces, one result each)."
+        "pieces cut at spaces, one result each).",
+        argument=1,
     )
     lang: str = opt(help="Language of the text: its language adapter goes under the task adapter.")
     task: str = opt("ner", "The task.")
@@ -35,7 +36,9 @@ class TagOptions:
     model: str = opt(DEFAULT_MODEL, MODEL_HELP)
     workspace: str | None = opt(None, WORKSPACE_HELP)
     format: str | None = opt(
-        None, f"{', '.join(FORMATS)} (default: the --output file's extension if it is one of these, else pretty)."
+        None,
+        f"{', '.join(FORMATS)} (default: the --output file's extension if it is one of these, else pretty).",
+        choices=FORMATS,
     )
     output: str | None = opt(None, "Write here instead of standard output (written whole, or not at all).")
     paragraphs: bool = opt(False, "Lines are running text: split them into sentences first.")
@@ -71,7 +74,9 @@ def check_runtime_precision(runtime: str, precision: str) -> None:
 
 @dataclass
 class EvaluationOptions:
-    data: str = opt(help="Labelled data: a CoNLL file, corpus:NAME/SPLIT, wikiann:LANG or hf:DATASET[:CONFIG[:SPLIT]].")
+    data: str = opt(
+        help="Labelled data: a CoNLL file, corpus:NAME/SPLIT, wikiann:LANG or hf:DATASET[:CONFIG[:SPLIT]].", argument=2
+    )
     lang: str = opt(help="Language of the data: its language adapter is stacked under the task adapter.")
     task_adapter: str | None = opt(
         None, "Trained task: a name, a directory or hf:ORG/NAME (default: ner-LANG if trained, else ner-en)."
@@ -97,6 +102,7 @@ class EvaluationOptions:
     bootstrap: int = opt(
         0, "Resample the sentences N times for a 95% interval of F1 (1000 is usual; 0: none). The model runs once."
     )
+    task: str = opt("ner", "The task: ner.", argument=1, choices=TASKS)
 
     def __post_init__(self):
         check_runtime_precision(self.runtime, self.precision)

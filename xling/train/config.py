@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from xling.adapters.fusion.config import FusionConfig
 from xling.adapters.registry import AdapterChoice, adapter_option
-from xling.data.labels import parse_label_map
+from xling.data.labels import TASKS, parse_label_map
 from xling.device import DEVICE_HELP, PRECISION_HELP, check_device, check_precision
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
@@ -94,8 +94,8 @@ class TaggingRunOptions(RunOptions):
 
 @dataclass
 class LanguageAdapterOptions(RunOptions):
-    lang: str = opt(help="Language code, e.g. qu, es, en: the adapter's name.")
-    corpus: list[str] = opt(help="Text files, folders or globs (CoNLL files count as text).")
+    lang: str = opt(help="Language code, e.g. qu, es, en: the adapter's name.", argument=1)
+    corpus: list[str] = opt(help="Text files, folders or globs (CoNLL files count as text).", argument=2)
     adapter: AdapterChoice = adapter_option("madx-lang")
     # No early stopping: held-out perplexity is reported, not used to select. 300 steps: past them a better language
     # model made a worse base for zero-shot NER (README, Results).
@@ -144,9 +144,11 @@ class TaskAdapterOptions(TaggingRunOptions):
     )
     dev: str = opt(help="Dev data for model selection and early stopping.")
     also_train: list[str] = opt(factory=list, help=ALSO_TRAIN_HELP)
-    task: str = opt("ner", "The task: ner.")
+    task: str = opt("ner", "The task: ner.", argument=1, choices=TASKS)
     name: str | None = opt(None, "Name of the trained task adapter (default: TASK-LANG, e.g. ner-en).")
-    method: str = opt("adapter", "adapter (MAD-X), full (full fine-tuning) or head (only the head).")
+    method: str = opt(
+        "adapter", "adapter (MAD-X), full (full fine-tuning) or head (only the head).", choices=METHODS
+    )
     train_limit: int | None = opt(None, "Train on the first N sentences only.")
     dev_limit: int | None = opt(None, "Select on the first N dev sentences only.")
     use_lang_adapter: bool = opt(
@@ -157,7 +159,8 @@ class TaskAdapterOptions(TaggingRunOptions):
     adapter: AdapterChoice = adapter_option("madx-task")
     # learning rate None: the method's (DEFAULT_LEARNING_RATES)
     training: TrainConfig = opt(
-        factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=None, eval_every=None, patience=2)
+        factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=None, eval_every=None, patience=2),
+        helps={"lr": "Peak learning rate (default: " + ", ".join(f"{r:g} {m}" for m, r in DEFAULT_LEARNING_RATES.items()) + ")."},
     )
 
     def default_name(self) -> str:
@@ -180,7 +183,7 @@ class FusionOptions(TaggingRunOptions):
     adapters: list[str] = opt(help="Task adapters to fuse, comma-separated, e.g. ner-en,ner-es.", parse=comma_list)
     train: str = opt(help="Training data (e.g. the 100 Quechua training sentences).")
     dev: str = opt(help="Dev data for model selection and early stopping.")
-    task: str = opt("ner", "The task: ner.")
+    task: str = opt("ner", "The task: ner.", argument=1, choices=TASKS)
     name: str | None = opt(None, "Name of the fusion (default: TASK-fusion-LANG).")
     use_lang_adapter: bool = opt(True, "Fuse without a language adapter below.", name="no_lang_adapter", invert=True)
     fusion: FusionConfig = opt(factory=FusionConfig)
@@ -199,12 +202,12 @@ CONFIDENCE_OF = ("words", "entities")
 @dataclass
 class SelfTrainingOptions(TaggingRunOptions):
     lang: str = opt(help="Language of the text; its language adapter goes under the task adapter.")
-    corpus: list[str] = opt(help="Unlabelled text of the language: files, folders or globs.")
+    corpus: list[str] = opt(help="Unlabelled text of the language: files, folders or globs.", argument=2)
     dev: str = opt(help="Labelled dev data, used only to pick each round's best epoch and the best round.")
     source: str = opt(
         "ner-en", "Task adapter that labels the first round and that every round starts from.", name="from"
     )
-    task: str = opt("ner", "The task: ner.")
+    task: str = opt("ner", "The task: ner.", argument=1, choices=TASKS)
     name: str | None = opt(
         None, "Name of the result, the round best on dev (default: TASK-LANG-self); each round is NAME-roundK."
     )
