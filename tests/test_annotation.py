@@ -56,6 +56,23 @@ def test_entity_strategy_asks_about_the_least_confident_span_including_a_doubtfu
     assert nothing.focus is None and nothing.score < 0  # nothing to ask in spans mode: last
 
 
+def test_a_registered_strategy_is_a_choice_and_a_misspelt_one_is_refused_when_options_are_read():
+    from xling.annotation.strategies import STRATEGIES, Strategy, register
+    from xling.options import build
+
+    given = {"corpus": "c.txt", "lang": "qu"}
+    with pytest.raises(XlingError, match="strategy must be one of random, uncertainty, entity, not 'entities'"):
+        build(SelectOptions, {**given, "strategy": "entities"})
+    register(Strategy("shortest", lambda c, spans, seed: (-len(c.text), spans[0] if spans else None)))
+    try:
+        assert build(SelectOptions, {**given, "strategy": "shortest"}).strategy == "shortest"
+        long, short = candidate("a", "Punu llaqta", ["B-LOC", "O"], [1, 1]), candidate("b", "Qusqu", ["B-LOC"], [1])
+        rated = sorted((rate(c, "shortest", "correct", 1) for c in (long, short)), reverse=True)
+        assert [c.key for c in rated] == ["b", "a"] and rated[0].focus.label == "LOC"
+    finally:
+        del STRATEGIES["shortest"]
+
+
 def test_random_strategy_is_the_same_on_every_run_and_changes_with_the_seed():
     texts = [f"sentence {i}" for i in range(50)]
     first = [rate(candidate(t, t, ["O"], [0.9]), "random", "correct", 1).score for t in texts]

@@ -9,7 +9,8 @@ from pathlib import Path
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import opt
-from xling.workspace import LANG_ADAPTER_HELP, WORKSPACE_HELP, Workspace, check_lang, is_hub_name, is_path
+from xling.paths import WORKSPACE_HELP
+from xling.workspace import LANG_ADAPTER_HELP, Workspace, check_lang, is_hub_name, is_path
 
 FORMATS = ("adapterhub", "onnx")
 ONNX_ONLY = ("lang", "lang_adapter", "check_data", "int8")

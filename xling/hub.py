@@ -22,7 +22,7 @@ from xling.fileio import read_json
 from xling.models.embedded import EMBEDDED_ALIASES, embedded_identity
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP, hub_id
 from xling.options import opt
-from xling.workspace import WORKSPACE_HELP
+from xling.paths import WORKSPACE_HELP
 
 CARD_FILE = "README.md"
 REPORT_FILE = "report.json"

@@ -30,6 +30,9 @@ def error_log_dir() -> Path:
     return cache_dir() / "errors"
 
 
+WORKSPACE_HELP = "Workspace root (default: $XLING_HOME/workspace, else ./xling-workspace)."
+
+
 def default_workspace() -> Path:
     home = xling_home()
     return home / "workspace" if home else Path("xling-workspace")

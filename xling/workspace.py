@@ -27,7 +27,6 @@ from xling.paths import default_workspace
 KINDS = ("lang", "task", "fusion")
 LANG_CODE = re.compile(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$")
 RUN_SUFFIX = ".partial"
-WORKSPACE_HELP = "Workspace root (default: $XLING_HOME/workspace, else ./xling-workspace)."
 LANG_ADAPTER_HELP = "Language adapter to stack below: a name, a directory or hf:ORG/NAME (default: --lang)."
 
 

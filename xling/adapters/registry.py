@@ -80,7 +80,13 @@ class _Choice:
 PRESET_NAMES = [name for kind in KINDS.values() for name in kind.presets]
 AdapterChoice = make_dataclass(
     "AdapterChoice",
-    [("kind", str, opt("bottleneck", f"Kind of adapter: {' or '.join(KINDS)}.", name="adapter_kind", choices=lambda: KINDS))]
+    [
+        (
+            "kind",
+            str,
+            opt("bottleneck", f"Kind of adapter: {' or '.join(KINDS)}.", name="adapter_kind", choices=lambda: KINDS),
+        )
+    ]
     + [(kind.name, kind.config, opt(factory=kind.config)) for kind in KINDS.values()],
     bases=(_Choice,),
     namespace={"__module__": __name__},

@@ -9,8 +9,8 @@ from pathlib import Path
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import at_least, opt
+from xling.paths import WORKSPACE_HELP
 from xling.tagging.decoding import SAVED_DECODER_HELP, check_decoder
-from xling.workspace import WORKSPACE_HELP
 
 # Each analysis, the options it needs, and the PNG it draws unless --output names another.
 ANALYSES = {

@@ -12,8 +12,9 @@ from xling.device import DEVICE_HELP, INFERENCE_PRECISION_HELP, check_precision
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import at_least, opt
+from xling.paths import WORKSPACE_HELP
 from xling.tagging.decoding import SAVED_DECODER_HELP, check_decoder
-from xling.workspace import LANG_ADAPTER_HELP, WORKSPACE_HELP, check_lang
+from xling.workspace import LANG_ADAPTER_HELP, check_lang
 
 
 def _one_of(name: str, value: str, choices: tuple[str, ...]) -> None:
@@ -29,7 +30,7 @@ class SelectOptions:
     )
     lang: str = opt(help="Language of the text: its language adapter goes under the task adapter.")
     session: str | None = opt(None, "The annotation session (default: the language code); its batches add up.")
-    strategy: str = opt("uncertainty", f"Which sentences first: {', '.join(STRATEGIES)}.", choices=STRATEGIES)
+    strategy: str = opt("uncertainty", f"Which sentences first: {', '.join(STRATEGIES)}.", choices=lambda: STRATEGIES)
     mode: str = opt(
         "correct",
         "correct: a person labels whole sentences; spans: one proposed span at a time (partial labels).",
@@ -58,7 +59,7 @@ class SelectOptions:
     def __post_init__(self):
         if self.lang is not None:  # `defaults` leaves the required options unset
             check_lang(self.lang)
-        _one_of("strategy", self.strategy, STRATEGIES)
+        _one_of("strategy", self.strategy, tuple(STRATEGIES))
         _one_of("mode", self.mode, MODES)
         check_decoder(self.decoder)
         check_precision(self.precision, inference=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from xling.annotation.options import SelectOptions
 from xling.annotation.session import Session, session_dir, start_session, write_batch
-from xling.annotation.strategies import Best, Candidate, pick, random_score, rate
+from xling.annotation.strategies import STRATEGIES, Best, Candidate, pick, rate
 from xling.data.conll import looks_like_conll, read_lines, read_tokens
 from xling.data.text import expand_sources
 from xling.errors import XlingError
@@ -100,11 +100,12 @@ def chunks(items: Iterable, size: int) -> Iterator[list]:
 
 
 def rank(options: SelectOptions, tagger, stream: Iterable[Candidate]) -> list[Candidate]:
-    """The pool of best candidates, best first. `random` needs the model only for the pool it keeps."""
+    """The pool of best candidates, best first. A strategy that reads no model (`random`) needs it only for the
+    pool it keeps."""
     best = Best(POOL * options.size)
-    if options.strategy == "random":
+    if not STRATEGIES[options.strategy].reads_model:
         for candidate in stream:
-            candidate.score = random_score(options.seed, candidate.text)
+            candidate.score = STRATEGIES[options.strategy].rate(candidate, [], options.seed)[0]
             best.offer(candidate)
         pool = tag_candidates(tagger, best.ranked())
         return sorted((rate(c, options.strategy, options.mode, options.seed) for c in pool), reverse=True)

@@ -17,9 +17,9 @@ import hashlib
 import heapq
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-STRATEGIES = ("random", "uncertainty", "entity")
 MODES = ("correct", "spans")
 DOUBT = 0.75  # a word tagged O with P(O) below this may belong to an entity the model missed
 
@@ -88,19 +88,54 @@ def random_score(seed: int, text: str) -> float:
     return int.from_bytes(digest, "big") / 2**64
 
 
+# A strategy's score of a candidate (higher: ask first) and the span to ask about, given the spans the model
+# proposes (none before the model has run) and the seed.
+Rating = Callable[[Candidate, list[ProposedSpan], int], tuple[float, ProposedSpan | None]]
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    rate: Rating
+    reads_model: bool = True  # False: it ranks the text alone, and the model tags only the pool it keeps
+
+
+STRATEGIES: dict[str, Strategy] = {}
+
+
+def register(strategy: Strategy) -> Strategy:
+    """Make `strategy` a choice of `xling select --strategy` and of recipes."""
+    STRATEGIES[strategy.name] = strategy
+    return strategy
+
+
+def _least_sure(spans: list[ProposedSpan]) -> ProposedSpan | None:
+    return min(spans, key=lambda s: (s.confidence, s.start), default=None)
+
+
+def _random(candidate: Candidate, spans: list[ProposedSpan], seed: int):
+    focus = min(spans, key=lambda s: random_score(seed, f"{s.start}\n{candidate.text}"), default=None)
+    return random_score(seed, candidate.text), focus
+
+
+def _uncertainty(candidate: Candidate, spans: list[ProposedSpan], seed: int):
+    return sequence_uncertainty(candidate.probabilities), _least_sure(spans)
+
+
+def _entity(candidate: Candidate, spans: list[ProposedSpan], seed: int):
+    least_sure = _least_sure(spans)
+    return (1.0 - least_sure.confidence if least_sure else 0.0), least_sure
+
+
+register(Strategy("random", _random, reads_model=False))
+register(Strategy("uncertainty", _uncertainty))
+register(Strategy("entity", _entity))
+
+
 def rate(candidate: Candidate, strategy: str, mode: str, seed: int) -> Candidate:
     """`candidate` with its score (and, in spans mode or for `entity`, the span to ask about)."""
     spans = entity_spans(candidate.tags, candidate.probabilities)
-    least_sure = min(spans, key=lambda s: (s.confidence, s.start), default=None)
-    if strategy == "random":
-        candidate.score = random_score(seed, candidate.text)
-        candidate.focus = min(spans, key=lambda s: random_score(seed, f"{s.start}\n{candidate.text}"), default=None)
-    elif strategy == "uncertainty":
-        candidate.score = sequence_uncertainty(candidate.probabilities)
-        candidate.focus = least_sure
-    else:
-        candidate.score = 1.0 - least_sure.confidence if least_sure else 0.0
-        candidate.focus = least_sure
+    candidate.score, candidate.focus = STRATEGIES[strategy].rate(candidate, spans, seed)
     if mode == "spans" and candidate.focus is None:
         candidate.score = -1.0  # nothing to ask about: last
     return candidate

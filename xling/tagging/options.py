@@ -7,13 +7,14 @@ from dataclasses import dataclass
 
 from xling.data.labels import TASKS, parse_label_map
 from xling.data.text import MAX_LINE_CHARS
-from xling.device import DEVICE_HELP, INFERENCE_PRECISION_HELP, check_precision
+from xling.device import DEVICE_HELP, INFERENCE_PRECISION_HELP, check_device, check_precision
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import at_least, comma_list, opt
+from xling.paths import WORKSPACE_HELP
 from xling.tagging.decoding import SAVED_DECODER_HELP, check_decoder
 from xling.tagging.onnx_tagger import RUNTIME_HELP, check_onnx_precision, check_runtime
-from xling.workspace import LANG_ADAPTER_HELP, WORKSPACE_HELP
+from xling.workspace import LANG_ADAPTER_HELP
 
 FORMATS = ("pretty", "jsonl", "conll", "html")
 
@@ -97,6 +98,7 @@ class EvaluationOptions:
     batch_size: int = opt(64, "Sentences per batch.")
     limit: int | None = opt(None, "Score the first N sentences only.")
     decoder: str | None = opt(None, SAVED_DECODER_HELP)
+    device: str = opt("auto", DEVICE_HELP)
     precision: str = opt("auto", INFERENCE_PRECISION_HELP)
     runtime: str = opt("torch", RUNTIME_HELP)
     bootstrap: int = opt(
@@ -107,6 +109,7 @@ class EvaluationOptions:
     def __post_init__(self):
         check_runtime_precision(self.runtime, self.precision)
         check_decoder(self.decoder)
+        check_device(self.device)
         check_precision(self.precision, inference=True)
         at_least("limit", self.limit, 1)
         at_least("batch_size", self.batch_size, 1)

@@ -17,8 +17,9 @@ from xling.device import DEVICE_HELP, PRECISION_HELP, check_device, check_precis
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import at_least, comma_list, opt, positive
+from xling.paths import WORKSPACE_HELP
 from xling.tagging.decoding import DECODER_HELP, DEFAULT_DECODER, check_decoder
-from xling.workspace import LANG_ADAPTER_HELP, WORKSPACE_HELP
+from xling.workspace import LANG_ADAPTER_HELP
 
 METHODS = ("adapter", "full", "head")
 MIN_WINDOW = 8  # sub-tokens: the special tokens and a few pieces of text
@@ -146,9 +147,7 @@ class TaskAdapterOptions(TaggingRunOptions):
     also_train: list[str] = opt(factory=list, help=ALSO_TRAIN_HELP)
     task: str = opt("ner", "The task: ner.", argument=1, choices=TASKS)
     name: str | None = opt(None, "Name of the trained task adapter (default: TASK-LANG, e.g. ner-en).")
-    method: str = opt(
-        "adapter", "adapter (MAD-X), full (full fine-tuning) or head (only the head).", choices=METHODS
-    )
+    method: str = opt("adapter", "adapter (MAD-X), full (full fine-tuning) or head (only the head).", choices=METHODS)
     train_limit: int | None = opt(None, "Train on the first N sentences only.")
     dev_limit: int | None = opt(None, "Select on the first N dev sentences only.")
     use_lang_adapter: bool = opt(
@@ -160,7 +159,11 @@ class TaskAdapterOptions(TaggingRunOptions):
     # learning rate None: the method's (DEFAULT_LEARNING_RATES)
     training: TrainConfig = opt(
         factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=None, eval_every=None, patience=2),
-        helps={"lr": "Peak learning rate (default: " + ", ".join(f"{r:g} {m}" for m, r in DEFAULT_LEARNING_RATES.items()) + ")."},
+        helps={
+            "lr": "Peak learning rate (default: "
+            + ", ".join(f"{r:g} {m}" for m, r in DEFAULT_LEARNING_RATES.items())
+            + ")."
+        },
     )
 
     def default_name(self) -> str:
