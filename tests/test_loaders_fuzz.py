@@ -137,6 +137,18 @@ def test_a_saved_name_that_is_no_adapter_name_is_refused_naming_the_file(saved_a
         load(adapted()[0], target)
 
 
+def test_an_adapterhub_config_whose_sizes_differ_from_its_weights_is_refused_in_one_line(saved_adapters, tmp_path):
+    target = shutil.copytree(saved_adapters / "hub-lo", tmp_path / "hub-lo")
+    record = json.loads((target / "adapter_config.json").read_text())
+    assert record["config"]["r"] == 2
+    record["config"]["r"] = 8  # the weights stay rank 2
+    (target / "adapter_config.json").write_text(json.dumps(record))
+    model = adapted()[0]
+    with pytest.raises(XlingError, match=f"^{target}: the adapter's weights do not fit its config: size mismatch"):
+        load(model, target)
+    assert not model.adapters  # nothing half-loaded stays
+
+
 def test_any_task_record_loads_or_is_refused_naming_it(trained_workspace, tmp_path):
     from xling.trained_tasks import TASK_FILE, read_task
 

@@ -132,10 +132,18 @@ def load_adapterhub_head(model: AdaptedModel, directory: Path, saved_name: str, 
         TaggingHeadConfig, {"labels": labels, "dropout": head_dropout(config, model, where)}, where
     )
     head = TaggingHead(model.hidden_size, head_config)
-    missing, unexpected = head.load_state_dict(weights, strict=False)
-    if missing or unexpected:
-        raise XlingError(f"{directory}: the head's weights do not fit its config (missing {missing[:2]})")
+    _load_fitting(head, weights, f"{directory}: the head's weights")
     model.add_head(name, head)
+
+
+def _load_fitting(module, weights: dict, what: str) -> None:
+    """Load `weights` into `module`, or one line saying that `what` do not fit its config (shapes included)."""
+    try:
+        missing, unexpected = module.load_state_dict(weights, strict=False)
+    except RuntimeError as err:  # a shape that differs from the config's
+        raise XlingError(f"{what} do not fit its config: {str(err).splitlines()[-1].strip()}") from None
+    if missing or unexpected:
+        raise XlingError(f"{what} do not fit its config (missing {missing[:3]}, unexpected {unexpected[:3]})")
 
 
 def load_adapterhub(
@@ -158,12 +166,11 @@ def load_adapterhub(
     with naming(where):
         name = check_name(name or saved_name)
         adapter = model.add_adapter(name, config)
-    missing, unexpected = adapter.load_state_dict(weights, strict=False)
-    if missing or unexpected:
+    try:
+        _load_fitting(adapter, weights, f"{directory}: the adapter's weights")
+    except XlingError:
         model.delete(name)
-        raise XlingError(
-            f"{directory}: weights do not match the adapter config (missing {missing[:3]}, unexpected {unexpected[:3]})"
-        )
+        raise
     if head and (directory / HEAD_CONFIG_FILE).is_file():
         try:
             load_adapterhub_head(model, directory, saved_name, name)
