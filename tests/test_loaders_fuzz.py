@@ -144,7 +144,7 @@ def test_an_adapterhub_config_whose_sizes_differ_from_its_weights_is_refused_in_
     record["config"]["r"] = 8  # the weights stay rank 2
     (target / "adapter_config.json").write_text(json.dumps(record))
     model = adapted()[0]
-    with pytest.raises(XlingError, match=f"^{target}: the adapter's weights do not fit its config: size mismatch"):
+    with pytest.raises(XlingError, match=f"^{target}: the adapter does not match its config: size mismatch"):
         load(model, target)
     assert not model.adapters  # nothing half-loaded stays
 

@@ -25,6 +25,7 @@ from xling.adapters.weights import (
     HEAD_WEIGHTS_FILE,
     WEIGHTS_FILE,
     check_base_model,
+    load_fitting,
     read_weights,
 )
 from xling.errors import XlingError, naming
@@ -132,18 +133,8 @@ def load_adapterhub_head(model: AdaptedModel, directory: Path, saved_name: str, 
         TaggingHeadConfig, {"labels": labels, "dropout": head_dropout(config, model, where)}, where
     )
     head = TaggingHead(model.hidden_size, head_config)
-    _load_fitting(head, weights, f"{directory}: the head's weights")
+    load_fitting(head, weights, f"{directory}: the head")
     model.add_head(name, head)
-
-
-def _load_fitting(module, weights: dict, what: str) -> None:
-    """Load `weights` into `module`, or one line saying that `what` do not fit its config (shapes included)."""
-    try:
-        missing, unexpected = module.load_state_dict(weights, strict=False)
-    except RuntimeError as err:  # a shape that differs from the config's
-        raise XlingError(f"{what} do not fit its config: {str(err).splitlines()[-1].strip()}") from None
-    if missing or unexpected:
-        raise XlingError(f"{what} do not fit its config (missing {missing[:3]}, unexpected {unexpected[:3]})")
 
 
 def load_adapterhub(
@@ -167,7 +158,7 @@ def load_adapterhub(
         name = check_name(name or saved_name)
         adapter = model.add_adapter(name, config)
     try:
-        _load_fitting(adapter, weights, f"{directory}: the adapter's weights")
+        load_fitting(adapter, weights, f"{directory}: the adapter")
     except XlingError:
         model.delete(name)
         raise

@@ -26,6 +26,7 @@ from xling.adapters.weights import (
     HEAD_WEIGHTS_FILE,
     WEIGHTS_FILE,
     check_base_model,
+    load_fitting,
     read_weights,
 )
 from xling.errors import XlingError, naming
@@ -63,7 +64,7 @@ def write_head(directory: Path, head: torch.nn.Module) -> None:
 
 def load_head(model: AdaptedModel, directory: Path, name: str) -> None:
     head = build_head(read_json(directory / HEAD_CONFIG_FILE), model, str(directory / HEAD_CONFIG_FILE))
-    _load_weights(head, directory / HEAD_WEIGHTS_FILE)
+    load_fitting(head, read_weights(directory / HEAD_WEIGHTS_FILE), str(directory / HEAD_WEIGHTS_FILE))
     model.add_head(name, head)
 
 
@@ -105,15 +106,6 @@ def save(
     return Path(directory)
 
 
-def _load_weights(module: torch.nn.Module, file: Path) -> None:
-    try:
-        missing, unexpected = module.load_state_dict(read_weights(file), strict=False)
-    except RuntimeError as err:  # shapes that differ from the config
-        raise XlingError(f"{file} does not match its config: {str(err).splitlines()[-1].strip()}") from None
-    if missing or unexpected:
-        raise XlingError(f"{file} does not match its config (missing {missing[:3]}, unexpected {unexpected[:3]})")
-
-
 def _field(record: dict, key: str, kind: type, where: str):
     """`record[key]`, which must be a `kind`, or one line naming the file."""
     if not isinstance(record.get(key), kind):
@@ -147,7 +139,7 @@ def load(model: AdaptedModel, directory: Path, name: str | None = None, head: bo
             module = model.add_fusion(adapters, FusionConfig.from_dict(_field(record, "config", dict, where), where))
             name = ",".join(adapters)
     try:
-        _load_weights(module, directory / WEIGHTS_FILE)
+        load_fitting(module, read_weights(directory / WEIGHTS_FILE), str(directory / WEIGHTS_FILE))
         if head and (directory / HEAD_CONFIG_FILE).is_file():
             load_head(model, directory, name)
     except Exception:

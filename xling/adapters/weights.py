@@ -40,6 +40,16 @@ def read_weights(file: Path) -> dict[str, torch.Tensor]:
     return state
 
 
+def load_fitting(module: torch.nn.Module, weights: dict[str, torch.Tensor], what: str) -> None:
+    """Load `weights` into `module`, or one line saying that `what` does not match its config (shapes included)."""
+    try:
+        missing, unexpected = module.load_state_dict(weights, strict=False)
+    except RuntimeError as err:  # a shape that differs from the config's
+        raise XlingError(f"{what} does not match its config: {str(err).splitlines()[-1].strip()}") from None
+    if missing or unexpected:
+        raise XlingError(f"{what} does not match its config (missing {missing[:3]}, unexpected {unexpected[:3]})")
+
+
 def same_upstream(a: str, b: str) -> bool:
     """Whether two base-model labels name the embedded default and the Hub model it was converted from."""
     upstream = {EMBEDDED_NAME: UPSTREAM_ID, UPSTREAM_ID.replace("/", "--"): UPSTREAM_ID, UPSTREAM_ID: UPSTREAM_ID}
