@@ -102,10 +102,10 @@ def chunks(items: Iterable, size: int) -> Iterator[list]:
 def rank(options: SelectOptions, tagger, stream: Iterable[Candidate]) -> list[Candidate]:
     """The pool of best candidates, best first. A strategy that reads no model (`random`) needs it only for the
     pool it keeps."""
-    best = Best(POOL * options.size)
-    if not STRATEGIES[options.strategy].reads_model:
+    best, strategy = Best(POOL * options.size), STRATEGIES[options.strategy]
+    if not strategy.reads_model:
         for candidate in stream:
-            candidate.score = STRATEGIES[options.strategy].rate(candidate, [], options.seed)[0]
+            candidate.score = strategy.rate(candidate, [], options.seed)[0]
             best.offer(candidate)
         pool = tag_candidates(tagger, best.ranked())
         return sorted((rate(c, options.strategy, options.mode, options.seed) for c in pool), reverse=True)

@@ -272,7 +272,7 @@ class Session:
         """Items two people answered differently and nobody has settled: each with its sentence and answers."""
         found = []
         for item, given in self.slots.items():
-            answers = sorted((a for a in given.values() if not a.get("skip")), key=lambda a: a["line"])
+            answers = _labelled(given)
             if len(answers) >= 2 and item not in self.adjudicated and len({tuple(self.tags(a)) for a in answers}) > 1:
                 found.append({"item": self.items[item].to_dict(), "answers": [_public(a) for a in answers]})
         return found
@@ -295,7 +295,7 @@ class Session:
         """Entity F1 and Cohen's kappa between the first two people on every item both answered."""
         pairs = []
         for given in self.slots.values():
-            answers = sorted((a for a in given.values() if not a.get("skip")), key=lambda a: a["line"])
+            answers = _labelled(given)
             if len(answers) >= 2:
                 pairs.append((self.tags(answers[0]), self.tags(answers[1])))
         return {"items": len(pairs), "entity_f1": entity_f1(pairs), "kappa": cohens_kappa(pairs)}
@@ -372,6 +372,11 @@ def answered_twice(item: str, overlap: float) -> bool:
     """Whether an item is one of the `overlap` share that two people answer: fixed by its id's hash, so each
     server and each person agree on it."""
     return int(hashlib.sha256(f"xling-overlap:{item}".encode()).hexdigest()[:8], 16) / 16**8 < overlap
+
+
+def _labelled(given: dict[str, dict]) -> list[dict]:
+    """An item's answers in force that are no skips, first given first."""
+    return sorted((a for a in given.values() if not a.get("skip")), key=lambda a: a["line"])
 
 
 def _public(answer: dict) -> dict:

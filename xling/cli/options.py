@@ -84,11 +84,10 @@ def _parameter(spec: Option) -> inspect.Parameter:
 def _typer_default(spec: Option):
     if spec.argument:
         return typer.Argument(... if spec.required else spec.default, help=spec.help, show_default=not spec.required)
-    flags = ("--" + spec.name.replace("_", "-"),)
-    if spec.hint is not bool or spec.switch:  # a bool otherwise gets typer's --flag/--no-flag pair
-        flags += (SHORT[spec.name],) if spec.name in SHORT else ()
+    if spec.hint is bool and not spec.switch:
+        flags = ()  # typer's --flag/--no-flag pair
     else:
-        flags = ()
+        flags = ("--" + spec.name.replace("_", "-"), *([SHORT[spec.name]] if spec.name in SHORT else []))
     if spec.required:
         return typer.Option(..., *flags, help=spec.help)
     if spec.unset:
