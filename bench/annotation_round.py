@@ -30,7 +30,8 @@ from xling.data.labels import entity_mentions
 from xling.device import machine_name
 from xling.models.loading import DEFAULT_MODEL
 from xling.options import defaults
-from xling.recipes import source_commit
+from xling.recipes.results import source_commit
+from xling.tagging.spec import TaggerSpec
 from xling.tagging.words import joined
 from xling.workspace import Workspace
 
@@ -39,8 +40,8 @@ ANSWERS = 25
 
 def answered_session(workspace: Path, pool: Path) -> Path:
     """A session over `pool` whose first batch (silver-pool sentences) is answered with their labels."""
-    options = SelectOptions(corpus=str(pool), lang="qu", workspace=str(workspace))
-    directory = session_dir(Workspace(str(workspace), options.model), "qu")
+    options = SelectOptions(corpus=str(pool), tagger=TaggerSpec(lang="qu", workspace=str(workspace)))
+    directory = session_dir(Workspace(str(workspace), options.tagger.model), "qu")
     start_session(directory, options)
     sentences = read_conll(resolve("corpus:wikiann-qu/silver-pool"))[:ANSWERS]
     items = []

@@ -30,7 +30,7 @@ def main() -> None:
 
     starting_adapters(Path(args.workspace))
     workspace = str(Path(args.workspace) / "seed-1")
-    tagger = Tagger.load(lang="qu", adapter="ner-en", workspace=workspace)
+    tagger = Tagger.load(lang="qu", task_adapter="ner-en", workspace=workspace)
     options = {"data": "corpus:wikiann-qu/silver-dev", "lang": "qu", "task_adapter": "ner-en", "workspace": workspace}
     plain, resampled = EvaluationOptions(**options), EvaluationOptions(**options, bootstrap=args.samples)
     times = time_interleaved(

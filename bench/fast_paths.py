@@ -53,7 +53,7 @@ def by_seed(rows: list[dict]) -> dict[int, list[dict]]:
 
 def merge(out: Path, rows: list[dict], minutes: dict[int, float]) -> tuple[list[dict], dict[int, float]]:
     """The rows and minutes of the seeds in `out` before, with those just run replacing their own."""
-    from xling.recipes import combine
+    from xling.recipes.results import combine
 
     if not out.exists():
         return rows, minutes
@@ -69,7 +69,9 @@ def main() -> None:
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--precision", default="fp32")
     args = parser.parse_args()
-    from xling.recipes import provenance, read_recipe, run_recipe
+    from xling.recipes.reading import read_recipe
+    from xling.recipes.results import provenance
+    from xling.recipes.running import run_recipe
 
     if args.paths == "off":
         paths_off()

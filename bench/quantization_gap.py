@@ -23,7 +23,7 @@ from bench.common import REPO, corpora_root
 from xling import __version__
 from xling.data.conll import read_conll
 from xling.device import machine_name
-from xling.recipes import source_commit
+from xling.recipes.results import source_commit
 from xling.scoring.entities import score
 from xling.tagging.tagger import Tagger
 
@@ -55,7 +55,7 @@ def add_rounding_error(encoder: torch.nn.Module, seed: int) -> int:
 
 def f1(lang: str, data: str, limit: int | None, workspace: str, noise_seed: int | None) -> tuple[float, int]:
     """Dev F1 of `Stack(lang, ner-en)` on the embedded weights, or on the stand-in of `noise_seed`."""
-    tagger = Tagger.load(lang=lang, adapter="ner-en", model="e5-small", workspace=workspace, precision="fp32")
+    tagger = Tagger.load(lang=lang, task_adapter="ner-en", model="e5-small", workspace=workspace, precision="fp32")
     moved = 0 if noise_seed is None else add_rounding_error(tagger.model.encoder, noise_seed)
     sentences = read_conll(corpora_root() / "ner" / data)[:limit]
     predicted = tagger.tag_words([s.tokens for s in sentences])

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from bench.common import REPO, quechua_lines
@@ -61,13 +62,14 @@ def child(variant: str, corpus: Path, workspace: str) -> dict:
 
     from xling.tagging.blocks import Launch, run_in_blocks
     from xling.tagging.options import TagOptions
+    from xling.tagging.spec import TaggerSpec
     from xling.tagging.tagger import Tagger
 
     runtime, precision = VARIANTS[variant]
     with tempfile.TemporaryDirectory() as out:
-        options = TagOptions(input=str(corpus), lang="qu", output=f"{out}/tagged.jsonl", model=MODEL)
-        options.workspace, options.runtime, options.precision = workspace, runtime, precision
-        tagger = Tagger.from_options(options)
+        spec = TaggerSpec(lang="qu", model=MODEL, workspace=workspace, runtime=runtime, precision=precision)
+        options = TagOptions(input=str(corpus), output=f"{out}/tagged.jsonl", tagger=spec)
+        tagger = Tagger.load(options.tagger)
         started = time.perf_counter()
         run_in_blocks(lambda: tagger, options, Launch(), Console(stderr=True, quiet=True))
         seconds = time.perf_counter() - started
@@ -114,6 +116,7 @@ def quality(workspaces: dict[int, str], variants: list[str], data_sets: list[str
     from xling.scoring.bootstrap import over_seeds, paired
     from xling.tagging.evaluate import evaluate
     from xling.tagging.options import EvaluationOptions
+    from xling.tagging.spec import TaggerSpec
 
     rows = []
     for label in data_sets:
@@ -123,8 +126,8 @@ def quality(workspaces: dict[int, str], variants: list[str], data_sets: list[str
             runtime, precision = VARIANTS[variant]
             per_seed, counts[variant] = [], []
             for seed, workspace in workspaces.items():
-                options = EvaluationOptions(data=data, lang=lang, task_adapter="ner-en", model=MODEL)
-                options.workspace, options.runtime, options.precision = workspace, runtime, precision
+                spec = TaggerSpec(lang, task_adapter="ner-en", model=MODEL, workspace=workspace, runtime=runtime)
+                options = EvaluationOptions(data, replace(spec, precision=precision))
                 result = evaluate(options)
                 per_seed.append({"seed": seed, "f1": result["f1"]})
                 counts[variant].append(result["sentence_counts"])
@@ -167,7 +170,7 @@ def ratios(rows: list[dict]) -> list[str]:
 def record(name: str, data: dict) -> None:
     from xling import __version__
     from xling.device import machine_name
-    from xling.recipes import source_commit
+    from xling.recipes.results import source_commit
 
     folder = REPO / "results" / "runtimes"
     folder.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,7 @@ from xling.annotation.session import ANSWERS_FILE, Session, session_dir, start_s
 from xling.annotation.strategies import Best, Candidate, entity_spans, pick, rate, sequence_uncertainty
 from xling.data.conll import UNJUDGED, read_conll
 from xling.errors import XlingError
+from xling.tagging.spec import TaggerSpec
 from xling.workspace import Workspace
 
 
@@ -129,8 +130,10 @@ def make_session(workspace: Path, mode: str = "correct", name: str = "qu") -> Pa
     """A session as `xling select` leaves it, written by hand (no model)."""
     from xling.tagging.words import tokenize
 
-    options = SelectOptions(corpus="corpus.txt", lang="qu", session=name, mode=mode, workspace=str(workspace))
-    directory = session_dir(Workspace(str(workspace), options.model), name)
+    options = SelectOptions(
+        corpus="corpus.txt", session=name, mode=mode, tagger=TaggerSpec(lang="qu", workspace=str(workspace))
+    )
+    directory = session_dir(Workspace(str(workspace), options.tagger.model), name)
     start_session(directory, options)
     items = []
     for key, text, tags in ITEMS:
@@ -173,11 +176,22 @@ def test_spans_mode_leaves_unjudged_words_out_and_a_cut_last_line_is_dropped(tmp
     assert list(Session(directory).answers) == ["s3", "s1"]
 
 
+def test_a_session_recorded_before_the_tagger_options_were_nested_still_opens(tmp_path):
+    directory = make_session(tmp_path)
+    record = json.loads((directory / "session.json").read_text())
+    flat = {k: v for k, v in record.items() if k != "tagger"} | record["tagger"]  # the layout of earlier versions
+    (directory / "session.json").write_text(json.dumps(flat))
+    options = Session(directory).options
+    assert (
+        options.tagger == TaggerSpec(**record["tagger"]) and options.tagger.lang == "qu" and options.mode == "correct"
+    )
+
+
 def test_a_session_continues_only_with_its_language_and_corpus(tmp_path):
     make_session(tmp_path)
-    other = SelectOptions(corpus="other.txt", lang="qu", workspace=str(tmp_path))
+    other = SelectOptions(corpus="other.txt", tagger=TaggerSpec(lang="qu", workspace=str(tmp_path)))
     with pytest.raises(XlingError, match="started with corpus 'corpus.txt'"):
-        start_session(session_dir(Workspace(str(tmp_path), other.model), "qu"), other)
+        start_session(session_dir(Workspace(str(tmp_path), other.tagger.model), "qu"), other)
 
 
 # ---- the server -----------------------------------------------------------------------------------------------
@@ -411,7 +425,9 @@ def test_select_queues_pre_tagged_sentences_and_never_an_answered_one_again(tiny
     assert len(first) == 6 and session.headers[0]["adapter"] == "ner-en"
     assert session.types == ["LOC", "PER"]
     assert all(len(item.tags) == len(item.words) == len(item.probabilities) for item in first)
-    options = SelectOptions(corpus=str(corpus), lang="qu", workspace=str(workspace), model=str(model_dir), size=6)
+    options = SelectOptions(
+        corpus=str(corpus), size=6, tagger=TaggerSpec(lang="qu", workspace=str(workspace), model=str(model_dir))
+    )
     for item in first[:3]:
         session.record({"item": item.id, "spans": [], "judged": None})
     import xling.annotation.select as selecting
@@ -440,8 +456,8 @@ def test_spans_mode_sets_the_span_to_ask_about(tiny_session):
     from xling.annotation.select import select
 
     workspace, model_dir, corpus, _ = tiny_session
-    options = SelectOptions(corpus=str(corpus), lang="qu", session="spans", mode="spans", size=4)
-    select(replace(options, workspace=str(workspace), model=str(model_dir)))
+    options = SelectOptions(corpus=str(corpus), session="spans", mode="spans", size=4, tagger=TaggerSpec(lang="qu"))
+    select(replace(options, tagger=replace(options.tagger, workspace=str(workspace), model=str(model_dir))))
     session = Session.open(Workspace(str(workspace), str(model_dir)), "spans")
     for item in session.queue():
         focus = item.focus

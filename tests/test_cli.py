@@ -111,7 +111,6 @@ def _app_commands() -> dict:
 # Commands whose options are not yet a dataclass (their own few typer parameters).
 WITHOUT_OPTIONS = {
     "compare",
-    "run",
     "demo",
     "models list",
     "models pull",
@@ -124,7 +123,7 @@ WITHOUT_OPTIONS = {
 def test_every_command_takes_the_options_of_its_dataclass_and_runs_them_as_a_recipe_step_would():
     """One table: each command's options are its dataclass's (those a recipe step's keys are), no more, no less."""
     from xling.options import defaults, options_of
-    from xling.recipes import OPTIONS
+    from xling.recipes.kinds import RUNS
 
     commands = _app_commands()
     assert len(commands) >= 20 and set(COMMANDS) <= {name.split()[0] for name in commands}
@@ -141,8 +140,8 @@ def test_every_command_takes_the_options_of_its_dataclass_and_runs_them_as_a_rec
             analyses |= shown
             continue
         assert shown == set(options_of(defaults(cls))), (name, shown ^ set(options_of(defaults(cls))))
-        assert name not in OPTIONS or OPTIONS[name] is cls, name  # a recipe step of this kind: the same options
-    assert analyses | {"analysis"} == set(options_of(defaults(OPTIONS["analyze"])))
+        assert name not in RUNS or RUNS[name].options is cls, name  # a recipe step of this kind: the same options
+    assert analyses | {"analysis"} == set(options_of(defaults(RUNS["analyze"].options)))
 
 
 def test_a_new_field_is_an_option_of_the_command_with_no_other_edit():
@@ -171,7 +170,7 @@ def test_a_new_field_is_an_option_of_the_command_with_no_other_edit():
     assert "--beam-width" in shown and "Beams kept while decoding." in shown and "[default: 4]" in shown
     ran = CliRunner().invoke(app, ["text.txt", "--lang", "qu", "--beam-width", "7", "-f", "conll"])
     assert ran.exit_code == 0, ran.output
-    assert (seen[0].beam_width, seen[0].input, seen[0].lang, seen[0].format) == (7, "text.txt", "qu", "conll")
+    assert (seen[0].beam_width, seen[0].input, seen[0].tagger.lang, seen[0].format) == (7, "text.txt", "qu", "conll")
     assert isinstance(seen[0], TagOptions)  # the command built the dataclass, as a recipe step does
 
 

@@ -10,6 +10,7 @@ import pytest
 from tests.tiny import run_xling
 from xling.errors import XlingError
 from xling.tagging.decoding import allowed_transitions, check_decoder, decode, drop_fragments, viterbi
+from xling.tagging.spec import TaggerSpec
 
 LABELS = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
 
@@ -117,7 +118,7 @@ def test_tagger_and_evaluate_use_the_decoder(trained_workspace):
 
     root, model_dir, _, dev = trained_workspace
     # fp32: `predict_probabilities` below computes in fp32 wherever the taggers would pick bf16 (GPUs)
-    common = dict(lang="qu", adapter="ner-en", model=str(model_dir), workspace=str(root / "ws"), precision="fp32")
+    common = dict(lang="qu", task_adapter="ner-en", model=str(model_dir), workspace=str(root / "ws"), precision="fp32")
     taggers = {d: Tagger.load(**common, decoder=d) for d in ("viterbi", "repair", "drop")}
     from xling.data.conll import read_conll
 
@@ -128,7 +129,7 @@ def test_tagger_and_evaluate_use_the_decoder(trained_workspace):
     for decoder, one in taggers.items():
         expected = [[t for t, _ in decode(p, one.model.heads[one.head].labels, decoder)] for p in probabilities]
         assert [[t for t, _ in s] for s in one.tag_words(tokens)] == expected
-        result = evaluate(EvaluationOptions(data=str(dev), lang="qu", decoder=decoder), tagger=one)
+        result = evaluate(EvaluationOptions(data=str(dev), tagger=TaggerSpec(lang="qu", decoder=decoder)), tagger=one)
         assert result["decoder"] == decoder
         assert result["f1"] == pytest.approx(score([s.tags for s in sentences], expected)["f1"])
 

@@ -14,6 +14,7 @@ from xling.data.fetch import resolve
 from xling.data.fingerprints import fingerprint
 from xling.scoring.bootstrap import interval, mean_f1, paired, sentence_counts
 from xling.scoring.cells import difference_cell
+from xling.tagging.spec import TaggerSpec
 
 
 def write(path: Path, sentences: list[Sentence]) -> Path:
@@ -129,7 +130,8 @@ def test_evaluate_warns_of_sentences_seen_in_training_and_carries_the_interval(t
 
     clean = write(tmp_path / "clean.conll", unseen)
     options = EvaluationOptions(
-        data=str(clean), lang="qu", task_adapter="ner-en", model=str(model_dir), workspace=str(root / "ws")
+        data=str(clean),
+        tagger=TaggerSpec(lang="qu", task_adapter="ner-en", model=str(model_dir), workspace=str(root / "ws")),
     )
     assert evaluate(options)["seen_in_training"] == 0
 
@@ -148,7 +150,8 @@ def test_no_training_pool_shares_a_sentence_with_an_evaluation_split(corpora_roo
 
 def test_a_recipe_row_carries_its_interval_and_its_paired_test_against_a_baseline(trained_workspace, tmp_path):
     from xling.errors import XlingError
-    from xling.recipes import read_recipe, run_recipe
+    from xling.recipes.reading import read_recipe
+    from xling.recipes.running import run_recipe
 
     root, model_dir, _, dev = trained_workspace
     steps = [("plain", None), ("split decoder", "plain")]

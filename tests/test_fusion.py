@@ -17,6 +17,7 @@ from xling.analysis.params import parameter_table
 from xling.data.conll import Sentence, read_conll
 from xling.errors import XlingError
 from xling.tagging.evaluate import EvaluationOptions, evaluate
+from xling.tagging.spec import TaggerSpec
 from xling.tagging.tagger import Tagger
 from xling.train.config import FusionOptions, TaskAdapterOptions, TrainConfig
 from xling.train.fusion import train_fusion
@@ -62,7 +63,8 @@ def test_fusion_is_trained_over_frozen_adapters_and_reloads_exactly(fused):
     assert saved["kind"] == "fusion" and saved["adapters"] == ["ner-en", "ner-es"]
     result = evaluate(
         EvaluationOptions(
-            data=str(dev), lang="qu", fusion="ner-fusion-qu", model=str(model_dir), workspace=str(root / "ws")
+            data=str(dev),
+            tagger=TaggerSpec(lang="qu", fusion="ner-fusion-qu", model=str(model_dir), workspace=str(root / "ws")),
         )
     )
     assert result["setup"] == repr(Stack("lang-qu", Fuse("ner-en", "ner-es")))
@@ -134,13 +136,13 @@ def test_layer_ablation_reuses_one_model(trained_workspace, monkeypatch):
 
     monkeypatch.setattr(xling.trained_tasks, "load_model", lambda *a, **k: pytest.fail("the model was reloaded"))
     spans = []
-    before = evaluate(EvaluationOptions(data=str(dev), lang="en", limit=20), tagger=tagger)
+    before = evaluate(EvaluationOptions(data=str(dev), limit=20, tagger=TaggerSpec(lang="en")), tagger=tagger)
     result = layer_ablation(tagger, str(dev), limit=20, on_span=lambda i, j: spans.append((i, j)))
     assert spans == [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)]
     assert all(result["drop"][i][j] is None for i in range(3) for j in range(i))
     assert all(result["drop"][i][j] is not None for i in range(3) for j in range(i, 3))
     assert result["sentences"] == 20
-    after = evaluate(EvaluationOptions(data=str(dev), lang="en", limit=20), tagger=tagger)
+    after = evaluate(EvaluationOptions(data=str(dev), limit=20, tagger=TaggerSpec(lang="en")), tagger=tagger)
     assert before["f1"] > 0.5 and (after["f1"], after["precision"]) == (before["f1"], before["precision"])
 
 

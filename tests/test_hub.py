@@ -70,14 +70,14 @@ def test_push_then_load_by_hub_name_gives_the_same_tags(trained_workspace, hub):
         assert pushed.exit_code == 0, pushed.output
     assert hub.tokens == ["secret", "secret"]
     card = (hub.root / "org" / "ner-en" / "README.md").read_text()
-    assert "--task-adapter hf:org/ner-en" in card and 'adapter="hf:org/ner-en"' in card
+    assert "--task-adapter hf:org/ner-en" in card and 'task_adapter="hf:org/ner-en"' in card
     assert {p.name for p in (hub.root / "org" / "ner-en").iterdir()} >= {"adapter_model.safetensors", "task.json"}
 
     texts = ["juan lima the city of qusqu", "maria of peru"]
-    local = Tagger.load(lang="qu", adapter="ner-en", model=str(model_dir), workspace=str(root / "ws"))
+    local = Tagger.load(lang="qu", task_adapter="ner-en", model=str(model_dir), workspace=str(root / "ws"))
     pulled = Tagger.load(
         lang="qu",
-        adapter="hf:org/ner-en",
+        task_adapter="hf:org/ner-en",
         lang_adapter="hf:org/lang-qu",
         model=str(model_dir),
         workspace=str(root / "ws"),
@@ -90,7 +90,7 @@ def test_hub_names_that_cannot_be_fetched_are_one_line_errors(trained_workspace,
     root, model_dir, _, _ = trained_workspace
     for name, message in (("hf:org/missing", "cannot fetch hf:org/missing"), ("hf:nothing", "not a Hub adapter name")):
         with pytest.raises(XlingError, match=message):
-            Tagger.load(lang="qu", adapter=name, model=str(model_dir), workspace=str(root / "ws"))
+            Tagger.load(lang="qu", task_adapter=name, model=str(model_dir), workspace=str(root / "ws"))
     with pytest.raises(XlingError, match="no adapter 'ner-xx'"):
         xling.hub.push(xling.workspace.Workspace(str(root / "ws"), str(model_dir)).adapter("ner-xx"), "org/x")
 

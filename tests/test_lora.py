@@ -169,11 +169,11 @@ def test_train_task_with_lora_from_the_command_line_tags_in_a_stack_with_quechua
     assert report["best"]["f1"] > 0.5
     assert "LoRA (low-rank updates" in (model_root / "task" / "ner-lora" / "README.md").read_text()
     where = {"model": str(model_dir), "workspace": str(workspace)}
-    tagger = Tagger.load(lang="qu", adapter="ner-lora", precision="fp32", **where)
+    tagger = Tagger.load(lang="qu", task_adapter="ner-lora", precision="fp32", **where)
     assert tagger.setup == Stack("lang-qu", "ner-lora")
     words = [["juan", "lima", "the", "city"]]
     with_lora = tagger.word_probabilities(words)[0]
-    onnx = Tagger.load(lang="qu", adapter="ner-lora", runtime="onnx", **where)
+    onnx = Tagger.load(lang="qu", task_adapter="ner-lora", runtime="onnx", **where)
     assert onnx.word_probabilities(words)[0] == pytest.approx(with_lora, abs=1e-4)  # the export has the update
     with torch.no_grad():  # the update out of the path: other probabilities
         for update in tagger.model.adapters["ner-lora"].updates.values():

@@ -25,6 +25,7 @@ from xling.tagging.align import windows_for
 from xling.tagging.decoding import decode
 from xling.tagging.evaluate import EvaluationOptions, evaluate
 from xling.tagging.predict import predict_probabilities
+from xling.tagging.spec import TaggerSpec
 from xling.train.config import TaskAdapterOptions, TrainConfig
 from xling.train.tagging import TaggingObjective
 from xling.train.task import train_task_adapter
@@ -225,10 +226,9 @@ def test_train_task_stacks_on_frozen_lang_adapter_and_selects_best(setup_dirs):
     result = evaluate(
         EvaluationOptions(
             data=str(setup_dirs[3]),
-            lang="en",
-            task_adapter="ner-check",
-            model=str(setup_dirs[1]),
-            workspace=str(root / "ws"),
+            tagger=TaggerSpec(
+                lang="en", task_adapter="ner-check", model=str(setup_dirs[1]), workspace=str(root / "ws")
+            ),
         )
     )
     assert result["f1"] == pytest.approx(report["best"]["f1"])  # the saved weights are the selected ones
@@ -276,7 +276,8 @@ def test_also_train_runs_each_language_through_its_own_adapter(setup_dirs):
     assert Path(report["options"]["other_lang_adapters"]["qu"]) == root / "ws" / "tinybert" / "lang" / "qu"
     result = evaluate(
         EvaluationOptions(
-            data=str(dev), lang="en", task_adapter="ner-en-qu", model=str(model_dir), workspace=str(root / "ws")
+            data=str(dev),
+            tagger=TaggerSpec(lang="en", task_adapter="ner-en-qu", model=str(model_dir), workspace=str(root / "ws")),
         )
     )
     assert result["f1"] == pytest.approx(report["best"]["f1"])  # selected on English dev through lang-en
@@ -296,11 +297,13 @@ def test_baselines(setup_dirs, method, name):
     result = evaluate(
         EvaluationOptions(
             data=str(setup_dirs[3]),
-            lang="en",
-            task_adapter=name,
-            model=str(setup_dirs[1]),
-            workspace=str(setup_dirs[0] / "ws"),
-            precision="fp32",
+            tagger=TaggerSpec(
+                lang="en",
+                task_adapter=name,
+                model=str(setup_dirs[1]),
+                workspace=str(setup_dirs[0] / "ws"),
+                precision="fp32",
+            ),
         )
     )
     assert result["f1"] == pytest.approx(report["best"]["f1"]) and result["setup"] == "no adapters"
@@ -340,10 +343,9 @@ def test_missing_language_adapter_says_how_to_train_it(setup_dirs):
         evaluate(
             EvaluationOptions(
                 data=str(setup_dirs[3]),
-                lang="de",
-                task_adapter="ner-en",
-                model=str(setup_dirs[1]),
-                workspace=str(setup_dirs[0] / "ws"),
+                tagger=TaggerSpec(
+                    lang="de", task_adapter="ner-en", model=str(setup_dirs[1]), workspace=str(setup_dirs[0] / "ws")
+                ),
             )
         )
 

@@ -150,8 +150,8 @@ def test_tagger_load_exports_once_into_the_workspace(copied_workspace, exported,
         json.dumps(config | {"labels": [x.replace("PER", "XXX") for x in config["labels"]]})
     )
     monkeypatch.chdir(tmp_path)
-    options = {"lang": "qu", "adapter": "ner-en", "model": str(model_dir), "workspace": str(workspace)}
-    assert "B-XXX" in Tagger.load(**options | {"adapter": "./ner-en"}, runtime="onnx").labels  # a path: the folder
+    options = {"lang": "qu", "task_adapter": "ner-en", "model": str(model_dir), "workspace": str(workspace)}
+    assert "B-XXX" in Tagger.load(**options | {"task_adapter": "./ner-en"}, runtime="onnx").labels  # a path: the folder
     first = Tagger.load(**options, runtime="onnx")
     assert "B-XXX" not in first.labels
     second = Tagger.load(**options, runtime="onnx", precision="int8")

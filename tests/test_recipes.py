@@ -11,7 +11,9 @@ from tests.tiny import run_xling
 from xling.data.catalog import load_catalog
 from xling.data.fetch import resolve
 from xling.errors import XlingError
-from xling.recipes import read_recipe, run_recipe, validate
+from xling.recipes.planning import validate
+from xling.recipes.reading import read_recipe
+from xling.recipes.running import run_recipe
 from xling.workspace import Workspace
 
 REPO = Path(__file__).resolve().parent.parent
@@ -317,13 +319,15 @@ def test_seeds_refuse_a_step_seed_and_bad_values(tmp_path, trained_workspace):
     with pytest.raises(XlingError, match="option .seeds. takes a list of whole numbers"):
         read_recipe(bad)
     result = run_xling("run", str(recipe), "--seeds", "one")
-    assert result.returncode == 1 and "--seeds takes comma-separated integers" in result.stderr
+    assert (
+        result.returncode == 1 and "option 'seeds': expected comma-separated whole numbers, not 'one'" in result.stderr
+    )
 
 
 def test_the_planner_finds_a_steps_task_adapter_as_tag_does(tmp_path, copied_workspace, trained_workspace):
     import shutil
 
-    from xling.recipes import requires
+    from xling.recipes.kinds import requires
 
     ws, model_dir, model_folder, dev = copied_workspace
     train = trained_workspace[2]

@@ -125,7 +125,8 @@ def test_a_recipe_that_is_not_a_table_is_named_so(tmp_path):
 
 
 def test_tag_and_analyze_outputs_go_into_the_recipes_results(tmp_path, trained_workspace):
-    from xling.recipes import output_path, read_recipe
+    from xling.recipes.planning import output_path
+    from xling.recipes.reading import read_recipe
     from xling.workspace import Workspace
 
     _, model_dir, _, dev = trained_workspace
@@ -302,7 +303,7 @@ def test_a_damaged_adapter_config_is_refused_naming_the_file(copied_workspace, d
     config = model_root / "lang" / "qu" / "adapter_config.json"
     _edit_config(config, change)
     with pytest.raises(XlingError) as refused:
-        Tagger.load(lang="qu", adapter="ner-en", model=str(model_dir), workspace=str(workspace))
+        Tagger.load(lang="qu", task_adapter="ner-en", model=str(model_dir), workspace=str(workspace))
     assert message in str(refused.value) and str(config) in str(refused.value)
     if damage == "no config":  # the command line says the same in one line
         run = run_xling("evaluate", "ner", dev, "--lang", "qu", "-t", "ner-en", "-m", model_dir, "-w", workspace)

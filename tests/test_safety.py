@@ -97,7 +97,7 @@ def test_a_bare_name_means_the_workspace_even_beside_a_folder_of_that_name(tmp_p
 def _tagger(workspace, model_dir, lang="qu"):
     from xling import Tagger
 
-    return Tagger.load(lang=lang, adapter="ner-en", model=str(model_dir), workspace=str(workspace))
+    return Tagger.load(lang=lang, task_adapter="ner-en", model=str(model_dir), workspace=str(workspace))
 
 
 def _damage(directory, file_name, how):
@@ -234,7 +234,7 @@ def test_batch_size_zero_is_refused(copied_workspace):
 
     workspace, model_dir, _, _ = copied_workspace
     with pytest.raises(XlingError, match="batch-size must be at least 1, not 0"):
-        Tagger.load(lang="qu", adapter="ner-en", model=str(model_dir), workspace=str(workspace), batch_size=0)
+        Tagger.load(lang="qu", task_adapter="ner-en", model=str(model_dir), workspace=str(workspace), batch_size=0)
 
 
 @pytest.mark.parametrize("target", ["a-file/out.jsonl", "a-folder"])

@@ -86,8 +86,8 @@ def test_self_training_rounds_resume_and_refuse_to_overwrite(tmp_path, trained_w
     ).read_bytes()
     for file in ("adapter_config.json", "task.json", "report.json"):
         assert json.loads((final / file).read_text())["name"] == "ner-qu-self"
-    assert 'adapter="ner-qu-self"' in (final / "README.md").read_text()
-    tagger = Tagger.load(lang="qu", adapter="ner-qu-self", model=str(model_dir), workspace=str(workspace))
+    assert 'task_adapter="ner-qu-self"' in (final / "README.md").read_text()
+    tagger = Tagger.load(lang="qu", task_adapter="ner-qu-self", model=str(model_dir), workspace=str(workspace))
     assert tagger.setup == Stack("lang-qu", "ner-qu-self")
     with pytest.raises(XlingError, match="already exists.*--overwrite"):
         self_train(options)

@@ -10,6 +10,7 @@ import sys
 from tests.tiny import run_xling
 from xling.tagging.blocks import BLOCK, Launch, blocks, job_of, parts_dir, prepare_parts, tag_blocks
 from xling.tagging.options import TagOptions
+from xling.tagging.spec import TaggerSpec
 
 LINES = ["juan lima the city", "maria of peru . runa wasi qusqu", "", "qusqu llaqta , peru suyu", "the city of lima"]
 
@@ -49,11 +50,13 @@ def test_a_stopped_run_tags_only_its_missing_blocks(trained_workspace, tmp_path)
     source, count = corpus(tmp_path / "in.txt")
     output = tmp_path / "out.jsonl"
     options = TagOptions(
-        input=str(source), lang="qu", output=str(output), model=str(model_dir), workspace=str(root / "ws")
+        input=str(source),
+        output=str(output),
+        tagger=TaggerSpec(lang="qu", model=str(model_dir), workspace=str(root / "ws")),
     )
     folder = parts_dir(output)
     prepare_parts(folder, job_of(options, source))
-    tagger = Tagger.from_options(options)
+    tagger = Tagger.load(options.tagger)
     tag_blocks(tagger, options, source, folder, Launch(rank=0, world=2))  # as if stopped with blocks 0 and 2 done
     written = sorted(p.name for p in folder.glob("*.jsonl"))
     assert written == ["00000000.jsonl", "00000002.jsonl"]

@@ -72,7 +72,7 @@ def test_spans_from_tags():
 @pytest.fixture(scope="module")
 def tagger(trained_workspace):
     root, model_dir, _, _ = trained_workspace
-    return Tagger.load(lang="qu", task="ner", adapter="ner-en", model=str(model_dir), workspace=str(root / "ws"))
+    return Tagger.load(lang="qu", task="ner", task_adapter="ner-en", model=str(model_dir), workspace=str(root / "ws"))
 
 
 def test_task_adapter_resolution(tmp_path):
@@ -127,7 +127,9 @@ def test_length_batches_keep_both_the_batch_size_and_the_token_cap():
 
 def test_token_cap_changes_the_batches_not_the_predictions(trained_workspace, monkeypatch):
     root, model_dir, _, _ = trained_workspace
-    tagger = Tagger.load(lang="qu", adapter="ner-en", model=str(model_dir), workspace=str(root / "ws"), device="cpu")
+    tagger = Tagger.load(
+        lang="qu", task_adapter="ner-en", model=str(model_dir), workspace=str(root / "ws"), device="cpu"
+    )
     sentences = [("runa " * n + "juan lima").split() for n in (1, 30, 2, 12, 60, 3)]
     forwards = []
     hook = tagger.model.register_forward_hook(lambda module, args, output: forwards.append(1))
@@ -292,7 +294,7 @@ def test_tagger_spacy_component_and_command_give_the_same_entities(trained_works
     ]
     from_api = [[(s.start, s.end, s.label) for s in spans] for spans in tagger(texts)]
     nlp = spacy.blank("xx")
-    config = {"lang": "qu", "adapter": "ner-en", "model": str(model_dir), "workspace": str(root / "ws")}
+    config = {"lang": "qu", "task_adapter": "ner-en", "model": str(model_dir), "workspace": str(root / "ws")}
     nlp.add_pipe("xling_ner", config=config)  # found through the spacy_factories entry point
     from_spacy = [[(e.start_char, e.end_char, e.label_) for e in doc.ents] for doc in nlp.pipe(texts)]
     assert any(from_command) and from_command == from_api == from_spacy
@@ -310,7 +312,7 @@ def test_the_decoder_a_task_was_trained_with_is_used_unless_another_is_given(cop
     given = dict(lang="en", train=str(dev), dev=str(dev), name="split-en", decoder="split", training=training)
     train_task_adapter(TaskAdapterOptions(**given, model=str(model_dir), workspace=str(workspace)))
     assert read_task(model_folder / "task" / "split-en").decoder == "split"
-    load = dict(lang="en", adapter="split-en", model=str(model_dir), workspace=str(workspace))
+    load = dict(lang="en", task_adapter="split-en", model=str(model_dir), workspace=str(workspace))
     assert Tagger.load(**load).decoder == "split"
     assert Tagger.load(**load, decoder="viterbi").decoder == "viterbi"
     tagged = run_xling(

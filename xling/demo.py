@@ -25,7 +25,7 @@ from xling.data.catalog import corpora_root
 from xling.errors import XlingError
 from xling.fileio import file_sha256
 from xling.paths import xling_home
-from xling.recipes import Recipe, Step
+from xling.recipes.reading import Recipe, Step
 
 QUECHUA_SENTENCES = [
     "José María Arguedas Andahuaylas llaqtapi paqarirqan.",

@@ -78,7 +78,9 @@ def export_onnx_tagger(options: ExportOptions, workspace: Workspace) -> str:
     named = not (is_path(options.adapter) or is_hub_name(options.adapter))  # a directory or Hub name: a task adapter
     fusion = options.adapter if named and workspace.adapter_dir("fusion", options.adapter).is_dir() else None
     where = {"model": options.model, "workspace": options.workspace, "lang_adapter": options.lang_adapter}
-    tagger = Tagger.load(lang, adapter=None if fusion else options.adapter, fusion=fusion, precision="fp32", **where)
+    tagger = Tagger.load(
+        lang=lang, task_adapter=None if fusion else options.adapter, fusion=fusion, precision="fp32", **where
+    )
     check = None
     if options.check_data:
         from xling.data.sources import load_ner

@@ -217,11 +217,11 @@ def usage(kind: str, spec: str, lang: str | None, base: str | None, embedded: bo
     """Snippets that run as written: xling's command line and Python, and the `adapters` library."""
     if kind == "language":
         command = f"xling train-task ner --lang {lang} --lang-adapter {spec} --train FILE --dev FILE"
-        python = f'# under a task adapter: Tagger.load(lang="{lang}", lang_adapter="{spec}", adapter=TASK)'
+        python = f'# under a task adapter: Tagger.load(lang="{lang}", lang_adapter="{spec}", task_adapter=TASK)'
     else:
         option = "fusion" if kind == "fusion" else "task-adapter"
         command = f"xling tag --lang LANG --{option} {spec} FILE.txt  # LANG's language adapter goes below it"
-        python = f'tagger = Tagger.load(lang="LANG", {"fusion" if kind == "fusion" else "adapter"}="{spec}")'
+        python = f'tagger = Tagger.load(lang="LANG", {"fusion" if kind == "fusion" else "task_adapter"}="{spec}")'
     library = "" if kind == "fusion" else "\n" + library_snippet(kind, spec, base, embedded)
     return f"""```bash
 # xling installs from a clone of its repository: pip install -e .

@@ -34,7 +34,8 @@ def opt(
     hidden: bool = False,
     argument: int = 0,
     choices: tuple[str, ...] | Callable[[], typing.Iterable[str]] = (),
-    helps: Mapping[str, str] | None = None,
+    required: bool = False,
+    overrides: Mapping[str, Mapping] | None = None,
 ) -> Field:
     """A dataclass field that is also an option.
 
@@ -44,8 +45,9 @@ def opt(
     replaces a default number of steps); preset: a nested config that starts from this
     named preset, chosen with the `preset` option; without: options of a nested config that
     mean nothing here; hidden: not an option anywhere; argument: positional on the command line, the Nth; choices:
-    the values it takes (or a function naming them, for a registry); helps: help texts of a nested config's
-    options that say more here.
+    the values it takes (or a function naming them, for a registry); required: must be given, though the field
+    has a default (a nested config's, which must be constructible); overrides: how a nested config's options show
+    here, as `Option` fields by option name (`{"lr": {"help": ...}, "task": {"argument": 1}}`).
     """
     meta = dict(
         help=help,
@@ -58,7 +60,8 @@ def opt(
         hidden=hidden,
         argument=argument,
         choices=choices,
-        helps=helps,
+        required=required,
+        overrides=overrides,
     )
     return field(default=default, default_factory=factory, metadata={k: v for k, v in meta.items() if v})
 
@@ -89,7 +92,10 @@ def field_value(f: Field, values: Mapping):
     if value is None:
         return None
     if f.metadata.get("parse") and isinstance(value, str):
-        value = f.metadata["parse"](value)
+        try:
+            value = f.metadata["parse"](value)
+        except XlingError as err:
+            raise XlingError(f"option {option_name(f)!r}: {err}") from None
     return not value if f.metadata.get("invert") else value
 
 
@@ -98,13 +104,13 @@ def options_of(
     _preset: bool = False,
     _without: tuple[str, ...] = (),
     _unset: bool = False,
-    _helps: Mapping[str, str] | None = None,
+    _overrides: Mapping[str, Mapping] | None = None,
 ) -> dict[str, Option]:
     """Every option of a config instance (its defaults are that instance's values), nested ones included.
     Below a preset every option is left unset unless given, so that the preset (or the nested config's own
     `check_options`) sees which were given."""
     found: dict[str, Option] = {}
-    hints, helps = typing.get_type_hints(type(config)), _helps or {}
+    hints = typing.get_type_hints(type(config))
     paired = {f.name for f in fields(config) if "clears" in f.metadata} | {
         f.metadata["clears"] for f in fields(config) if "clears" in f.metadata
     }
@@ -118,16 +124,16 @@ def options_of(
             # a preset gives the values of the nested configs below it that have presets too
             from_preset = "preset" in meta or (_preset and hasattr(type(value), "preset"))
             nested = options_of(
-                value, from_preset, meta.get("without", ()), _unset or "preset" in meta, meta.get("helps")
+                value, from_preset, meta.get("without", ()), _unset or "preset" in meta, meta.get("overrides")
             )
             found.update(nested)
         else:
             choices = meta.get("choices", ())
             found[option_name(f)] = Option(
                 option_name(f),
-                helps.get(option_name(f), meta.get("help", "")),
+                meta.get("help", ""),
                 not value if meta.get("invert") else value,
-                required=_required(f),
+                required=_required(f) or meta.get("required", False),
                 unset=_unset or f.name in paired or isinstance(value, (list, dict)),
                 from_preset=_preset,
                 switch=bool(meta.get("invert")),
@@ -135,7 +141,7 @@ def options_of(
                 argument=meta.get("argument", 0),
                 choices=tuple(choices() if callable(choices) else choices),
             )
-    return found
+    return {name: replace(option, **(_overrides or {}).get(name, {})) for name, option in found.items()}
 
 
 def with_options(config, values: Mapping, _without: tuple[str, ...] = ()):
@@ -173,7 +179,7 @@ def _required(f: Field) -> bool:
 def build(cls, values: Mapping):
     """A `cls` from option values, its defaults for the rest; a missing required option is an error."""
     required = [f for f in fields(cls) if _required(f)]
-    missing = [option_name(f) for f in required if values.get(option_name(f)) is None]
+    missing = [name for name, spec in options_of(defaults(cls)).items() if spec.required and values.get(name) is None]
     if missing:
         raise XlingError(f"missing option(s): {', '.join('--' + m.replace('_', '-') for m in missing)}")
     hints = typing.get_type_hints(cls)
@@ -243,10 +249,13 @@ def typed(record: dict, key: str, hint, default, where: str):
 
 
 def from_record(cls, data, where: str):
-    """A config dataclass from a saved JSON record, its keys and value types checked: an error names `where`."""
+    """A config dataclass from a saved JSON record, its keys and value types checked: an error names `where`. A
+    nested config is a nested object; a record written before it was nested (its keys at the top) reads too."""
     if not isinstance(data, dict):
         raise XlingError(f"{where}: expected a JSON object of {cls.__name__} settings, not {type(data).__name__}")
     hints, known = typing.get_type_hints(cls), {f.name for f in fields(cls)}
+    nested = {name: hint for name, hint in hints.items() if name in known and is_dataclass(hint)}
+    data = _gathered(data, nested, known)
     unknown = set(data) - known
     if unknown:
         raise XlingError(f"{where}: unknown settings {shown(', '.join(sorted(map(str, unknown))))}")
@@ -255,7 +264,26 @@ def from_record(cls, data, where: str):
     if unset := [key for key, value in data.items() if value is None and not _matches(None, hints[key])]:
         raise XlingError(f"{where}: {', '.join(unset)} must be set, not null")
     with naming(where):
-        return cls(**{key: check_type(key, value, hints[key]) for key, value in data.items()})
+        return cls(
+            **{
+                key: from_record(nested[key], value, f"{where}: {key}")
+                if key in nested
+                else check_type(key, value, hint)
+                for key, value in data.items()
+                for hint in [hints[key]]
+            }
+        )
+
+
+def _gathered(data: dict, nested: Mapping[str, type], known: set[str]) -> dict:
+    """`data` with the keys of a nested config that it holds at the top (and the outer config has not), where it
+    holds no object of that config, moved into one."""
+    data = dict(data)
+    for name, config in nested.items():
+        inner = {f.name for f in fields(config)} - known
+        if name not in data and (moved := {key: data.pop(key) for key in list(data) if key in inner}):
+            data[name] = moved
+    return data
 
 
 def at_least(name: str, value, low) -> None:

@@ -7,10 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xling.errors import XlingError
-from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import at_least, opt
-from xling.paths import WORKSPACE_HELP
-from xling.tagging.decoding import SAVED_DECODER_HELP, check_decoder
+from xling.tagging.spec import TaggerSpec
 
 # Each analysis, the options it needs, and the PNG it draws unless --output names another.
 ANALYSES = {
@@ -25,22 +23,28 @@ ANALYSES = {
 class AnalyzeOptions:
     analysis: str = opt("params", f"Which analysis: {', '.join(ANALYSES)} (on the command line, the subcommand).")
     data: str | None = opt(None, "Labelled data of the language: a CoNLL file or a named source.", argument=1)
-    lang: str | None = opt(None, "Language of the data: its language adapter goes below the task adapter or fusion.")
-    task_adapter: str | None = opt(None, "Task adapter (default: as for tagging).")
-    fusion: str | None = opt(None, "A trained fusion (the fusion analysis; ablation: ablate it instead).")
-    decoder: str | None = opt(None, SAVED_DECODER_HELP)
+    # the analyses look into the PyTorch model, task by task
+    tagger: TaggerSpec = opt(
+        factory=TaggerSpec,
+        without=("task", "runtime"),
+        overrides={
+            "lang": {
+                "required": False,
+                "help": "Language of the data: its language adapter goes below the task adapter or fusion.",
+            },
+            "task_adapter": {"help": "Task adapter (default: as for tagging)."},
+            "fusion": {"help": "A trained fusion (the fusion analysis; ablation: ablate it instead)."},
+        },
+    )
     limit: int | None = opt(None, "Use only the first N sentences (an ablation evaluates n(n+1)/2 times).")
     output: str | None = opt(None, "PNG to write; the numbers go beside it as JSON (default: the analysis's name).")
-    model: str = opt(DEFAULT_MODEL, MODEL_HELP)
-    workspace: str | None = opt(None, WORKSPACE_HELP)
 
     def __post_init__(self):
         if self.analysis not in ANALYSES:
             raise XlingError(f"analysis must be one of {', '.join(ANALYSES)}, not {self.analysis!r}")
-        missing = [name for name in ANALYSES[self.analysis][0] if getattr(self, name) is None]
-        if missing:
+        given = {"data": self.data, "lang": self.tagger.lang, "fusion": self.tagger.fusion}
+        if missing := [name for name in ANALYSES[self.analysis][0] if given[name] is None]:
             raise XlingError(f"analyze {self.analysis} needs {', '.join('--' + m.replace('_', '-') for m in missing)}")
-        check_decoder(self.decoder)
         at_least("limit", self.limit, 1)
 
     def output_file(self) -> str | None:

@@ -28,19 +28,17 @@ def _numbers_beside(result: dict, output: Path) -> Path:
 def tagger_for(o: AnalyzeOptions) -> Tagger:
     """The tagger an analysis looks into, once its output file is known to be writable."""
     check_output_file(o.output_path)
-    return Tagger.load(
-        lang=o.lang, adapter=o.task_adapter, fusion=o.fusion, model=o.model, workspace=o.workspace, decoder=o.decoder
-    )
+    return Tagger.load(o.tagger)
 
 
 def fusion_report(o: AnalyzeOptions, console: Console) -> dict:
     tagger, data, output = tagger_for(o), o.data, o.output_path
-    result = {**fusion_attention(tagger, data), "fusion": o.fusion, "data": data, "lang": o.lang}
+    result = {**fusion_attention(tagger, data), "fusion": o.tagger.fusion, "data": data, "lang": o.tagger.lang}
     heatmap(
         result["attention"],
         [k.replace("_", " ") for k in result["layers"]],
         result["adapters"],
-        f"Fusion attention: {o.fusion} on {Path(data).name}",
+        f"Fusion attention: {o.tagger.fusion} on {Path(data).name}",
         "fused adapter",
         "layer and site",
         "mean attention weight",
@@ -56,7 +54,7 @@ def ablation_report(o: AnalyzeOptions, console: Console) -> dict:
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("ablating layer spans", total=layers * (layers + 1) // 2)
         result = layer_ablation(tagger, o.data, o.limit, lambda i, j: progress.advance(task))
-    result.update({"data": o.data, "lang": o.lang, "setup": repr(tagger.setup)})
+    result.update({"data": o.data, "lang": o.tagger.lang, "setup": repr(tagger.setup)})
     names = [str(i) for i in range(layers)]
     heatmap(
         [[float("nan") if v is None else 100 * v for v in row] for row in result["drop"]],
@@ -78,7 +76,12 @@ def ablation_report(o: AnalyzeOptions, console: Console) -> dict:
 
 def confidence_report(o: AnalyzeOptions, console: Console) -> dict:
     tagger, data, output = tagger_for(o), o.data, o.output_path
-    result = {**tagger_confidence(tagger, data, o.limit), "data": data, "lang": o.lang, "setup": repr(tagger.setup)}
+    result = {
+        **tagger_confidence(tagger, data, o.limit),
+        "data": data,
+        "lang": o.tagger.lang,
+        "setup": repr(tagger.setup),
+    }
     missed = "words tagged O inside a gold entity"
     rates_by_bin(
         {**{f"{kind} entities right": cells for kind, cells in result["entities"].items()}, missed: result["o_words"]},
@@ -112,8 +115,8 @@ def confidence_table(result: dict) -> Table:
 def params_report(o: AnalyzeOptions, console: Console) -> dict:
     from xling.models import load_model
 
-    encoder, _ = load_model(o.model)
-    return parameter_table(Workspace(o.workspace, o.model), sum(p.numel() for p in encoder.parameters()))
+    encoder, _ = load_model(o.tagger.model)
+    return parameter_table(Workspace(o.tagger.workspace, o.tagger.model), sum(p.numel() for p in encoder.parameters()))
 
 
 def params_table(result: dict, model: str) -> Table:

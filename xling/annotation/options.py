@@ -8,13 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xling.annotation.strategies import MODES, STRATEGIES
-from xling.device import DEVICE_HELP, INFERENCE_PRECISION_HELP, check_precision
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import at_least, opt
 from xling.paths import WORKSPACE_HELP
-from xling.tagging.decoding import SAVED_DECODER_HELP, check_decoder
-from xling.workspace import LANG_ADAPTER_HELP, check_lang
+from xling.tagging.spec import TaggerSpec
+from xling.workspace import check_lang
 
 
 def _one_of(name: str, value: str, choices: tuple[str, ...]) -> None:
@@ -28,7 +27,14 @@ class SelectOptions:
         help="Unlabelled text: a file or folder of one sentence per line (CoNLL files are read as such), or corpus:NAME.",
         argument=1,
     )
-    lang: str = opt(help="Language of the text: its language adapter goes under the task adapter.")
+    # the model proposes tags for a person to correct: a single task adapter, in PyTorch
+    tagger: TaggerSpec = opt(
+        factory=lambda: TaggerSpec(batch_size=64),
+        without=("task", "fusion", "no_lang_adapter", "runtime"),
+        overrides={
+            "task_adapter": {"help": "Task adapter that proposes the tags (default: ner-LANG if trained, else ner-en)."}
+        },
+    )
     session: str | None = opt(None, "The annotation session (default: the language code); its batches add up.")
     strategy: str = opt("uncertainty", f"Which sentences first: {', '.join(STRATEGIES)}.", choices=lambda: STRATEGIES)
     mode: str = opt(
@@ -45,25 +51,11 @@ class SelectOptions:
     max_sentences: int | None = opt(
         5000, "Tag a random sample of this many of the sentences read, drawn anew each batch; 0: all."
     )
-    task_adapter: str | None = opt(
-        None, "Task adapter that proposes the tags (default: ner-LANG if trained, else ner-en)."
-    )
-    lang_adapter: str | None = opt(None, LANG_ADAPTER_HELP)
-    model: str = opt(DEFAULT_MODEL, MODEL_HELP)
-    workspace: str | None = opt(None, WORKSPACE_HELP)
-    batch_size: int = opt(64, "Sentences per model batch.")
-    decoder: str | None = opt(None, SAVED_DECODER_HELP)
-    device: str = opt("auto", DEVICE_HELP)
-    precision: str = opt("auto", INFERENCE_PRECISION_HELP)
 
     def __post_init__(self):
-        if self.lang is not None:  # `defaults` leaves the required options unset
-            check_lang(self.lang)
         _one_of("strategy", self.strategy, tuple(STRATEGIES))
         _one_of("mode", self.mode, MODES)
-        check_decoder(self.decoder)
-        check_precision(self.precision, inference=True)
-        for name in ("size", "per_type_cap", "min_words", "max_words", "limit", "batch_size"):
+        for name in ("size", "per_type_cap", "min_words", "max_words", "limit"):
             at_least(name, getattr(self, name), 1)
         at_least("max_sentences", self.max_sentences, 0)
         if self.max_words < self.min_words:
@@ -71,7 +63,7 @@ class SelectOptions:
 
     @property
     def session_name(self) -> str:
-        return self.session or check_lang(self.lang)
+        return self.session or check_lang(self.tagger.lang)
 
     @property
     def cap(self) -> int:

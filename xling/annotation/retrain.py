@@ -82,13 +82,14 @@ def _round(session: Session, options: AnnotateOptions) -> dict:
     if not isinstance(dev, str):
         write_text_atomic(directory / "dev.conll", conll_text(dev))
     dev_file = options.dev or str(directory / "dev.conll")
-    where = {"model": session.options.model, "workspace": session.options.workspace}
+    spec = session.options.tagger
+    where = {"model": spec.model, "workspace": spec.workspace}
     name, start = adapter_name(session, options), session.headers[0]["adapter"]
-    workspace = Workspace(session.options.workspace, session.options.model)
+    workspace = Workspace(spec.workspace, spec.model)
     incumbent = name if workspace.adapter_dir("task", name).is_dir() else start
     train_task_adapter(
         retraining_options(
-            session.options.lang,
+            spec.lang,
             str(directory / "train.conll"),
             dev_file,
             start,
@@ -119,7 +120,7 @@ def _round(session: Session, options: AnnotateOptions) -> dict:
         "adapter": name if kept else incumbent,
         "seconds": round(time.time() - started, 1),
     }
-    next_batch, size = select(replace(session.options, task_adapter=record["adapter"]))
+    next_batch, size = select(replace(session.options, tagger=replace(spec, task_adapter=record["adapter"])))
     record |= {"next_batch": next_batch.name, "next_items": size, "total_seconds": round(time.time() - started, 1)}
     append_jsonl(directory / ROUNDS_FILE, record)
     return record
@@ -128,14 +129,7 @@ def _round(session: Session, options: AnnotateOptions) -> dict:
 def _dev_f1(session: Session, dev: str, adapter: str) -> float:
     from xling.tagging.evaluate import EvaluationOptions, evaluate
 
-    options = EvaluationOptions(
-        data=dev,
-        lang=session.options.lang,
-        task_adapter=adapter,
-        model=session.options.model,
-        workspace=session.options.workspace,
-    )
-    return float(evaluate(options)["f1"])
+    return float(evaluate(EvaluationOptions(dev, replace(session.options.tagger, task_adapter=adapter)))["f1"])
 
 
 def _settle(workspace: Workspace, name: str, kept: bool) -> None:

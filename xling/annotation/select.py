@@ -118,14 +118,14 @@ def rank(options: SelectOptions, tagger, stream: Iterable[Candidate]) -> list[Ca
 def select(options: SelectOptions, progress: Progress | None = None, tagger=None) -> tuple[Path, int]:
     """Write the session's next batch; returns its file and how many items it holds. `tagger` (a loaded
     `Tagger`) saves loading one; `progress` wraps the corpus's sentences (the command line's bar)."""
-    workspace = Workspace(options.workspace, options.model)
+    workspace = Workspace(options.tagger.workspace, options.tagger.model)
     directory = session_dir(workspace, options.session_name)
     start_session(directory, options)
     session = Session(directory)
     if tagger is None:
         from xling.tagging.tagger import Tagger  # torch loads here, not for --help
 
-        tagger = Tagger.from_options(options)
+        tagger = Tagger.load(options.tagger)
     files = corpus_files(options, session)
     sentences: Iterable = corpus_sentences(files)
     if progress is not None:

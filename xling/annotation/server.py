@@ -123,9 +123,9 @@ class Retrainer:
         """The command that tags with the session's adapter (the best round's), workspace included."""
         if not rounds:
             return None
-        workspace = self.session.options.workspace
-        where = f" -w {shlex.quote(workspace)}" if workspace else ""
-        return f"xling tag --lang {self.session.options.lang} -t {rounds[-1]['adapter']}{where} FILE"
+        spec = self.session.options.tagger
+        where = f" -w {shlex.quote(spec.workspace)}" if spec.workspace else ""
+        return f"xling tag --lang {spec.lang} -t {rounds[-1]['adapter']}{where} FILE"
 
 
 def page_token(directory: Path) -> str:
@@ -270,7 +270,7 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
     def state():
         return jsonify(
             session=session.directory.name,
-            lang=session.options.lang,
+            lang=session.options.tagger.lang,
             mode=session.options.mode,
             types=session.types,
             annotator=options.annotator,

@@ -409,15 +409,21 @@ def start_session(directory: Path, options: SelectOptions) -> None:
     file = directory / SESSION_FILE
     if file.is_file():
         started = from_record(SelectOptions, read_json(file), str(file))
-        for key in ("lang", "corpus", "mode"):
-            if getattr(started, key) != getattr(options, key):
+        before, now = _fixed(started), _fixed(options)
+        for key in before:
+            if before[key] != now[key]:
                 raise XlingError(
-                    f"session {directory.name!r} was started with {key} {getattr(started, key)!r}, not "
-                    f"{getattr(options, key)!r}; give another --session"
+                    f"session {directory.name!r} was started with {key} {before[key]!r}, not {now[key]!r}; "
+                    "give another --session"
                 )
         return
     (directory / "batches").mkdir(parents=True, exist_ok=True)
     write_json_atomic(file, asdict(options))
+
+
+def _fixed(options: SelectOptions) -> dict:
+    """What every batch of a session shares."""
+    return {"lang": options.tagger.lang, "corpus": options.corpus, "mode": options.mode}
 
 
 def write_batch(directory: Path, header: dict, items: list[dict]) -> Path:

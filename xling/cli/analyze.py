@@ -15,6 +15,8 @@ app = typer.Typer(
     help="Analyses: fusion attention, layer ablations, confidence, parameter budgets.", no_args_is_help=True
 )
 console = Console(stderr=True)
+# what every analysis that tags takes besides its own options
+SETUP = ("lang_adapter", "no_lang_adapter", "batch_size", "device", "precision", "output", "model", "workspace")
 
 
 def run(options: AnalyzeOptions) -> dict:
@@ -27,7 +29,11 @@ def run(options: AnalyzeOptions) -> dict:
 
 
 @app.command("fusion")
-@command(AnalyzeOptions, ("data", "fusion", "lang", "output", "model", "workspace"), analysis="fusion")
+@command(
+    AnalyzeOptions,
+    ("data", "fusion", "lang", *SETUP),
+    analysis="fusion",
+)
 def fusion(options: AnalyzeOptions):
     """Average fusion attention per layer and adapter, as a heatmap (AdapterFusion, Figure 4)."""
     run(options)
@@ -36,7 +42,7 @@ def fusion(options: AnalyzeOptions):
 @app.command("ablation")
 @command(
     AnalyzeOptions,
-    ("data", "lang", "task_adapter", "fusion", "limit", "output", "model", "workspace"),
+    ("data", "lang", "task_adapter", "fusion", "limit", *SETUP),
     analysis="ablation",
 )
 def ablation(options: AnalyzeOptions):
@@ -48,7 +54,7 @@ def ablation(options: AnalyzeOptions):
 @app.command("confidence")
 @command(
     AnalyzeOptions,
-    ("data", "lang", "task_adapter", "decoder", "limit", "output", "model", "workspace"),
+    ("data", "lang", "task_adapter", "decoder", "limit", *SETUP),
     analysis="confidence",
 )
 def confidence(options: AnalyzeOptions):
@@ -69,4 +75,4 @@ def params(options: AnalyzeOptions, as_json: bool = typer.Option(False, "--json"
     if as_json:
         print(json.dumps(result, indent=2))
     else:
-        Console().print(params_table(result, options.model))
+        Console().print(params_table(result, options.tagger.model))

@@ -21,7 +21,7 @@ def select_command(options: SelectOptions):
     console.print(f"{size} {'spans' if options.mode == 'spans' else 'sentences'} queued in {path}")
     console.print(
         f"label them with: xling annotate {options.session_name}"
-        + (f" -w {options.workspace}" if options.workspace else "")
+        + (f" -w {options.tagger.workspace}" if options.tagger.workspace else "")
     )
 
 

@@ -39,7 +39,8 @@ def evaluate_command(
     else:
         Console().print(
             scores_table(
-                result, f"{options.task} on {options.data}: {result['setup']} ({result['sentences']:,} sentences)"
+                result,
+                f"{options.tagger.task} on {options.data}: {result['setup']} ({result['sentences']:,} sentences)",
             )
         )
 

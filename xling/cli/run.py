@@ -8,35 +8,27 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from xling.cli.options import command
 from xling.cli.progress import TrainingBar
-from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.paths import default_workspace
+from xling.recipes.options import RunOptions
 
 console = Console(stderr=True)
 
 
-def run(
-    recipe: Path = typer.Argument(..., help="A recipe TOML file, e.g. recipes/madx-qu.toml."),
-    seeds: str = typer.Option(
-        None, help="Run every training step once per seed, e.g. 1,2,3 (overrides the recipe's seeds)."
-    ),
-    dry_run: bool = typer.Option(
-        False, "--dry-run", help="Validate and print which steps would run and why; run nothing."
-    ),
-):
+@command(RunOptions)
+def run(options: RunOptions):
     """Run a recipe's steps in order, skipping those already done, and print the results table."""
-    from xling.recipes import print_plan, read_recipe, run_recipe
+    from xling.recipes.planning import print_plan
+    from xling.recipes.reading import read_recipe
+    from xling.recipes.running import run_recipe
 
-    try:
-        seed_list = [int(s) for s in seeds.split(",") if s.strip()] if seeds else []
-    except ValueError:
-        raise XlingError(f"--seeds takes comma-separated integers, e.g. 1,2,3, not {seeds!r}") from None
-    if dry_run:
-        parsed = read_recipe(recipe)
-        print_plan(replace(parsed, seeds=seed_list) if seed_list else parsed, console)
+    if options.dry_run:
+        parsed = read_recipe(options.recipe)
+        print_plan(replace(parsed, seeds=options.seeds) if options.seeds else parsed, console)
         return
-    run_recipe(recipe, console, seeds=seed_list, progress=TrainingBar(console))
+    run_recipe(options.recipe, console, seeds=options.seeds, progress=TrainingBar(console))
 
 
 def demo(
@@ -48,7 +40,7 @@ def demo(
 ):
     """A small but real MAD-X pipeline on the embedded model: adapters, scores, tagged Quechua."""
     from xling.demo import demo_recipe, demo_sources
-    from xling.recipes import run_recipe
+    from xling.recipes.running import run_recipe
 
     sources = demo_sources(console)
     console.print(f"[bold]data:[/] {sources['source']}")

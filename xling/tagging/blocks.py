@@ -71,7 +71,8 @@ def parts_dir(output: Path) -> Path:
 def job_of(options: TagOptions, path: Path) -> dict:
     """What the blocks are the results of: the input file as it is now, every option, the block size."""
     stat = path.stat()
-    fields = asdict(options) | {"output": None, "workspace": str(options.workspace)}
+    fields = asdict(options) | {"output": None}
+    fields["tagger"]["workspace"] = str(options.tagger.workspace)
     return {"input": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "block": BLOCK} | {
         "options": hashlib.blake2b(json.dumps(fields, sort_keys=True).encode(), digest_size=10).hexdigest()
     }

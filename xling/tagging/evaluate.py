@@ -34,7 +34,7 @@ def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
     from xling.scoring.entities import score  # evaluating, not for --help
     from xling.tagging.tagger import Tagger
 
-    tagger = tagger or Tagger.from_options(options)
+    tagger = tagger or Tagger.load(options.tagger)
     predicted = tagger.tag_words([s.tokens for s in sentences])
     gold, tags = [s.tags for s in sentences], [[tag for tag, _ in p] for p in predicted]
     result = score(gold, tags)
@@ -48,7 +48,7 @@ def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
     result.update(
         {
             "data": options.data,
-            "lang": options.lang,
+            "lang": options.tagger.lang,
             "task_adapter": tagger.head,
             "setup": str(tagger.setup) if tagger.setup is not None else "no adapters",
             "decoder": tagger.decoder,

@@ -43,9 +43,9 @@ def launched_tagger(options: TagOptions, launch: Launch):
 
     from xling.tagging.tagger import Tagger  # torch loads here, not for --help
 
-    if launch.world > 1 and options.device in ("auto", "cuda") and torch.cuda.is_available():
+    if launch.world > 1 and options.tagger.device in ("auto", "cuda") and torch.cuda.is_available():
         torch.cuda.set_device(launch.local_rank % torch.cuda.device_count())
-    return Tagger.from_options(options)
+    return Tagger.load(options.tagger)
 
 
 def tag_file(options: TagOptions, console: Console, progress: Progress | None = None) -> None:

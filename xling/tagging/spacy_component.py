@@ -1,7 +1,7 @@
 """`nlp.add_pipe("xling_ner", config={...})`: xling's tagger as a spaCy component that sets `doc.ents`.
 
 An optional extra (`pip install -e ".[spacy]"` from a clone); spaCy finds the factory through the `spacy_factories`
-entry point. The config keys are `Tagger.load`'s arguments. Entities are xling's character spans on
+entry point. The config keys are `TaggerSpec`'s fields (`Tagger.load`'s settings). Entities are xling's character spans on
 `doc.text` (the same as `xling tag` and `Tagger` give), widened to whole spaCy tokens where the two
 tokenisers cut a word differently; each keeps its score as `span._.score` (the mean probability of its tags).
 
@@ -18,7 +18,7 @@ import inspect
 import json
 import shutil
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from spacy.language import Language
@@ -32,12 +32,13 @@ from xling.fileio import read_json
 from xling.models.loading import DEFAULT_MODEL
 from xling.options import from_record
 from xling.tagging.decoding import check_decoder
+from xling.tagging.spec import TaggerSpec
 from xling.tagging.tagger import Tagger
 from xling.tagging.texts import check_batch_size
 from xling.workspace import check_lang, is_path
 
 SAVED = "xling.json"
-LOCAL_PATH_KEYS = ("workspace", "adapter", "lang_adapter", "fusion")
+LOCAL_PATH_KEYS = ("workspace", "task_adapter", "lang_adapter", "fusion")
 if not Span.has_extension("score"):
     Span.set_extension("score", default=None)
 
@@ -131,7 +132,7 @@ class XlingNER:
         saved = from_record(SavedComponent, read_json(path / SAVED), str(path / SAVED))
         settings = {k: v for k, v in asdict(saved).items() if k not in ("paragraphs", "lang_adapter")}
         self.paragraphs = saved.paragraphs
-        self.load = settings | {"adapter": str(path / "task"), "use_lang_adapter": saved.lang_adapter}
+        self.load = settings | {"task_adapter": str(path / "task"), "use_lang_adapter": saved.lang_adapter}
         if saved.lang_adapter:
             self.load["lang_adapter"] = str(path / "lang")
         self._tagger = None
@@ -144,8 +145,11 @@ def make_xling_ner(nlp: Language, name: str, paragraphs: bool = False, **load) -
     return XlingNER(load, paragraphs, name)
 
 
-# The config's keys, types and defaults are Tagger.load's (spaCy reads them from the signature): they cannot drift.
+# The config's keys, types and defaults are TaggerSpec's (spaCy reads them from the signature): they cannot drift.
 _own = list(inspect.signature(make_xling_ner).parameters.values())[:3]
-_load = [p for name, p in inspect.signature(Tagger.load).parameters.items() if name != "cls"]
-make_xling_ner.__signature__ = inspect.Signature(_own + [p.replace(kind=p.KEYWORD_ONLY) for p in _load])
+_load = [
+    inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type)
+    for f in fields(TaggerSpec)
+]
+make_xling_ner.__signature__ = inspect.Signature(_own + _load)
 Language.factory("xling_ner", func=make_xling_ner)

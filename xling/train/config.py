@@ -159,10 +159,12 @@ class TaskAdapterOptions(TaggingRunOptions):
     # learning rate None: the method's (DEFAULT_LEARNING_RATES)
     training: TrainConfig = opt(
         factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=None, eval_every=None, patience=2),
-        helps={
-            "lr": "Peak learning rate (default: "
-            + ", ".join(f"{r:g} {m}" for m, r in DEFAULT_LEARNING_RATES.items())
-            + ")."
+        overrides={
+            "lr": {
+                "help": "Peak learning rate (default: "
+                + ", ".join(f"{r:g} {m}" for m, r in DEFAULT_LEARNING_RATES.items())
+                + ")."
+            }
         },
     )
 

@@ -92,7 +92,7 @@ def train_round(
     tagger = Tagger.load(
         lang=options.lang,
         task=options.task,
-        adapter=labeller,
+        task_adapter=labeller,
         model=options.model,
         workspace=options.workspace,
         device=options.training.device,

@@ -1,0 +1,184 @@
+"""What a step's `run = ...` is: a `RunKind` gives the command's options, the adapter the step saves, the adapters
+it needs, and how it runs. Every method takes the step's options and, where it needs more, one `StepContext`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rich.console import Console
+
+from xling.analysis.options import AnalyzeOptions
+from xling.errors import XlingError
+from xling.options import build, defaults, options_of
+from xling.recipes.reading import RUN_LEVEL, Recipe, Step
+from xling.tagging.evaluate import EvaluationOptions, evaluate
+from xling.tagging.options import TagOptions
+from xling.train.config import FusionOptions, LanguageAdapterOptions, SelfTrainingOptions, TaskAdapterOptions
+from xling.train.fusion import train_fusion
+from xling.train.language import train_language_adapter
+from xling.train.loop import TrainingProgress
+from xling.train.self_training import self_train
+from xling.train.summary import language_report_table, selection_summary, self_training_summary
+from xling.train.task import train_task_adapter
+from xling.workspace import Workspace
+
+Adapter = tuple[str, str]  # (role, name): ("lang", "qu"), ("task", "ner-en"), ("fusion", ...)
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """Where a step runs: its recipe and workspace, and where it reports (`progress`: the command line's bar)."""
+
+    step: Step
+    recipe: Recipe
+    workspace: Workspace
+    console: Console | None = None
+    progress: TrainingProgress | None = None
+
+
+@dataclass(frozen=True)
+class RunKind:
+    """A kind of step. `scores`: its result is a row of the results table; `writes`: it writes an output file."""
+
+    options: type
+    scores = False
+    writes = False
+
+    def perform(self, options, context: StepContext) -> dict | None:
+        raise NotImplementedError
+
+    def saves(self, options) -> Adapter | None:
+        return None
+
+    def needs(self, options, context: StepContext) -> list[Adapter]:
+        return []
+
+
+@dataclass(frozen=True)
+class Training(RunKind):
+    """A step that trains and saves an adapter, printing the trainer's report as `summary` puts it."""
+
+    train: Callable = None
+    summary: Callable = None
+
+    def perform(self, options, context: StepContext) -> None:
+        context.console.print(self.summary(self.train(options, context.console, context.progress)))
+
+    def saves(self, options) -> Adapter:
+        return ("task", options.name or options.default_name())
+
+
+class LanguageTraining(Training):
+    def saves(self, options) -> Adapter:
+        return ("lang", options.lang)
+
+
+class TaskTraining(Training):
+    def needs(self, options, context: StepContext) -> list[Adapter]:
+        needs = []
+        if options.method == "adapter" and options.use_lang_adapter:
+            needs.append(("lang", options.lang_adapter or options.lang))
+        return needs + ([("task", options.init_from)] if options.init_from else [])
+
+
+class FusionTraining(Training):
+    def saves(self, options) -> Adapter:
+        return ("fusion", options.name or options.default_name())
+
+    def needs(self, options, context: StepContext) -> list[Adapter]:
+        return [("task", a) for a in options.adapters] + ([("lang", options.lang)] if options.use_lang_adapter else [])
+
+
+class SelfTraining(Training):
+    def needs(self, options, context: StepContext) -> list[Adapter]:
+        return [("task", options.source), ("lang", options.lang)]
+
+
+class Tagging(RunKind):
+    """A step that tags with a trained setup: a fusion, or the task adapter `xling tag` would find (the steps
+    before count as trained; `ner-en` when none is, which validation reports), and the language adapter under it."""
+
+    def needs(self, options, context: StepContext) -> list[Adapter]:
+        spec = options.tagger
+        if spec.fusion:
+            needs = [("fusion", spec.fusion)]
+        else:
+            trained = earlier_tasks(context.recipe, context.step)
+            try:
+                adapter = context.workspace.task_adapter_name(spec.task, spec.lang, spec.task_adapter, trained)
+            except XlingError:
+                adapter = "ner-en"
+            needs = [("task", adapter)]
+        if spec.use_lang_adapter:
+            needs.append(("lang", spec.lang_adapter or spec.lang))
+        return needs
+
+
+class Evaluation(Tagging):
+    scores = True
+
+    def perform(self, options: EvaluationOptions, context: StepContext) -> dict:
+        return evaluate(options)
+
+
+class TagFile(Tagging):
+    writes = True
+
+    def perform(self, options: TagOptions, context: StepContext) -> None:
+        from xling.tagging.files import tag_file
+
+        tag_file(options, context.console)
+
+
+class Analysis(Tagging):
+    writes = True
+
+    def perform(self, options: AnalyzeOptions, context: StepContext) -> None:
+        from xling.analysis.reports import params_table, run_analysis
+
+        result = run_analysis(options, context.console)
+        if options.analysis == "params":
+            Console().print(params_table(result, context.recipe.model))
+
+    def needs(self, options: AnalyzeOptions, context: StepContext) -> list[Adapter]:
+        return [] if options.analysis == "params" else super().needs(options, context)
+
+
+RUNS: dict[str, RunKind] = {
+    "train-lang": LanguageTraining(LanguageAdapterOptions, train_language_adapter, language_report_table),
+    "train-task": TaskTraining(TaskAdapterOptions, train_task_adapter, selection_summary),
+    "train-fusion": FusionTraining(FusionOptions, train_fusion, lambda report: selection_summary(report, "fusion ")),
+    "self-train": SelfTraining(SelfTrainingOptions, self_train, self_training_summary),
+    "evaluate": Evaluation(EvaluationOptions),
+    "tag": TagFile(TagOptions),
+    "analyze": Analysis(AnalyzeOptions),
+}
+
+# A step's keys are its command's options, named as on the command line.
+KEYS = {run: set(options_of(defaults(kind.options))) - RUN_LEVEL for run, kind in RUNS.items()}
+KEYS["evaluate"] |= {"label", "baseline"}  # the row's name in the results table; an earlier row to test it against
+
+
+def step_options(step: Step, **run_level):
+    """A step's options dataclass, built as the command line builds it."""
+    return build(RUNS[step.run].options, {**step.options, **run_level})
+
+
+def trains(step: Step) -> bool:
+    return step.run in RUNS and produces(step) is not None
+
+
+def produces(step: Step) -> Adapter | None:
+    """(role, name) of the adapter a training step saves; `name` names it, else the command's default."""
+    return RUNS[step.run].saves(step_options(step))
+
+
+def earlier_tasks(recipe: Recipe, step: Step) -> set[str]:
+    """The task adapters that the steps before `step` train."""
+    return {made[1] for s in recipe.steps[: step.number - 1] if (made := produces(s)) and made[0] == "task"}
+
+
+def requires(step: Step, recipe: Recipe, workspace: Workspace) -> list[Adapter]:
+    """The adapters a step needs, as (role, name)."""
+    return RUNS[step.run].needs(step_options(step), StepContext(step, recipe, workspace))

@@ -1,0 +1,46 @@
+"""`TaggerSpec`: what a tagger is made of and how it runs. Every command that tags (tag, evaluate, select,
+analyze) nests it as its `tagger` options, and `Tagger.load(spec)` builds it (no torch here: `--help` reads it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xling.data.labels import TASKS
+from xling.device import DEVICE_HELP, INFERENCE_PRECISION_HELP, check_device, check_precision
+from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
+from xling.options import at_least, opt
+from xling.paths import WORKSPACE_HELP
+from xling.tagging.decoding import SAVED_DECODER_HELP, check_decoder
+from xling.tagging.onnx_tagger import RUNTIME_HELP, check_onnx_precision, check_runtime
+from xling.workspace import LANG_ADAPTER_HELP, check_lang
+
+
+@dataclass
+class TaggerSpec:
+    lang: str | None = opt(
+        None, "Language of the text: its language adapter goes under the task adapter.", required=True
+    )
+    task: str = opt("ner", "The task.", choices=TASKS)
+    task_adapter: str | None = opt(
+        None, "Task adapter: a name, a directory or hf:ORG/NAME (default: TASK-LANG if trained, else TASK-en)."
+    )
+    fusion: str | None = opt(None, "A trained fusion to use instead of a single task adapter.")
+    use_lang_adapter: bool = opt(True, "Tag without a language adapter.", name="no_lang_adapter", invert=True)
+    lang_adapter: str | None = opt(None, LANG_ADAPTER_HELP)
+    model: str = opt(DEFAULT_MODEL, MODEL_HELP)
+    workspace: str | None = opt(None, WORKSPACE_HELP)
+    batch_size: int = opt(32, "Sentences per model batch.")
+    decoder: str | None = opt(None, SAVED_DECODER_HELP)
+    device: str = opt("auto", DEVICE_HELP)
+    precision: str = opt("auto", INFERENCE_PRECISION_HELP)
+    runtime: str = opt("torch", RUNTIME_HELP)
+
+    def __post_init__(self):
+        if self.lang is not None:  # unset in `defaults`' instance; required where the spec is an option
+            self.lang = check_lang(self.lang)
+        check_decoder(self.decoder)
+        check_device(self.device)
+        check_precision(self.precision, inference=True)
+        if check_runtime(self.runtime) == "onnx":
+            check_onnx_precision(self.precision)
+        at_least("batch_size", self.batch_size, 1)
