@@ -12,13 +12,13 @@ from xling.cli.options import command
 from xling.cli.progress import TrainingBar
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.paths import default_workspace
-from xling.recipes.options import RunOptions
+from xling.recipes.options import RunRecipeOptions
 
 console = Console(stderr=True)
 
 
-@command(RunOptions)
-def run(options: RunOptions):
+@command(RunRecipeOptions)
+def run(options: RunRecipeOptions):
     """Run a recipe's steps in order, skipping those already done, and print the results table."""
     from xling.recipes.planning import print_plan
     from xling.recipes.reading import read_recipe

@@ -8,7 +8,7 @@ from xling.options import comma_ints, opt
 
 
 @dataclass
-class RunOptions:
+class RunRecipeOptions:
     recipe: str = opt(help="A recipe TOML file, e.g. recipes/madx-qu.toml.", argument=1)
     seeds: list[int] = opt(
         factory=list,
