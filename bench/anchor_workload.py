@@ -37,6 +37,7 @@ from xling.adapters.saving import load, save
 from xling.data.conll import read_conll
 from xling.data.labels import IGNORE
 from xling.device import autocast, pick_precision
+from xling.methods import METHODS
 from xling.models import load_model, resolve_model_dir
 from xling.tagging.align import Window, length_batches, windows_for
 from xling.tagging.predict import max_window, pad_batch
@@ -45,8 +46,8 @@ from xling.train.config import LanguageAdapterOptions, MaskingConfig, TaskAdapte
 from xling.train.language import mlm_head, unigram_bias
 from xling.train.loop import make_optimizer
 from xling.train.mlm import MaskedLMObjective
-from xling.train.tagging import TaggingObjective
 from xling.train.task import _train_without_adapters
+from xling.train.token_classification import TaggingObjective
 from xling.trained_tasks import TaskRecord, save_task
 from xling.workspace import Workspace
 
@@ -183,7 +184,7 @@ def phase_ner(anchor, args, method: str) -> dict:
         model.add_adapter(NER, BottleneckConfig.preset("pfeiffer", reduction_factor=args.ner_reduction))
         model.train_adapter(Stack(load(model, lang_dir, name="lang-en", head=False), NER), train=[NER])
     else:
-        _train_without_adapters(model, NER, "full")
+        _train_without_adapters(model, NER, METHODS["full"])
     objective = TaggingObjective(NER, sentences, [], tokenizer, model, args.seed, max_len=args.max_length)
     windows_of = collections.defaultdict(list)
     for index, window in enumerate(objective.windows):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from tests.tiny import run_xling
+from xling.data.decoding import allowed_transitions, check_decoder, decode, drop_fragments, viterbi
 from xling.errors import XlingError
-from xling.tagging.decoding import allowed_transitions, check_decoder, decode, drop_fragments, viterbi
 from xling.tagging.spec import TaggerSpec
 
 LABELS = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]

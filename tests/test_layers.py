@@ -59,3 +59,32 @@ def test_no_import_cycles():
     for module in graph:
         visit(module, [module], {module})
     assert not cycles, [" -> ".join(c) for c in cycles[:5]]
+
+
+def room(module: str) -> str:
+    """The room a module is in: its folder under xling/ (`xling.tagging`), or a top-level module itself."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_no_cycles_between_rooms():
+    """Folders too: `tagging` importing `trained_tasks` while that imports `tagging` is a circle of rooms even when
+    no module imports itself."""
+    graph: dict[str, set[str]] = {}
+    for module, targets in imports().items():
+        for target in targets:
+            if "xling" not in (room(module), room(target)) and room(module) != room(target):
+                graph.setdefault(room(module), set()).add(room(target))
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, stack = set(), [start]
+        while stack:
+            for nxt in graph.get(stack.pop(), ()):
+                if nxt == goal:
+                    return True
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        return False
+
+    circles = sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets if reaches(b, a))
+    assert not circles, circles

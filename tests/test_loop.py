@@ -11,9 +11,10 @@ def _tagging_run(tmp_path, method: str):
     from xling.adapters import AdaptedModel, BottleneckConfig, TaggingHead, TaggingHeadConfig
     from xling.data.conll import read_conll
     from xling.data.labels import label_list
+    from xling.methods import METHODS
     from xling.models import load_model
-    from xling.train.tagging import TaggingObjective
     from xling.train.task import _train_without_adapters
+    from xling.train.token_classification import TaggingObjective
 
     sentences = read_conll(synthetic_conll(tmp_path / "train", 16, 1))
     encoder, tokenizer = load_model(str(save_tiny_model("bert", tmp_path / "tinybert")))
@@ -23,7 +24,7 @@ def _tagging_run(tmp_path, method: str):
         model.add_adapter("ner", BottleneckConfig.preset("pfeiffer"))
         model.train_adapter("ner", ["ner"])
     else:
-        _train_without_adapters(model, "ner", method)
+        _train_without_adapters(model, "ner", METHODS[method])
     return model, TaggingObjective("ner", sentences, sentences[:4], tokenizer, model, seed=1)
 
 

@@ -16,19 +16,19 @@ from tests.tiny import run_xling, synthetic_conll, tiny_model
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.adapters.saving import load
 from xling.data.conll import read_conll, to_iob2
+from xling.data.decoding import decode
 from xling.data.hub_datasets import sentences_from_dataset
 from xling.data.labels import label_list, parse_label_map, relabel
 from xling.data.sources import load_ner
 from xling.errors import XlingError
 from xling.scoring import score
 from xling.tagging.align import windows_for
-from xling.tagging.decoding import decode
 from xling.tagging.evaluate import EvaluationOptions, evaluate
 from xling.tagging.predict import predict_probabilities
 from xling.tagging.spec import TaggerSpec
 from xling.train.config import TaskAdapterOptions, TrainConfig
-from xling.train.tagging import TaggingObjective
 from xling.train.task import train_task_adapter
+from xling.train.token_classification import TaggingObjective
 from xling.trained_tasks import load_task_model
 
 # ---- data ------------------------------------------------------------------------------------

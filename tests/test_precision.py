@@ -68,7 +68,7 @@ def test_training_computes_in_the_chosen_precision_and_keeps_what_trains_in_fp32
     from xling.models import load_model
     from xling.train.config import TrainConfig
     from xling.train.loop import train
-    from xling.train.tagging import TaggingObjective
+    from xling.train.token_classification import TaggingObjective
 
     model_dir = save_tiny_model("bert", tmp_path / "tinybert")
     sentences = read_conll(synthetic_conll(tmp_path / "train", 32, 1))

@@ -150,8 +150,8 @@ HOSTILE = 'X"><img src=x onerror=alert(2)>'
 
 
 def test_html_output_escapes_every_string_that_reaches_it():
+    from xling.tagging.base import Span, TaggedText
     from xling.tagging.output import to_html
-    from xling.tagging.texts import Span, TaggedText
     from xling.tagging.words import tokenize
 
     text = "<script>alert(1)</script> Qusqu"
@@ -178,8 +178,8 @@ def test_an_adapter_with_hostile_labels_is_refused_in_one_line(copied_workspace,
 def test_control_characters_in_the_text_are_shown_escaped_on_the_terminal():
     from rich.console import Console
 
+    from xling.tagging.base import TaggedText
     from xling.tagging.output import to_pretty
-    from xling.tagging.texts import TaggedText
 
     console = Console(record=True, width=200, force_terminal=True)
     to_pretty([TaggedText("Qusqu\x1b[2J\x1b[1;1Hllaqta\x07", [], [], [], [])], console)

@@ -20,10 +20,10 @@ from xling.cli.progress import counted_bar
 from xling.errors import XlingError
 from xling.tagging import align
 from xling.tagging.align import Window, length_batches
+from xling.tagging.base import Span, TaggedText, spans_from_tags
 from xling.tagging.output import KNOWN, PALETTE, colour, render, to_html
 from xling.tagging.predict import predict_probabilities
 from xling.tagging.reading import ready_chunks
-from xling.tagging.texts import Span, TaggedText, spans_from_tags
 from xling.tagging.words import split_sentences, tokenize
 
 

@@ -61,7 +61,7 @@ def export(options: ExportOptions) -> str:
     target = Path(options.target)
     if options.format == "adapterhub":
         from xling.adapters.adapterhub import export_adapterhub
-        from xling.hub import CARD_FILE, model_card, read_report
+        from xling.cards import CARD_FILE, model_card, read_report
 
         directory = workspace.adapter(options.adapter)
         card = model_card(read_report(directory))

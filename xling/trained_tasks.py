@@ -15,13 +15,13 @@ from pathlib import Path
 from xling.adapters import AdaptedModel, Fuse
 from xling.adapters.composition import check_name
 from xling.adapters.saving import HEAD_CONFIG_FILE, load, load_head, save, write_head
+from xling.data.decoding import DEFAULT_DECODER, check_decoder
 from xling.data.labels import check_labels
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json
+from xling.methods import METHODS, check_method
 from xling.models import load_model
 from xling.options import from_record
-from xling.tagging.decoding import DEFAULT_DECODER, check_decoder
-from xling.train.config import METHODS
 from xling.workspace import check_lang
 
 TASK_FILE = "task.json"
@@ -41,8 +41,8 @@ class TaskRecord:
         check_name(self.name)
         check_lang(self.lang)
         check_labels(self.labels)
-        if self.method not in METHODS or check_decoder(self.decoder) is None:
-            raise XlingError(f"method must be one of {', '.join(METHODS)} and decoder one of xling's decoders")
+        check_method(self.method)
+        check_decoder(self.decoder)
 
 
 def read_task(directory: Path) -> TaskRecord:
@@ -59,7 +59,7 @@ def save_task(
 ) -> None:
     extra = {**extra_files, TASK_FILE: json.dumps(asdict(record), indent=2) + "\n"}
     metadata = {"role": "task", "task": record.task, "lang": record.lang}
-    if record.method in ("adapter", "head"):  # the task adapter and its head, or the head alone
+    if not METHODS[record.method].trains_encoder:  # the task adapter and its head, or the head alone
         save(model, record.name, target, overwrite, metadata, extra)
     else:
         with atomic_directory(Path(target), overwrite=overwrite, replaces=(TASK_FILE,)) as staging:
@@ -73,7 +73,7 @@ def save_task(
 def load_task_model(model_spec: str, directory: Path) -> tuple[AdaptedModel, object, TaskRecord]:
     """The model with the task loaded (adapter and head, or fine-tuned encoder and head)."""
     record = read_task(directory)
-    if record.method == "full":
+    if METHODS[record.method].trains_encoder:
         encoder, tokenizer = load_model(str(Path(directory) / "encoder"))
         model = AdaptedModel(encoder)
         load_head(model, Path(directory), record.name)

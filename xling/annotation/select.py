@@ -18,6 +18,7 @@ from xling.annotation.options import SelectOptions
 from xling.annotation.session import Session, session_dir, start_session, write_batch
 from xling.annotation.strategies import STRATEGIES, Best, Candidate, pick, rate
 from xling.data.conll import looks_like_conll, read_lines, read_tokens
+from xling.data.iob2 import entity_types
 from xling.data.text import expand_sources
 from xling.errors import XlingError
 from xling.tagging.files import Progress
@@ -144,7 +145,7 @@ def select(options: SelectOptions, progress: Progress | None = None, tagger=None
         "strategy": options.strategy,
         "mode": options.mode,
         "adapter": tagger.head,
-        "types": sorted({label[2:] for label in labels if label != "O"}),
+        "types": sorted(entity_types(labels)),
         "created": round(time.time(), 3),
         "corpus": [str(file) for file in files],
     }

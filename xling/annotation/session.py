@@ -29,6 +29,7 @@ from pathlib import Path
 from xling.annotation.agreement import cohens_kappa, entity_f1
 from xling.annotation.options import SelectOptions
 from xling.data.conll import UNJUDGED, Sentence, conll_text
+from xling.data.iob2 import entity_tags, type_counts
 from xling.errors import XlingError
 from xling.fileio import read_json, write_json_atomic, write_text_atomic
 from xling.options import from_record
@@ -314,9 +315,7 @@ class Session:
         tags = [UNJUDGED] * len(item.words)
         tags[start:end] = ["O"] * (end - start)
         for span in answer["spans"]:
-            tags[span["start"] : span["end"]] = [f"B-{span['label']}"] + [f"I-{span['label']}"] * (
-                span["end"] - span["start"] - 1
-            )
+            tags[span["start"] : span["end"]] = entity_tags(span["label"], span["end"] - span["start"])
         return tags
 
     def gold(self) -> list[Sentence]:
@@ -332,11 +331,7 @@ class Session:
 
     def progress(self) -> dict:
         gold = self.gold()
-        per_type: dict[str, int] = {}
-        for sentence in gold:
-            for tag in sentence.tags:
-                if tag.startswith("B-"):
-                    per_type[tag[2:]] = per_type.get(tag[2:], 0) + 1
+        per_type = type_counts(sentence.tags for sentence in gold)
         return {
             "agreement": self.agreement(),
             "answered": len(gold),

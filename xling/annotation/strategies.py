@@ -20,6 +20,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from xling.data.iob2 import OUTSIDE, entities, entity_types
+
 MODES = ("correct", "spans")
 DOUBT = 0.75  # a word tagged O with P(O) below this may belong to an entity the model missed
 
@@ -53,18 +55,10 @@ class Candidate:
 
 def entity_spans(tags: list[str], probabilities: list[float]) -> list[ProposedSpan]:
     """The entities of IOB2 tags and the doubtful `O` runs between them, each with its confidence."""
-    spans: list[ProposedSpan] = []
-    start = None
-    for i, tag in enumerate([*tags, "O"]):
-        continues = tag.startswith("I-") and start is not None and tags[start][2:] == tag[2:]
-        if start is not None and not continues:
-            spans.append(ProposedSpan(start, i, tags[start][2:], _mean(probabilities[start:i])))
-            start = None
-        if tag.startswith(("B-", "I-")) and start is None:
-            start = i
+    spans = [ProposedSpan(a, b, kind, _mean(probabilities[a:b])) for kind, a, b in entities(tags)]
     doubt = None
-    for i, (tag, p) in enumerate(zip([*tags, "B-"], [*probabilities, 1.0])):
-        if tag == "O" and p < DOUBT:
+    for i, (tag, p) in enumerate(zip([*tags, None], [*probabilities, 1.0])):
+        if tag == OUTSIDE and p < DOUBT:
             doubt = i if doubt is None else doubt
         elif doubt is not None:
             spans.append(ProposedSpan(doubt, i, None, _mean(probabilities[doubt:i])))
@@ -161,7 +155,7 @@ def types_of(candidate: Candidate, mode: str) -> set[str]:
     """The predicted types a candidate counts towards for the cap: its focus span's in spans mode."""
     if mode == "spans":
         return {candidate.focus.label or "?"} if candidate.focus else set()
-    return {tag[2:] for tag in candidate.tags if tag.startswith("B-")}
+    return entity_types(candidate.tags)
 
 
 def word_set(text: str) -> frozenset[str]:

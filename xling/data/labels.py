@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from xling.data.conll import UNJUDGED, Sentence
+from xling.data.iob2 import entity_types, labels_of
 from xling.errors import XlingError
 
 IGNORE = -100  # label of positions that carry no loss (cross-entropy's ignore_index, as in Hugging Face)
@@ -62,16 +63,4 @@ def relabel(
 
 def label_list(sentences: list[Sentence]) -> list[str]:
     """O first, then B- and I- of each entity type, types sorted."""
-    types = sorted({t[2:] for s in sentences for t in s.tags if t not in ("O", UNJUDGED)})
-    return ["O"] + [f"{p}-{t}" for t in types for p in ("B", "I")]
-
-
-def entity_mentions(tags: list[str]) -> list[tuple[str, int, int]]:
-    """(type, first word, end) of each entity of an IOB2 sequence; an I- of another type starts a new one."""
-    found: list[list] = []
-    for i, tag in enumerate(tags):
-        if tag.startswith("I-") and found and found[-1][2] == i and found[-1][0] == tag[2:]:
-            found[-1][2] = i + 1
-        elif tag.startswith(("B-", "I-")):
-            found.append([tag[2:], i, i + 1])
-    return [tuple(entity) for entity in found]
+    return labels_of(entity_types(tag for s in sentences for tag in s.tags))

@@ -12,7 +12,7 @@ from pathlib import Path
 from xling.data.conll import Sentence, looks_like_conll, read_conll, read_lines
 from xling.data.fetch import MANIFEST, resolve
 from xling.data.fingerprints import fingerprint, sentence_key
-from xling.data.labels import entity_mentions
+from xling.data.iob2 import entities
 
 
 def data_set(reference: str) -> list[Sentence]:
@@ -33,7 +33,7 @@ def data_set(reference: str) -> list[Sentence]:
 
 
 def _mentions(sentence: Sentence) -> set[tuple[str, str]]:
-    return {(kind, sentence_key(sentence.tokens[a:b])) for kind, a, b in entity_mentions(sentence.tags)}
+    return {(kind, sentence_key(sentence.tokens[a:b])) for kind, a, b in entities(sentence.tags)}
 
 
 def _side(sentences: list[Sentence], other: dict[str, Sentence]) -> dict:
@@ -42,9 +42,9 @@ def _side(sentences: list[Sentence], other: dict[str, Sentence]) -> dict:
     return {
         "sentences": len(sentences),
         "distinct": len({fingerprint(s.tokens) for s in sentences}),
-        "entities": sum(len(entity_mentions(s.tags)) for s in sentences),
+        "entities": sum(len(entities(s.tags)) for s in sentences),
         "sentences_in_other": len(shared),
-        "entities_in_other": sum(len(entity_mentions(s.tags)) for s in shared),
+        "entities_in_other": sum(len(entities(s.tags)) for s in shared),
         "same_tags": sum(s.tags == other[fingerprint(s.tokens)].tags for s in labelled) if labelled else None,
     }
 

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from xling.analysis.options import AnalyzeOptions
 from xling.errors import XlingError
+from xling.methods import METHODS
 from xling.options import build, defaults, options_of
 from xling.recipes.reading import RUN_LEVEL, Recipe, Step
 from xling.tagging.evaluate import EvaluationOptions, evaluate
@@ -77,7 +78,7 @@ class LanguageTraining(Training):
 class TaskTraining(Training):
     def needs(self, options, context: StepContext) -> list[Adapter]:
         needs = []
-        if options.method == "adapter" and options.use_lang_adapter:
+        if METHODS[options.method].adapters and options.use_lang_adapter:
             needs.append(("lang", options.lang_adapter or options.lang))
         return needs + ([("task", options.init_from)] if options.init_from else [])
 

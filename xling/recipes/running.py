@@ -9,9 +9,9 @@ from pathlib import Path
 
 from rich.console import Console
 
+from xling.cards import CARD_FILE, REPORT_FILE, model_card, read_report
 from xling.data.fetch import resolve
 from xling.fileio import read_json, write_json_atomic, write_text_atomic
-from xling.hub import CARD_FILE, REPORT_FILE, model_card, read_report
 from xling.recipes.kinds import RUNS, StepContext, produces, step_options
 from xling.recipes.planning import output_path, plan, ran_with_record, results_dir, seeded, validate
 from xling.recipes.reading import STEPS_FILE, Recipe, Step, read_recipe

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from xling.data.fingerprints import fingerprint, sentences_digest, trained_on
+from xling.data.iob2 import entity_types
 from xling.data.labels import relabel
 from xling.data.sources import load_ner
 from xling.tagging.options import EvaluationOptions
@@ -43,8 +44,8 @@ def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
         result |= {"f1_interval": list(interval(counts, options.bootstrap)), "bootstrap_samples": options.bootstrap}
     seen = trained_on(getattr(tagger, "trained_from", []))
     # Gold types the head has no label for count as missed entities: say so rather than let F1 drop silently.
-    predictable = {label[2:] for label in tagger.labels if label != "O"}
-    gold_types = {tag[2:] for s in sentences for tag in s.tags if tag != "O"}
+    predictable = entity_types(tagger.labels)
+    gold_types = entity_types(tag for s in sentences for tag in s.tags)
     result.update(
         {
             "data": options.data,

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 if TYPE_CHECKING:  # the command line imports this module without torch
-    from xling.tagging.texts import TaggedText
+    from xling.tagging.base import TaggedText
 
 from xling.fileio import atomic_text_file
 

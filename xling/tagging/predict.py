@@ -42,7 +42,7 @@ def predict_probabilities(
     precision: str | None = None,
     stored_weights: dict | None = None,
 ) -> list[np.ndarray]:
-    """Per sentence, a (words, labels) array of tag probabilities; `xling.tagging.decoding` makes them tags.
+    """Per sentence, a (words, labels) array of tag probabilities; `xling.data.decoding` makes them tags.
 
     `precision` (fp32, bf16, fp16) sets the autocast, with the Linear weights stored in its dtype meanwhile
     (`stored_weights` keeps those copies for the next call); None keeps the caller's (e.g. the training

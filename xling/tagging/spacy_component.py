@@ -26,15 +26,15 @@ from spacy.tokens import Doc, Span
 from spacy.util import filter_spans
 from thinc.api import Config
 
+from xling.data.decoding import check_decoder
 from xling.device import check_device, check_precision
 from xling.errors import XlingError, naming
 from xling.fileio import read_json
 from xling.models.loading import DEFAULT_MODEL
 from xling.options import from_record
-from xling.tagging.decoding import check_decoder
+from xling.tagging.base import check_batch_size
 from xling.tagging.spec import TaggerSpec
 from xling.tagging.tagger import Tagger
-from xling.tagging.texts import check_batch_size
 from xling.workspace import check_lang, is_path
 
 SAVED = "xling.json"

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xling.data.decoding import SAVED_DECODER_HELP, check_decoder
 from xling.data.labels import TASKS
 from xling.device import DEVICE_HELP, INFERENCE_PRECISION_HELP, check_device, check_precision
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import at_least, opt
 from xling.paths import WORKSPACE_HELP
-from xling.tagging.decoding import SAVED_DECODER_HELP, check_decoder
 from xling.tagging.onnx_tagger import RUNTIME_HELP, check_onnx_precision, check_runtime
 from xling.workspace import LANG_ADAPTER_HELP, check_lang
 

@@ -15,13 +15,14 @@ import numpy as np
 from xling import __version__
 from xling.adapters import Stack
 from xling.adapters.saving import load
+from xling.data.decoding import DEFAULT_DECODER, check_decoder
 from xling.device import check_precision, pick_device, pick_precision, quantize_int8
 from xling.errors import XlingError
-from xling.tagging.decoding import DEFAULT_DECODER, check_decoder
+from xling.methods import METHODS
+from xling.tagging.base import TextTagger, check_batch_size
 from xling.tagging.onnx_tagger import GRAPH_VERSION, OnnxTagger, export_key, is_onnx_folder
 from xling.tagging.predict import predict_probabilities
 from xling.tagging.spec import TaggerSpec
-from xling.tagging.texts import TextTagger, check_batch_size
 from xling.trained_tasks import load_fusion_model, load_task_model
 from xling.workspace import Workspace, is_path
 
@@ -78,7 +79,7 @@ class Tagger(TextTagger):
         else:
             directory = directories["task"] = ws.task(ws.task_adapter_name(spec.task, spec.lang, spec.task_adapter))
             loaded, tokenizer, record = load_task_model(spec.model, directory)
-            head, setup = record.name, (record.name if record.method == "adapter" else None)
+            head, setup = record.name, (record.name if METHODS[record.method].adapters else None)
             trained = [directory]
             decoder = spec.decoder or check_decoder(record.decoder)
         if setup is not None and spec.use_lang_adapter:

@@ -12,16 +12,16 @@ from dataclasses import dataclass
 
 from xling.adapters.fusion.config import FusionConfig
 from xling.adapters.registry import AdapterChoice, adapter_option
+from xling.data.decoding import DECODER_HELP, DEFAULT_DECODER, check_decoder
 from xling.data.labels import TASKS, parse_label_map
 from xling.device import DEVICE_HELP, PRECISION_HELP, check_device, check_precision
 from xling.errors import XlingError
+from xling.methods import METHODS, check_method
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import at_least, comma_list, opt, positive
 from xling.paths import WORKSPACE_HELP
-from xling.tagging.decoding import DECODER_HELP, DEFAULT_DECODER, check_decoder
 from xling.workspace import LANG_ADAPTER_HELP
 
-METHODS = ("adapter", "full", "head")
 MIN_WINDOW = 8  # sub-tokens: the special tokens and a few pieces of text
 
 
@@ -131,11 +131,6 @@ def other_sources(also_train: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-# Per method. The head alone is a linear probe on frozen features and needs a larger step: on WikiANN-en,
-# one epoch reached dev F1 17.8 at 1e-3 and 40.0 at 1e-2.
-DEFAULT_LEARNING_RATES = {"adapter": 1e-3, "full": 5e-5, "head": 1e-2}
-
-
 @dataclass
 class TaskAdapterOptions(TaggingRunOptions):
     lang: str = opt(help="Language of the training data; its language adapter is stacked below.")
@@ -147,7 +142,9 @@ class TaskAdapterOptions(TaggingRunOptions):
     also_train: list[str] = opt(factory=list, help=ALSO_TRAIN_HELP)
     task: str = opt("ner", "The task: ner.", argument=1, choices=TASKS)
     name: str | None = opt(None, "Name of the trained task adapter (default: TASK-LANG, e.g. ner-en).")
-    method: str = opt("adapter", "adapter (MAD-X), full (full fine-tuning) or head (only the head).", choices=METHODS)
+    method: str = opt(
+        "adapter", ", ".join(f"{m.name} ({m.help})" for m in METHODS.values()) + ".", choices=tuple(METHODS)
+    )
     train_limit: int | None = opt(None, "Train on the first N sentences only.")
     dev_limit: int | None = opt(None, "Select on the first N dev sentences only.")
     use_lang_adapter: bool = opt(
@@ -156,21 +153,20 @@ class TaskAdapterOptions(TaggingRunOptions):
     lang_adapter: str | None = opt(None, LANG_ADAPTER_HELP)
     init_from: str | None = opt(None, "Continue a trained task adapter (few-shot target-language training).")
     adapter: AdapterChoice = adapter_option("madx-task")
-    # learning rate None: the method's (DEFAULT_LEARNING_RATES)
+    # learning rate None: the method's
     training: TrainConfig = opt(
         factory=lambda: TrainConfig(epochs=3, batch_size=32, learning_rate=None, eval_every=None, patience=2),
         overrides={
             "lr": {
                 "help": "Peak learning rate (default: "
-                + ", ".join(f"{r:g} {m}" for m, r in DEFAULT_LEARNING_RATES.items())
+                + ", ".join(f"{m.learning_rate:g} {m.name}" for m in METHODS.values())
                 + ")."
             }
         },
     )
 
     def default_name(self) -> str:
-        suffix = {"adapter": "" if self.use_lang_adapter else "-nolang", "full": "-full", "head": "-head"}[self.method]
-        return f"{self.task}-{self.lang}{suffix}"
+        return METHODS[self.method].default_name(self.task, self.lang, self.use_lang_adapter)
 
     def __post_init__(self):
         super().__post_init__()
@@ -178,8 +174,7 @@ class TaskAdapterOptions(TaggingRunOptions):
         other_sources(self.also_train)
         at_least("train_limit", self.train_limit, 1)
         at_least("dev_limit", self.dev_limit, 1)
-        if self.method not in METHODS:
-            raise XlingError(f"method must be one of {', '.join(METHODS)}, not {self.method!r}")
+        check_method(self.method)
 
 
 @dataclass

@@ -17,11 +17,12 @@ from xling.adapters.saving import load, save
 from xling.data.labels import label_list, relabel
 from xling.data.sources import load_ner
 from xling.errors import XlingError
+from xling.methods import METHODS
 from xling.models import load_model
 from xling.train.config import FusionOptions
 from xling.train.loop import TrainingProgress
 from xling.train.run import TrainingRun, run_options
-from xling.train.tagging import TaggingObjective
+from xling.train.token_classification import TaggingObjective
 from xling.trained_tasks import read_task
 from xling.workspace import Workspace, check_lang
 
@@ -37,7 +38,7 @@ def train_fusion(
     name = options.name or options.default_name()
     run = TrainingRun.in_workspace(workspace, "fusion", name, options.overwrite, options.restart)
     records = [read_task(workspace.task(a)) for a in options.adapters]
-    not_adapters = [r.name for r in records if r.method != "adapter"]
+    not_adapters = [r.name for r in records if not METHODS[r.method].adapters]
     if not_adapters:
         raise XlingError(
             f"only task adapters can be fused; {', '.join(not_adapters)} are {records[0].method} baselines"

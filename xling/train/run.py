@@ -19,9 +19,9 @@ from pathlib import Path
 from xling import __version__
 from xling.adapters import AdaptedModel
 from xling.adapters.model import ParameterCount
+from xling.cards import CARD_FILE, model_card
 from xling.errors import XlingError
 from xling.fileio import EntryLock
-from xling.hub import CARD_FILE, model_card
 from xling.train.config import TrainConfig
 from xling.train.loop import LOG_FILE, Objective, TrainingProgress, TrainResult, train
 from xling.workspace import Workspace

@@ -24,13 +24,14 @@ from pathlib import Path
 from rich.console import Console
 
 from xling.adapters.weights import CONFIG_FILE
+from xling.cards import CARD_FILE, model_card
 from xling.data.conll import Sentence, conll_text, read_conll
+from xling.data.iob2 import entity_types, type_counts
 from xling.data.sources import load_ner
 from xling.data.text import read_text
 from xling.device import pick_device
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json, write_json_atomic, write_text_atomic
-from xling.hub import CARD_FILE, model_card
 from xling.tagging.tagger import Tagger
 from xling.tagging.words import tokenize
 from xling.train.config import SelfTrainingOptions, TaskAdapterOptions, other_sources
@@ -54,18 +55,18 @@ def select_confident(
     candidates = []
     for tokens, words in zip(sentences, tagged):
         tags = [tag for tag, _ in words]
-        types = {tag[2:] for tag in tags if tag.startswith("B-")}
+        found = entity_types(tags)
         counted = words if confidence_of == "words" else [(t, p) for t, p in words if t != "O"]
         least = min((p for _, p in counted), default=0.0)
-        if types and least >= threshold:
-            candidates.append((least, Sentence(tokens, tags), types))
+        if found and least >= threshold:
+            candidates.append((least, Sentence(tokens, tags), found))
     candidates.sort(key=lambda c: -c[0])
     counts: dict[str, int] = {}
     kept = []
-    for _, sentence, types in candidates:
-        if max_per_type is not None and any(counts.get(t, 0) >= max_per_type for t in types):
+    for _, sentence, found in candidates:
+        if max_per_type is not None and any(counts.get(t, 0) >= max_per_type for t in found):
             continue
-        for t in types:
+        for t in found:
             counts[t] = counts.get(t, 0) + 1
         kept.append(sentence)
     return kept
@@ -112,7 +113,7 @@ def train_round(
     wait_for_everyone(processes)
     console.print(
         f"round {number}: kept {len(kept):,} of {len(sentences):,} sentences "
-        f"({', '.join(f'{t} {n:,}' for t, n in type_counts(kept).items())})"
+        f"({', '.join(f'{t} {n:,}' for t, n in type_counts(s.tags for s in kept).items())})"
     )
     round_options = shared_options(options, TaskAdapterOptions)
     round_options |= {"train": [str(data_file), *options.labelled], "name": round_name}
@@ -201,12 +202,3 @@ def copy_round(source: Path, final: Path, summary: dict, overwrite: bool) -> Non
         write_json_atomic(staging / "report.json", report)
         write_text_atomic(staging / CARD_FILE, model_card(report))
         write_json_atomic(staging / "self_training.json", summary)
-
-
-def type_counts(sentences: list[Sentence]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for sentence in sentences:
-        for tag in sentence.tags:
-            if tag.startswith("B-"):
-                counts[tag[2:]] = counts.get(tag[2:], 0) + 1
-    return dict(sorted(counts.items()))

@@ -16,15 +16,17 @@ from xling.adapters import AdaptedModel, Stack, TaggingHead, TaggingHeadConfig
 from xling.adapters.registry import describe, kind_of
 from xling.adapters.saving import load
 from xling.data.fingerprints import FINGERPRINTS_FILE, fingerprints, fingerprints_text, read_fingerprints
+from xling.data.iob2 import entity_types
 from xling.data.labels import label_list, relabel
 from xling.data.sources import load_ner
 from xling.errors import XlingError
+from xling.methods import METHODS, Method
 from xling.models import load_model
 from xling.options import defaults
-from xling.train.config import DEFAULT_LEARNING_RATES, METHODS, TaskAdapterOptions, other_sources
+from xling.train.config import TaskAdapterOptions, other_sources
 from xling.train.loop import TrainingProgress
 from xling.train.run import TrainingRun, run_options
-from xling.train.tagging import TaggingObjective
+from xling.train.token_classification import TaggingObjective
 from xling.trained_tasks import TaskRecord, load_task_model, save_task
 from xling.workspace import Workspace, check_lang
 
@@ -54,7 +56,7 @@ def task_model(
         model = AdaptedModel(encoder)
         labels = label_list(sentences)
         model.add_head(name, TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels)))
-        if options.method == "adapter":
+        if METHODS[options.method].adapters:
             model.add_adapter(name, options.adapter.config)
         return model, tokenizer, labels
     model, tokenizer, init_record = load_task_model(options.model, workspace.task(options.init_from))
@@ -63,7 +65,7 @@ def task_model(
             f"--init-from {options.init_from} was trained with method {init_record.method}, not {options.method}"
         )
     model.heads[name] = model.heads.pop(init_record.name)
-    if init_record.method == "adapter":
+    if METHODS[init_record.method].adapters:
         model.adapters[name] = model.adapters.pop(init_record.name)
         kept = model.adapters[name].config
         if options.adapter != defaults(type(options)).adapter and options.adapter.config != kept:  # given
@@ -90,9 +92,7 @@ def run_record(options: TaskAdapterOptions, model: AdaptedModel, name: str, labe
 
 
 def note_unseen_types(dev_data: list, labels: list[str], console: Console) -> None:
-    unseen = sorted(
-        {t[2:] for s in dev_data for t in s.tags if t != "O"} - {label[2:] for label in labels if label != "O"}
-    )
+    unseen = sorted(entity_types(tag for s in dev_data for tag in s.tags) - entity_types(labels))
     if unseen:
         console.print(
             f"[yellow]note:[/] the dev data has entity types the training data lacks ({', '.join(unseen)}); "
@@ -105,19 +105,18 @@ def train_task_adapter(
 ) -> dict:
     console = console or Console(stderr=True)
     lang = check_lang(options.lang)
-    if options.method not in METHODS:
-        raise XlingError(f"unknown method {options.method!r}; choose one of {', '.join(METHODS)}")
+    method = METHODS[options.method]  # checked with the options
     workspace = Workspace(options.workspace, options.model)
     name = options.name or options.default_name()
     run = TrainingRun.in_workspace(workspace, "task", name, options.overwrite, options.restart)
     train_data, dev_data, other_data = read_data(options)
-    stacked_lang = options.method == "adapter" and options.use_lang_adapter
+    stacked_lang = method.adapters and options.use_lang_adapter
     lang_dir = workspace.lang_adapter(options.lang_adapter or lang) if stacked_lang else None
     torch.manual_seed(options.training.seed)
     every_sentence = train_data + [s for sentences in other_data.values() for s in sentences]
     model, tokenizer, labels = task_model(options, workspace, name, every_sentence, console)
     lang_name = load(model, lang_dir, name=f"lang-{lang}", head=False) if lang_dir else None
-    setup = (Stack(lang_name, name) if lang_name else name) if options.method == "adapter" else None
+    setup = (Stack(lang_name, name) if lang_name else name) if method.adapters else None
     other_dirs = {other: workspace.lang_adapter(other) for other in other_data if other != lang} if stacked_lang else {}
     # each other language's sentences run through its own language adapter under the same task adapter (loaded
     # before train_adapter, which freezes it)
@@ -130,7 +129,7 @@ def train_task_adapter(
         )
         for other, sentences in other_data.items()
     ]
-    counts = model.train_adapter(setup, train=[name]) if setup else _train_without_adapters(model, name, options.method)
+    counts = model.train_adapter(setup, train=[name]) if setup else _train_without_adapters(model, name, method)
     note_unseen_types(dev_data, labels, console)
     objective = TaggingObjective.from_options(name, train_data, dev_data, tokenizer, model, options, more_train)
     also = "".join(f" + {len(sentences):,} {other}" for other, sentences in other_data.items())
@@ -138,9 +137,7 @@ def train_task_adapter(
         f"training {options.method} [bold]{name}[/] on {len(train_data):,} sentences{also} ({len(objective.windows):,} windows), "
         f"labels {', '.join(labels)}; {'setup ' + repr(setup) if setup else 'no adapters'}; {counts}"
     )
-    training = replace(
-        options.training, learning_rate=options.training.learning_rate or DEFAULT_LEARNING_RATES[options.method]
-    )
+    training = replace(options.training, learning_rate=options.training.learning_rate or method.learning_rate)
     record_of_run = run_record(options, model, name, labels, {"lang": lang_dir, "others": other_dirs})
     run.train(model, objective, training, record_of_run, counts, f"train-task {name}", progress)
     report = run.report(
@@ -167,12 +164,12 @@ def train_task_adapter(
     )
 
 
-def _train_without_adapters(model: AdaptedModel, name: str, method: str):
+def _train_without_adapters(model: AdaptedModel, name: str, method: Method):
     """Baselines: the whole encoder and the head (`full`), or the head alone (`head`)."""
     model.set_active(None)
     model.requires_grad_(False)
     model.heads[name].requires_grad_(True)
-    if method == "full":
+    if method.trains_encoder:
         model.encoder.requires_grad_(True)
         pooler = getattr(model.encoder, "pooler", None)
         if pooler is not None:  # unused by tagging; DDP needs every trained weight to get a gradient

@@ -14,9 +14,10 @@ from itertools import count
 import numpy as np
 
 from xling.data.conll import read_tokens
+from xling.data.decoding import decode
+from xling.data.iob2 import entities
 from xling.data.text import pieces
 from xling.errors import XlingError
-from xling.tagging.decoding import decode
 from xling.tagging.reading import ready_chunks
 from xling.tagging.words import Token, joined, split_sentences, tokenize
 
@@ -57,15 +58,9 @@ class TaggedText:
 def spans_from_tags(text: str, tokens: list[Token], tags: list[str], scores: list[float]) -> list[Span]:
     """Entities from IOB2 tags; an entity's score is the mean probability of its words."""
     spans: list[Span] = []
-    begin = None
-    for i, tag in enumerate(tags + ["O"]):
-        if begin is not None and not (tag.startswith("I-") and tag[2:] == tags[begin][2:]):
-            start, end = tokens[begin].start, tokens[i - 1].end
-            mean = sum(scores[begin:i]) / (i - begin)
-            spans.append(Span(start, end, text[start:end], tags[begin][2:], round(mean, 4)))
-            begin = None
-        if tag.startswith("B-"):
-            begin = i
+    for kind, first, end in entities(tags):
+        start, stop = tokens[first].start, tokens[end - 1].end
+        spans.append(Span(start, stop, text[start:stop], kind, round(sum(scores[first:end]) / (end - first), 4)))
     return spans
 
 
