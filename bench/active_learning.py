@@ -166,20 +166,21 @@ def simulate(setting: str, seed: int, workspace: str, rounds: int, unjudged: str
     last round, on this machine or another."""
     from xling.data.fetch import resolve
     from xling.device import machine_name
+    from xling.roles import TASK
     from xling.tagging.tagger import Tagger
     from xling.workspace import Workspace
 
     strategy, mode = setting.split(":")
     pool = resolve("corpus:wikiann-qu/silver-pool")
     gold = {sentence_id(" ".join(s.tokens)): s.tags for s in read_conll(pool)}
-    options = SelectOptions(corpus=pool, mode=mode, size=ROUND, seed=seed, tagger=TaggerSpec(lang="qu"))
-    options = replace(options, min_words=1, max_words=1000, workspace=workspace, model=MODEL, precision="fp32")
+    spec = TaggerSpec(lang="qu", workspace=workspace, model=MODEL, precision="fp32")
+    options = SelectOptions(corpus=pool, mode=mode, size=ROUND, seed=seed, min_words=1, max_words=1000, tagger=spec)
     name, saved = run_name(setting, unjudged), state_file(workspace, run_name(setting, unjudged), seed)
     state = json.loads(saved.read_text()) if saved.exists() else {"curve": [], "answers": [], "adapter": "ner-en"}
     answers = [Sentence(tokens, tags) for tokens, tags in state["answers"]]
     taken, adapter, curve = {sentence_id(" ".join(s.tokens)) for s in answers}, state["adapter"], state["curve"]
     adapters = Workspace(workspace, MODEL)
-    if len(curve) < rounds and not adapters.adapter_dir("task", adapter).is_dir():
+    if len(curve) < rounds and not adapters.adapter_dir(TASK, adapter).is_dir():
         train_round(answers, adapter, seed, workspace, unjudged, epochs)  # the state came without its adapter
     for number in range(len(curve) + 1, rounds + 1):
         started = time.perf_counter()
@@ -198,7 +199,7 @@ def simulate(setting: str, seed: int, workspace: str, rounds: int, unjudged: str
         curve[-1] |= {"seconds": round(time.perf_counter() - started, 1), "machine": machine_name()}
         write_json_atomic(saved, {"curve": curve, "answers": [[s.tokens, s.tags] for s in answers], "adapter": adapter})
         if previous != "ner-en":  # only the latest round's adapter is needed to go on
-            shutil.rmtree(adapters.adapter_dir("task", previous), ignore_errors=True)
+            shutil.rmtree(adapters.adapter_dir(TASK, previous), ignore_errors=True)
         shown = {k: round(100 * v["f1"], 1) for k, v in found.items()}
         print(
             json.dumps({"setting": name, "seed": seed, "round": number, "sentences": len(answers), **shown}), flush=True

@@ -39,6 +39,7 @@ from xling.data.labels import IGNORE
 from xling.device import autocast, pick_precision
 from xling.methods import METHODS
 from xling.models import load_model, resolve_model_dir
+from xling.roles import LANG, TASK
 from xling.tagging.align import Window, length_batches, windows_for
 from xling.tagging.predict import max_window, pad_batch
 from xling.tagging.tagger import Tagger
@@ -166,7 +167,7 @@ def phase_lang(anchor, args, lang: str, vocab_from_corpus: bool) -> dict:
     )
     repeats = train_steps(anchor, model, objective, next_batch, args.lang_lr, args, LanguageAdapterOptions)
     if not vocab_from_corpus:  # the tagging phase stacks it
-        save(model, lang, Workspace(args.work_dir, args.model).adapter_dir("lang", lang), True, {"role": "language"})
+        save(model, lang, Workspace(args.work_dir, args.model).adapter_dir(LANG, lang), True, {"role": LANG.word})
     return {"blocks": len(blocks), "repeats": repeats, "params": trainable(model), "peak_rss_mb": anchor.peak_rss_mb()}
 
 
@@ -179,7 +180,7 @@ def phase_ner(anchor, args, method: str) -> dict:
     encoder, tokenizer = load_model(args.model)
     model = AdaptedModel(encoder)
     model.add_head(NER, TaggingHead(model.hidden_size, TaggingHeadConfig(labels=list(anchor.LABELS))))
-    lang_dir = workspace.adapter_dir("lang", "en")
+    lang_dir = workspace.adapter_dir(LANG, "en")
     if method == "adapter":
         model.add_adapter(NER, BottleneckConfig.preset("pfeiffer", reduction_factor=args.ner_reduction))
         model.train_adapter(Stack(load(model, lang_dir, name="lang-en", head=False), NER), train=[NER])
@@ -200,7 +201,7 @@ def phase_ner(anchor, args, method: str) -> dict:
     repeats = train_steps(anchor, model, objective, next_batch, lr, args, TaskAdapterOptions)
     if method == "adapter":  # for the tagging phase, as `train-task` saves it
         record = TaskRecord(NER, "ner", "en", "adapter", str(lang_dir), list(anchor.LABELS))
-        save_task(model, tokenizer, record, workspace.adapter_dir("task", NER), True, {})
+        save_task(model, tokenizer, record, workspace.adapter_dir(TASK, NER), True, {})
     return {"repeats": repeats, "params": trainable(model), "peak_rss_mb": anchor.peak_rss_mb()}
 
 

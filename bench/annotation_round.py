@@ -31,6 +31,7 @@ from xling.device import machine_name
 from xling.models.loading import DEFAULT_MODEL
 from xling.options import defaults
 from xling.recipes.results import source_commit
+from xling.roles import LANG, TASK
 from xling.tagging.spec import TaggerSpec
 from xling.tagging.words import joined
 from xling.workspace import Workspace
@@ -68,8 +69,8 @@ def main() -> None:
     trained = Workspace(args.workspace, DEFAULT_MODEL)
     with tempfile.TemporaryDirectory() as folder:
         workspace = Workspace(folder, DEFAULT_MODEL)
-        for kind, name in (("lang", "qu"), ("task", "ner-en")):
-            shutil.copytree(trained.adapter_dir(kind, name), workspace.adapter_dir(kind, name))
+        for role, name in ((LANG, "qu"), (TASK, "ner-en")):
+            shutil.copytree(trained.adapter_dir(role, name), workspace.adapter_dir(role, name))
         pool = Path(folder) / "pool.txt"
         pool.write_text("\n".join(quechua_lines()[: args.lines]) + "\n", encoding="utf-8")
         directory = answered_session(Path(folder), pool)

@@ -234,8 +234,9 @@ def with_section(path: Path, name: str, section: str) -> str:
 def adapters_snippet() -> str:
     """The model card's `adapters` snippet for a task adapter on the embedded default (tested as written)."""
     from xling.cards import library_snippet
+    from xling.roles import TASK
 
-    snippet = library_snippet("task", "ner-en", None, embedded=True)
+    snippet = library_snippet(TASK, "ner-en", None, embedded=True)
     return snippet[snippet.index("```python") :]
 
 

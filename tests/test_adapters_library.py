@@ -20,6 +20,7 @@ from xling.adapters.lora import LoraConfig
 from xling.adapters.saving import load
 from xling.cards import library_snippet
 from xling.models import load_model, resolve_model_dir
+from xling.roles import TASK
 from xling.tagging.tagger import Tagger
 
 LIBRARY = ["adapters==1.3.0", "transformers==4.57.6"]
@@ -75,7 +76,7 @@ def test_the_cards_snippet_loads_an_export_in_the_library_with_xlings_logits_and
 
     export_adapterhub(lang_dir, tmp_path / "hub-qu")
     export_adapterhub(task_dir, tmp_path / "hub-ner")
-    snippet = re.search(r"```python\n(.*?)```", library_snippet("task", "ner", None, embedded=True), re.S).group(1)
+    snippet = re.search(r"```python\n(.*?)```", library_snippet(TASK, "ner", None, embedded=True), re.S).group(1)
     for placeholder, value in {"BASE_DIR": resolve_model_dir("e5-small"), "LANG_DIR": tmp_path / "hub-qu"}.items():
         snippet = snippet.replace(placeholder, str(value))
     (tmp_path / "library.py").write_text(snippet.replace('"DIR"', repr(str(tmp_path / "hub-ner"))) + AFTER_THE_SNIPPET)

@@ -328,6 +328,7 @@ def test_the_planner_finds_a_steps_task_adapter_as_tag_does(tmp_path, copied_wor
     import shutil
 
     from xling.recipes.kinds import requires
+    from xling.roles import TASK
 
     ws, model_dir, model_folder, dev = copied_workspace
     train = trained_workspace[2]
@@ -358,8 +359,8 @@ lang = "qu"
     validate(recipe, workspace)
     before, _, after = recipe.steps
     # as `xling tag --lang qu` would: ner-en until a step trains ner-qu, ner-qu from then on
-    assert ("task", "ner-en") in requires(before, recipe, workspace)
-    assert ("task", "ner-qu") in requires(after, recipe, workspace)
+    assert (TASK, "ner-en") in requires(before, recipe, workspace)
+    assert (TASK, "ner-qu") in requires(after, recipe, workspace)
     assert workspace.task_adapter_name("ner", "qu", planned={"ner-qu"}) == "ner-qu"
 
 

@@ -7,17 +7,18 @@ import pytest
 from tests.tiny import run_xling
 from xling.errors import XlingError
 from xling.fileio import atomic_directory
+from xling.roles import LANG, ROLES
 from xling.workspace import Workspace
 
 
 @pytest.mark.parametrize("name", ["../../victim", "/tmp/victim", "a/b", "..", ".hidden", "ner,en", "x y", ""])
 def test_names_that_are_not_one_plain_component_are_refused(tmp_path, name):
     workspace = Workspace(str(tmp_path / "ws"), "e5-small")
-    for kind in ("lang", "task", "fusion"):
+    for role in ROLES:
         with pytest.raises(XlingError, match="invalid adapter name"):
-            workspace.adapter_dir(kind, name)
+            workspace.adapter_dir(role, name)
         with pytest.raises(XlingError, match="invalid adapter name"):
-            workspace.run_dir(kind, name)
+            workspace.run_dir(role, name)
 
 
 @pytest.mark.parametrize(
@@ -83,7 +84,7 @@ def test_a_bare_name_means_the_workspace_even_beside_a_folder_of_that_name(tmp_p
     monkeypatch.chdir(tmp_path)
     (tmp_path / "qu").mkdir()  # a corpus folder, say
     (tmp_path / "qu" / "text.txt").write_text("Qusqu llaqta")
-    assert workspace.lang_adapter("qu") == workspace.adapter_dir("lang", "qu")
+    assert workspace.lang_adapter("qu") == workspace.adapter_dir(LANG, "qu")
     assert workspace.lang_adapter("./qu") == tmp_path / "qu"
     with pytest.raises(XlingError, match="no such directory: ./nope"):
         workspace.lang_adapter("./nope")

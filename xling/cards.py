@@ -13,6 +13,7 @@ from xling.data.hub_datasets import hub_dataset_id
 from xling.fileio import read_json
 from xling.models.embedded import EMBEDDED_ALIASES, embedded_identity
 from xling.models.loading import hub_id
+from xling.roles import FUSION, LANG, TASK, Role
 
 CARD_FILE = "README.md"
 REPORT_FILE = "report.json"
@@ -27,10 +28,11 @@ def read_report(directory: Path) -> dict:
     return {"name": config.get("name", directory.name), **config.get("metadata", {})}
 
 
-def card_kind(report: dict) -> str:
-    if "language" in (report.get("kind"), report.get("role")):
-        return "language"
-    return "fusion" if "adapters" in report else "task"
+def card_role(report: dict) -> Role:
+    """What the report's adapter is for (reports say "language" as `kind`, saved metadata as `role`)."""
+    if LANG.word in (report.get("kind"), report.get("role")):
+        return LANG
+    return FUSION if "adapters" in report else TASK
 
 
 def data_sources(report: dict) -> list[str]:
@@ -63,9 +65,9 @@ def dataset_ids(sources: list[str]) -> list[str]:
     return sorted(d for d in found if d)
 
 
-def eval_results(report: dict, kind: str) -> list[EvalResult] | None:
+def eval_results(report: dict, role: Role) -> list[EvalResult] | None:
     best, dev = report.get("best") or {}, report.get("options", {}).get("dev")
-    if kind == "language" or "f1" not in best or not dev:
+    if role is LANG or "f1" not in best or not dev:
         return None
     result = EvalResult(
         task_type="token-classification",
@@ -95,15 +97,15 @@ def base_model_text(spec: str) -> str:
     return embedded_identity() if is_embedded(spec) else (hub_id(spec) or Path(spec or "?").name)
 
 
-def card_rows(report: dict, kind: str, lang: str | None) -> list[tuple[str, str]]:
+def card_rows(report: dict, role: Role, lang: str | None) -> list[tuple[str, str]]:
     options, best = report.get("options", {}), report.get("best") or {}
     sources = ", ".join(dict.fromkeys(public_name(s) for s in data_sources(report))) or "?"
     rows = [
-        ("kind", f"{kind} adapter"),
+        ("kind", f"{role.word} adapter"),
         ("base model", base_model_text(report.get("model", ""))),
         ("language", lang or "?"),
     ]
-    if kind == "language":
+    if role is LANG:
         before, after = report.get("held_out_perplexity_before"), report.get("held_out_perplexity_after")
         rows += [("text", f"{sources} ({report.get('lines', {}).get('train', '?')} lines)")]
         if before is not None and after is not None:
@@ -123,7 +125,7 @@ def card_rows(report: dict, kind: str, lang: str | None) -> list[tuple[str, str]
     return rows
 
 
-def library_snippet(kind: str, spec: str, base: str | None, embedded: bool) -> str:
+def library_snippet(role: Role, spec: str, base: str | None, embedded: bool) -> str:
     """Loading the adapter exported to `DIR` in the AdapterHub `adapters` library (a task adapter on a language
     adapter in `LANG_DIR`, as a `pipeline()`), in code that runs as written once the names are filled in."""
     base_lines = EMBEDDED_BASE_LINES if embedded else [f'base = "{base or "BASE_DIR"}"']
@@ -135,7 +137,7 @@ def library_snippet(kind: str, spec: str, base: str | None, embedded: bool) -> s
         *base_lines,
         "model = AutoAdapterModel.from_pretrained(base)",
     ]
-    if kind == "language":
+    if role is LANG:
         lines += ['lang = model.load_adapter("DIR")']
     else:
         lines += [
@@ -156,16 +158,16 @@ def library_snippet(kind: str, spec: str, base: str | None, embedded: bool) -> s
 """
 
 
-def usage(kind: str, spec: str, lang: str | None, base: str | None, embedded: bool = False) -> str:
+def usage(role: Role, spec: str, lang: str | None, base: str | None, embedded: bool = False) -> str:
     """Snippets that run as written: xling's command line and Python, and the `adapters` library."""
-    if kind == "language":
+    if role is LANG:
         command = f"xling train-task ner --lang {lang} --lang-adapter {spec} --train FILE --dev FILE"
         python = f'# under a task adapter: Tagger.load(lang="{lang}", lang_adapter="{spec}", task_adapter=TASK)'
     else:
-        option = "fusion" if kind == "fusion" else "task-adapter"
+        option = "fusion" if role is FUSION else "task-adapter"
         command = f"xling tag --lang LANG --{option} {spec} FILE.txt  # LANG's language adapter goes below it"
-        python = f'tagger = Tagger.load(lang="LANG", {"fusion" if kind == "fusion" else "task_adapter"}="{spec}")'
-    library = "" if kind == "fusion" else "\n" + library_snippet(kind, spec, base, embedded)
+        python = f'tagger = Tagger.load(lang="LANG", {"fusion" if role is FUSION else "task_adapter"}="{spec}")'
+    library = "" if role is FUSION else "\n" + library_snippet(role, spec, base, embedded)
     return f"""```bash
 # xling installs from a clone of its repository: pip install -e .
 {command}
@@ -236,26 +238,26 @@ def adapter_title(report: dict) -> str:
 
 def model_card(report: dict, repo_id: str | None = None) -> str:
     """A `README.md` for the adapter of a training report: Hub metadata, figures, use, limits, licences."""
-    kind = card_kind(report)
+    role = card_role(report)
     lang, name = report.get("lang") or report.get("adapter"), report.get("name") or report.get("adapter")
     base = hub_id(report.get("model", ""))
-    results = eval_results(report, kind)
+    results = eval_results(report, role)
     data = ModelCardData(
         model_name=name if results else None,
         language=[lang] if lang else None,
         library_name="xling",
         base_model=base,
         datasets=dataset_ids(data_sources(report) + [report.get("options", {}).get("dev") or ""]) or None,
-        tags=["xling", "adapters", "mad-x", "masked-lm" if kind == "language" else "named-entity-recognition"],
-        pipeline_tag=None if kind == "language" else "token-classification",
-        metrics=None if kind == "language" else ["seqeval"],
+        tags=["xling", "adapters", "mad-x", "masked-lm" if role is LANG else "named-entity-recognition"],
+        pipeline_tag=None if role is LANG else "token-classification",
+        metrics=None if role is LANG else ["seqeval"],
         eval_results=results,
         license="apache-2.0",
     )
-    table = "\n".join(f"| {key} | {value} |" for key, value in card_rows(report, kind, lang))
+    table = "\n".join(f"| {key} | {value} |" for key, value in card_rows(report, role, lang))
     body = f"""# {name}
 
-A {kind} adapter trained with xling: {adapter_title(report)} over a frozen {base or "encoder"}.
+A {role.word} adapter trained with xling: {adapter_title(report)} over a frozen {base or "encoder"}.
 
 | | |
 |---|---|
@@ -263,10 +265,10 @@ A {kind} adapter trained with xling: {adapter_title(report)} over a frozen {base
 {evaluations_section(report)}
 ## Use it
 
-{usage(kind, f"hf:{repo_id}" if repo_id else name, lang, base, is_embedded(report.get("model", "")))}
+{usage(role, f"hf:{repo_id}" if repo_id else name, lang, base, is_embedded(report.get("model", "")))}
 ## Intended use and limitations
 
-{LIMITATIONS if kind != "language" else "A language adapter: it adapts the encoder to a language's text; it tags nothing by itself."}
+{LIMITATIONS if role is not LANG else "A language adapter: it adapts the encoder to a language's text; it tags nothing by itself."}
 
 ## Licences
 

@@ -7,13 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xling.errors import XlingError
-from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import opt
-from xling.paths import WORKSPACE_HELP
-from xling.workspace import LANG_ADAPTER_HELP, Workspace, check_lang, is_hub_name, is_path
+from xling.roles import FUSION
+from xling.tagging.spec import TaggerSpec
+from xling.workspace import LANG_ADAPTER_HELP, Workspace, is_hub_name, is_path
 
 FORMATS = ("adapterhub", "onnx")
-ONNX_ONLY = ("lang", "lang_adapter", "check_data", "int8")
 
 
 @dataclass
@@ -28,8 +27,6 @@ class ExportOptions:
         choices=FORMATS,
     )
     overwrite: bool = opt(False, "Replace a directory an earlier export wrote.")
-    lang: str | None = opt(None, "onnx: the language whose adapter goes under the task adapter.")
-    lang_adapter: str | None = opt(None, "onnx: " + LANG_ADAPTER_HELP)
     int8: bool = opt(
         False,
         "onnx: also write the int8 graph (dynamic quantisation, a scale per output channel; a feed-forward output "
@@ -38,8 +35,25 @@ class ExportOptions:
     check_data: str | None = opt(
         None, "onnx: labelled data to check the graphs on, with F1 (default: a few built-in sentences)."
     )
-    model: str = opt(DEFAULT_MODEL, MODEL_HELP)
-    workspace: str | None = opt(None, WORKSPACE_HELP)
+    # onnx: the tagger that is exported; its task adapter or fusion is `adapter`, and it is exported in fp32
+    tagger: TaggerSpec = opt(
+        factory=TaggerSpec,
+        without=(
+            "task",
+            "task_adapter",
+            "fusion",
+            "no_lang_adapter",
+            "batch_size",
+            "decoder",
+            "device",
+            "precision",
+            "runtime",
+        ),
+        overrides={
+            "lang": {"required": False, "help": "onnx: the language whose adapter goes under the task adapter."},
+            "lang_adapter": {"help": "onnx: " + LANG_ADAPTER_HELP},
+        },
+    )
 
     def __post_init__(self):
         if self.format is not None and self.format not in FORMATS:  # None: `defaults`' instance
@@ -47,17 +61,20 @@ class ExportOptions:
 
     def check(self) -> None:
         """What the options say together (each alone is checked on construction)."""
-        given = [name for name in ONNX_ONLY if getattr(self, name)]
+        onnx_only = {"lang": self.tagger.lang, "lang_adapter": self.tagger.lang_adapter}
+        given = [
+            name for name, value in (onnx_only | {"check_data": self.check_data, "int8": self.int8}).items() if value
+        ]
         if self.format == "adapterhub" and given:
             raise XlingError(f"--{given[0].replace('_', '-')} is an option of --format onnx only")
-        if self.format == "onnx" and not self.lang:
+        if self.format == "onnx" and not self.tagger.lang:
             raise XlingError("--format onnx needs --lang: the language of the text the tagger will read")
 
 
 def export(options: ExportOptions) -> str:
     """Write the export; returns how to load it."""
     options.check()
-    workspace = Workspace(options.workspace, options.model)
+    workspace = Workspace(options.tagger.workspace, options.tagger.model)
     target = Path(options.target)
     if options.format == "adapterhub":
         from xling.adapters.adapterhub import export_adapterhub
@@ -74,12 +91,11 @@ def export_onnx_tagger(options: ExportOptions, workspace: Workspace) -> str:
     from xling.tagging.onnx_export import export_onnx
     from xling.tagging.tagger import Tagger
 
-    lang = check_lang(options.lang)
+    lang = options.tagger.lang
     named = not (is_path(options.adapter) or is_hub_name(options.adapter))  # a directory or Hub name: a task adapter
-    fusion = options.adapter if named and workspace.adapter_dir("fusion", options.adapter).is_dir() else None
-    where = {"model": options.model, "workspace": options.workspace, "lang_adapter": options.lang_adapter}
+    fusion = options.adapter if named and workspace.adapter_dir(FUSION, options.adapter).is_dir() else None
     tagger = Tagger.load(
-        lang=lang, task_adapter=None if fusion else options.adapter, fusion=fusion, precision="fp32", **where
+        options.tagger, task_adapter=None if fusion else options.adapter, fusion=fusion, precision="fp32"
     )
     check = None
     if options.check_data:
@@ -87,7 +103,7 @@ def export_onnx_tagger(options: ExportOptions, workspace: Workspace) -> str:
 
         sentences = load_ner(options.check_data, "validation")
         check = ([s.tokens for s in sentences], [s.tags for s in sentences])
-    describe = {"model": options.model, "lang": lang, "adapter": options.adapter, "fusion": bool(fusion)}
+    describe = {"model": options.tagger.model, "lang": lang, "adapter": options.adapter, "fusion": bool(fusion)}
     export_onnx(
         tagger, Path(options.target), int8=options.int8, check=check, overwrite=options.overwrite, describe=describe
     )

@@ -22,6 +22,7 @@ from xling.fileio import atomic_directory, read_json
 from xling.methods import METHODS, check_method
 from xling.models import load_model
 from xling.options import from_record
+from xling.roles import TASK
 from xling.workspace import check_lang
 
 TASK_FILE = "task.json"
@@ -58,7 +59,7 @@ def save_task(
     model: AdaptedModel, tokenizer, record: TaskRecord, target: Path, overwrite: bool, extra_files: dict[str, str]
 ) -> None:
     extra = {**extra_files, TASK_FILE: json.dumps(asdict(record), indent=2) + "\n"}
-    metadata = {"role": "task", "task": record.task, "lang": record.lang}
+    metadata = {"role": TASK.word, "task": record.task, "lang": record.lang}
     if not METHODS[record.method].trains_encoder:  # the task adapter and its head, or the head alone
         save(model, record.name, target, overwrite, metadata, extra)
     else:

@@ -3,7 +3,7 @@
     <workspace>/<model>/lang/<lang>/        language adapters (with their masked-LM head)
     <workspace>/<model>/task/<task>-<lang>/ task adapters (with their head and labels)
     <workspace>/<model>/fusion/<name>/      fusion layers
-    <workspace>/<model>/<kind>/<name>.partial/  an unfinished run: checkpoints and log
+    <workspace>/<model>/<role>/<name>.partial/  an unfinished run: checkpoints and log
 
 The workspace is `--workspace`, else `$XLING_HOME/workspace`, else `./xling-workspace`.
 
@@ -23,8 +23,8 @@ from xling.adapters.composition import check_name
 from xling.errors import XlingError
 from xling.models import model_label
 from xling.paths import default_workspace
+from xling.roles import FUSION, LANG, ROLES, TASK, Role
 
-KINDS = ("lang", "task", "fusion")
 LANG_CODE = re.compile(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$")
 RUN_SUFFIX = ".partial"
 LANG_ADAPTER_HELP = "Language adapter to stack below: a name, a directory or hf:ORG/NAME (default: --lang)."
@@ -94,14 +94,14 @@ class Workspace:
         self.model = model
         self.model_dir = self.root / model_label(model)
 
-    def adapter_dir(self, kind: str, name: str) -> Path:
-        assert kind in KINDS
-        return self.model_dir / kind / check_name(name)
+    def adapter_dir(self, role: Role, name: str) -> Path:
+        assert role in ROLES
+        return self.model_dir / role.name / check_name(name)
 
-    def run_dir(self, kind: str, name: str) -> Path:
-        return self.model_dir / kind / f"{check_name(name)}{RUN_SUFFIX}"
+    def run_dir(self, role: Role, name: str) -> Path:
+        return self.model_dir / role.name / f"{check_name(name)}{RUN_SUFFIX}"
 
-    def _trained(self, kind: str, name: str, label: str, how: str) -> Path:
+    def _trained(self, role: Role, name: str) -> Path:
         """A trained adapter's directory (a name in the workspace, a path, or `hf:ORG/NAME` on the Hugging Face
         Hub), or an error saying how to train it."""
         if is_hub_name(name):
@@ -112,11 +112,11 @@ class Workspace:
             if not Path(name).expanduser().is_dir():
                 raise XlingError(f"no such directory: {name}")
             return Path(name).expanduser().resolve()
-        directory = self.adapter_dir(kind, name)
+        directory = self.adapter_dir(role, name)
         if not directory.is_dir():
             raise XlingError(
-                f"no {label} {name!r} in {directory.parent}; if another workspace holds it, give that with -w "
-                f"FOLDER; else train it with: {how}"
+                f"no {role.title}{' for' if role is LANG else ''} {name!r} in {directory.parent}; if another workspace "
+                f"holds it, give that with -w FOLDER; else train it with: {role.how.format(name=name)}"
             )
         return directory
 
@@ -128,7 +128,7 @@ class Workspace:
         English), else the only `<task>-*` adapter there is."""
         if adapter:
             return adapter
-        root = self.model_dir / "task"
+        root = self.model_dir / TASK.name
         for candidate in (f"{task}-{lang}", f"{task}-en"):
             if candidate in planned or (root / candidate).is_dir():
                 return candidate
@@ -151,23 +151,21 @@ class Workspace:
         )
 
     def lang_adapter(self, lang: str) -> Path:
-        return self._trained("lang", lang, "language adapter for", f"xling train-lang {lang} CORPUS")
+        return self._trained(LANG, lang)
 
     def task(self, name: str) -> Path:
-        return self._trained("task", name, "task adapter", "xling train-task ner --lang LANG --train FILE --dev FILE")
+        return self._trained(TASK, name)
 
     def fusion(self, name: str) -> Path:
-        return self._trained(
-            "fusion", name, "fusion", "xling train-fusion ner --lang LANG --adapters A,B --train FILE --dev FILE"
-        )
+        return self._trained(FUSION, name)
 
     def adapter(self, name: str) -> Path:
         """Any trained adapter, fusion or task by name (whichever kind has it), directory or Hub name."""
         if is_hub_name(name) or is_path(name):
-            return self._trained("task", name, "", "")
-        found = [self.adapter_dir(kind, name) for kind in KINDS if self.adapter_dir(kind, name).is_dir()]
+            return self._trained(TASK, name)
+        found = [self.adapter_dir(role, name) for role in ROLES if self.adapter_dir(role, name).is_dir()]
         if not found:
-            raise XlingError(f"no adapter {name!r} in {self.model_dir} (looked in {', '.join(KINDS)})")
+            raise XlingError(f"no adapter {name!r} in {self.model_dir} (looked in {', '.join(map(str, ROLES))})")
         if len(found) > 1:
             raise XlingError(
                 f"{name!r} names several adapters in {self.model_dir}: {', '.join(map(str, found))}; give the directory"

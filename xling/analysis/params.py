@@ -7,6 +7,7 @@ from pathlib import Path
 
 from safetensors import safe_open
 
+from xling.roles import LANG, ROLES
 from xling.workspace import Workspace
 
 WEIGHT_FILES = ("adapter_model.safetensors", "head_model.safetensors")
@@ -22,8 +23,8 @@ def count_file(path: Path) -> int:
 def parameter_table(workspace: Workspace, base_parameters: int) -> dict:
     """Every saved adapter, fusion and head in the workspace with its size relative to the base model."""
     rows = []
-    for kind in ("lang", "task", "fusion"):
-        root = workspace.model_dir / kind
+    for role in ROLES:
+        root = workspace.model_dir / role.name
         for directory in (
             sorted(p for p in root.glob("*") if p.is_dir() and not p.name.endswith(".partial")) if root.is_dir() else []
         ):
@@ -32,10 +33,10 @@ def parameter_table(workspace: Workspace, base_parameters: int) -> dict:
             adapter = count_file(directory / WEIGHT_FILES[0])
             head = count_file(directory / WEIGHT_FILES[1])
             # A language adapter's masked-LM head serves training only; tagging never loads it.
-            used = adapter if kind == "lang" else adapter + head
+            used = adapter if role is LANG else adapter + head
             rows.append(
                 {
-                    "kind": kind,
+                    "kind": role.name,
                     "name": directory.name,
                     "adapter": adapter,
                     "head": head,

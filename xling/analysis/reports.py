@@ -15,6 +15,7 @@ from xling.analysis.options import AnalyzeOptions
 from xling.analysis.params import parameter_table
 from xling.analysis.plots import heatmap, rates_by_bin
 from xling.fileio import check_output_file, write_json_atomic
+from xling.roles import LANG
 from xling.tagging.tagger import Tagger
 from xling.workspace import Workspace
 
@@ -124,7 +125,7 @@ def params_table(result: dict, model: str) -> Table:
     for column in ("kind", "name", "adapter", "head", "share of base"):
         table.add_column(column, justify="left" if column in ("kind", "name") else "right")
     for row in result["rows"]:
-        head = f"{row['head']:,}" + (" (MLM, training only)" if row["kind"] == "lang" and row["head"] else "")
+        head = f"{row['head']:,}" + (" (MLM, training only)" if row["kind"] == LANG.name and row["head"] else "")
         table.add_row(row["kind"], row["name"], f"{row['adapter']:,}", head, f"{100 * row['share']:.2f}%")
     table.add_row(
         "",

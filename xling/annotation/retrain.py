@@ -21,6 +21,7 @@ from xling.annotation.session import ROUNDS_FILE, Session, append_jsonl
 from xling.data.conll import UNJUDGED, Sentence, conll_text
 from xling.errors import XlingError
 from xling.fileio import EntryLock, atomic_directory, write_text_atomic
+from xling.roles import TASK
 from xling.workspace import Workspace
 
 # Few-shot settings that won over three seeds on 100 Quechua sentences (recipes/quality-qu.toml), with fewer
@@ -86,7 +87,7 @@ def _round(session: Session, options: AnnotateOptions) -> dict:
     where = {"model": spec.model, "workspace": spec.workspace}
     name, start = adapter_name(session, options), session.headers[0]["adapter"]
     workspace = Workspace(spec.workspace, spec.model)
-    incumbent = name if workspace.adapter_dir("task", name).is_dir() else start
+    incumbent = name if workspace.adapter_dir(TASK, name).is_dir() else start
     train_task_adapter(
         retraining_options(
             spec.lang,
@@ -134,9 +135,9 @@ def _dev_f1(session: Session, dev: str, adapter: str) -> float:
 
 def _settle(workspace: Workspace, name: str, kept: bool) -> None:
     """The candidate becomes the session's adapter (replacing it whole or not at all), or is removed."""
-    candidate = workspace.adapter_dir("task", name + CANDIDATE_SUFFIX)
+    candidate = workspace.adapter_dir(TASK, name + CANDIDATE_SUFFIX)
     if kept:
-        with atomic_directory(workspace.adapter_dir("task", name), overwrite=True, replaces=("task.json",)) as staging:
+        with atomic_directory(workspace.adapter_dir(TASK, name), overwrite=True, replaces=("task.json",)) as staging:
             shutil.copytree(candidate, staging, dirs_exist_ok=True)
     shutil.rmtree(candidate)
 

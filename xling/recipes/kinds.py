@@ -13,6 +13,7 @@ from xling.errors import XlingError
 from xling.methods import METHODS
 from xling.options import build, defaults, options_of
 from xling.recipes.reading import RUN_LEVEL, Recipe, Step
+from xling.roles import FUSION, LANG, TASK, Role
 from xling.tagging.evaluate import EvaluationOptions, evaluate
 from xling.tagging.options import TagOptions
 from xling.train.config import FusionOptions, LanguageAdapterOptions, SelfTrainingOptions, TaskAdapterOptions
@@ -24,7 +25,7 @@ from xling.train.summary import language_report_table, selection_summary, self_t
 from xling.train.task import train_task_adapter
 from xling.workspace import Workspace
 
-Adapter = tuple[str, str]  # (role, name): ("lang", "qu"), ("task", "ner-en"), ("fusion", ...)
+Adapter = tuple[Role, str]  # (role, name): (LANG, "qu"), (TASK, "ner-en"), (FUSION, ...)
 
 
 @dataclass(frozen=True)
@@ -67,33 +68,33 @@ class Training(RunKind):
         context.console.print(self.summary(self.train(options, context.console, context.progress)))
 
     def saves(self, options) -> Adapter:
-        return ("task", options.name or options.default_name())
+        return (TASK, options.name or options.default_name())
 
 
 class LanguageTraining(Training):
     def saves(self, options) -> Adapter:
-        return ("lang", options.lang)
+        return (LANG, options.lang)
 
 
 class TaskTraining(Training):
     def needs(self, options, context: StepContext) -> list[Adapter]:
         needs = []
         if METHODS[options.method].adapters and options.use_lang_adapter:
-            needs.append(("lang", options.lang_adapter or options.lang))
-        return needs + ([("task", options.init_from)] if options.init_from else [])
+            needs.append((LANG, options.lang_adapter or options.lang))
+        return needs + ([(TASK, options.init_from)] if options.init_from else [])
 
 
 class FusionTraining(Training):
     def saves(self, options) -> Adapter:
-        return ("fusion", options.name or options.default_name())
+        return (FUSION, options.name or options.default_name())
 
     def needs(self, options, context: StepContext) -> list[Adapter]:
-        return [("task", a) for a in options.adapters] + ([("lang", options.lang)] if options.use_lang_adapter else [])
+        return [(TASK, a) for a in options.adapters] + ([(LANG, options.lang)] if options.use_lang_adapter else [])
 
 
 class SelfTraining(Training):
     def needs(self, options, context: StepContext) -> list[Adapter]:
-        return [("task", options.source), ("lang", options.lang)]
+        return [(TASK, options.source), (LANG, options.lang)]
 
 
 class Tagging(RunKind):
@@ -103,16 +104,16 @@ class Tagging(RunKind):
     def needs(self, options, context: StepContext) -> list[Adapter]:
         spec = options.tagger
         if spec.fusion:
-            needs = [("fusion", spec.fusion)]
+            needs = [(FUSION, spec.fusion)]
         else:
             trained = earlier_tasks(context.recipe, context.step)
             try:
                 adapter = context.workspace.task_adapter_name(spec.task, spec.lang, spec.task_adapter, trained)
             except XlingError:
                 adapter = "ner-en"
-            needs = [("task", adapter)]
+            needs = [(TASK, adapter)]
         if spec.use_lang_adapter:
-            needs.append(("lang", spec.lang_adapter or spec.lang))
+            needs.append((LANG, spec.lang_adapter or spec.lang))
         return needs
 
 
@@ -177,7 +178,7 @@ def produces(step: Step) -> Adapter | None:
 
 def earlier_tasks(recipe: Recipe, step: Step) -> set[str]:
     """The task adapters that the steps before `step` train."""
-    return {made[1] for s in recipe.steps[: step.number - 1] if (made := produces(s)) and made[0] == "task"}
+    return {made[1] for s in recipe.steps[: step.number - 1] if (made := produces(s)) and made[0] is TASK}
 
 
 def requires(step: Step, recipe: Recipe, workspace: Workspace) -> list[Adapter]:

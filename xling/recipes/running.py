@@ -16,6 +16,7 @@ from xling.recipes.kinds import RUNS, StepContext, produces, step_options
 from xling.recipes.planning import output_path, plan, ran_with_record, results_dir, seeded, validate
 from xling.recipes.reading import STEPS_FILE, Recipe, Step, read_recipe
 from xling.recipes.results import combine, provenance, results_table, rich_results
+from xling.roles import TASK
 from xling.tagging.evaluate import leakage_warning
 from xling.train.loop import TrainingProgress
 from xling.workspace import Workspace
@@ -91,7 +92,7 @@ def record_evaluations(runs: list[Recipe], rows: list[dict]) -> None:
         workspace, seed = Workspace(run.workspace, run.model), (run.seeds[0] if run.seeds else None)
         for step in run.steps:
             made = produces(step)
-            directory = workspace.adapter_dir(*made) if made and made[0] == "task" else None
+            directory = workspace.adapter_dir(*made) if made and made[0] is TASK else None
             if directory is None or not (directory / REPORT_FILE).is_file():
                 continue
             evaluations = [evaluation_record(row, seed) for row in rows if f"'{made[1]}'" in row["setup"]]

@@ -19,6 +19,7 @@ from xling.data.sources import load_ner
 from xling.errors import XlingError
 from xling.methods import METHODS
 from xling.models import load_model
+from xling.roles import FUSION
 from xling.train.config import FusionOptions
 from xling.train.loop import TrainingProgress
 from xling.train.run import TrainingRun, run_options
@@ -36,7 +37,7 @@ def train_fusion(
         raise XlingError("fusion needs at least two task adapters (--adapters ner-en,ner-es)")
     workspace = Workspace(options.workspace, options.model)
     name = options.name or options.default_name()
-    run = TrainingRun.in_workspace(workspace, "fusion", name, options.overwrite, options.restart)
+    run = TrainingRun.in_workspace(workspace, FUSION, name, options.overwrite, options.restart)
     records = [read_task(workspace.task(a)) for a in options.adapters]
     not_adapters = [r.name for r in records if not METHODS[r.method].adapters]
     if not_adapters:

@@ -14,6 +14,7 @@ from xling.adapters.saving import save
 from xling.data.text import read_text
 from xling.errors import XlingError
 from xling.models import load_model, resolve_model_dir
+from xling.roles import LANG
 from xling.train.config import LanguageAdapterOptions
 from xling.train.loop import TrainingProgress
 from xling.train.mlm import MaskedLMObjective, pack_blocks, pretrained_mlm_head
@@ -70,7 +71,7 @@ def train_language_adapter(
     console = console or Console(stderr=True)
     lang = check_lang(options.lang)
     workspace = Workspace(options.workspace, options.model)
-    run = TrainingRun.in_workspace(workspace, "lang", lang, options.overwrite, options.restart)
+    run = TrainingRun.in_workspace(workspace, LANG, lang, options.overwrite, options.restart)
 
     lines, files = read_text(options.corpus)
     if not lines:
@@ -113,7 +114,7 @@ def train_language_adapter(
     evaluations = result.evaluations
     report = run.report(
         adapter=lang,
-        kind="language",
+        kind=LANG.word,
         model=options.model,
         corpus_files=[str(f) for f in files],
         lines={"train": len(train_lines), "held_out": len(held_out_lines)},
@@ -125,6 +126,6 @@ def train_language_adapter(
     return run.save(
         report,
         lambda target, extra: save(
-            model, lang, target, overwrite=options.overwrite, metadata={"role": "language"}, extra_files=extra
+            model, lang, target, overwrite=options.overwrite, metadata={"role": LANG.word}, extra_files=extra
         ),
     )

@@ -22,6 +22,7 @@ from xling.adapters.model import ParameterCount
 from xling.cards import CARD_FILE, model_card
 from xling.errors import XlingError
 from xling.fileio import EntryLock
+from xling.roles import Role
 from xling.train.config import TrainConfig
 from xling.train.loop import LOG_FILE, Objective, TrainingProgress, TrainResult, train
 from xling.workspace import Workspace
@@ -52,10 +53,9 @@ class TrainingRun:
     started: float = field(default_factory=time.perf_counter)
 
     @classmethod
-    def in_workspace(cls, workspace: Workspace, kind: str, name: str, overwrite: bool, restart: bool) -> TrainingRun:
-        """The run of adapter `name` of `kind` (lang, task, fusion), trained and saved in the workspace."""
-        what = {"lang": "language adapter", "task": "task adapter", "fusion": "fusion"}[kind]
-        return cls(what, workspace.adapter_dir(kind, name), workspace.run_dir(kind, name), overwrite, restart)
+    def in_workspace(cls, workspace: Workspace, role: Role, name: str, overwrite: bool, restart: bool) -> TrainingRun:
+        """The run of adapter `name` in its role (lang, task, fusion), trained and saved in the workspace."""
+        return cls(role.title, workspace.adapter_dir(role, name), workspace.run_dir(role, name), overwrite, restart)
 
     def __post_init__(self):
         refuse_to_replace(self.target, self.what, self.overwrite)

@@ -32,6 +32,7 @@ from xling.data.text import read_text
 from xling.device import pick_device
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json, write_json_atomic, write_text_atomic
+from xling.roles import TASK
 from xling.tagging.tagger import Tagger
 from xling.tagging.words import tokenize
 from xling.train.config import SelfTrainingOptions, TaskAdapterOptions, other_sources
@@ -107,7 +108,7 @@ def train_round(
     if not kept:
         raise XlingError(f"round {number}: no sentence reached the threshold {options.threshold}; lower --threshold")
     pseudo_labels = conll_text(kept)
-    data_file = workspace.run_dir("task", round_name) / "pseudo_labels.conll"
+    data_file = workspace.run_dir(TASK, round_name) / "pseudo_labels.conll"
     if processes.is_main_process:  # every process tagged the same; one writes
         write_text_atomic(data_file, pseudo_labels)
     wait_for_everyone(processes)
@@ -119,7 +120,7 @@ def train_round(
     round_options |= {"train": [str(data_file), *options.labelled], "name": round_name}
     train_task_adapter(TaskAdapterOptions(**round_options, init_from=options.source), console, context["progress"])
     if processes.is_main_process:
-        write_text_atomic(workspace.adapter_dir("task", round_name) / "pseudo_labels.conll", pseudo_labels)
+        write_text_atomic(workspace.adapter_dir(TASK, round_name) / "pseudo_labels.conll", pseudo_labels)
     wait_for_everyone(processes)  # the next round loads what the main process saved
 
 
@@ -130,7 +131,7 @@ def self_train(
     options = replace(options, lang=check_lang(options.lang))
     workspace = Workspace(options.workspace, options.model)
     name = options.name or options.default_name()
-    final = workspace.adapter_dir("task", name)
+    final = workspace.adapter_dir(TASK, name)
     check_inputs(options, workspace, final)
     started = time.perf_counter()
     lines, files = read_text(options.corpus)
@@ -145,7 +146,7 @@ def self_train(
     context = {"workspace": workspace, "console": console, "processes": processes, "name": name, "progress": progress}
     labeller, rounds = options.source, []
     for number in range(1, options.rounds + 1):
-        target = workspace.adapter_dir("task", f"{name}-round{number}")
+        target = workspace.adapter_dir(TASK, f"{name}-round{number}")
         if options.overwrite or not target.is_dir():  # else finished by an earlier, interrupted run
             train_round(number, labeller, sentences, options, context)
         report = read_json(target / "report.json")
@@ -179,7 +180,7 @@ def self_train(
         "saved_to": str(final),
     }
     if processes.is_main_process:
-        copy_round(workspace.adapter_dir("task", chosen["adapter"]), final, result, options.overwrite)
+        copy_round(workspace.adapter_dir(TASK, chosen["adapter"]), final, result, options.overwrite)
     wait_for_everyone(processes)
     return result
 

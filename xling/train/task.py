@@ -23,6 +23,7 @@ from xling.errors import XlingError
 from xling.methods import METHODS, Method
 from xling.models import load_model
 from xling.options import defaults
+from xling.roles import TASK
 from xling.train.config import TaskAdapterOptions, other_sources
 from xling.train.loop import TrainingProgress
 from xling.train.run import TrainingRun, run_options
@@ -108,7 +109,7 @@ def train_task_adapter(
     method = METHODS[options.method]  # checked with the options
     workspace = Workspace(options.workspace, options.model)
     name = options.name or options.default_name()
-    run = TrainingRun.in_workspace(workspace, "task", name, options.overwrite, options.restart)
+    run = TrainingRun.in_workspace(workspace, TASK, name, options.overwrite, options.restart)
     train_data, dev_data, other_data = read_data(options)
     stacked_lang = method.adapters and options.use_lang_adapter
     lang_dir = workspace.lang_adapter(options.lang_adapter or lang) if stacked_lang else None

@@ -1,0 +1,26 @@
+"""The roles of trained adapters: language adapters, task adapters and fusions, each kept in its own folder of
+the workspace."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Role:
+    """What a trained adapter is for: `name` is its workspace folder (and a recipe's word for it), `word` what its
+    reports, saved metadata and model card call it; `title` and `how` say what it is and how to train one."""
+
+    name: str
+    word: str
+    title: str
+    how: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+LANG = Role("lang", "language", "language adapter", "xling train-lang {name} CORPUS")
+TASK = Role("task", "task", "task adapter", "xling train-task ner --lang LANG --train FILE --dev FILE")
+FUSION = Role("fusion", "fusion", "fusion", "xling train-fusion ner --lang LANG --adapters A,B --train FILE --dev FILE")
+ROLES = (LANG, TASK, FUSION)
