@@ -19,11 +19,14 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from xling.data.catalog import corpora_root
 from xling.errors import XlingError
 from xling.fileio import file_sha256
+from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
+from xling.options import opt
 from xling.paths import xling_home
 from xling.recipes.reading import Recipe, Step
 
@@ -216,3 +219,10 @@ def demo_recipe(sources: dict, workspace: Path, quick: bool = False) -> Recipe:
         Step(len(steps) + 1, "tag Quechua", "tag", {"input": str(sentences), "lang": "qu", "task_adapter": "ner-en"})
     )
     return Recipe(file="xling demo", name="demo", workspace=str(workspace), steps=steps)
+
+
+@dataclass
+class DemoOptions:
+    workspace: str | None = opt(None, "Where the demo's adapters go (default: WORKSPACE/demo).")
+    model: str = opt(DEFAULT_MODEL, MODEL_HELP)
+    quick: bool = opt(False, "An even shorter run (a smoke test, not a result).")

@@ -20,50 +20,38 @@ from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass, 
 from xling.errors import XlingError, naming
 
 
-def opt(
-    default=MISSING,
-    help: str = "",
-    *,
-    factory=MISSING,
-    name: str | None = None,
-    invert: bool = False,
-    parse: Callable[[str], object] | None = None,
-    clears: str | None = None,
-    preset: str | None = None,
-    without: tuple[str, ...] = (),
-    hidden: bool = False,
-    argument: int = 0,
-    choices: tuple[str, ...] | Callable[[], typing.Iterable[str]] = (),
-    required: bool = False,
-    overrides: Mapping[str, Mapping] | None = None,
-) -> Field:
-    """A dataclass field that is also an option.
+class OptionMeta(typing.TypedDict, total=False):
+    """What `opt` records of an option besides its default and help.
 
-    name: the option's name where it is not the field's; invert: the option is the field's
-    negation; parse: turns command-line text into the field's value (e.g. a comma list);
-    clears: giving this option resets that field unless it is given too (`--epochs`
-    replaces a default number of steps); preset: a nested config that starts from this
-    named preset, chosen with the `preset` option; without: options of a nested config that
-    mean nothing here; hidden: not an option anywhere; argument: positional on the command line, the Nth; choices:
-    the values it takes (or a function naming them, for a registry); required: must be given, though the field
-    has a default (a nested config's, which must be constructible); overrides: how a nested config's options show
-    here, as `Option` fields by option name (`{"lr": {"help": ...}, "task": {"argument": 1}}`).
+    name: the option's name where it is not the field's; invert: the option is the field's negation; parse: turns
+    command-line text into the field's value (e.g. a comma list); clears: giving this option resets that field
+    unless it is given too (`--epochs` replaces a default number of steps); preset: a nested config that starts
+    from this named preset, chosen with the `preset` option; without: options of a nested config that mean nothing
+    here; hidden: not an option anywhere; argument: positional on the command line, the Nth; choices: the values it
+    takes (or a function naming them, for a registry); required: must be given, though the field has a default (a
+    nested config's, which must be constructible); overrides: how a nested config's options show here, as
+    `Option` fields by option name (`{"lr": {"help": ...}, "task": {"argument": 1}}`).
     """
-    meta = dict(
-        help=help,
-        name=name,
-        invert=invert,
-        parse=parse,
-        clears=clears,
-        preset=preset,
-        without=without,
-        hidden=hidden,
-        argument=argument,
-        choices=choices,
-        required=required,
-        overrides=overrides,
-    )
-    return field(default=default, default_factory=factory, metadata={k: v for k, v in meta.items() if v})
+
+    name: str
+    invert: bool
+    parse: Callable[[str], object]
+    clears: str
+    preset: str
+    without: tuple[str, ...]
+    hidden: bool
+    argument: int
+    choices: tuple[str, ...] | Callable[[], typing.Iterable[str]]
+    required: bool
+    overrides: Mapping[str, Mapping]
+
+
+def opt(default=MISSING, help: str = "", *, factory=MISSING, **meta: typing.Unpack[OptionMeta]) -> Field:
+    """A dataclass field that is also an option (see `OptionMeta` for what else it may say)."""
+    if unknown := set(meta) - set(OptionMeta.__annotations__):
+        raise TypeError(f"opt() got unknown settings {sorted(unknown)}")
+    recorded = {"help": help, **meta}
+    return field(default=default, default_factory=factory, metadata={k: v for k, v in recorded.items() if v})
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,11 @@ console = Console(stderr=True)
 SETUP = ("lang_adapter", "no_lang_adapter", "batch_size", "device", "precision", "output", "model", "workspace")
 
 
+def analysis(name: str, shown: tuple[str, ...]):
+    """The subcommand NAME of `xling analyze`: the options of `AnalyzeOptions` that it shows, its analysis fixed."""
+    return lambda run: app.command(name)(command(AnalyzeOptions, shown, analysis=name)(run))
+
+
 def run(options: AnalyzeOptions) -> dict:
     from xling.analysis.reports import run_analysis  # torch loads here, not for --help
 
@@ -28,35 +33,20 @@ def run(options: AnalyzeOptions) -> dict:
     return result
 
 
-@app.command("fusion")
-@command(
-    AnalyzeOptions,
-    ("data", "fusion", "lang", *SETUP),
-    analysis="fusion",
-)
+@analysis("fusion", ("data", "fusion", "lang", *SETUP))
 def fusion(options: AnalyzeOptions):
     """Average fusion attention per layer and adapter, as a heatmap (AdapterFusion, Figure 4)."""
     run(options)
 
 
-@app.command("ablation")
-@command(
-    AnalyzeOptions,
-    ("data", "lang", "task_adapter", "fusion", "limit", *SETUP),
-    analysis="ablation",
-)
+@analysis("ablation", ("data", "lang", "task_adapter", "fusion", "limit", *SETUP))
 def ablation(options: AnalyzeOptions):
     """Relative F1 drop when the adapters of layers i..j are removed (Houlsby et al., Figure 6)."""
     result = run(options)
     console.print(f"F1 with all adapters {100 * result['f1']:.1f}")
 
 
-@app.command("confidence")
-@command(
-    AnalyzeOptions,
-    ("data", "lang", "task_adapter", "decoder", "limit", *SETUP),
-    analysis="confidence",
-)
+@analysis("confidence", ("data", "lang", "task_adapter", "decoder", "limit", *SETUP))
 def confidence(options: AnalyzeOptions):
     """How often tagged entities are right, and words tagged O are inside an entity, by their probability: which
     self-train --threshold keeps pseudo-labels right."""
@@ -65,8 +55,7 @@ def confidence(options: AnalyzeOptions):
     Console().print(confidence_table(run(options)))
 
 
-@app.command("params")
-@command(AnalyzeOptions, ("model", "workspace"), analysis="params")
+@analysis("params", ("model", "workspace"))
 def params(options: AnalyzeOptions, as_json: bool = typer.Option(False, "--json", help="Print the budgets as JSON.")):
     """Parameters each adapter and task adds, as a share of the base model."""
     from xling.analysis.reports import params_table

@@ -8,7 +8,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from xling.data.catalog import corpora_root, corpus_cache, describe, load_catalog
+from xling.cli.options import command
+from xling.data.catalog import CorpusOptions, corpora_root, corpus_cache, describe, load_catalog
+from xling.data.overlap import OverlapOptions
 from xling.errors import XlingError
 
 app = typer.Typer(
@@ -36,11 +38,12 @@ def list_corpora(as_json: bool = typer.Option(False, "--json", help="Print the c
 
 
 @app.command("get")
-def get_corpus(name: str = typer.Argument(..., help="A corpus of the catalogue, e.g. quechua-text or wikiann-qu.")):
+@command(CorpusOptions)
+def get_corpus(options: CorpusOptions):
     """Fetch a corpus from its public source into xling's corpus cache (pinned revision, sha256 recorded)."""
     from xling.data.fetch import fetch_all
 
-    catalog = load_catalog()
+    catalog, name = load_catalog(), options.name
     if name not in catalog:
         raise XlingError(f"unknown corpus {name!r}; known: {', '.join(sorted(catalog))}")
     console = Console(stderr=True)
@@ -49,17 +52,15 @@ def get_corpus(name: str = typer.Argument(..., help="A corpus of the catalogue, 
 
 
 @app.command("overlap")
+@command(OverlapOptions)
 def overlap_command(
-    a: str = typer.Argument(
-        ..., help="A data set: a CoNLL or text file, a folder, corpus:NAME/SPLIT, corpus:NAME or wikiann:LANG."
-    ),
-    b: str = typer.Argument(..., help="Another data set, of any of the same kinds."),
-    as_json: bool = typer.Option(False, "--json", help="Print the overlap as JSON."),
+    options: OverlapOptions, as_json: bool = typer.Option(False, "--json", help="Print the overlap as JSON.")
 ):
     """How many sentences (and their entities) two data sets share verbatim: leakage between training and
     evaluation data shows here."""
-    from xling.data.overlap import overlap
+    from xling.data.overlap import overlap  # reads data sets: loaded when run
 
+    a, b = options.a, options.b
     result = overlap(a, b)
     if as_json:
         print(json.dumps(result, indent=2, ensure_ascii=False))

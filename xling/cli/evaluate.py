@@ -9,6 +9,7 @@ from rich.console import Console
 
 from xling.cli.options import command
 from xling.tagging.evaluate import EvaluationOptions, evaluate, leakage_warning
+from xling.tagging.options import CompareOptions
 
 console = Console(stderr=True)
 
@@ -45,17 +46,16 @@ def evaluate_command(
         )
 
 
+@command(CompareOptions)
 def compare_command(
-    a: str = typer.Argument(..., help="A result of xling evaluate --bootstrap N --json."),
-    b: str = typer.Argument(..., help="Another, on the same sentences."),
-    samples: int = typer.Option(1000, "--samples", min=100, help="Bootstrap resamplings of the sentences."),
-    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    options: CompareOptions, as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON.")
 ):
     """Is A better than B? The F1 difference on the same sentences, its 95% interval and a paired-bootstrap
     p-value."""
     from xling.scoring.cells import p_cell
     from xling.scoring.compare import compare
 
+    a, b, samples = options.a, options.b, options.samples
     result = compare(a, b, samples)
     if as_json:
         print(json.dumps(result, indent=2))

@@ -8,10 +8,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from xling.cli.options import command
 from xling.cli.progress import step_progress
 from xling.errors import XlingError
 from xling.models.embedded import EMBEDDED_ALIASES, UPSTREAM_ID, embedded_dir
-from xling.models.loading import DEFAULT_MODEL, load_model
+from xling.models.loading import PullOptions, load_model
 from xling.paths import model_cache_dir
 
 app = typer.Typer(help="Manage base models: the embedded default and Hugging Face models.", no_args_is_help=True)
@@ -45,8 +46,10 @@ def list_models():
 
 
 @app.command("pull")
-def pull(spec: str = typer.Argument(DEFAULT_MODEL, help="Embedded alias, Hugging Face id or local directory.")):
+@command(PullOptions)
+def pull(options: PullOptions):
     """Make a model available locally now: convert the embedded one, or download from the Hub."""
+    spec = options.spec
     if spec in EMBEDDED_ALIASES:
         with step_progress(f"Converting {spec}", total_steps=5) as on_step:
             path = embedded_dir(on_step)

@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-import typer
 from rich.console import Console
 
 from xling.cli.options import command
 from xling.cli.progress import TrainingBar
-from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
+from xling.demo import DemoOptions
 from xling.paths import default_workspace
 from xling.recipes.options import RunRecipeOptions
 
@@ -31,22 +30,17 @@ def run(options: RunRecipeOptions):
     run_recipe(options.recipe, console, seeds=options.seeds, progress=TrainingBar(console))
 
 
-def demo(
-    workspace: Path = typer.Option(
-        None, "--workspace", "-w", help="Where the demo's adapters go (default: WORKSPACE/demo)."
-    ),
-    model: str = typer.Option(DEFAULT_MODEL, "--model", "-m", help=MODEL_HELP),
-    quick: bool = typer.Option(False, help="An even shorter run (a smoke test, not a result)."),
-):
+@command(DemoOptions)
+def demo(options: DemoOptions):
     """A small but real MAD-X pipeline on the embedded model: adapters, scores, tagged Quechua."""
     from xling.demo import demo_recipe, demo_sources
     from xling.recipes.running import run_recipe
 
     sources = demo_sources(console)
     console.print(f"[bold]data:[/] {sources['source']}")
-    target = workspace or default_workspace() / "demo"
-    recipe = demo_recipe(sources, target, quick)
-    recipe.model = model
+    target = Path(options.workspace) if options.workspace else default_workspace() / "demo"
+    recipe = demo_recipe(sources, target, options.quick)
+    recipe.model = options.model
     run_recipe(recipe.file, console, recipe=recipe, progress=TrainingBar(console))
     console.print(
         f"\nThe demo's adapters are in {target}. Tag your own text with:\n  xling tag --lang qu -w {target} FILE"

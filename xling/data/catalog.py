@@ -15,6 +15,7 @@ from pathlib import Path
 from xling.data.silver import SPLITS as SILVER_SPLITS
 from xling.data.silver import SilverSplits
 from xling.errors import XlingError
+from xling.options import opt
 from xling.paths import cache_dir
 
 try:
@@ -112,3 +113,8 @@ def describe(catalog: dict[str, Corpus]) -> list[dict]:
             }
         )
     return rows
+
+
+@dataclass
+class CorpusOptions:
+    name: str = opt(help="A corpus of the catalogue, e.g. quechua-text or wikiann-qu.", argument=1)

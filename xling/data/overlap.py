@@ -7,12 +7,14 @@ are compared by fingerprint (`xling.data.fingerprints`: spaces, case and Unicode
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from xling.data.conll import Sentence, looks_like_conll, read_conll, read_lines
 from xling.data.fetch import MANIFEST, resolve
 from xling.data.fingerprints import fingerprint, sentence_key
 from xling.data.iob2 import entities
+from xling.options import opt
 
 
 def data_set(reference: str) -> list[Sentence]:
@@ -61,3 +63,11 @@ def overlap(a: str, b: str) -> dict:
         "shared_sentences": len(by_print[0].keys() & by_print[1].keys()),
         "shared_entity_mentions": len(mentions[0] & mentions[1]),
     }
+
+
+@dataclass
+class OverlapOptions:
+    a: str = opt(
+        help="A data set: a CoNLL or text file, a folder, corpus:NAME/SPLIT, corpus:NAME or wikiann:LANG.", argument=1
+    )
+    b: str = opt(help="Another data set, of any of the same kinds.", argument=2)

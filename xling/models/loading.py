@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from xling.errors import XlingError
 from xling.fileio import read_json
 from xling.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, UPSTREAM_ID, embedded_dir
+from xling.options import opt
 
 DEFAULT_MODEL = "e5-small"
 MODEL_HELP = "Base model: e5-small (embedded), a Hugging Face id or a local directory."
@@ -76,3 +78,8 @@ def load_model(spec: str = DEFAULT_MODEL, on_step: Callable[[str], None] = lambd
     model.name_or_path = model_label(spec)
     model.eval()
     return model, tokenizer
+
+
+@dataclass
+class PullOptions:
+    spec: str = opt(DEFAULT_MODEL, "Embedded alias, Hugging Face id or local directory.", argument=1)

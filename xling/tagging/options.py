@@ -76,3 +76,13 @@ class EvaluationOptions:
     def __post_init__(self):
         at_least("limit", self.limit, 1)
         at_least("bootstrap", self.bootstrap, 0)
+
+
+@dataclass
+class CompareOptions:
+    a: str = opt(help="A result of xling evaluate --bootstrap N --json.", argument=1)
+    b: str = opt(help="Another, on the same sentences.", argument=2)
+    samples: int = opt(1000, "Bootstrap resamplings of the sentences.")
+
+    def __post_init__(self):
+        at_least("samples", self.samples, 100)
