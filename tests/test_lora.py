@@ -122,7 +122,7 @@ def test_lora_in_the_adapterhub_layout_round_trips(tmp_path):
 
 
 def test_int8_tagging_keeps_the_lora_update():
-    from xling.device import quantize_int8
+    from xling.models.stored_weights import quantize_int8
 
     model, batch = adapted()
     perturb(model.add_adapter("ner", LoraConfig(rank=4)))

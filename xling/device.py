@@ -9,7 +9,6 @@ import functools
 import math
 import time
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
 
 from xling.errors import XlingError
@@ -138,55 +137,3 @@ def autocast(device: str, precision: str):
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
     return torch.autocast(device, dtype=dtype, enabled=dtype is not None)
-
-
-@contextmanager
-def linear_weights_stored_for(model, precision: str, copies: dict):
-    """Inside the block, the fp32 weights of every Linear layer are stored in the dtype that autocast computes
-    in at `precision` (bf16, fp16), the originals are back after it. Autocast would cast them to the same
-    values at every call: on a CPU with AMX those casts took a fifth of the tagging time. `copies` keeps the
-    cast weights from one block to the next, each valid while its original is unchanged."""
-    import torch
-
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
-    originals = []
-    if dtype is not None:
-        for module in model.modules():
-            if isinstance(module, torch.nn.Linear):
-                for param in module.parameters(recurse=False):
-                    if param.dtype == torch.float32:
-                        stamp = (param.data_ptr(), param._version, param.device)
-                        if copies.get(param, (None,))[0] != stamp:
-                            copies[param] = (stamp, param.detach().to(dtype))
-                        originals.append((param, param.data))
-                        param.data = copies[param][1]
-    try:
-        yield
-    finally:
-        for param, data in originals:
-            param.data = data
-
-
-def quantize_int8(model):
-    """Dynamic int8 quantisation (`torch.ao`), in place, of the frozen encoder's Linear layers that do not
-    narrow: int8 weights with a scale per output channel, activations quantised on the fly. The feed-forward
-    output projections (the layers that narrow, from the feed-forward width back to the hidden size; their
-    inputs, after GELU, have the outliers that int8 flattens), the layers adapters hook, the adapters and the
-    heads stay fp32: the README gives the F1 this keeps against quantising every Linear layer with one scale
-    per matrix."""
-    import torch
-    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
-
-    spec = {
-        name: per_channel_dynamic_qconfig
-        for name, module in model.encoder.named_modules()
-        # a Linear an adapter hooks (LoRA's projections) stays fp32: quantising replaces the module, and its hook
-        if isinstance(module, torch.nn.Linear)
-        and module.out_features >= module.in_features
-        and not module._forward_hooks
-    }
-    with warnings.catch_warnings():  # torch announces the move of this API to torchao; it works as it is
-        warnings.filterwarnings("ignore", message=".*deprecated", category=DeprecationWarning)
-        warnings.filterwarnings("ignore", message=".*quantize_per_tensor.*deprecated")
-        quantize_dynamic(model.encoder, spec, dtype=torch.qint8, inplace=True)
-    return model

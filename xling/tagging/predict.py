@@ -8,7 +8,8 @@ import numpy as np
 import torch
 
 from xling.adapters import AdaptedModel
-from xling.device import autocast, linear_weights_stored_for
+from xling.device import autocast
+from xling.models.stored_weights import linear_weights_stored_for
 from xling.tagging import align
 from xling.tagging.align import Window, padded, predict_windows, windows_for
 

@@ -16,9 +16,10 @@ from xling import __version__
 from xling.adapters import Stack
 from xling.adapters.saving import load
 from xling.data.decoding import DEFAULT_DECODER, check_decoder
-from xling.device import check_precision, pick_device, pick_precision, quantize_int8
+from xling.device import check_precision, pick_device, pick_precision
 from xling.errors import XlingError
 from xling.methods import METHODS
+from xling.models.stored_weights import quantize_int8
 from xling.tagging.base import TextTagger, check_batch_size
 from xling.tagging.onnx_tagger import GRAPH_VERSION, OnnxTagger, export_key, is_onnx_folder
 from xling.tagging.predict import predict_probabilities

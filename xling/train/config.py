@@ -20,6 +20,7 @@ from xling.methods import METHODS, check_method
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import at_least, comma_list, opt, positive
 from xling.paths import WORKSPACE_HELP
+from xling.tagging.spec import TaggerSpec
 from xling.workspace import LANG_ADAPTER_HELP
 
 MIN_WINDOW = 8  # sub-tokens: the special tokens and a few pieces of text
@@ -233,6 +234,20 @@ class SelfTrainingOptions(TaggingRunOptions):
 
     def default_name(self) -> str:
         return f"{self.task}-{self.lang}-self"
+
+    def labeller(self, adapter: str) -> TaggerSpec:
+        """The tagger of a round's pseudo-labels: `adapter` over the language adapter, on the training's device and
+        precision (its settings are this command's own options, so it is derived, not nested)."""
+        return TaggerSpec(
+            self.lang,
+            self.task,
+            adapter,
+            model=self.model,
+            workspace=self.workspace,
+            decoder=self.decoder,
+            device=self.training.device,
+            precision=self.training.precision,
+        )
 
     def __post_init__(self):
         super().__post_init__()

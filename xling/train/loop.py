@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Protocol
 
 import torch
-from torch import nn
 
 from xling.adapters import AdaptedModel
 from xling.adapters.heads import MaskedLMHead
 from xling.data.labels import IGNORE
 from xling.device import autocast, pick_device, pick_precision
 from xling.errors import XlingError
+from xling.models.stored_weights import lower_linear_weights
 from xling.options import printable
 from xling.train.checkpoint import load_checkpoint, save_checkpoint
 from xling.train.config import TrainConfig
@@ -472,11 +472,7 @@ def store_frozen_weights(model: AdaptedModel, precision: str) -> None:
     carry the whole residual stream in bf16, and the task adapter would learn from other numbers than it
     meets later. What trains stays fp32 (master weights, optimiser state)."""
     if precision == "bf16":
-        for module in model.modules():
-            if isinstance(module, nn.Linear):
-                for param in module.parameters(recurse=False):
-                    if not param.requires_grad:
-                        param.data = param.data.to(torch.bfloat16)
+        lower_linear_weights(model, torch.bfloat16, frozen_only=True)
         for head in model.heads.values():
             if isinstance(head, MaskedLMHead) and not head.embeddings.weight.requires_grad:
                 head.store_decoder(torch.bfloat16)  # the embedding matrix as the masked-LM decoder's weight

@@ -91,16 +91,7 @@ def train_round(
     labelled ones) from the source adapter; saves `<name>-round<number>` with its pseudo-labels."""
     workspace, console, processes = context["workspace"], context["console"], context["processes"]
     round_name = f"{context['name']}-round{number}"
-    tagger = Tagger.load(
-        lang=options.lang,
-        task=options.task,
-        task_adapter=labeller,
-        model=options.model,
-        workspace=options.workspace,
-        device=options.training.device,
-        decoder=options.decoder,
-        precision=options.training.precision,
-    )
+    tagger = Tagger.load(options.labeller(labeller))
     with console.status(f"round {number}: tagging {len(sentences):,} sentences with {tagger.setup!r}"):
         tagged = tagger.tag_words(sentences)
     del tagger
