@@ -61,10 +61,13 @@ class ExportOptions:
 
     def check(self) -> None:
         """What the options say together (each alone is checked on construction)."""
-        onnx_only = {"lang": self.tagger.lang, "lang_adapter": self.tagger.lang_adapter}
-        given = [
-            name for name, value in (onnx_only | {"check_data": self.check_data, "int8": self.int8}).items() if value
-        ]
+        onnx_only = {
+            "lang": self.tagger.lang,
+            "lang_adapter": self.tagger.lang_adapter,
+            "check_data": self.check_data,
+            "int8": self.int8,
+        }
+        given = [name for name, value in onnx_only.items() if value]
         if self.format == "adapterhub" and given:
             raise XlingError(f"--{given[0].replace('_', '-')} is an option of --format onnx only")
         if self.format == "onnx" and not self.tagger.lang:

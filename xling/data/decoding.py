@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from xling.data.conll import to_iob2
+from xling.data.iob2 import OUTSIDE, continues, is_inside
 from xling.errors import XlingError
 
 DECODERS = ("viterbi", "split", "repair", "drop")
@@ -40,12 +41,11 @@ def check_decoder(decoder: str | None) -> str | None:
 
 def allowed_transitions(labels: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """(start, transition) masks: `I-X` may not start a sentence, and only follows `B-X` or `I-X`."""
-    inside = [label[2:] if label.startswith("I-") else None for label in labels]
-    start = np.array([kind is None for kind in inside])
+    start = np.array([not is_inside(label) for label in labels])
     transition = np.ones((len(labels), len(labels)), dtype=bool)
-    for current, kind in enumerate(inside):
-        if kind is not None:
-            transition[:, current] = [label in (f"B-{kind}", f"I-{kind}") for label in labels]
+    for current, label in enumerate(labels):
+        if is_inside(label):
+            transition[:, current] = [continues(label, previous) for previous in labels]
     return start, transition
 
 
@@ -68,9 +68,9 @@ def viterbi(probabilities: np.ndarray, start: np.ndarray, transition: np.ndarray
 def drop_fragments(tags: list[str]) -> list[str]:
     kept: list[str] = []
     for tag in tags:
-        previous = kept[-1] if kept else "O"
-        if tag.startswith("I-") and (previous == "O" or previous[2:] != tag[2:]):
-            tag = "O"
+        previous = kept[-1] if kept else OUTSIDE
+        if is_inside(tag) and not continues(tag, previous):
+            tag = OUTSIDE
         kept.append(tag)
     return kept
 
@@ -89,7 +89,7 @@ def decode(
         separators = [i for i, word in enumerate(words or []) if word in SEPARATORS] if decoder == "split" else []
         if separators:  # a comma is O or begins an entity, so an entity before it ends there
             path_probabilities = probabilities.copy()
-            inside = [i for i, label in enumerate(labels) if label.startswith("I-")]
+            inside = [i for i, label in enumerate(labels) if is_inside(label)]
             path_probabilities[np.ix_(separators, inside)] = 0.0
         tags = [labels[i] for i in viterbi(path_probabilities, *allowed_transitions(labels))]
     else:

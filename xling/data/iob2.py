@@ -15,10 +15,6 @@ def entity_type(tag: str) -> str | None:
     return tag[2:] if tag.startswith((BEGIN, INSIDE)) else None
 
 
-def begins(tag: str) -> bool:
-    return tag.startswith(BEGIN)
-
-
 def is_inside(tag: str) -> bool:
     return tag.startswith(INSIDE)
 

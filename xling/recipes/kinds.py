@@ -3,6 +3,7 @@ it needs, and how it runs. Every method takes the step's options and, where it n
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -40,15 +41,16 @@ class StepContext:
 
 
 @dataclass(frozen=True)
-class RunKind:
+class RunKind(ABC):
     """A kind of step. `scores`: its result is a row of the results table; `writes`: it writes an output file."""
 
     options: type
     scores = False
     writes = False
 
+    @abstractmethod
     def perform(self, options, context: StepContext) -> dict | None:
-        raise NotImplementedError
+        """Run the step: a scoring step returns its result."""
 
     def saves(self, options) -> Adapter | None:
         return None
@@ -61,8 +63,8 @@ class RunKind:
 class Training(RunKind):
     """A step that trains and saves an adapter, printing the trainer's report as `summary` puts it."""
 
-    train: Callable = None
-    summary: Callable = None
+    train: Callable
+    summary: Callable
 
     def perform(self, options, context: StepContext) -> None:
         context.console.print(self.summary(self.train(options, context.console, context.progress)))

@@ -14,8 +14,9 @@ from xling.data.fetch import FetchError, resolve
 from xling.data.hub_datasets import hub_dataset_id
 from xling.errors import XlingError
 from xling.fileio import read_json
-from xling.recipes.kinds import KEYS, RUNS, produces, requires, step_options, trains
+from xling.recipes.kinds import KEYS, RUNS, Adapter, produces, requires, step_options, trains
 from xling.recipes.reading import STEPS_FILE, Recipe, Step
+from xling.roles import Role
 from xling.workspace import Workspace, inside, is_hub_name, is_path
 
 PATH_KEYS = {"corpus", "train", "dev", "data", "input"}
@@ -36,7 +37,7 @@ def seeded(recipe: Recipe, seed: int) -> Recipe:
 def validate(recipe: Recipe, workspace: Workspace) -> None:
     problems: list[str] = []
     catalog = load_catalog()
-    made: set[tuple[str, str]] = set()
+    made: set[Adapter] = set()
     claimed = _own_files(recipe, workspace)
     unreachable: dict[str, FetchError] = {}
     for step in recipe.steps:
@@ -149,7 +150,7 @@ def output_file(step: Step, recipe: Recipe, workspace: Workspace) -> Path | None
     return output_path(step, recipe, workspace) if RUNS[step.run].writes else None
 
 
-def _adapter_file(workspace: Workspace, role: str, name: str) -> Path:
+def _adapter_file(workspace: Workspace, role: Role, name: str) -> Path:
     directory = workspace.adapter_dir(role, name)
     return directory / "task.json" if (directory / "task.json").is_file() else directory / "adapter_config.json"
 
