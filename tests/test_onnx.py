@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
+import numpy as np
 import pytest
 
 from tests.tiny import run_xling
@@ -68,7 +69,7 @@ def test_every_family_exports_with_its_padding_hidden(tiny_model_dir, tmp_path):
 
 def test_int8_keeps_fp32_the_down_projection_with_massive_inputs(tmp_path):
     """A layer whose FFN input is a thousand times its peers' keeps its down-projection fp32 in the int8 graph,
-    named in `xling_onnx.json`; the others are quantised."""
+    named in `xling_onnx.json`; the others are quantised, with 7-bit weights."""
     import onnx
     import torch
 
@@ -91,6 +92,11 @@ def test_int8_keeps_fp32_the_down_projection_with_massive_inputs(tmp_path):
     int8 = {node.name: node.op_type for node in onnx.load(str(tmp_path / "onnx" / "model.int8.onnx")).graph.node}
     assert int8[config.int8_fp32_nodes[0]] == "MatMul"
     assert sum(op == "MatMulInteger" for op in int8.values()) >= 2  # the other layers' matrix multiplies
+    quantised = onnx.load(str(tmp_path / "onnx" / "model.int8.onnx")).graph
+    weights = {w.name: onnx.numpy_helper.to_array(w) for w in quantised.initializer}
+    for node in quantised.node:
+        if node.op_type == "MatMulInteger":  # 7-bit weights: no 16-bit overflow on CPUs without VNNI
+            assert np.abs(weights[node.input[1]].astype(int)).max() <= 64
 
 
 def test_onnx_tag_gives_the_entities_of_pytorch(exported, trained_workspace, tmp_path):

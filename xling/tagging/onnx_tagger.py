@@ -26,7 +26,7 @@ from xling.tagging.base import TextTagger, check_batch_size
 
 CONFIG_FILE = "xling_onnx.json"
 GRAPH_FILES = {"fp32": "model.onnx", "int8": "model.int8.onnx"}
-GRAPH_VERSION = 3  # how xling builds the graph: a cached export of another version is made again
+GRAPH_VERSION = 4  # how xling builds the graph: a cached export of another version is made again
 RUNTIMES = ("torch", "onnx")
 RUNTIME_HELP = (
     "torch (PyTorch) or onnx (ONNX Runtime, often faster on CPUs: the adapters are exported into the workspace "
