@@ -13,7 +13,7 @@ from xling.data.conll import Sentence, conll_text, read_conll
 from xling.data.fetch import resolve
 from xling.data.fingerprints import fingerprint
 from xling.scoring.bootstrap import interval, mean_f1, paired, sentence_counts
-from xling.scoring.cells import difference_cell
+from xling.scoring.cells import difference_cell, p_cell
 from xling.tagging.spec import TaggerSpec
 
 
@@ -106,6 +106,7 @@ def test_a_paired_test_of_a_system_against_itself_finds_nothing_and_finds_a_real
     assert gap["difference"] > 0.3 and gap["low"] > 0 and gap["p"] < 0.01
     # no resampled difference reached zero: the tables give the bound, not "p = 0.00"
     assert difference_cell(gap).endswith(", p < 0.001") and difference_cell(same) == "+0.0 [+0.0, +0.0], p = 1.00"
+    assert p_cell(0.002, 1000) == "p = 0.002" and p_cell(0.0123, 1000) == "p = 0.01"  # small p keeps a digit
 
 
 def test_evaluate_warns_of_sentences_seen_in_training_and_carries_the_interval(trained_workspace, tmp_path):

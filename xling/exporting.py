@@ -29,8 +29,8 @@ class ExportOptions:
     overwrite: bool = opt(False, "Replace a directory an earlier export wrote.")
     int8: bool = opt(
         False,
-        "onnx: also write the int8 graph (dynamic quantisation, a scale per output channel; a feed-forward output "
-        "projection whose input carries massive activations stays fp32).",
+        "onnx: also write the int8 graph (dynamic quantisation, 7-bit weights with a scale per output channel; "
+        "a feed-forward output projection whose input carries massive activations stays fp32).",
     )
     check_data: str | None = opt(
         None, "onnx: labelled data to check the graphs on, with F1 (default: a few built-in sentences)."

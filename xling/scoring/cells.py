@@ -13,8 +13,11 @@ def interval_cell(row: dict) -> str:
 
 
 def p_cell(p: float, samples: int) -> str:
-    """The p-value, or its bound where no resampled difference was as far from zero: p is then below 1/samples."""
-    return f"p < {1 / samples:g}" if p < 1 / samples else f"p = {p:.2f}"
+    """The p-value (one significant digit below 0.01, not "0.00"), or its bound where no resampled difference was
+    as far from zero: p is then below 1/samples."""
+    if p < 1 / samples:
+        return f"p < {1 / samples:g}"
+    return f"p = {p:.2f}" if p >= 0.01 else f"p = {p:.1g}"
 
 
 def difference_cell(versus: dict) -> str:

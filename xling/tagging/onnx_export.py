@@ -3,11 +3,11 @@ sub-word ids to logits, with dynamic batch and length, for ONNX Runtime (`OnnxTa
 onnx`) or any other ONNX consumer.
 
 The folder holds `model.onnx` (fp32, attention as ONNX's `Attention` operator), optionally `model.int8.onnx`
-(dynamic int8, a scale per output channel; an FFN down-projection whose input carries massive activations stays
-fp32), the tokenizer files, a `config.json` with the labels (`id2label`) and `xling_onnx.json`: what the graph
-is and how it was checked. On export the graphs run on check sentences beside the PyTorch tagger, in padded
-batches as tagging runs them: fp32 must agree within `FP32_TOLERANCE`; int8's tag agreement (and F1, with
-labelled check data) is recorded.
+(dynamic int8, 7-bit weights with a scale per output channel; an FFN down-projection whose input carries massive
+activations stays fp32), the tokenizer files, a `config.json` with the labels (`id2label`) and
+`xling_onnx.json`: what the graph is and how it was checked. On export the graphs run on check sentences beside
+the PyTorch tagger, in padded batches as tagging runs them: fp32 must agree within `FP32_TOLERANCE`; int8's tag
+agreement (and F1, with labelled check data) is recorded.
 """
 
 from __future__ import annotations
