@@ -227,3 +227,14 @@ def test_int8_is_for_tagging_on_the_cpu_only():
         TrainConfig(precision="int8")
     with pytest.raises(XlingError, match="int8 .* runs on the CPU only"):
         pick_precision("int8", "cuda")
+
+
+def test_results_name_the_cpus_int8_units():
+    """Result files say which int8 units ran them: int8 speed and ONNX Runtime's kernels depend on them."""
+    from xling.device import cpu_units, machine_name
+
+    assert cpu_units({"avx2", "fma"}) == "AVX2"
+    assert cpu_units({"avx2", "avx512f", "avx512_vnni"}) == "AVX-512 VNNI"
+    assert cpu_units({"avx2", "avx512f", "avx512_vnni", "amx_int8"}) == "AMX"
+    assert cpu_units({"avx2", "avx_vnni"}) == "AVX-VNNI" and cpu_units({"neon"}) is None
+    assert machine_name().endswith(f"{torch.get_num_threads()} cores")

@@ -32,22 +32,34 @@ def pick_device(requested: str) -> str:
     return requested
 
 
+# The widest int8 and vector units a CPU has, as /proc/cpuinfo flags them: int8 speed and ONNX Runtime's kernels
+# differ between them (VNNI adds int8 products in 32 bits, AVX2 in 16).
+CPU_UNITS = (("amx_int8", "AMX"), ("avx512_vnni", "AVX-512 VNNI"), ("avx512f", "AVX-512"), ("avx_vnni", "AVX-VNNI"))
+
+
 def machine_name() -> str:
-    """What a result was computed on: the GPU's name where one is used, else the CPU's model and its cores."""
+    """What a result was computed on: the GPU's name where one is used, else the CPU's model, its widest int8 or
+    vector units and its cores."""
     import platform
 
     import torch
 
     if torch.cuda.is_available():
         return torch.cuda.get_device_name()
-    model = platform.processor() or platform.machine()
+    model, flags = platform.processor() or platform.machine(), set()
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
-        names = [
-            line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines() if line.startswith("model name")
-        ]
+        lines = cpuinfo.read_text().splitlines()
+        names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
         model = names[0] if names else model
-    return f"{model}, {torch.get_num_threads()} cores"
+        flags = set(next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), []))
+    units = cpu_units(flags)
+    return f"{model}{f' ({units})' if units else ''}, {torch.get_num_threads()} cores"
+
+
+def cpu_units(flags: set[str]) -> str | None:
+    """The widest of `CPU_UNITS` among a CPU's flags, else AVX2 where it has that."""
+    return next((name for flag, name in CPU_UNITS if flag in flags), "AVX2" if "avx2" in flags else None)
 
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
