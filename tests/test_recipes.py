@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from tests.tiny import run_xling
 from xling.data.catalog import load_catalog
@@ -149,10 +150,13 @@ format = "jsonl"
 output = "tags.jsonl"
 ''',
     )
-    statuses = []
-    results = run_recipe(recipe, on_step=lambda step, status: statuses.append(status))
+    statuses, console = [], Console(record=True, width=200)
+    results = run_recipe(recipe, console=console, on_step=lambda step, status: statuses.append(status))
     assert statuses == ["ran"] * 4
     assert [r["label"] for r in results] == ["tiny dev"] and 0 <= results[0]["f1"] <= 1
+    low, high = results[0]["f1_interval"]  # the results table's interval, from the same counts
+    said = f"tiny dev: F1 {100 * results[0]['f1']:.1f} [{100 * low:.1f}, {100 * high:.1f}] (precision"
+    assert said in console.export_text()  # each evaluate step says its interval as it runs
     out = workspace / "tinybert" / "results" / "tiny"
     assert "| tiny dev |" in (out / "results.md").read_text()
     assert json.loads((out / "results.json").read_text())["rows"][0]["f1"] == results[0]["f1"]
@@ -210,8 +214,6 @@ def test_shipped_recipes_validate(recipe, corpora_root, monkeypatch, tmp_path):
 
 
 def test_demo_uses_local_corpora_and_validates(corpora_root, monkeypatch, tmp_path):
-    from rich.console import Console
-
     from xling.demo import demo_recipe, demo_sources
 
     monkeypatch.setenv("XLING_CORPORA", str(corpora_root))

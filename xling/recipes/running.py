@@ -17,6 +17,8 @@ from xling.recipes.planning import output_path, plan, ran_with_record, results_d
 from xling.recipes.reading import STEPS_FILE, Recipe, Step, read_recipe
 from xling.recipes.results import combine, provenance, results_table, rich_results
 from xling.roles import TASK
+from xling.scoring.bootstrap import interval
+from xling.scoring.cells import interval_cell
 from xling.tagging.evaluate import leakage_warning
 from xling.train.loop import TrainingProgress
 from xling.workspace import Workspace
@@ -45,9 +47,11 @@ def run_step(
     if not kind.scores:
         return None
     result |= {"label": o.get("label", step.title), "title": step.title, "baseline": o.get("baseline")}
+    spread = interval_cell({"f1_interval": interval(result["sentence_counts"])})  # counts resampled: no model run
     console.print(
-        f"{result['label']}: F1 {100 * result['f1']:.1f} (precision {100 * result['precision']:.1f}, "
-        f"recall {100 * result['recall']:.1f}) on {result['sentences']:,} sentences"
+        f"{result['label']}: F1 {100 * result['f1']:.1f} {spread} (precision {100 * result['precision']:.1f}, "
+        f"recall {100 * result['recall']:.1f}) on {result['sentences']:,} sentences",
+        highlight=False,
     )
     if warning := leakage_warning(result):
         console.print(warning, highlight=False)
