@@ -44,12 +44,27 @@ json.dump({"logits": logits.logits.tolist(), "entities": entities}, open(sys.arg
 """
 
 
+def see_our_packages(python: Path) -> None:
+    """Let the library's venv import this interpreter's packages (torch), after its own: a `.pth` file naming our
+    site-packages folders. `--system-site-packages` would not do inside a venv, where it sees the base
+    interpreter's packages rather than the venv's."""
+    ours = [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages") and Path(p).is_dir()]
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (Path(purelib) / "xling-test-parent.pth").write_text("\n".join(ours) + "\n")
+
+
 @pytest.fixture(scope="session")
 def library_python(pytestconfig) -> Path:
     venv = Path(pytestconfig.cache.mkdir("adapters-library"))
     python, installed = venv / "bin" / "python", venv / "installed"
     if not installed.is_file() or installed.read_text() != " ".join(LIBRARY):
-        subprocess.run([sys.executable, "-m", "venv", "--clear", "--system-site-packages", str(venv)], check=True)
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        see_our_packages(python)
         done = subprocess.run([str(python), "-m", "pip", "install", "-q", *LIBRARY], capture_output=True, text=True)
         if done.returncode != 0:
             pytest.skip(f"cannot install {' '.join(LIBRARY)}: {(done.stderr.strip().splitlines() or ['?'])[-1]}")

@@ -78,9 +78,12 @@ def tagger(trained_workspace):
 def test_task_adapter_resolution(tmp_path):
     from xling.workspace import Workspace
 
-    workspace = Workspace(str(tmp_path), "e5-small")
+    # the embedded model's empty workspace: the shipped ner-qu, else ner-en; nothing is shipped for another model
+    assert Workspace(str(tmp_path / "embedded"), "e5-small").task_adapter_name("ner", "qu") == "ner-qu"
+    assert Workspace(str(tmp_path / "embedded"), "e5-small").task_adapter_name("ner", "es") == "ner-en"
+    workspace = Workspace(str(tmp_path), "org/another-model")
     tasks = workspace.model_dir / "task"
-    with pytest.raises(XlingError, match="no ner task adapter"):
+    with pytest.raises(XlingError, match="no ner task adapter .* xling ships none for org/another-model"):
         workspace.task_adapter_name("ner", "qu", None)
     (tasks / "ner-es").mkdir(parents=True)
     assert workspace.task_adapter_name("ner", "qu", None) == "ner-es"  # the only one

@@ -71,15 +71,18 @@ def save_task(
                 (staging / file_name).write_text(text, encoding="utf-8")
 
 
-def load_task_model(model_spec: str, directory: Path) -> tuple[AdaptedModel, object, TaskRecord]:
-    """The model with the task loaded (adapter and head, or fine-tuned encoder and head)."""
+def load_task_model(
+    model_spec: str, directory: Path, inference_only: bool = False
+) -> tuple[AdaptedModel, object, TaskRecord]:
+    """The model with the task loaded (adapter and head, or fine-tuned encoder and head); `inference_only` as
+    `load_model`'s."""
     record = read_task(directory)
     if METHODS[record.method].trains_encoder:
         encoder, tokenizer = load_model(str(Path(directory) / "encoder"))
         model = AdaptedModel(encoder)
         load_head(model, Path(directory), record.name)
     else:
-        encoder, tokenizer = load_model(model_spec)
+        encoder, tokenizer = load_model(model_spec, inference_only=inference_only)
         model = AdaptedModel(encoder)
         load(model, Path(directory), name=record.name)
     if record.name not in model.heads:
@@ -87,13 +90,13 @@ def load_task_model(model_spec: str, directory: Path) -> tuple[AdaptedModel, obj
     return model, tokenizer, record
 
 
-def load_fusion_model(model_spec: str, workspace, name: str):
+def load_fusion_model(model_spec: str, workspace, name: str, inference_only: bool = False):
     """(model, tokenizer, head name, Fuse setup) for a fusion saved in the workspace."""
     from xling.adapters.saving import read_config
 
     directory = workspace.fusion(name)
     record = read_config(directory)
-    encoder, tokenizer = load_model(model_spec)
+    encoder, tokenizer = load_model(model_spec, inference_only=inference_only)
     model = AdaptedModel(encoder)
     for adapter in record["adapters"]:
         load(model, workspace.task(adapter), name=adapter)

@@ -5,7 +5,9 @@
     <workspace>/<model>/fusion/<name>/      fusion layers
     <workspace>/<model>/<role>/<name>.partial/  an unfinished run: checkpoints and log
 
-The workspace is `--workspace`, else `$XLING_HOME/workspace`, else `./xling-workspace`.
+The workspace is `--workspace`, else `$XLING_HOME/workspace`, else `./xling-workspace`. For a name it does not
+hold, the adapters shipped with xling for the embedded model (`xling.pretrained`) stand in: the workspace's own
+always come first.
 
 This module alone turns names into paths. A name is letters, digits, '_' and '-' (the
 names of the adapters inside the model too), so whatever xling writes or replaces stays inside the workspace. Where a
@@ -23,6 +25,7 @@ from xling.adapters.composition import check_name
 from xling.errors import XlingError
 from xling.models import model_label
 from xling.paths import default_workspace
+from xling.pretrained import pretrained_dir
 from xling.roles import FUSION, LANG, ROLES, TASK, Role
 
 LANG_CODE = re.compile(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$")
@@ -93,6 +96,22 @@ class Workspace:
                 break
         self.model = model
         self.model_dir = self.root / model_label(model)
+        self.pretrained = pretrained_dir(model_label(model))  # None for any model but the embedded default
+
+    def _shipped(self, role: Role, name: str) -> Path | None:
+        folder = self.pretrained / role.name / name if self.pretrained else None
+        return folder if folder is not None and folder.is_dir() else None
+
+    def _elsewhere(self, role: Role) -> str:
+        """Where else adapters of `role` were looked for, or could be: the shipped ones, the demo's workspace."""
+        shipped = sorted(p.name for p in (self.pretrained / role.name).glob("*")) if self.pretrained else []
+        said = (
+            f"; xling ships {role.title}s {', '.join(shipped)}" if shipped else f"; xling ships none for {self.model}"
+        )
+        demo = default_workspace() / "demo"
+        if (demo / self.model_dir.name).is_dir() and demo.resolve() != self.root.resolve():
+            said += f"; the demo's adapters are in {demo} (give -w {demo})"
+        return said
 
     def adapter_dir(self, role: Role, name: str) -> Path:
         assert role in ROLES
@@ -113,10 +132,13 @@ class Workspace:
                 raise XlingError(f"no such directory: {name}")
             return Path(name).expanduser().resolve()
         directory = self.adapter_dir(role, name)
+        if not directory.is_dir() and (shipped := self._shipped(role, name)):
+            return shipped
         if not directory.is_dir():
             raise XlingError(
-                f"no {role.title}{' for' if role is LANG else ''} {name!r} in {directory.parent}; if another workspace "
-                f"holds it, give that with -w FOLDER; else train it with: {role.how.format(name=name)}"
+                f"no {role.title}{' for' if role is LANG else ''} {name!r} in {directory.parent}"
+                f"{self._elsewhere(role)}; if another workspace holds it, give that with -w FOLDER; else train it "
+                f"with: {role.how.format(name=name)}"
             )
         return directory
 
@@ -125,7 +147,8 @@ class Workspace:
     ) -> str:
         """The task adapter that tagging `lang` uses: `adapter` if given, else `<task>-<lang>` if the workspace
         has one or `planned` will (trained few-shot on the language), else `<task>-en` (zero-shot transfer from
-        English), else the only `<task>-*` adapter there is."""
+        English), else the only `<task>-*` adapter there is; with none in the workspace, the shipped `<task>-<lang>`,
+        else the shipped `<task>-en`."""
         if adapter:
             return adapter
         root = self.model_dir / TASK.name
@@ -142,15 +165,23 @@ class Workspace:
         )
         if len(trained) == 1:
             return trained[0]
+        if not trained and (shipped := [c for c in (f"{task}-{lang}", f"{task}-en") if self._shipped(TASK, c)]):
+            return shipped[0]
         if not trained:
             raise XlingError(
-                f"no {task} task adapter in {root}; train one with: xling train-task {task} --lang en --train FILE --dev FILE"
+                f"no {task} task adapter in {root}{self._elsewhere(TASK)}; train one with: "
+                f"xling train-task {task} --lang en --train FILE --dev FILE"
             )
         raise XlingError(
             f"several {task} task adapters in {root} ({', '.join(trained)}); choose one with --task-adapter"
         )
 
-    def lang_adapter(self, lang: str) -> Path:
+    def lang_adapter(self, lang: str, under: Path | None = None) -> Path:
+        """The language adapter `lang`; `under` a shipped task adapter, the shipped one it was trained over."""
+        if under is not None and self.pretrained and Path(under).resolve().is_relative_to(self.pretrained.resolve()):
+            shipped = self._shipped(LANG, lang)
+            if shipped:
+                return shipped
         return self._trained(LANG, lang)
 
     def task(self, name: str) -> Path:
@@ -164,6 +195,7 @@ class Workspace:
         if is_hub_name(name) or is_path(name):
             return self._trained(TASK, name)
         found = [self.adapter_dir(role, name) for role in ROLES if self.adapter_dir(role, name).is_dir()]
+        found = found or [shipped for role in ROLES if (shipped := self._shipped(role, name))]
         if not found:
             raise XlingError(f"no adapter {name!r} in {self.model_dir} (looked in {', '.join(map(str, ROLES))})")
         if len(found) > 1:

@@ -11,22 +11,26 @@ from rich.table import Table
 from xling.cli.options import command
 from xling.cli.progress import step_progress
 from xling.errors import XlingError
-from xling.models.embedded import EMBEDDED_ALIASES, UPSTREAM_ID, embedded_dir
+from xling.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, UPSTREAM_ID, embedded_dir
 from xling.models.loading import PullOptions, load_model
 from xling.paths import model_cache_dir
+from xling.pretrained import listed, read_record
 
-app = typer.Typer(help="Manage base models: the embedded default and Hugging Face models.", no_args_is_help=True)
+app = typer.Typer(
+    help="Manage base models (the embedded default and Hugging Face models) and list the shipped adapters.",
+    no_args_is_help=True,
+)
 console = Console()
 
 
 def _size(path: Path) -> str:
     total = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-    return f"{total / 1e6:,.0f} MB"
+    return f"{total / 1e6:,.1f} MB"
 
 
 @app.command("list")
 def list_models():
-    """Show the known aliases and the models converted into the cache."""
+    """Show the known aliases, the models converted into the cache and the adapters shipped with xling."""
     table = Table(title="Models")
     table.add_column("name")
     table.add_column("what it is")
@@ -43,6 +47,25 @@ def list_models():
     console.print(
         f"Any Hugging Face model id or local directory works too (BERT, XLM-R, DistilBERT layouts). Cache: {cache}"
     )
+    console.print(shipped_table())
+
+
+def shipped_table() -> Table:
+    """The adapters shipped with xling: what tags when the workspace has none of that name."""
+    table = Table(title=f"Adapters shipped with xling (for {EMBEDDED_NAME}; a workspace's own of the same name win)")
+    for column in ("adapter", "held-out F1 [95% interval]", "stored in", "size"):
+        table.add_column(column, justify="right" if column == "size" else "left")
+    for role, name, directory in listed(EMBEDDED_NAME):
+        record = read_record(directory)
+        score = record.headline()
+        told = (
+            f"{score.setup}: {100 * score.f1:.1f} [{100 * score.f1_interval[0]:.1f}, "
+            f"{100 * score.f1_interval[1]:.1f}] on {score.data}"
+            if score
+            else ""
+        )
+        table.add_row(f"{role}/{name}", told, record.stored_in, _size(directory))
+    return table
 
 
 @app.command("pull")

@@ -43,5 +43,6 @@ def demo(options: DemoOptions):
     recipe.model = options.model
     run_recipe(recipe.file, console, recipe=recipe, progress=TrainingBar(console))
     console.print(
-        f"\nThe demo's adapters are in {target}. Tag your own text with:\n  xling tag --lang qu -w {target} FILE"
+        f"\nThe demo's adapters are in {target}. Tag your own text with them:\n  xling tag --lang qu -w {target} FILE\n"
+        "Without -w, xling tag uses your workspace's adapters, else those shipped with xling (xling models list)."
     )

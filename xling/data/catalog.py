@@ -1,5 +1,5 @@
-"""The corpora catalogue (`catalog.toml` beside this file): corpora by name, where each is found, and the
-public source each comes from.
+"""The corpora catalogue (`corpora/catalog.toml` at the top of the repository, copied beside this file when the
+package is built): corpora by name, where each is found, and the public source each comes from.
 
 `corpus:wikiann-en/train` resolves to the first of: `$XLING_CORPORA/ner/wikiann-en/train` (a local copy),
 the same path in xling's corpus cache (`~/.cache/xling/corpora`), and its public hub source, which the
@@ -23,7 +23,8 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
-CATALOG = Path(__file__).with_name("catalog.toml")
+PACKAGED = Path(__file__).with_name("catalog.toml")  # in an installed wheel
+CATALOG = PACKAGED if PACKAGED.is_file() else Path(__file__).parents[2] / "corpora" / "catalog.toml"
 PREFIX = "corpus:"  # corpus:NAME[/SPLIT], resolved by xling.data.fetch.resolve
 FILES_PREFIX = "hf-files:"  # a dataset repository whose text files are the corpus
 HUB_SPLITS = {"train": "train", "dev": "validation"}  # catalogue split -> the hub dataset's split

@@ -20,6 +20,7 @@ from xling.device import check_precision, pick_device, pick_precision
 from xling.errors import XlingError
 from xling.methods import METHODS
 from xling.models.stored_weights import quantize_int8
+from xling.pretrained import say_notice
 from xling.tagging.base import TextTagger, check_batch_size
 from xling.tagging.onnx_tagger import GRAPH_VERSION, OnnxTagger, export_key, is_onnx_folder
 from xling.tagging.predict import predict_probabilities
@@ -74,23 +75,24 @@ class Tagger(TextTagger):
         ws = Workspace(spec.workspace, spec.model)
         directories = {}  # what the tagger was loaded from, for a copy that travels (the spaCy component's)
         if spec.fusion:
-            loaded, tokenizer, head, setup = load_fusion_model(spec.model, ws, spec.fusion)
+            loaded, tokenizer, head, setup = load_fusion_model(spec.model, ws, spec.fusion, inference_only=True)
             decoder = spec.decoder or DEFAULT_DECODER
             trained = [ws.task(adapter) for adapter in setup.children]
         else:
             directory = directories["task"] = ws.task(ws.task_adapter_name(spec.task, spec.lang, spec.task_adapter))
-            loaded, tokenizer, record = load_task_model(spec.model, directory)
+            loaded, tokenizer, record = load_task_model(spec.model, directory, inference_only=True)
             head, setup = record.name, (record.name if METHODS[record.method].adapters else None)
             trained = [directory]
             decoder = spec.decoder or check_decoder(record.decoder)
         if setup is not None and spec.use_lang_adapter:
-            directories["lang"] = ws.lang_adapter(spec.lang_adapter or spec.lang)
+            directories["lang"] = ws.lang_adapter(spec.lang_adapter or spec.lang, under=directories.get("task"))
             setup = Stack(load(loaded, directories["lang"], name=f"lang-{spec.lang}", head=False), setup)
         loaded.set_active(setup)
         loaded.to(device)
         loaded.eval()
         tagger = cls(loaded, tokenizer, head, setup, spec.batch_size, decoder, spec.precision)
         tagger.directories = directories
+        say_notice(list(directories.values()))
         tagger.trained_from = trained  # the task folders whose fingerprints say what it was trained on
         return tagger
 
@@ -128,7 +130,7 @@ def onnx_tagger(cls, spec: TaggerSpec) -> OnnxTagger:
         sources = [ws.task(ws.task_adapter_name(spec.task, spec.lang, spec.task_adapter))]
     if spec.use_lang_adapter:
         try:
-            sources.append(ws.lang_adapter(spec.lang_adapter or spec.lang))
+            sources.append(ws.lang_adapter(spec.lang_adapter or spec.lang, under=sources[0]))
         except XlingError:
             pass  # a fully fine-tuned task takes none; where one is needed, loading for the export says so
     settings = {k: getattr(spec, k) for k in ("model", "lang", "task", "fusion", "use_lang_adapter")}

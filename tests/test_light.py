@@ -1,0 +1,77 @@
+"""The fast start for tagging (`xling.models.light`): the same hidden states as Transformers' BERT with adapters
+attached, the same token ids and word ids as its tokenizer, weights mapped rather than copied."""
+
+from __future__ import annotations
+
+import torch
+from safetensors.torch import save_file
+
+from tests.tiny import random_madx_adapters, save_tiny_model
+from xling.adapters import AdaptedModel, Stack
+from xling.adapters.saving import load
+from xling.models import load_model
+from xling.models.light import LightTokenizer, load_light_encoder, mapped_safetensors
+
+SENTENCES = [
+    ["Qusqu", "llaqtaqa", "Perú", "suyupi", "kachkan", "."],
+    ["Machu", "Picchuqa", "Qusqu", "suyupi", ",", "Urubamba", "mayu", "patapi", "kachkan", "."],
+    ["Túpac", "Amaru", "II", "nisqa", "runaqa", "1780", "watapi", "hatarirqan"],
+]
+
+
+def padded_batch(tokenizer, sentences):
+    encoded = tokenizer(sentences, is_split_into_words=True, add_special_tokens=False)
+    rows = [[tokenizer.cls_token_id, *ids, tokenizer.sep_token_id] for ids in encoded["input_ids"]]
+    width = max(map(len, rows))
+    ids = torch.tensor([row + [tokenizer.pad_token_id] * (width - len(row)) for row in rows])
+    return ids, (ids != tokenizer.pad_token_id).long()
+
+
+def test_the_light_encoder_with_adapters_gives_transformers_hidden_states(tmp_path):
+    directory = save_tiny_model("bert", tmp_path / "bert")
+    full, tokenizer = load_model(str(directory))
+    lang_dir, task_dir = random_madx_adapters(AdaptedModel(full), tmp_path)
+    outputs = []
+    for encoder in (full, load_light_encoder(directory)):
+        model = AdaptedModel(encoder)
+        model.set_active(Stack(load(model, lang_dir, name="qu", head=False), load(model, task_dir, name="ner")))
+        ids, mask = padded_batch(tokenizer, [["qusqu", "llaqta", "pi"], ["juan", "of", "lima", "peru", "wasi"]])
+        with torch.inference_mode():
+            outputs.append(model(ids, mask)[mask.bool()])
+        assert model.fingerprint == AdaptedModel(full).fingerprint
+    assert (outputs[0] - outputs[1]).abs().max() <= 1e-5
+
+
+def test_the_embedded_model_loads_light_for_tagging_with_the_same_ids_and_states(embedded):
+    full, full_tokenizer = embedded
+    light, tokenizer = load_model("e5-small", inference_only=True)
+    assert type(tokenizer) is LightTokenizer and not isinstance(light, type(full))
+    mine, theirs = (
+        t(SENTENCES, is_split_into_words=True, add_special_tokens=False) for t in (tokenizer, full_tokenizer)
+    )
+    assert mine["input_ids"] == theirs["input_ids"]
+    assert all(mine.word_ids(i) == theirs.word_ids(i) for i in range(len(SENTENCES)))
+    for role in ("cls", "sep", "pad"):
+        assert getattr(tokenizer, f"{role}_token_id") == getattr(full_tokenizer, f"{role}_token_id")
+    ids, mask = padded_batch(tokenizer, SENTENCES)
+    with torch.inference_mode():
+        difference = light(input_ids=ids, attention_mask=mask).last_hidden_state - full(ids, mask).last_hidden_state
+    assert difference[mask.bool()].abs().max() <= 1e-5
+
+
+def test_weights_are_mapped_from_the_file_not_copied(tmp_path):
+    save_file(
+        {"a": torch.arange(6, dtype=torch.float32).reshape(2, 3), "b": torch.ones(4, dtype=torch.float16)},
+        str(tmp_path / "w.safetensors"),
+    )
+    tensors = mapped_safetensors(tmp_path / "w.safetensors")
+    assert tensors["a"].tolist() == [[0, 1, 2], [3, 4, 5]] and tensors["b"].dtype == torch.float16
+    tensors["a"] += 1  # copy-on-write: the file stays as it was
+    assert mapped_safetensors(tmp_path / "w.safetensors")["a"][0, 0] == 0
+
+
+def test_the_light_tokenizer_saves_the_files_it_was_read_from(embedded, tmp_path):
+    _, tokenizer = load_model("e5-small", inference_only=True)
+    tokenizer.save_pretrained(tmp_path)
+    assert (tmp_path / "tokenizer.json").read_bytes() == (tokenizer.directory / "tokenizer.json").read_bytes()
+    assert LightTokenizer(tmp_path)(SENTENCES)["input_ids"] == tokenizer(SENTENCES)["input_ids"]

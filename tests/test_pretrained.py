@@ -1,0 +1,119 @@
+"""The adapters shipped with xling: they tag with a fresh XLING_HOME and an empty workspace, a workspace's own
+adapter of the same name wins, their files are those their records and cards name, and what the records say
+of them (fp16 tags, F1 on silver-dev, the sentences they were trained on) holds."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.tiny import run_xling
+from xling import Tagger
+from xling.cards import CARD_FILE
+from xling.data.fingerprints import read_fingerprints
+from xling.errors import XlingError
+from xling.models.embedded import EMBEDDED_NAME
+from xling.pretrained import PRETRAINED_ROOT, check_shipped_files, listed, read_record
+from xling.roles import LANG, TASK
+from xling.tagging.evaluate import evaluate
+from xling.tagging.options import EvaluationOptions
+from xling.tagging.spec import TaggerSpec
+from xling.workspace import Workspace
+
+SHIPPED = {"lang/qu", "lang/en", "task/ner-en", "task/ner-qu"}
+LINE = "Qusqu llaqtaqa Perú suyupi kachkan."
+
+
+def shipped(role_name: str):
+    return PRETRAINED_ROOT / EMBEDDED_NAME / role_name
+
+
+def test_the_four_adapters_are_shipped_within_15_mb_with_the_files_their_records_and_cards_name():
+    assert {f"{role}/{name}" for role, name, _ in listed(EMBEDDED_NAME)} == SHIPPED
+    total = sum(f.stat().st_size for f in (PRETRAINED_ROOT / EMBEDDED_NAME).rglob("*") if f.is_file())
+    assert total <= 15e6
+    for name in SHIPPED:
+        check_shipped_files(shipped(name))
+        record, card = read_record(shipped(name)), (shipped(name) / CARD_FILE).read_text()
+        assert all(digest in card for digest in record.files.values())
+        assert record.data and all(d["source"] and d["licence"] for d in record.data)
+        assert not (shipped(name) / "head_config.json").is_file() or name.startswith("task/")  # no masked-LM head
+
+
+def test_a_changed_shipped_file_is_caught(tmp_path):
+    copy = tmp_path / "ner-qu"
+    shutil.copytree(shipped("task/ner-qu"), copy)
+    (copy / "head_config.json").write_text((copy / "head_config.json").read_text() + " ")
+    with pytest.raises(XlingError, match="not the file its pretrained.json names"):
+        check_shipped_files(copy)
+
+
+def test_fp16_is_shipped_only_where_its_tags_equal_fp32s_on_every_silver_dev_sentence():
+    for name in SHIPPED:
+        record = read_record(shipped(name))
+        agreed = all(c["equal"] == c["sentences"] > 0 for c in record.fp16_check)
+        assert record.stored_in == ("fp16" if agreed else "fp32")
+        weights = shipped(name) / "adapter_model.safetensors"
+        from safetensors import safe_open
+
+        with safe_open(str(weights), "pt") as f:
+            assert {str(f.get_tensor(k).dtype) for k in f.keys()} == {f"torch.float{record.stored_in[2:]}"}
+
+
+def test_an_empty_workspace_tags_with_the_shipped_adapters_and_says_so(tmp_path, capsys):
+    tagger = Tagger.load("qu", workspace=str(tmp_path / "empty"))
+    assert tagger.directories == {"task": shipped("task/ner-qu"), "lang": shipped("lang/qu")}
+    spans = tagger(LINE)
+    assert [(s.text, s.label) for s in spans][:1] == [("Qusqu", "LOC")]
+    told = capsys.readouterr().err.strip().splitlines()
+    assert len(told) == 1 and "task/ner-qu" in told[0] and "silver-dev" in told[0]
+    zero_shot = Tagger.load("qu", task_adapter="ner-en", workspace=str(tmp_path / "empty"))
+    assert zero_shot.directories == {"task": shipped("task/ner-en"), "lang": shipped("lang/qu")}
+
+
+def test_a_workspace_adapter_of_the_same_name_wins(tmp_path):
+    workspace = Workspace(tmp_path / "ws", "e5-small")
+    shutil.copytree(shipped("task/ner-en"), workspace.adapter_dir(TASK, "ner-en"))
+    # the workspace's own ner-en comes before the shipped ner-qu
+    assert workspace.task_adapter_name("ner", "qu") == "ner-en"
+    for role, name in ((TASK, "ner-qu"), (LANG, "qu")):
+        shutil.copytree(shipped(f"{role}/{name}"), workspace.adapter_dir(role, name))
+    tagger = Tagger.load("qu", workspace=str(tmp_path / "ws"))
+    assert tagger.directories == {
+        "task": workspace.adapter_dir(TASK, "ner-qu"),
+        "lang": workspace.adapter_dir(LANG, "qu"),
+    }
+    assert workspace.lang_adapter("en") == shipped("lang/en")  # a name it does not hold
+
+
+def test_no_adapter_for_a_language_names_the_workspace_the_shipped_ones_and_the_demos(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "xling-workspace" / "demo" / EMBEDDED_NAME).mkdir(parents=True)
+    monkeypatch.delenv("XLING_HOME")
+    with pytest.raises(XlingError) as raised:
+        Tagger.load(TaggerSpec(lang="de", workspace=str(tmp_path / "mine")))
+    message = str(raised.value)
+    assert str(tmp_path / "mine") in message and "xling ships language adapters en, qu" in message
+    assert "xling-workspace/demo" in message and "\n" not in message
+
+
+def test_the_command_line_tags_right_after_install(tmp_path):
+    done = run_xling("tag", "--lang", "qu", "-", input=LINE + "\n", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("[Qusqu](LOC)")
+    assert "shipped with xling" in done.stderr
+    listing = run_xling("models", "list", env={"COLUMNS": "200"})
+    assert all(name in listing.stdout for name in SHIPPED)
+
+
+def test_the_shipped_weights_score_what_their_records_say_and_flag_their_training_sentences(corpora_root):
+    record = read_record(shipped("task/ner-qu"))
+    silver = record.headline()
+    spec = TaggerSpec(lang="qu", task_adapter="ner-qu", precision="fp32")  # as the record was computed
+    result = evaluate(EvaluationOptions(data=silver.data, tagger=spec))
+    # another CPU's fp32 kernels may move a near tie: within an entity or so of the 477
+    assert result["f1"] == pytest.approx(silver.f1, abs=0.003) and result["sentences"] == silver.sentences
+    assert result["seen_in_training"] == 0
+    seen = evaluate(EvaluationOptions(data="corpus:wikiann-qu/train", tagger=spec))["seen_in_training"]
+    assert seen == 100 and len(read_fingerprints(shipped("task/ner-qu"))) > 1000

@@ -1,0 +1,112 @@
+"""The adapters shipped inside xling, for the embedded default encoder: a read-only workspace in the package.
+
+    xling/pretrained/<model>/lang/<lang>/      language adapters (without their masked-LM head)
+    xling/pretrained/<model>/task/<task>-<lang>/  task adapters, each with `pretrained.json` and its card
+
+The workspace falls back to them for a name it does not hold, and the tagger says so in one line on standard
+error. `recipes/pretrained.toml` trains them and `python -m xling.recipes.pretrained` writes them here.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xling.errors import XlingError
+from xling.fileio import read_json
+from xling.options import from_record
+
+PRETRAINED_ROOT = Path(__file__).parent
+RECORD_FILE = "pretrained.json"
+
+
+@dataclass
+class Score:
+    """One evaluation of the shipped weights: F1 with its 95% interval (0-1) on `sentences` sentences."""
+
+    data: str
+    setup: str
+    f1: float
+    f1_interval: list[float]
+    sentences: int
+
+
+@dataclass
+class PretrainedRecord:
+    """`pretrained.json`: how a shipped adapter was made, how well it tags, and the hashes of its files."""
+
+    name: str
+    role: str
+    recipe: str
+    seed: int
+    commit: str
+    stored_in: str  # fp16 or fp32
+    files: dict[str, str]  # file name -> sha256
+    data: list[dict] = field(default_factory=list)  # each corpus: name, source, licence
+    scores: list[dict] = field(default_factory=list)  # each a Score
+    fp16_check: list[dict] = field(default_factory=list)  # per setup: silver-dev sentences fp16 tags as fp32 does
+
+    def __post_init__(self):
+        self.evaluations = [from_record(Score, s, f"{RECORD_FILE} of {self.name}: scores") for s in self.scores]
+
+    def headline(self) -> Score | None:
+        """The score the one-line notice gives: silver-dev's if there is one."""
+        found = [s for s in self.evaluations if s.data.endswith("silver-dev")] or self.evaluations
+        return found[0] if found else None
+
+
+def pretrained_dir(model_label: str) -> Path | None:
+    """The shipped adapters for a base model (its workspace label), or None: only the embedded default has any."""
+    folder = PRETRAINED_ROOT / model_label
+    return folder if folder.is_dir() else None
+
+
+def is_pretrained(directory: Path) -> bool:
+    return Path(directory).resolve().is_relative_to(PRETRAINED_ROOT.resolve())
+
+
+def read_record(directory: Path) -> PretrainedRecord:
+    file = Path(directory) / RECORD_FILE
+    return from_record(PretrainedRecord, read_json(file), str(file))
+
+
+def listed(model_label: str) -> list[tuple[str, str, Path]]:
+    """(role, name, directory) of every adapter shipped for the model."""
+    root = pretrained_dir(model_label)
+    if root is None:
+        return []
+    return [(d.parent.name, d.name, d) for d in sorted(root.glob("*/*")) if (d / RECORD_FILE).is_file()]
+
+
+def notice(directories: list[Path]) -> str | None:
+    """One line for standard error when some of a tagger's adapters are shipped ones: which, and the shipped task
+    adapter's held-out F1."""
+    shipped = [Path(d) for d in directories if is_pretrained(d)]
+    if not shipped:
+        return None
+    names = ", ".join(f"{d.parent.name}/{d.name}" for d in shipped)
+    tasks = [d for d in shipped if d.parent.name == "task"]
+    score = read_record(tasks[0]).headline() if tasks else None
+    told = (
+        f": {score.setup} F1 {100 * score.f1:.1f} [{100 * score.f1_interval[0]:.1f}, {100 * score.f1_interval[1]:.1f}]"
+        f" on {score.sentences} {score.data.rsplit('/', 1)[-1]} sentences"
+        if score
+        else ""
+    )
+    return f"xling: tagging with the adapters shipped with xling ({names}){told}"
+
+
+def say_notice(directories: list[Path]) -> None:
+    if line := notice(directories):
+        print(line, file=sys.stderr)
+
+
+def check_shipped_files(directory: Path) -> None:
+    """The files of a shipped adapter are those its record names (by sha256), or one line saying which is not."""
+    from xling.fileio import file_sha256
+
+    record = read_record(directory)
+    for name, digest in record.files.items():
+        if not (Path(directory) / name).is_file() or file_sha256(Path(directory) / name) != digest:
+            raise XlingError(f"{directory / name} is not the file its {RECORD_FILE} names (sha256 differs)")

@@ -1,0 +1,238 @@
+"""Write the shipped adapters from a workspace that `xling run recipes/pretrained.toml` trained:
+
+    python -m xling.recipes.pretrained XLING_HOME/workspace/seed-2
+
+Each adapter is copied without what tagging does not use (a language adapter's masked-LM head), its weights in
+fp16 where the tags of fp16 and fp32 weights agree on every silver-dev sentence (else in fp32); the shipped
+weights are scored on silver-dev and dev with 95% intervals, and each adapter gets `pretrained.json` (recipe,
+seed, commit, data and licences, scores, file hashes) and a card (`README.md`). Needs the corpora
+(`XLING_CORPORA` or their public sources) and a few minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import shutil
+import subprocess
+import tempfile
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+
+from xling.adapters.weights import CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE, read_weights
+from xling.cards import CARD_FILE, catalogued, model_card, read_report
+from xling.data.fingerprints import FINGERPRINTS_FILE, read_fingerprints
+from xling.data.sources import load_ner
+from xling.fileio import atomic_directory, file_sha256, read_json, write_json_atomic
+from xling.models import model_label
+from xling.models.loading import DEFAULT_MODEL
+from xling.pretrained import PRETRAINED_ROOT, RECORD_FILE, PretrainedRecord, Score, read_record
+from xling.roles import LANG, TASK
+from xling.tagging.evaluate import evaluate
+from xling.tagging.options import EvaluationOptions
+from xling.tagging.spec import TaggerSpec
+from xling.trained_tasks import TASK_FILE
+
+RECIPE, SEED = "recipes/pretrained.toml", 2
+SHIPPED = [(LANG, "qu"), (LANG, "en"), (TASK, "ner-en"), (TASK, "ner-qu")]
+SILVER_DEV, QU_DEV, EN_DEV = "corpus:wikiann-qu/silver-dev", "corpus:wikiann-qu/dev", "corpus:wikiann-en/dev"
+# The setups each card scores: (language adapter, task adapter, data), the task's held-out figure first.
+SETUPS = {
+    "ner-qu": [("qu", "ner-qu", SILVER_DEV), ("qu", "ner-qu", QU_DEV)],
+    "ner-en": [("qu", "ner-en", SILVER_DEV), ("qu", "ner-en", QU_DEV), ("en", "ner-en", EN_DEV)],
+    "qu": [("qu", "ner-en", SILVER_DEV), ("qu", "ner-qu", SILVER_DEV)],
+    "en": [("en", "ner-en", EN_DEV)],
+}
+CHECKED = [("qu", "ner-qu"), ("qu", "ner-en"), ("en", "ner-en")]  # every shipped adapter takes part in one
+KEPT = {LANG: (CONFIG_FILE, WEIGHTS_FILE), TASK: (CONFIG_FILE, WEIGHTS_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE)}
+COPIED = {LANG: ("report.json",), TASK: (TASK_FILE, FINGERPRINTS_FILE, "report.json")}
+
+
+def copy_adapter(source: Path, target: Path, role, dtype: torch.dtype) -> None:
+    """The files tagging reads, weights in `dtype`; a language adapter's masked-LM head stays behind."""
+    target.mkdir(parents=True)
+    for name in KEPT[role] + COPIED[role]:
+        if name.endswith(".safetensors"):
+            weights = {k: v.to(dtype) if v.is_floating_point() else v for k, v in read_weights(source / name).items()}
+            save_file({k: v.contiguous() for k, v in weights.items()}, str(target / name))
+        elif name == "report.json":
+            write_json_atomic(target / name, without_local_paths(read_json(source / name)))
+        elif name == TASK_FILE:  # the language adapter it was trained over, by name rather than by path
+            record = read_json(source / name)
+            write_json_atomic(target / name, record | {"lang_adapter": Path(record["lang_adapter"]).name})
+        elif (source / name).is_file():
+            shutil.copy(source / name, target / name)
+
+
+def without_local_paths(value):
+    """A report as it travels: the training machine's paths left out (its corpora are named by catalogue name)."""
+    if isinstance(value, dict):
+        return {k: without_local_paths(v) for k, v in value.items() if not is_local_path(v)}
+    if isinstance(value, list):
+        return [without_local_paths(v) for v in value if not is_local_path(v)]
+    return value
+
+
+def is_local_path(value) -> bool:
+    return (
+        isinstance(value, str)
+        and value.startswith(("/", "~"))
+        or (isinstance(value, list) and bool(value) and all(is_local_path(v) for v in value))
+    )
+
+
+def tags(workspace: Path, lang: str, task: str, data: str) -> list[list[str]]:
+    from xling.tagging.tagger import Tagger
+
+    tagger = Tagger.load(TaggerSpec(lang=lang, task_adapter=task, workspace=str(workspace), precision="fp32"))
+    return [[tag for tag, _ in sentence] for sentence in tagger.tag_words([s.tokens for s in load_ner(data)])]
+
+
+def agreeing(source: Path, staged: Path, lang: str, task: str) -> dict:
+    """On how many silver-dev sentences the staged weights tag as the source's do."""
+    mine, theirs = tags(staged, lang, task, SILVER_DEV), tags(source, lang, task, SILVER_DEV)
+    return {
+        "data": SILVER_DEV,
+        "setup": f"Stack({lang}, {task})",
+        "sentences": len(mine),
+        "equal": sum(a == b for a, b in zip(mine, theirs)),
+    }
+
+
+@functools.cache  # a setup that several cards show is scored once
+def score(workspace: Path, lang: str, task: str, data: str) -> Score:
+    spec = TaggerSpec(lang=lang, task_adapter=task, workspace=str(workspace), precision="fp32")
+    result = evaluate(EvaluationOptions(data=data, tagger=spec, bootstrap=1000))
+    return Score(data, f"Stack({lang}, {task})", result["f1"], result["f1_interval"], result["sentences"])
+
+
+def recipe_steps() -> dict[str, dict]:
+    """The training steps of the recipe that made the shipped adapters, by the name of what each saves."""
+    steps = tomllib.loads((PRETRAINED_ROOT.parents[1] / RECIPE).read_text(encoding="utf-8"))["step"]
+    saves = {
+        "train-lang": lambda step: step["lang"],
+        "train-task": lambda step: step.get("name", f"ner-{step['lang']}"),
+    }
+    return {saves[step["run"]](step): step for step in steps if step["run"] in saves}
+
+
+def data_record(name: str) -> list[dict]:
+    """The corpora an adapter was trained on (those of the adapter it continues first), each with its public
+    source and licence from the catalogue."""
+    step = recipe_steps()[name]
+    inherited = data_record(step["init_from"]) if step.get("init_from") else []
+    sources = step.get("corpus") or step.get("train")
+    found = []
+    for source in [sources] if isinstance(sources, str) else sources:
+        corpus = catalogued(source)
+        split = source.split("/", 1)[1] if "/" in source else None
+        found.append({"corpus": source, "source": corpus.public_source(split), "licence": corpus.licence})
+    return inherited + found
+
+
+def commit() -> str:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
+def build(source_workspace: Path, model: str = DEFAULT_MODEL) -> Path:
+    """Stage the shipped adapters in a scratch workspace, score and describe them there, then put them in place."""
+    label = model_label(model)
+    source = Path(source_workspace) / label
+    with tempfile.TemporaryDirectory() as scratch:
+        staged_ws = Path(scratch)
+        staged = staged_ws / label
+        for role, name in SHIPPED:
+            copy_adapter(source / role.name / name, staged / role.name / name, role, torch.float16)
+        checks = [agreeing(source_workspace, staged_ws, lang, task) for lang, task in CHECKED]
+        fp16 = all(c["equal"] == c["sentences"] for c in checks)
+        if not fp16:  # some tag moved: every adapter in fp32
+            for role, name in SHIPPED:
+                shutil.rmtree(staged / role.name / name)
+                copy_adapter(source / role.name / name, staged / role.name / name, role, torch.float32)
+        for role, name in SHIPPED:
+            write_record(staged_ws, role, name, fp16, checks)
+        with atomic_directory(PRETRAINED_ROOT / label, overwrite=True, replaces=()) as target:
+            shutil.copytree(staged, target, dirs_exist_ok=True)
+    return PRETRAINED_ROOT / label
+
+
+def write_record(staged_ws: Path, role, name: str, fp16: bool, checks: list[dict]) -> None:
+    target = staged_ws / model_label(DEFAULT_MODEL) / role.name / name
+    report = read_report(target)  # its corpora by catalogue name, as the recipe gave them
+    step = recipe_steps()[name]
+    report.setdefault("options", {})["corpus" if role is LANG else "train"] = step.get("corpus") or step.get("train")
+    write_json_atomic(target / "report.json", report)
+    scores = [score(staged_ws, lang, task, data) for lang, task, data in SETUPS[name]]
+    files = {f.name: file_sha256(f) for f in sorted(target.iterdir()) if f.is_file()}
+    record = PretrainedRecord(
+        name=name,
+        role=role.name,
+        recipe=RECIPE,
+        seed=SEED,
+        commit=commit(),
+        stored_in="fp16" if fp16 else "fp32",
+        files=files,
+        data=data_record(name),
+        scores=[asdict(s) for s in scores],
+        fp16_check=checks,
+    )
+    write_json_atomic(target / RECORD_FILE, asdict(record))
+    card = model_card(read_report(target)) + shipped_section(read_record(target), read_fingerprints(target))
+    (target / CARD_FILE).write_text(card, encoding="utf-8")
+
+
+def shipped_section(record: PretrainedRecord, prints: set[str] | None) -> str:
+    """The card's account of the shipped copy: recipe, scores with intervals, fp16 check, data, file hashes."""
+    scores = "\n".join(
+        f"| `{s.setup}` | {s.data} | {100 * s.f1:.1f} [{100 * s.f1_interval[0]:.1f}, {100 * s.f1_interval[1]:.1f}] "
+        f"| {s.sentences} |"
+        for s in record.evaluations
+    )
+    checks = "; ".join(f"`{c['setup']}` {c['equal']} of {c['sentences']}" for c in record.fp16_check)
+    data = "\n".join(f"| {d['corpus']} | {d['source']} | {d['licence']} |" for d in record.data)
+    files = "\n".join(f"| {name} | `{digest}` |" for name, digest in record.files.items())
+    trained_on = f"{len(prints):,} sentences (`{FINGERPRINTS_FILE}`)" if prints is not None else "not applicable"
+    return f"""
+## Shipped with xling
+
+Made by `xling run {record.recipe}` (seed {record.seed}) at commit {record.commit}, then
+`python -m xling.recipes.pretrained`. Stored in {record.stored_in}: fp16 and fp32 weights tag the same on
+{checks} silver-dev sentences. Scores of these very weights, computed in fp32 (seqeval strict IOB2 F1, 95% bootstrap interval
+over the sentences; silver-dev is never trained on nor used to choose an epoch; dev chose the task's epoch):
+
+| setup | data | F1 [95% interval] | sentences |
+|---|---|---|---|
+{scores}
+
+Trained on (fingerprints of the training sentences: {trained_on}):
+
+| corpus | public source | licence |
+|---|---|---|
+{data}
+
+| file | sha256 |
+|---|---|
+{files}
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("workspace", help="the seed's workspace of `xling run recipes/pretrained.toml`")
+    folder = build(Path(parser.parse_args().workspace))
+    for directory in sorted(folder.glob("*/*")):
+        print(json.dumps({"adapter": str(directory), **{"files": read_record(directory).files}}))
+
+
+if __name__ == "__main__":
+    main()
