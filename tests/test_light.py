@@ -75,3 +75,56 @@ def test_the_light_tokenizer_saves_the_files_it_was_read_from(embedded, tmp_path
     tokenizer.save_pretrained(tmp_path)
     assert (tmp_path / "tokenizer.json").read_bytes() == (tokenizer.directory / "tokenizer.json").read_bytes()
     assert LightTokenizer(tmp_path)(SENTENCES)["input_ids"] == tokenizer(SENTENCES)["input_ids"]
+
+
+TRICKY = ["<mask>", "a<mask>b", "</s>x", "<unk>", "😀", "中文字", "ǅ", "ﬁ", "x\u200bx", "Ⅻ", "é́́", "𝔘𝔫𝔦", "1780", "-"]
+
+
+def subset_and_whole(tokenizer, sentences):
+    """Each sentence's ids and word ids through a vocabulary subset (where it covers the text) and the whole model."""
+    pieces, ids = tokenizer.vocabulary.subset_tokenizer(sentences)
+    from xling.models.light import Encoded
+
+    mine = Encoded(pieces.encode_batch(sentences, is_pretokenized=True, add_special_tokens=False), ids)
+    whole = tokenizer.full.encode_batch(sentences, is_pretokenized=True, add_special_tokens=False)
+    covered = [i for i, s in enumerate(sentences) if tokenizer.vocabulary.covers([s])]
+    return [(mine["input_ids"][i], mine.word_ids(i)) for i in covered], [
+        (whole[i].ids, whole[i].word_ids) for i in covered
+    ]
+
+
+def test_a_vocabulary_subset_tokenizes_as_the_whole_model(embedded):
+    import random
+
+    _, tokenizer = load_model("e5-small", inference_only=True)
+    rng = random.Random(0)
+    letters = "aeiouqkptchlmnrswyñáéíóúAQKPÑ'-.,0123456789😀中ǅﬁ"
+    words = [["".join(rng.choice(letters) for _ in range(rng.randint(1, 14))) for _ in range(8)] for _ in range(300)]
+    for batch in (SENTENCES, words, [TRICKY]):
+        mine, whole = subset_and_whole(tokenizer, batch)
+        assert mine == whole
+    assert not tokenizer.vocabulary.covers([TRICKY])  # added tokens (<mask>, </s>) go through the whole model
+    tokenizer.words_seen, tokenizer._full = 0, None
+    assert tokenizer([["Qusqu", "llaqtaqa"]])["input_ids"] and tokenizer._full is None  # a subset served
+    tokenizer(words * 2)  # past SUBSET_WORDS words the whole model loads, once
+    assert tokenizer._full is not None and tokenizer.words_seen > tokenizer.SUBSET_WORDS
+
+
+def test_a_vocabulary_subset_tokenizes_the_real_corpora_as_the_whole_model(embedded, corpora_root):
+    import random
+
+    from xling.data.conll import read_conll
+
+    _, tokenizer = load_model("e5-small", inference_only=True)
+    sentences = [
+        line.split()
+        for f in sorted((corpora_root / "text" / "qu").glob("*.txt"))
+        for line in f.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    for split in ("wikiann-en/train", "wikiann-qu/extra", "conll2002-es/train"):
+        sentences += [s.tokens for s in read_conll(corpora_root / "ner" / split)]
+    sample = random.Random(0).sample(sentences, 20_000)
+    for start in range(0, len(sample), 500):
+        mine, whole = subset_and_whole(tokenizer, sample[start : start + 500])
+        assert mine == whole

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -174,40 +175,149 @@ def load_light_encoder(directory: Path) -> LightBert:
 
 
 class Encoded:
-    """What tagging reads of a tokenizer's answer: `["input_ids"]` and `word_ids(i)`."""
+    """What tagging reads of a tokenizer's answer: `["input_ids"]` and `word_ids(i)`; `ids` maps a vocabulary
+    subset's ids back to the model's (ids beyond it, the special tokens', are the model's already)."""
 
-    def __init__(self, encodings):
-        self.encodings = encodings
+    def __init__(self, encodings, ids: list[int] | None = None):
+        self.encodings, self.ids = encodings, ids
 
     def __getitem__(self, key: str) -> list[list[int]]:
         assert key == "input_ids"
-        return [e.ids for e in self.encodings]
+        if self.ids is None:
+            return [e.ids for e in self.encodings]
+        ids, known = self.ids, len(self.ids)
+        return [[ids[i] if i < known else i for i in e.ids] for e in self.encodings]
 
     def word_ids(self, index: int) -> list[int | None]:
         return self.encodings[index].word_ids
 
 
 class LightTokenizer:
-    """The model's fast tokenizer from `tokenizer.json`, as tagging calls it (words in, ids and word ids out)."""
+    """The model's fast tokenizer from `tokenizer.json`, as tagging calls it (words in, ids and word ids out).
+
+    Building a Unigram model of 250,000 pieces takes the `tokenizers` library most of a second, holding Python's
+    lock. The first few thousand words are tokenized by a model of just the pieces that occur in them (the
+    normaliser and pre-tokenizer the same, and the lowest-scoring piece kept, which sets the unknown piece's
+    score): a Unigram segmentation only ever uses pieces inside the text, so the ids are the same
+    (`tests/test_light.py` compares them on the real corpora). Past those words, the whole model loads once."""
+
+    SUBSET_WORDS = 4096  # words tokenized through vocabulary subsets before the whole model loads
 
     def __init__(self, directory: Path):
-        from tokenizers import Tokenizer
-
         self.directory = Path(directory)
-        self.backend = Tokenizer.from_file(str(self.directory / "tokenizer.json"))
+        self._full = None
+        self.words_seen = 0
         settings = read_json(self.directory / "tokenizer_config.json")
         self.model_max_length = settings.get("model_max_length", 512)
+        self.vocabulary = PieceVocabulary.load(self.directory)
+        token_id = self.vocabulary.ids.get if self.vocabulary else self.full.token_to_id
         for role in ("cls", "sep", "pad", "mask", "unk"):
             token = settings.get(f"{role}_token")
             token = token["content"] if isinstance(token, dict) else token
-            setattr(self, f"{role}_token_id", self.backend.token_to_id(token) if token else None)
+            setattr(self, f"{role}_token_id", token_id(token) if token else None)
 
-    def __call__(self, words: list[list[str]], is_split_into_words: bool = True, add_special_tokens: bool = True,
-                 **ignored) -> Encoded:  # fmt: skip
+    @property
+    def full(self):
+        if self._full is None:
+            from tokenizers import Tokenizer
+
+            self._full = Tokenizer.from_file(str(self.directory / "tokenizer.json"))
+        return self._full
+
+    def __call__(
+        self, words: list[list[str]], is_split_into_words: bool = True, add_special_tokens: bool = True, **ignored
+    ) -> Encoded:
         assert is_split_into_words
-        return Encoded(self.backend.encode_batch(words, is_pretokenized=True, add_special_tokens=add_special_tokens))
+        self.words_seen += sum(map(len, words))
+        if self.vocabulary is None or self.words_seen > self.SUBSET_WORDS or not self.vocabulary.covers(words):
+            return Encoded(self.full.encode_batch(words, is_pretokenized=True, add_special_tokens=add_special_tokens))
+        tokenizer, ids = self.vocabulary.subset_tokenizer(words)
+        return Encoded(tokenizer.encode_batch(words, is_pretokenized=True, add_special_tokens=add_special_tokens), ids)
 
     def save_pretrained(self, directory: str | Path) -> None:
         for name in TOKENIZER_FILES:
             if (self.directory / name).is_file():
                 shutil.copy(self.directory / name, Path(directory) / name)
+
+
+class PieceVocabulary:
+    """A Unigram tokenizer's pieces and scores as plain data, beside its pipeline without them (`SKELETON`): both
+    cached next to `tokenizer.json` on first use, and read in a few hundredths of a second."""
+
+    SKELETON, PIECES, SCORES = "tokenizer-skeleton.json", "tokenizer-pieces.bin", "tokenizer-scores.npy"
+    SPECIAL = 4  # the first pieces (<s>, <pad>, </s>, <unk>), which keep their ids in every subset
+
+    def __init__(self, skeleton, pieces: list[str], scores: np.ndarray, unk_id: int):
+        self.skeleton, self.pieces, self.scores, self.unk_id = skeleton, pieces, scores, unk_id
+        self.ids = {piece: i for i, piece in enumerate(pieces)}
+        self.longest = max(map(len, pieces))
+        self.kept = set(range(self.SPECIAL)) | {int(scores.argmin())}
+        self.whole_only: list[str] = []
+
+    @classmethod
+    def load(cls, directory: Path) -> PieceVocabulary | None:
+        """The vocabulary of the Unigram tokenizer in `directory`; None for another kind of tokenizer, or where its
+        cache cannot be written."""
+        from tokenizers import Tokenizer
+
+        files = [directory / name for name in (cls.SKELETON, cls.PIECES, cls.SCORES)]
+        if not all(f.is_file() for f in files) and not cls.cache(directory):
+            return None
+        spec = json.loads(files[0].read_text(encoding="utf-8"))
+        pieces = files[1].read_bytes().decode("utf-8").split("\0")
+        # Added tokens (<s>, <mask>) split words before the pre-tokenizer, and beyond the first pieces would take
+        # other ids in a subset: text holding one goes through the whole tokenizer.
+        added = spec.get("added_tokens") or []
+        spec["added_tokens"] = [token for token in added if token["id"] < cls.SPECIAL]
+        vocabulary = cls(Tokenizer.from_str(json.dumps(spec)), pieces, np.load(files[2]), spec["model"]["unk_id"])
+        vocabulary.whole_only = [token["content"] for token in added]
+        return vocabulary
+
+    def covers(self, words: list[list[str]]) -> bool:
+        """Whether a subset tokenizes `words` as the whole tokenizer does: no added token in them."""
+        return not any(token in word for sentence in words for word in sentence for token in self.whole_only)
+
+    @classmethod
+    def cache(cls, directory: Path) -> bool:
+        from xling.fileio import write_text_atomic
+
+        spec = read_json(directory / "tokenizer.json")
+        model = spec.get("model", {})
+        if (
+            model.get("type") != "Unigram"
+            or model.get("unk_id") not in range(cls.SPECIAL)
+            or model.get("byte_fallback")
+        ):
+            return False
+        pieces = [piece for piece, _ in model["vocab"]]
+        if any("\0" in piece for piece in pieces):
+            return False
+        try:
+            with open(directory / f".{cls.SCORES}.{os.getpid()}", "wb") as f:
+                np.save(f, np.array([score for _, score in model["vocab"]], dtype=np.float64))
+            os.replace(directory / f".{cls.SCORES}.{os.getpid()}", directory / cls.SCORES)
+            write_text_atomic(directory / cls.PIECES, "\0".join(pieces))
+            model["vocab"] = model["vocab"][: cls.SPECIAL]
+            write_text_atomic(directory / cls.SKELETON, json.dumps(spec))
+        except OSError:  # a read-only model folder: the whole tokenizer serves
+            return False
+        return True
+
+    def subset_tokenizer(self, words: list[list[str]]):
+        """The skeleton with a Unigram model of the pieces inside `words`, and the model ids of its ids."""
+        from tokenizers.models import Unigram
+
+        chosen = set(self.kept)
+        normalizer, pre_tokenizer = self.skeleton.normalizer, self.skeleton.pre_tokenizer
+        normalize = normalizer.normalize_str if normalizer else str
+        pre_tokenize = pre_tokenizer.pre_tokenize_str if pre_tokenizer else (lambda text: [(text, None)])
+        for word in {word for sentence in words for word in sentence}:
+            for text, _ in pre_tokenize(normalize(word)):
+                for start in range(len(text)):
+                    for end in range(start + 1, min(len(text), start + self.longest) + 1):
+                        if (found := self.ids.get(text[start:end])) is not None:
+                            chosen.add(found)
+        ids = sorted(chosen)
+        vocabulary = [(self.pieces[i], float(self.scores[i])) for i in ids]
+        self.skeleton.model = Unigram(vocabulary, unk_id=self.unk_id, byte_fallback=False)
+        return self.skeleton, ids
