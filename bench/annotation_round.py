@@ -26,7 +26,7 @@ from xling.annotation.retrain import retrain_round
 from xling.annotation.session import Session, session_dir, start_session, write_batch
 from xling.data.conll import read_conll
 from xling.data.fetch import resolve
-from xling.data.labels import entity_mentions
+from xling.data.iob2 import entities
 from xling.device import machine_name
 from xling.models.loading import DEFAULT_MODEL
 from xling.options import defaults
@@ -56,7 +56,7 @@ def answered_session(workspace: Path, pool: Path) -> Path:
     write_batch(directory, header | {"created": 0, "corpus": [str(pool)]}, items)
     session = Session(directory)
     for item, sentence in zip(items, sentences):
-        spans = [{"start": start, "end": end, "label": kind} for kind, start, end in entity_mentions(sentence.tags)]
+        spans = [{"start": start, "end": end, "label": kind} for kind, start, end in entities(sentence.tags)]
         session.record({"item": item["id"], "spans": spans, "judged": None})
     return directory
 
