@@ -206,7 +206,7 @@ def test_corpora_list_shows_what_is_here(corpora_root):
     assert "train, dev, extra" in line
 
 
-@pytest.mark.parametrize("recipe", ["madx-qu.toml", "houlsby-variants.toml", "quality-qu.toml"])
+@pytest.mark.parametrize("recipe", sorted(p.name for p in (REPO / "recipes").glob("*.toml")))
 def test_shipped_recipes_validate(recipe, corpora_root, monkeypatch, tmp_path):
     monkeypatch.setenv("XLING_CORPORA", str(corpora_root))
     parsed = read_recipe(REPO / "recipes" / recipe)
