@@ -25,7 +25,7 @@ from xling.adapters.composition import check_name
 from xling.errors import XlingError
 from xling.models import model_label
 from xling.paths import default_workspace
-from xling.pretrained import pretrained_dir
+from xling.pretrained import is_pretrained, pretrained_dir
 from xling.roles import FUSION, LANG, ROLES, TASK, Role
 
 LANG_CODE = re.compile(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$")
@@ -99,8 +99,9 @@ class Workspace:
         self.pretrained = pretrained_dir(model_label(model))  # None for any model but the embedded default
 
     def _shipped(self, role: Role, name: str) -> Path | None:
-        folder = self.pretrained / role.name / name if self.pretrained else None
-        return folder if folder is not None and folder.is_dir() else None
+        if self.pretrained and (self.pretrained / role.name / name).is_dir():
+            return self.pretrained / role.name / name
+        return None
 
     def _elsewhere(self, role: Role) -> str:
         """Where else adapters of `role` were looked for, or could be: the shipped ones, the demo's workspace."""
@@ -178,10 +179,8 @@ class Workspace:
 
     def lang_adapter(self, lang: str, under: Path | None = None) -> Path:
         """The language adapter `lang`; `under` a shipped task adapter, the shipped one it was trained over."""
-        if under is not None and self.pretrained and Path(under).resolve().is_relative_to(self.pretrained.resolve()):
-            shipped = self._shipped(LANG, lang)
-            if shipped:
-                return shipped
+        if under is not None and is_pretrained(under) and (shipped := self._shipped(LANG, lang)):
+            return shipped
         return self._trained(LANG, lang)
 
     def task(self, name: str) -> Path:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xling.errors import XlingError
-from xling.fileio import read_json
+from xling.fileio import file_sha256, read_json
 from xling.options import from_record
 
 PRETRAINED_ROOT = Path(__file__).parent
@@ -104,8 +104,6 @@ def say_notice(directories: list[Path]) -> None:
 
 def check_shipped_files(directory: Path) -> None:
     """The files of a shipped adapter are those its record names (by sha256), or one line saying which is not."""
-    from xling.fileio import file_sha256
-
     record = read_record(directory)
     for name, digest in record.files.items():
         if not (Path(directory) / name).is_file() or file_sha256(Path(directory) / name) != digest:
