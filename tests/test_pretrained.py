@@ -107,7 +107,8 @@ def test_the_command_line_tags_right_after_install(tmp_path):
     assert all(name in listing.stdout for name in SHIPPED)
 
 
-def test_the_shipped_weights_score_what_their_records_say_and_flag_their_training_sentences(corpora_root):
+def test_the_shipped_weights_score_what_their_records_say_and_flag_their_training_sentences(corpora_root, monkeypatch):
+    monkeypatch.setenv("XLING_CORPORA", str(corpora_root))  # found beside the clone, not named in the environment
     record = read_record(shipped("task/ner-qu"))
     silver = record.headline()
     spec = TaggerSpec(lang="qu", task_adapter="ner-qu", precision="fp32")  # as the record was computed
