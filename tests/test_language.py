@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -15,10 +16,12 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file
+from rich.console import Console
+from safetensors.torch import load_file, save_file
 
 from tests.tiny import run_xling, save_tiny_model, tiny_model, tiny_tokenizer
 from xling.adapters import AdaptedModel, BottleneckConfig
+from xling.adapters.heads import MaskedLMHead, MaskedLMHeadConfig
 from xling.data.text import read_text
 from xling.errors import XlingError
 from xling.train.config import LanguageAdapterOptions, MaskingConfig, TrainConfig
@@ -134,7 +137,7 @@ def test_masked_only_loss_equals_full_vocabulary_loss(tmp_path):
     encoder, tokenizer = tiny_model("bert")
     model = AdaptedModel(encoder)
     model.add_adapter("qu", BottleneckConfig.preset("madx-lang"))
-    model.add_head("qu", mlm_head(model, str(tmp_path)))
+    model.add_head("qu", mlm_head(model, str(tmp_path), "fresh"))
     model.set_active("qu")
     model.eval()
     blocks = pack_blocks([" ".join(WORDS)] * 40, tokenizer, 32, allow_partial=False)
@@ -156,7 +159,7 @@ def test_vocab_from_corpus_restricts_the_softmax(tmp_path):
     encoder, tokenizer = tiny_model("bert")
     model = AdaptedModel(encoder)
     model.add_adapter("qu", BottleneckConfig.preset("madx-lang"))
-    model.add_head("qu", mlm_head(model, str(tmp_path)))
+    model.add_head("qu", mlm_head(model, str(tmp_path), "fresh"))
     model.set_active("qu")
     blocks = pack_blocks(["qusqu llaqta runa"] * 40, tokenizer, 16, allow_partial=False)
     objective = MaskedLMObjective("qu", blocks, blocks, tokenizer, MaskingConfig(), seed=0, vocab_from_corpus=True)
@@ -173,16 +176,19 @@ def test_vocab_from_corpus_restricts_the_softmax(tmp_path):
 def test_new_head_is_tied_and_trained_checkpoint_head_is_reused(tmp_path):
     encoder, _ = tiny_model("bert")
     model = AdaptedModel(encoder)
-    head = mlm_head(model, str(tmp_path))
+    console = Console(file=io.StringIO())
+    head = mlm_head(model, str(tmp_path), "pretrained", console)
     assert not head.config.from_checkpoint and head.embeddings is encoder.get_input_embeddings()
     assert "embeddings.weight" not in dict(head.named_parameters())
+    assert "has no pretrained one, so a fresh head trains" in console.file.getvalue()
     from transformers import AutoModelForMaskedLM
 
     mlm = AutoModelForMaskedLM.from_config(encoder.config)
     mlm.save_pretrained(tmp_path / "with-head")
-    reused = mlm_head(model, str(tmp_path / "with-head"))
+    reused = mlm_head(model, str(tmp_path / "with-head"), "pretrained", console)
     assert reused.config.from_checkpoint
     assert torch.equal(reused.dense.weight, mlm.cls.predictions.transform.dense.weight)
+    assert not mlm_head(model, str(tmp_path / "with-head"), "fresh", console).config.from_checkpoint
 
 
 # ---- train-lang ------------------------------------------------------------------------------
@@ -231,6 +237,54 @@ def test_train_lang_saves_adapter_head_report_and_log(tmp_path, tiny_dir):
     # lowers it is test_embedded_model_on_real_quechua_lowers_perplexity's check
     assert all(math.isfinite(report[f"held_out_perplexity_{when}"]) for when in ("before", "after"))
     assert json.loads((saved / "report.json").read_text())["steps"] == 12
+
+
+# ---- the shipped masked-LM head ---------------------------------------------------------------
+
+
+@pytest.fixture
+def shipped_head(tmp_path, tiny_dir, monkeypatch) -> dict[str, torch.Tensor]:
+    """A head file standing in for the one xling ships with the embedded model, made for the tiny model."""
+    encoder, _ = tiny_model("bert")
+    embeddings = encoder.get_input_embeddings()
+    head = MaskedLMHead(encoder.config.hidden_size, MaskedLMHeadConfig(embeddings.num_embeddings), embeddings)
+    with torch.no_grad():
+        for tensor in head.parameters():
+            tensor.normal_()
+    file = tmp_path / "mlm_head.safetensors"
+    save_file({name: tensor.contiguous() for name, tensor in head.state_dict().items()}, str(file))
+    monkeypatch.setattr("xling.train.language.shipped_mlm_head", lambda label: file)
+    return load_file(str(file))
+
+
+def test_the_shipped_head_is_loaded_and_frozen_while_the_adapter_trains(tmp_path, tiny_dir, shipped_head):
+    corpus = write_corpus(tmp_path / "qu.txt")
+    report = train_language_adapter(_options(tmp_path, tiny_dir, corpus, mlm_head="pretrained"))
+    saved = Path(report["saved_to"])
+    head = load_file(str(saved / "head_model.safetensors"))
+    assert head.keys() == shipped_head.keys() and all(torch.equal(head[k], shipped_head[k]) for k in head)
+    assert (
+        report["mlm_head"] == "pretrained" and json.loads((saved / "head_config.json").read_text())["from_checkpoint"]
+    )
+    # the adapter alone trained: its parameters, not the head's, are the trainable ones
+    assert report["trainable_parameters"] == sum(
+        t.numel() for t in load_file(str(saved / "adapter_model.safetensors")).values()
+    )
+
+
+def test_a_fresh_head_trains_beside_the_adapter_under_a_name_of_its_own(tmp_path, tiny_dir, shipped_head):
+    corpus = write_corpus(tmp_path / "qu.txt")
+    report = train_language_adapter(_options(tmp_path, tiny_dir, corpus, mlm_head="fresh", name="qu-fresh"))
+    saved = Path(report["saved_to"])
+    assert saved == tmp_path / "ws" / "tinybert" / "lang" / "qu-fresh"
+    assert report["mlm_head"] == "fresh" and report["lang"] == "qu"
+    head = load_file(str(saved / "head_model.safetensors"))
+    assert not torch.equal(head["dense.weight"], shipped_head["dense.weight"])
+
+
+def test_an_unknown_head_choice_is_refused():
+    with pytest.raises(XlingError, match="mlm-head must be one of pretrained, fresh"):
+        LanguageAdapterOptions(lang="qu", corpus=["x.txt"], mlm_head="shared")
 
 
 class Crash(BaseException):

@@ -111,7 +111,7 @@ def test_frozen_weights_stored_in_bf16_change_nothing_autocast_computes(tmp_path
     model_dir = save_tiny_model("bert", tmp_path / "tinybert")
     model = AdaptedModel(load_model(str(model_dir))[0])
     model.add_adapter("qu", BottleneckConfig.preset("madx-lang"))
-    model.add_head("qu", mlm_head(model, str(model_dir)))
+    model.add_head("qu", mlm_head(model, str(model_dir), "fresh"))
     model.train_adapter("qu", ["qu"])  # the adapter and head train; the encoder and its embeddings are frozen
     ids = torch.randint(5, model.config.vocab_size, (2, 12), generator=torch.Generator().manual_seed(0))
 

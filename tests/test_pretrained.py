@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+import torch
 
 from tests.tiny import run_xling
 from xling import Tagger
@@ -22,6 +23,7 @@ from xling.tagging.spec import TaggerSpec
 from xling.workspace import Workspace
 
 SHIPPED = {"lang/qu", "lang/en", "task/ner-en", "task/ner-qu"}
+HEAD = "head/mlm"  # the masked-LM head language adapters train under (`python -m xling.recipes.mlm_head`)
 LINE = "Qusqu llaqtaqa Perú suyupi kachkan."
 
 
@@ -29,16 +31,32 @@ def shipped(role_name: str):
     return PRETRAINED_ROOT / EMBEDDED_NAME / role_name
 
 
-def test_the_four_adapters_are_shipped_within_15_mb_with_the_files_their_records_and_cards_name():
-    assert {f"{role}/{name}" for role, name, _ in listed(EMBEDDED_NAME)} == SHIPPED
+def test_the_four_adapters_and_the_head_are_shipped_within_15_mb_with_the_files_their_records_and_cards_name():
+    assert {f"{role}/{name}" for role, name, _ in listed(EMBEDDED_NAME)} == SHIPPED | {HEAD}
     total = sum(f.stat().st_size for f in (PRETRAINED_ROOT / EMBEDDED_NAME).rglob("*") if f.is_file())
     assert total <= 15e6
-    for name in SHIPPED:
+    for name in SHIPPED | {HEAD}:
         check_shipped_files(shipped(name))
         record, card = read_record(shipped(name)), (shipped(name) / CARD_FILE).read_text()
         assert all(digest in card for digest in record.files.values())
         assert record.data and all(d["source"] and d["licence"] for d in record.data)
         assert not (shipped(name) / "head_config.json").is_file() or name.startswith("task/")  # no masked-LM head
+
+
+def test_the_shipped_mlm_head_is_the_one_a_language_adapter_of_the_embedded_model_trains_under(embedded):
+    from rich.console import Console
+
+    from xling.adapters import AdaptedModel
+    from xling.adapters.weights import read_weights
+    from xling.pretrained import MLM_HEAD_FILE
+    from xling.train.language import mlm_head
+
+    encoder, _ = embedded
+    head = mlm_head(AdaptedModel(encoder), "e5-small", "pretrained", Console(quiet=True))
+    shipped_weights = read_weights(shipped(HEAD) / MLM_HEAD_FILE)
+    assert head.config.from_checkpoint and head.bias.numel() == encoder.get_input_embeddings().num_embeddings
+    assert all(torch.equal(tensor, shipped_weights[name].float()) for name, tensor in head.state_dict().items())
+    assert set(read_record(shipped(HEAD)).perplexity) == {"qu", "es", "en"}
 
 
 def test_a_changed_shipped_file_is_caught(tmp_path):

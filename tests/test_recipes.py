@@ -27,6 +27,28 @@ def write_recipe(path: Path, model: Path, workspace: Path, steps: str) -> Path:
     return path
 
 
+def english_step(train: Path, dev: Path) -> str:
+    """ner-en-nolang in one epoch: the task adapter a recipe test's later steps use."""
+    return f'''
+[[step]]
+title = "ner-en"
+run = "train-task"
+lang = "en"
+no_lang_adapter = true
+train = "{train}"
+dev = "{dev}"
+epochs = 1
+batch_size = 16
+'''
+
+
+def dry_run(recipe: Path, *extra: str) -> str:
+    """`xling run RECIPE --dry-run`'s plan."""
+    result = run_xling("run", str(recipe), "--dry-run", *extra, env={"COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr
+    return result.stderr
+
+
 def pipeline_steps(train: Path, dev: Path, epochs: int) -> str:
     """A tiny pipeline: an English language adapter, ner-en over it, and its dev evaluation."""
     return f'''
@@ -208,7 +230,15 @@ def test_corpora_list_shows_what_is_here(corpora_root):
 
 @pytest.mark.parametrize("recipe", sorted(p.name for p in (REPO / "recipes").glob("*.toml")))
 def test_shipped_recipes_validate(recipe, corpora_root, monkeypatch, tmp_path):
+    from xling.data.catalog import corpus_cache, local_path
+
     monkeypatch.setenv("XLING_CORPORA", str(corpora_root))
+    monkeypatch.setenv("XLING_HOME", str(tmp_path / "home"))
+    for corpus in load_catalog().values():  # fetched on first use, not among the development corpora: stand-ins
+        if corpus.kind == "parallel" and local_path(corpus, None) is None:
+            (corpus_cache() / corpus.local).mkdir(parents=True)
+            for name in corpus.files:
+                (corpus_cache() / corpus.local / name).write_text("Lima llaqta\n")
     parsed = read_recipe(REPO / "recipes" / recipe)
     validate(parsed, Workspace(str(tmp_path), parsed.model))
 
@@ -271,16 +301,7 @@ def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path, trained_workspace):
         model_dir,
         workspace,
         f'''
-[[step]]
-title = "ner-en"
-run = "train-task"
-lang = "en"
-no_lang_adapter = true
-train = "{train}"
-dev = "{dev}"
-epochs = 1
-batch_size = 16
-
+{english_step(train, dev)}
 [[step]]
 title = "dev"
 run = "evaluate"
@@ -291,21 +312,16 @@ no_lang_adapter = true
 ''',
     )
 
-    def dry_run(*extra):
-        result = run_xling("run", str(recipe), "--dry-run", *extra, env={"COLUMNS": "200"})
-        assert result.returncode == 0, result.stderr
-        return result.stderr
-
-    out = dry_run("--seeds", "4,5")
+    out = dry_run(recipe, "--seeds", "4,5")
     assert "tiny seed 4: workspace" in out and "tiny seed 5: workspace" in out
     assert out.count("step 1/2 ner-en (train-task): run: not run yet") == 2
     assert not workspace.exists()
     run_recipe(recipe)
-    assert (
-        "step 1/2 ner-en (train-task): skip: done" in dry_run() and "step 2/2 dev (evaluate): skip: done" in dry_run()
-    )
+    assert "step 1/2 ner-en (train-task): skip: done" in dry_run(
+        recipe
+    ) and "step 2/2 dev (evaluate): skip: done" in dry_run(recipe)
     recipe.write_text(recipe.read_text().replace("epochs = 1", "epochs = 2"), encoding="utf-8")
-    out = dry_run()
+    out = dry_run(recipe)
     assert "step 1/2 ner-en (train-task): run: its options changed since it ran" in out
     assert "step 2/2 dev (evaluate): run: ner-en-nolang will be retrained before it" in out
 
@@ -389,3 +405,52 @@ epochs = 1
     assert (options["train"], options["dev"]) == ("corpus:wikiann-qu/train", "corpus:wikiann-qu/dev")
     card = (adapter / "README.md").read_text()
     assert "| training data | corpus:wikiann-qu/train" in card and "data, corpus:wikiann-qu/train: WikiANN" in card
+
+
+def test_a_later_step_trains_on_a_file_an_earlier_step_wrote_and_follows_it_when_it_is_written_again(
+    tmp_path, trained_workspace
+):
+    _, model_dir, train, dev = trained_workspace
+    recipe = write_recipe(
+        tmp_path / "silver.toml",
+        model_dir,
+        tmp_path / "ws",
+        f'''
+{english_step(train, dev)}
+[[step]]
+title = "silver"
+run = "tag"
+input = "{train}"
+conll = true
+lang = "en"
+task_adapter = "ner-en-nolang"
+no_lang_adapter = true
+format = "conll"
+output = "silver/train.conll"
+
+[[step]]
+title = "ner-silver"
+run = "train-task"
+lang = "en"
+no_lang_adapter = true
+name = "ner-silver"
+train = "results:silver/train.conll"
+dev = "{dev}"
+epochs = 1
+batch_size = 16
+''',
+    )
+    run_recipe(recipe)
+    silver = tmp_path / "ws" / model_dir.name / "results" / "tiny" / "silver" / "train.conll"
+    trained = json.loads((tmp_path / "ws" / model_dir.name / "task" / "ner-silver" / "report.json").read_text())
+    assert trained["options"]["train"] == str(silver) and silver.is_file()
+
+    assert "step 3/3 ner-silver (train-task): skip: done" in dry_run(recipe)
+    recipe.write_text(recipe.read_text().replace('format = "conll"', 'format = "conll"\ndecoder = "split"'))
+    out = dry_run(recipe)
+    assert "step 2/3 silver (tag): run: its options changed since it ran" in out
+    assert "step 3/3 ner-silver (train-task): run: results:silver/train.conll will be written again before it" in out
+    bad = recipe.read_text().replace("results:silver/train.conll", "results:nothing.conll")
+    recipe.write_text(bad)
+    result = run_xling("run", str(recipe), "--dry-run")
+    assert result.returncode == 1 and "no earlier step writes results:nothing.conll" in result.stderr

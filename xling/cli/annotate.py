@@ -1,10 +1,11 @@
-"""`xling select` and `xling annotate`: from unlabelled text to labels (thin commands over `xling.annotation`)."""
+"""`xling select`, `xling annotate` and `xling project`: from unlabelled text to labels (thin commands over
+`xling.annotation`)."""
 
 from __future__ import annotations
 
 from rich.console import Console
 
-from xling.annotation.options import AnnotateOptions, SelectOptions
+from xling.annotation.options import AnnotateOptions, ProjectOptions, SelectOptions
 from xling.cli.options import command
 from xling.cli.progress import counted_bar
 
@@ -41,3 +42,18 @@ def annotate_command(options: AnnotateOptions):
         console.print(f"open {address} (Ctrl+C stops; nothing is lost)")
 
     serve(options, opened, announce)
+
+
+@command(ProjectOptions)
+def project_command(options: ProjectOptions):
+    """Carry entity labels over from a tagged translation: tag the source side of parallel text, align its words
+    to the target side, and write the target sentences whose entities all crossed as silver CoNLL."""
+    from xling.annotation.projection import project
+
+    report = project(options, console)
+    carried = sum(f.get("carried_by_name", 0) + f.get("carried_by_vectors", 0) for f in report["files"])
+    found = sum(f.get("source_entities", 0) for f in report["files"])
+    console.print(
+        f"{report['train']:,} training and {report['dev']:,} dev sentences written to {options.output} "
+        f"({carried:,} of {found:,} source entities carried over; report.json there)"
+    )

@@ -40,6 +40,7 @@ COMMANDS = {
     "tag": ("xling.cli.tag", "tag"),
     "select": ("xling.cli.annotate", "select_command"),
     "annotate": ("xling.cli.annotate", "annotate_command"),
+    "project": ("xling.cli.annotate", "project_command"),
     "push": ("xling.cli.share", "push_command"),
     "export": ("xling.cli.share", "export_command"),
     "analyze": ("xling.cli.analyze", "app"),

@@ -53,7 +53,7 @@ def list_models():
 def shipped_table() -> Table:
     """The adapters shipped with xling: what tags when the workspace has none of that name."""
     table = Table(title=f"Adapters shipped with xling (for {EMBEDDED_NAME}; a workspace's own of the same name win)")
-    for column in ("adapter", "held-out F1 [95% interval]", "stored in", "size"):
+    for column in ("adapter", "held-out score (F1 [95% interval] or perplexity)", "stored in", "size"):
         table.add_column(column, justify="right" if column == "size" else "left")
     for role, name, directory in listed(EMBEDDED_NAME):
         record = read_record(directory)
@@ -62,7 +62,8 @@ def shipped_table() -> Table:
             f"{score.setup}: {100 * score.f1:.1f} [{100 * score.f1_interval[0]:.1f}, "
             f"{100 * score.f1_interval[1]:.1f}] on {score.data}"
             if score
-            else ""
+            else "masked-LM perplexity "
+            + ", ".join(f"{lang} {value:,.0f}" for lang, value in record.perplexity.items())
         )
         table.add_row(f"{role}/{name}", told, record.stored_in, _size(directory))
     return table

@@ -27,6 +27,7 @@ PACKAGED = Path(__file__).with_name("catalog.toml")  # in an installed wheel
 CATALOG = PACKAGED if PACKAGED.is_file() else Path(__file__).parents[2] / "corpora" / "catalog.toml"
 PREFIX = "corpus:"  # corpus:NAME[/SPLIT], resolved by xling.data.fetch.resolve
 FILES_PREFIX = "hf-files:"  # a dataset repository whose text files are the corpus
+URLS = "urls"  # files fetched one by one from the addresses in `files`, each checked against its sha256
 HUB_SPLITS = {"train": "train", "dev": "validation"}  # catalogue split -> the hub dataset's split
 
 
@@ -43,6 +44,7 @@ class Corpus:
     revision: str | None = None  # what `hub` is pinned to
     unfetched: dict[str, str] = field(default_factory=dict)  # split -> where it comes from instead
     silver: SilverSplits | None = None  # silver-dev and silver-pool, made here from a split of silver data
+    files: dict[str, dict[str, str]] = field(default_factory=dict)  # with hub "urls": name -> url and sha256
 
     def __post_init__(self):
         if isinstance(self.silver, dict):
@@ -88,7 +90,7 @@ def fetchable(corpus: Corpus, split: str | None) -> bool:
     """Whether the corpus (a split of labelled data, or a whole text corpus) has a hub source to fetch."""
     if not corpus.hub:
         return False
-    return split is None if corpus.hub.startswith(FILES_PREFIX) else split in HUB_SPLITS
+    return split is None if corpus.hub.startswith(FILES_PREFIX) or corpus.hub == URLS else split in HUB_SPLITS
 
 
 def describe(catalog: dict[str, Corpus]) -> list[dict]:

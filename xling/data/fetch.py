@@ -5,6 +5,7 @@ with the sha256 of every file; a later use checks the files against it."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from xling.data.catalog import (
     FILES_PREFIX,
     HUB_SPLITS,
     PREFIX,
+    URLS,
     Corpus,
     corpora_root,
     corpus_cache,
@@ -45,7 +47,12 @@ def fetch(corpus: Corpus, split: str | None = None, console: Console | None = No
         where = f"{corpus.name}{'/' + split if split else ''}"
         console.print(f"fetching {where} from {corpus.hub} ({corpus.source})", highlight=False, soft_wrap=True)
         try:
-            _fetch_files(corpus, folder, console) if split is None else _fetch_split(corpus, split, target)
+            if split is not None:
+                _fetch_split(corpus, split, target)
+            elif corpus.hub == URLS:
+                _fetch_urls(corpus, folder, console)
+            else:
+                _fetch_files(corpus, folder, console)
         except XlingError:
             raise
         except Exception as err:  # offline, refused, moved: the hub clients raise their own types
@@ -90,6 +97,22 @@ def _fetch_files(corpus: Corpus, folder: Path, console: Console) -> None:
         _record(staging, sorted(staging.iterdir()))
 
 
+def _fetch_urls(corpus: Corpus, folder: Path, console: Console) -> None:
+    """The catalogue's files from their addresses, each checked against its sha256, written whole or not at all."""
+    from urllib.request import urlopen
+
+    with atomic_directory(folder) as staging, Progress(console=console) as progress:
+        bar = progress.add_task(f"{corpus.name}: {len(corpus.files)} files", total=len(corpus.files))
+        for name, entry in corpus.files.items():
+            with urlopen(entry["url"], timeout=60) as response:
+                data = response.read()
+            if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+                raise XlingError(f"{entry['url']}: its sha256 is not the one the catalogue pins; not using it")
+            (staging / name).write_bytes(data)
+            progress.advance(bar)
+        _record(staging, sorted(staging.iterdir()))
+
+
 def _record(folder: Path, files: list[Path]) -> None:
     manifest = folder / MANIFEST
     sums = _sums(manifest) if manifest.is_file() else {}
@@ -121,7 +144,7 @@ def fetch_all(corpus: Corpus, console: Console) -> list[Path]:
     """Every part of a corpus that has a hub source (`xling corpora get NAME`)."""
     if not corpus.hub:
         raise XlingError(f"corpus {corpus.name} has no hub source to fetch ({corpus.source or 'development only'})")
-    if corpus.hub.startswith(FILES_PREFIX):
+    if corpus.hub.startswith(FILES_PREFIX) or corpus.hub == URLS:
         return [fetch(corpus, None, console)]
     return [fetch(corpus, split, console) for split in corpus.splits if split in HUB_SPLITS]
 

@@ -2,6 +2,8 @@
 
     xling/pretrained/<model>/lang/<lang>/      language adapters (without their masked-LM head)
     xling/pretrained/<model>/task/<task>-<lang>/  task adapters, each with `pretrained.json` and its card
+    xling/pretrained/<model>/head/mlm/         the masked-LM head of an encoder that has none, under which
+                                               language adapters train (`python -m xling.recipes.mlm_head`)
 
 The workspace falls back to them for a name it does not hold, and the tagger says so in one line on standard
 error. `recipes/pretrained.toml` trains them and `python -m xling.recipes.pretrained` writes them here.
@@ -19,6 +21,7 @@ from xling.options import from_record
 
 PRETRAINED_ROOT = Path(__file__).parent
 RECORD_FILE = "pretrained.json"
+MLM_HEAD_FILE = "mlm_head.safetensors"
 
 
 @dataclass
@@ -46,6 +49,7 @@ class PretrainedRecord:
     data: list[dict] = field(default_factory=list)  # each corpus: name, source, licence
     scores: list[dict] = field(default_factory=list)  # each a Score
     fp16_check: list[dict] = field(default_factory=list)  # per setup: silver-dev sentences fp16 tags as fp32 does
+    perplexity: dict[str, float] = field(default_factory=dict)  # a masked-LM head: held-out, per language
 
     def __post_init__(self):
         self.evaluations = [from_record(Score, s, f"{RECORD_FILE} of {self.name}: scores") for s in self.scores]
@@ -60,6 +64,13 @@ def pretrained_dir(model_label: str) -> Path | None:
     """The shipped adapters for a base model (its workspace label), or None: only the embedded default has any."""
     folder = PRETRAINED_ROOT / model_label
     return folder if folder.is_dir() else None
+
+
+def shipped_mlm_head(model_label: str) -> Path | None:
+    """The weights file of the masked-LM head xling ships for a base model, or None."""
+    root = pretrained_dir(model_label)
+    file = root / "head" / "mlm" / MLM_HEAD_FILE if root else None
+    return file if file and file.is_file() else None
 
 
 def is_pretrained(directory: Path) -> bool:

@@ -6,10 +6,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.console import Console
 
 from xling.analysis.options import AnalyzeOptions
+from xling.annotation.options import ProjectOptions
 from xling.errors import XlingError
 from xling.methods import METHODS
 from xling.options import build, defaults, options_of
@@ -58,6 +60,10 @@ class RunKind(ABC):
     def needs(self, options, context: StepContext) -> list[Adapter]:
         return []
 
+    def finished(self, output: Path) -> Path:
+        """The file whose presence says a writing step finished: its output, or a file the output folder holds."""
+        return output
+
 
 @dataclass(frozen=True)
 class Training(RunKind):
@@ -75,7 +81,7 @@ class Training(RunKind):
 
 class LanguageTraining(Training):
     def saves(self, options) -> Adapter:
-        return (LANG, options.lang)
+        return (LANG, options.name or options.lang)
 
 
 class TaskTraining(Training):
@@ -135,6 +141,18 @@ class TagFile(Tagging):
         tag_file(options, context.console)
 
 
+class Projection(Tagging):
+    writes = True
+
+    def finished(self, output: Path) -> Path:
+        return output / "report.json"  # the folder is written whole or not at all, its report with it
+
+    def perform(self, options: ProjectOptions, context: StepContext) -> None:
+        from xling.annotation.projection import project
+
+        project(options, context.console)
+
+
 class Analysis(Tagging):
     writes = True
 
@@ -157,6 +175,7 @@ RUNS: dict[str, RunKind] = {
     "evaluate": Evaluation(EvaluationOptions),
     "tag": TagFile(TagOptions),
     "analyze": Analysis(AnalyzeOptions),
+    "project": Projection(ProjectOptions),
 }
 
 # A step's keys are its command's options, named as on the command line.

@@ -19,7 +19,8 @@ from xling.recipes.reading import STEPS_FILE, Recipe, Step
 from xling.roles import Role
 from xling.workspace import Workspace, inside, is_hub_name, is_path
 
-PATH_KEYS = {"corpus", "train", "dev", "data", "input"}
+PATH_KEYS = {"corpus", "train", "dev", "data", "input", "parallel"}
+RESULTS_PREFIX = "results:"  # `results:FILE`: a file an earlier step of the recipe wrote among its results
 
 
 def seeded(recipe: Recipe, seed: int) -> Recipe:
@@ -57,6 +58,11 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
         for key in sorted(PATH_KEYS & set(step.options)):
             values = step.options[key] if isinstance(step.options[key], list) else [step.options[key]]
             for value in values:
+                if value.startswith(RESULTS_PREFIX):
+                    wanted = results_file(value, recipe, workspace)
+                    if not any(wanted == output or wanted.is_relative_to(output) for output in claimed):
+                        problems.append(f"{where}: key {key!r}: no earlier step writes {value}")
+                    continue
                 try:
                     resolved = _resolved(value, catalog, unreachable)
                 except XlingError as err:
@@ -134,6 +140,12 @@ def results_dir(workspace: Workspace, recipe: Recipe) -> Path:
     return workspace.model_dir / "results" / recipe.name
 
 
+def results_file(value: str, recipe: Recipe, workspace: Workspace) -> Path:
+    """The path `results:FILE` names: FILE among the recipe's results."""
+    name = value.removeprefix(RESULTS_PREFIX)
+    return inside(results_dir(workspace, recipe), name, f"{value!r}")
+
+
 def output_path(step: Step, recipe: Recipe, workspace: Workspace) -> Path | None:
     """A tag or analyze step's `output` (an analysis's default file name), inside the recipe's results; None
     for a tag step that prints."""
@@ -147,7 +159,10 @@ def output_file(step: Step, recipe: Recipe, workspace: Workspace) -> Path | None
         return _adapter_file(workspace, *produces(step))
     if RUNS[step.run].scores:
         return results_dir(workspace, recipe) / f"{step.title}.json"
-    return output_path(step, recipe, workspace) if RUNS[step.run].writes else None
+    if not RUNS[step.run].writes:
+        return None
+    output = output_path(step, recipe, workspace)
+    return RUNS[step.run].finished(output) if output else None
 
 
 def _adapter_file(workspace: Workspace, role: Role, name: str) -> Path:
@@ -165,7 +180,20 @@ def rerun_reason(step: Step, recipe: Recipe, workspace: Workspace, ran_with: dic
         for role, name in requires(step, recipe, workspace)
         if (f := _adapter_file(workspace, role, name)).is_file() and f.stat().st_mtime > made_at
     ]
-    return f"{', '.join(newer)} retrained since it ran" if newer else None
+    if newer:
+        return f"{', '.join(newer)} retrained since it ran"
+    rewritten = [v for v, f in results_inputs(step, recipe, workspace) if f.is_file() and f.stat().st_mtime > made_at]
+    return f"{', '.join(rewritten)} written again since it ran" if rewritten else None
+
+
+def results_inputs(step: Step, recipe: Recipe, workspace: Workspace) -> list[tuple[str, Path]]:
+    """The `results:FILE` values of a step's path keys, with the files they name."""
+    values = [v for key in PATH_KEYS & set(step.options) for v in _as_list(step.options[key])]
+    return [(v, results_file(v, recipe, workspace)) for v in values if v.startswith(RESULTS_PREFIX)]
+
+
+def _as_list(value) -> list:
+    return value if isinstance(value, list) else [value]
 
 
 def ran_with_record(recipe: Recipe, workspace: Workspace) -> dict:
@@ -181,6 +209,7 @@ def plan(recipe: Recipe, workspace: Workspace) -> list[tuple[Step, str | None]]:
     """Each step with why it must run ("not run yet", edited, inputs retrained), or None when it is done."""
     ran_with = ran_with_record(recipe, workspace)
     remade: set[tuple[str, str]] = set()
+    rewritten: set[Path] = set()  # outputs of writing steps that run again
     planned = []
     for step in recipe.steps:
         out = output_file(step, recipe, workspace)
@@ -189,8 +218,16 @@ def plan(recipe: Recipe, workspace: Workspace) -> list[tuple[Step, str | None]]:
             stale := [name for role, name in requires(step, recipe, workspace) if (role, name) in remade]
         ):
             reason = f"{', '.join(stale)} will be retrained before it"
+        if reason is None and (
+            again := [
+                v for v, f in results_inputs(step, recipe, workspace) if any(f.is_relative_to(w) for w in rewritten)
+            ]
+        ):
+            reason = f"{', '.join(again)} will be written again before it"
         if reason is not None and produces(step):
             remade.add(produces(step))
+        if reason is not None and RUNS[step.run].writes and (written := output_path(step, recipe, workspace)):
+            rewritten.add(written)
         planned.append((step, reason))
     return planned
 

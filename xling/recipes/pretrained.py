@@ -15,7 +15,6 @@ import argparse
 import functools
 import json
 import shutil
-import subprocess
 import tempfile
 
 try:
@@ -36,6 +35,7 @@ from xling.fileio import atomic_directory, file_sha256, read_json, write_json_at
 from xling.models import model_label
 from xling.models.loading import DEFAULT_MODEL
 from xling.pretrained import PRETRAINED_ROOT, RECORD_FILE, PretrainedRecord, Score, read_record
+from xling.recipes.results import source_commit
 from xling.roles import LANG, TASK
 from xling.tagging.evaluate import evaluate
 from xling.tagging.options import EvaluationOptions
@@ -139,11 +139,6 @@ def data_record(name: str) -> list[dict]:
     return inherited + found
 
 
-def commit() -> str:
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return done.stdout.strip() or "unknown"
-
-
 def build(source_workspace: Path, model: str = DEFAULT_MODEL) -> Path:
     """Stage the shipped adapters in a scratch workspace, score and describe them there, then put them in place."""
     label = model_label(model)
@@ -179,7 +174,7 @@ def write_record(staged_ws: Path, role, name: str, fp16: bool, checks: list[dict
         role=role.name,
         recipe=RECIPE,
         seed=SEED,
-        commit=commit(),
+        commit=source_commit() or "unknown",
         stored_in="fp16" if fp16 else "fp32",
         files=files,
         data=data_record(name),

@@ -13,7 +13,16 @@ from xling.cards import CARD_FILE, REPORT_FILE, model_card, read_report
 from xling.data.fetch import resolve
 from xling.fileio import read_json, write_json_atomic, write_text_atomic
 from xling.recipes.kinds import RUNS, StepContext, produces, step_options
-from xling.recipes.planning import output_path, plan, ran_with_record, results_dir, seeded, validate
+from xling.recipes.planning import (
+    RESULTS_PREFIX,
+    output_path,
+    plan,
+    ran_with_record,
+    results_dir,
+    results_file,
+    seeded,
+    validate,
+)
 from xling.recipes.reading import STEPS_FILE, Recipe, Step, read_recipe
 from xling.recipes.results import combine, provenance, results_table, rich_results
 from xling.roles import TASK
@@ -22,6 +31,10 @@ from xling.scoring.cells import interval_cell
 from xling.tagging.evaluate import leakage_warning
 from xling.train.loop import TrainingProgress
 from xling.workspace import Workspace
+
+
+def is_results_file(value) -> bool:
+    return isinstance(value, str) and value.startswith(RESULTS_PREFIX)
 
 
 def run_step(
@@ -38,6 +51,7 @@ def run_step(
     # Commands take `corpus:` names themselves and record them as given, so that reports and model cards name
     # the corpus rather than this machine's copy of it; only tag's input is read as a plain file.
     o = {k: resolve(v) if k == "input" else v for k, v in step.options.items()}
+    o = {k: str(results_file(v, recipe, workspace)) if is_results_file(v) else v for k, v in o.items()}
     if kind.writes:
         output = output_path(step, recipe, workspace)
         o["output"] = str(output) if output else None

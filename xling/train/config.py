@@ -94,6 +94,10 @@ class TaggingRunOptions(RunOptions):
         at_least("max_len", self.max_len, MIN_WINDOW)
 
 
+MLM_HEADS = ("pretrained", "fresh")
+DEFAULT_MLM_HEAD = "fresh"
+
+
 @dataclass
 class LanguageAdapterOptions(RunOptions):
     lang: str = opt(help="Language code, e.g. qu, es, en: the adapter's name.", argument=1)
@@ -106,9 +110,18 @@ class LanguageAdapterOptions(RunOptions):
     masking: MaskingConfig = opt(factory=MaskingConfig)
     vocab_from_corpus: bool = opt(False, "Restrict the training softmax to pieces seen in the corpus (faster).")
     held_out: float = opt(0.02, "Share of lines held out for perplexity (kept within 1-5%).")
+    mlm_head: str = opt(
+        DEFAULT_MLM_HEAD,
+        "pretrained: train under the model's own masked-LM head, or the one xling ships for it, frozen (a fresh "
+        "one where there is neither); fresh: train a new head with the adapter.",
+        choices=MLM_HEADS,
+    )
+    name: str | None = opt(None, "Save the adapter under this name instead of the language code.")
 
     def __post_init__(self):
         self.adapter = AdapterChoice.of(self.adapter)
+        if self.mlm_head not in MLM_HEADS:
+            raise XlingError(f"mlm-head must be one of {', '.join(MLM_HEADS)}, not {self.mlm_head!r}")
         at_least("seq_len", self.seq_len, MIN_WINDOW)
         if not 0 < self.held_out < 1:
             raise XlingError(f"held-out must be a share between 0 and 1, not {self.held_out}")

@@ -8,14 +8,17 @@ import torch
 from rich.console import Console
 
 from xling.adapters import AdaptedModel
+from xling.adapters.composition import check_name
 from xling.adapters.heads import MaskedLMHead, MaskedLMHeadConfig
 from xling.adapters.registry import describe
 from xling.adapters.saving import save
+from xling.adapters.weights import read_weights
 from xling.data.text import read_text
 from xling.errors import XlingError
-from xling.models import load_model, resolve_model_dir
+from xling.models import load_model, model_label, resolve_model_dir
+from xling.pretrained import shipped_mlm_head
 from xling.roles import LANG
-from xling.train.config import LanguageAdapterOptions
+from xling.train.config import DEFAULT_MLM_HEAD, LanguageAdapterOptions
 from xling.train.loop import TrainingProgress
 from xling.train.mlm import MaskedLMObjective, pack_blocks, pretrained_mlm_head
 from xling.train.run import TrainingRun, run_options
@@ -33,14 +36,27 @@ def split_held_out(lines: list[str], share: float, seed: int) -> tuple[list[str]
     return [line for i, line in enumerate(lines) if i not in held], [line for i, line in enumerate(lines) if i in held]
 
 
-def mlm_head(model: AdaptedModel, model_dir: str) -> MaskedLMHead:
-    """The checkpoint's own MLM head, frozen, if it has one; otherwise a new head to train.
+def mlm_head(
+    model: AdaptedModel, model_spec: str, choice: str = DEFAULT_MLM_HEAD, console: Console | None = None
+) -> MaskedLMHead:
+    """With `choice` pretrained, the checkpoint's own masked-LM head, else the one xling ships for the model,
+    frozen; otherwise (or where there is neither) a new head to train.
 
     A new head's decoder is tied to the frozen input embeddings, so only its small
     transform and its output bias are trained, together with the adapter.
     """
+    console = console or Console(stderr=True)
     embeddings = model.encoder.get_input_embeddings()
-    state = pretrained_mlm_head(model_dir, model.config)
+    state = None
+    if choice == "pretrained":
+        state = pretrained_mlm_head(resolve_model_dir(model_spec), model.config)
+        if state is None and (shipped := shipped_mlm_head(model_label(model_spec))) is not None:
+            state = read_weights(shipped)
+            console.print(f"masked-LM head: xling's pretrained head for {model_label(model_spec)}, frozen")
+        if state is None:
+            console.print(
+                f"masked-LM head: {model_spec} has no pretrained one, so a fresh head trains with the adapter"
+            )
     config = MaskedLMHeadConfig(
         vocab_size=embeddings.num_embeddings,
         layer_norm_eps=getattr(model.config, "layer_norm_eps", 1e-12),
@@ -48,7 +64,7 @@ def mlm_head(model: AdaptedModel, model_dir: str) -> MaskedLMHead:
     )
     head = MaskedLMHead(model.hidden_size, config, embeddings)
     if state is not None:
-        head.load_state_dict(state)
+        head.load_state_dict({name: tensor.float() for name, tensor in state.items()})
     return head
 
 
@@ -70,8 +86,9 @@ def train_language_adapter(
     """Train, save under the workspace, and return the report."""
     console = console or Console(stderr=True)
     lang = check_lang(options.lang)
+    name = check_name(options.name) if options.name else lang
     workspace = Workspace(options.workspace, options.model)
-    run = TrainingRun.in_workspace(workspace, LANG, lang, options.overwrite, options.restart)
+    run = TrainingRun.in_workspace(workspace, LANG, name, options.overwrite, options.restart)
 
     lines, files = read_text(options.corpus)
     if not lines:
@@ -85,17 +102,17 @@ def train_language_adapter(
 
     torch.manual_seed(options.training.seed)  # the adapter's and head's initial weights follow the seed
     model = AdaptedModel(encoder)
-    model.add_adapter(lang, options.adapter.config)
-    head = mlm_head(model, resolve_model_dir(options.model))
+    model.add_adapter(name, options.adapter.config)
+    head = mlm_head(model, options.model, options.mlm_head, console)
     if not head.config.from_checkpoint:
         unigram_bias(head, train_blocks, tokenizer.all_special_ids)
-    model.add_head(lang, head)
-    counts = model.train_adapter(lang, train=[lang])
+    model.add_head(name, head)
+    counts = model.train_adapter(name, train=[name])
     if head.config.from_checkpoint:
         head.requires_grad_(False)
         counts = model.parameter_count()
     objective = MaskedLMObjective(
-        lang,
+        name,
         train_blocks,
         held_out_blocks,
         tokenizer,
@@ -104,16 +121,18 @@ def train_language_adapter(
         options.vocab_from_corpus,
     )
     console.print(
-        f"training language adapter [bold]{lang}[/] on {len(train_blocks):,} blocks of {options.seq_len}: {counts}"
+        f"training language adapter [bold]{name}[/] on {len(train_blocks):,} blocks of {options.seq_len}: {counts}"
         + (f"; softmax over {len(objective.vocab_ids):,} corpus pieces" if objective.vocab_ids is not None else "")
     )
     record = run_options(
         options, "lang", lang=lang, corpus=[str(f) for f in files], adapter=describe(options.adapter.config)
     )
-    result = run.train(model, objective, options.training, record, counts, f"train-lang {lang}", progress)
+    result = run.train(model, objective, options.training, record, counts, f"train-lang {name}", progress)
     evaluations = result.evaluations
     report = run.report(
-        adapter=lang,
+        adapter=name,
+        lang=lang,
+        mlm_head="pretrained" if head.config.from_checkpoint else "fresh",
         kind=LANG.word,
         model=options.model,
         corpus_files=[str(f) for f in files],
@@ -126,6 +145,6 @@ def train_language_adapter(
     return run.save(
         report,
         lambda target, extra: save(
-            model, lang, target, overwrite=options.overwrite, metadata={"role": LANG.word}, extra_files=extra
+            model, name, target, overwrite=options.overwrite, metadata={"role": LANG.word}, extra_files=extra
         ),
     )

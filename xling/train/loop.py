@@ -472,7 +472,9 @@ def store_frozen_weights(model: AdaptedModel, precision: str) -> None:
     carry the whole residual stream in bf16, and the task adapter would learn from other numbers than it
     meets later. What trains stays fp32 (master weights, optimiser state)."""
     if precision == "bf16":
-        lower_linear_weights(model, torch.bfloat16, frozen_only=True)
+        # not the heads: a frozen pretrained head is saved with the adapter, and must be saved as it was loaded
+        for part in (model.encoder, model.adapters, model.fusions):
+            lower_linear_weights(part, torch.bfloat16, frozen_only=True)
         for head in model.heads.values():
             if isinstance(head, MaskedLMHead) and not head.embeddings.weight.requires_grad:
                 head.store_decoder(torch.bfloat16)  # the embedding matrix as the masked-LM decoder's weight

@@ -1,0 +1,205 @@
+"""`xling project`: Quechua training labels carried over from a tagged translation (annotation projection).
+
+The source side of a parallel corpus (Spanish, say) is tagged by a source task adapter; each entity is carried
+to the words of the target side it aligns to (`xling.annotation.alignment`: names spelled alike first, then
+mutual best matches of the encoder's word vectors). A sentence is kept only when every entity of its source
+crossed over to one contiguous target span that starts with a capital, as the entity does; a fixed share of the
+pairs without entities is kept too, all O, and a fixed share of what is kept goes to a dev file for choosing epochs.
+No sentence of an evaluation split is ever written (compared by fingerprint), so a tagger trained on the file
+can be scored on those splits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+
+from xling.annotation.alignment import argmax_links, cosine, name_links
+from xling.annotation.options import ProjectOptions
+from xling.data.conll import Sentence, conll_text, read_lines
+from xling.data.fingerprints import fingerprint
+from xling.data.iob2 import entities
+from xling.data.overlap import data_set
+from xling.data.text import expand_sources
+from xling.errors import XlingError
+from xling.fileio import atomic_directory, write_json_atomic
+from xling.tagging.words import tokenize
+
+
+@dataclass
+class Carried:
+    """One sentence pair's outcome: the target's tags, and how each source entity fared."""
+
+    tags: list[str]
+    by_name: int = 0
+    by_vectors: int = 0
+    dropped: list[str] = field(default_factory=list)  # types of the entities that did not cross
+
+
+def carry(source: list[str], source_tags: list[str], target: list[str], names: set, vectors: set) -> Carried:
+    """Tags for the target: each source entity on the target words its words link to (a word's name link, else
+    its vector links), when they make one contiguous span that no other entity holds and that starts with a
+    capital, as the entity does; an entity that opens the sentence (capitalised whatever it is) crosses only
+    by a name link. Otherwise it is dropped."""
+    result = Carried(["O"] * len(target))
+    named = {i for i, _ in names}
+    for kind, start, end in entities(source_tags):
+        aligned = {j for i, j in names | {(i, j) for i, j in vectors if i not in named} if start <= i < end}
+        by_name = any(start <= i < end for i in named)
+        span = range(min(aligned), max(aligned) + 1) if aligned else range(0)
+        if (
+            not aligned
+            or len(span) != len(aligned)
+            or any(result.tags[j] != "O" for j in span)
+            or not (source[start][:1].isupper() and target[span.start][:1].isupper())
+            or (start == 0 and not by_name)
+        ):
+            result.dropped.append(kind)
+            continue
+        result.tags[span.start : span.stop] = [f"B-{kind}"] + [f"I-{kind}"] * (len(span) - 1)
+        if by_name:
+            result.by_name += 1
+        else:
+            result.by_vectors += 1
+    return result
+
+
+def pairs_of(sources: list[str], source_lang: str, lang: str) -> list[tuple[Path, Path]]:
+    """(source file, target file) pairs: NAME.SOURCE_LANG beside NAME.LANG, in the folders or files given."""
+    pairs = []
+    for file in expand_sources(sources):
+        if file.suffix == f".{source_lang}":
+            partner = file.with_suffix(f".{lang}")
+            if not partner.is_file():
+                raise XlingError(f"{file} has no translation beside it: {partner.name} is missing")
+            pairs.append((file, partner))
+    if not pairs:
+        raise XlingError(f"no parallel files in {', '.join(sources)}: expected NAME.{source_lang} beside NAME.{lang}")
+    return pairs
+
+
+def read_pairs(source: Path, target: Path) -> list[tuple[list[str], list[str]]]:
+    """The files' lines side by side as words; both files must have the same number of lines."""
+    left = [line for _, line in read_lines(source)]
+    right = [line for _, line in read_lines(target)]
+    if len(left) != len(right):
+        raise XlingError(f"{source} has {len(left)} lines but {target} has {len(right)}: they are not line-aligned")
+    return [([t.text for t in tokenize(a)], [t.text for t in tokenize(b)]) for a, b in zip(left, right)]
+
+
+def word_vectors(encoder, tokenizer, sentences: list[list[str]], layer: int, batch_size: int = 32) -> list[np.ndarray]:
+    """Each word's vector: the mean of its pieces' hidden states at `layer` of the bare encoder."""
+    import torch
+
+    device = next(encoder.parameters()).device
+    vectors = []
+    for start in range(0, len(sentences), batch_size):
+        batch = sentences[start : start + batch_size]
+        encoded = tokenizer(batch, is_split_into_words=True, truncation=True, max_length=256, padding=True)
+        ids = torch.tensor(encoded["input_ids"], device=device)
+        mask = torch.tensor(encoded["attention_mask"], device=device)
+        with torch.inference_mode():
+            states = encoder(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
+        hidden = states[min(layer, len(states) - 1)]  # the last layer of an encoder with fewer
+        hidden = hidden.float().cpu().numpy()
+        for row, words in enumerate(batch):
+            pieces = encoded.word_ids(row)
+            sums = np.zeros((len(words), hidden.shape[-1]), dtype=np.float32)
+            counts = np.zeros(len(words), dtype=np.float32)
+            for position, word in enumerate(pieces):
+                if word is not None:
+                    sums[word] += hidden[row, position]
+                    counts[word] += 1
+            vectors.append(sums / np.maximum(counts, 1)[:, None])
+    return vectors
+
+
+def words_in(tokens: list[str]) -> int:
+    return sum(any(c.isalpha() for c in token) for token in tokens)
+
+
+def drawn(words: list[str], share: float, salt: str) -> bool:
+    """A fixed, seedless draw by the sentence's hash: whether it is among the `share` picked."""
+    digest = hashlib.sha256(f"{salt}\n{' '.join(words)}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < share
+
+
+def unseen(pairs: list[tuple], held_out: set[str], seen: set[str]) -> list[tuple]:
+    """The pairs whose target is in no evaluation split and was not met before (`seen` grows)."""
+    usable = []
+    for source, target in pairs:
+        key = fingerprint(target)
+        if key not in held_out and key not in seen:
+            seen.add(key)
+            usable.append((source, target))
+    return usable
+
+
+def evaluation_prints(references: list[str]) -> set[str]:
+    return {fingerprint(s.tokens) for reference in references for s in data_set(reference)}
+
+
+def project(options: ProjectOptions, console: Console | None = None) -> dict:
+    """Write the silver files and the report into the output folder; return the report."""
+    from xling.models import load_model
+    from xling.tagging.tagger import Tagger
+
+    console = console or Console(stderr=True)
+    out = Path(options.output)
+    if out.exists() and not options.overwrite:
+        raise XlingError(f"{out} already exists; add --overwrite to replace it")
+    # every file read before any model loads: a broken pair fails at once
+    files = [(a, b, read_pairs(a, b)) for a, b in pairs_of(options.parallel, options.source_lang, options.lang)]
+    held_out = evaluation_prints(options.exclude)
+    tagger = Tagger.load(options.tagger)
+    encoder, tokenizer = load_model(options.tagger.model)
+    kept: list[Sentence] = []
+    reports, seen = [], set()
+    for source_file, target_file, read in files:
+        console.print(f"projecting {source_file.name} -> {target_file.name}")
+        pairs = [(a, b) for a, b in read if words_in(a) >= options.min_words and b]
+        usable = unseen(pairs, held_out, seen)
+        source_tags = [[tag for tag, _ in sentence] for sentence in tagger.tag_words([a for a, _ in usable])]
+        source_vectors = word_vectors(encoder, tokenizer, [a for a, _ in usable], options.layer)
+        target_vectors = word_vectors(encoder, tokenizer, [b for _, b in usable], options.layer)
+        in_evaluation = sum(fingerprint(b) in held_out for _, b in pairs)
+        counts, types = (
+            Counter(lines=len(read), pairs=len(pairs), in_evaluation_splits=in_evaluation, distinct=len(usable)),
+            Counter(),
+        )
+        for (source, target), tags, a, b in zip(usable, source_tags, source_vectors, target_vectors):
+            found = entities(tags)
+            if not found:
+                if drawn(target, options.empty_share, "empty"):
+                    kept.append(Sentence(target, ["O"] * len(target)))
+                    counts["kept_without_entities"] += 1
+                continue
+            words = {i for _, start, end in found for i in range(start, end)}
+            links = name_links(source, target, words), argmax_links(cosine(a, b), options.floor)
+            result = carry(source, tags, target, *links)
+            counts.update(
+                source_entities=len(found),
+                carried_by_name=result.by_name,
+                carried_by_vectors=result.by_vectors,
+                dropped=len(result.dropped),
+            )
+            if not result.dropped:
+                kept.append(Sentence(target, result.tags))
+                counts["kept_with_entities"] += 1
+                types.update(kind for kind, _, _ in entities(result.tags))
+        reports.append({"source": str(source_file), "target": str(target_file), **counts, "kept_entities": dict(types)})
+    if not kept:
+        raise XlingError("no sentence pair carried its entities over; nothing to write")
+    dev = [s for s in kept if drawn(s.tokens, options.dev_share, "dev")]
+    train = [s for s in kept if not drawn(s.tokens, options.dev_share, "dev")]
+    report = {"options": asdict(options), "train": len(train), "dev": len(dev), "files": reports}
+    with atomic_directory(out, overwrite=options.overwrite, replaces=("report.json",)) as target:
+        (target / "train.conll").write_text(conll_text(train), encoding="utf-8")
+        (target / "dev.conll").write_text(conll_text(dev), encoding="utf-8")
+        write_json_atomic(target / "report.json", report)
+    return report
