@@ -176,7 +176,7 @@ def test_vocab_from_corpus_restricts_the_softmax(tmp_path):
 def test_new_head_is_tied_and_trained_checkpoint_head_is_reused(tmp_path):
     encoder, _ = tiny_model("bert")
     model = AdaptedModel(encoder)
-    console = Console(file=io.StringIO())
+    console = Console(file=io.StringIO(), width=1000)  # one line, whatever the length of the temporary path
     head = mlm_head(model, str(tmp_path), "pretrained", console)
     assert not head.config.from_checkpoint and head.embeddings is encoder.get_input_embeddings()
     assert "embeddings.weight" not in dict(head.named_parameters())
