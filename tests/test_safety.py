@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.tiny import run_xling
@@ -340,3 +342,22 @@ def test_an_adapterhub_adapter_for_another_model_is_refused(tmp_path, change, me
     config["model_name"] = "org/base"  # the same model under its hub id
     (tmp_path / "lang" / "adapter_config.json").write_text(json.dumps(config))
     assert load(model, tmp_path / "lang") == "lang"
+
+
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ('{"steps": ' + "9" * 5000 + "}", "Exceeds the limit"),
+        ('{"f1": NaN}', "NaN is not a JSON number"),
+        ('{"f1": -Infinity}', "-Infinity is not a JSON number"),
+        ("[" * 100_000 + "]" * 100_000, "maximum recursion depth exceeded"),
+    ],
+    ids=["5000-digit integer", "NaN", "-Infinity", "100000 levels"],
+)
+def test_a_json_file_with_a_huge_integer_a_nan_or_deep_nesting_is_one_line_naming_it(tmp_path, text, why):
+    from xling.fileio import read_json
+
+    (tmp_path / "report.json").write_text(text)
+    with pytest.raises(XlingError, match=f"report.json is not valid JSON: .*{re.escape(why)}") as caught:
+        read_json(tmp_path / "report.json")
+    assert len(str(caught.value).splitlines()) == 1

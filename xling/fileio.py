@@ -109,9 +109,13 @@ def read_json(path: Path):
     if not path.is_file():
         raise XlingError(f"{path} is missing")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
-        raise XlingError(f"{path} is not valid JSON: {str(err) or 'nested too deeply'}") from None
+        return json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:  # ValueError: also an integer of 4,300+ digits
+        raise XlingError(f"{path} is not valid JSON: {(str(err) or 'nested too deeply').splitlines()[0]}") from None
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def write_json_atomic(path: Path, data) -> None:
