@@ -25,14 +25,15 @@ from safetensors.torch import save_file
 from xling.adapters import AdaptedModel
 from xling.adapters.heads import MaskedLMHead, MaskedLMHeadConfig
 from xling.adapters.weights import read_weights
-from xling.cards import CARD_FILE, catalogued
+from xling.cards import CARD_FILE
 from xling.data.text import read_text
-from xling.device import autocast, machine_name
+from xling.device import autocast
 from xling.fileio import atomic_directory, file_sha256, read_json, write_json_atomic
 from xling.models import load_model, model_label
 from xling.models.loading import DEFAULT_MODEL
 from xling.pretrained import MLM_HEAD_FILE, PRETRAINED_ROOT, RECORD_FILE, PretrainedRecord
-from xling.recipes.results import source_commit
+from xling.recipes.pretrained import corpus_records
+from xling.recipes.results import made_where, source_commit
 from xling.train.config import MaskingConfig, TrainConfig
 from xling.train.language import split_held_out, unigram_bias
 from xling.train.loop import train
@@ -79,12 +80,6 @@ def language_blocks(recipe: HeadRecipe, tokenizer) -> dict[str, tuple[torch.Tens
     return blocks
 
 
-def made_where() -> dict:
-    from xling import __version__
-
-    return {"xling_version": __version__, "commit": source_commit(), "machine": machine_name()}
-
-
 def head_state(head: MaskedLMHead) -> dict[str, torch.Tensor]:
     return {name: tensor.detach().float().cpu().contiguous() for name, tensor in head.state_dict().items()}
 
@@ -93,8 +88,12 @@ def train_head(workdir: Path, recipe: HeadRecipe) -> dict:
     """Train the head in `workdir` (resumable), write its fp32 weights and `report.json` there, return the report;
     a head that `workdir` holds already from the same recipe is not trained again."""
     done = workdir / REPORT_FILE
-    if done.is_file() and (workdir / MLM_HEAD_FILE).is_file() and read_json(done).get("recipe") == asdict(recipe):
-        return read_json(done)
+    if (
+        done.is_file()
+        and (workdir / MLM_HEAD_FILE).is_file()
+        and (report := read_json(done)).get("recipe") == asdict(recipe)
+    ):
+        return report
     workdir.mkdir(parents=True, exist_ok=True)
     encoder, tokenizer = load_model(recipe.model)
     blocks = language_blocks(recipe, tokenizer)
@@ -145,11 +144,7 @@ def ship(workdir: Path, recipe: HeadRecipe) -> Path:
     """Put the trained head, in fp16, with its record and card, into the package."""
     report = read_json(workdir / REPORT_FILE)
     weights = {name: tensor.half() for name, tensor in read_weights(workdir / MLM_HEAD_FILE).items()}
-    data = []
-    for source in recipe.corpora.values():
-        corpus = catalogued(source)
-        split = source.split("/", 1)[1] if "/" in source else None
-        data.append({"corpus": source, "source": corpus.public_source(split), "licence": corpus.licence})
+    data = corpus_records(list(recipe.corpora.values()))
     folder = PRETRAINED_ROOT / model_label(recipe.model) / "head" / HEAD
     with atomic_directory(folder, overwrite=True, replaces=()) as target:
         save_file(weights, str(target / MLM_HEAD_FILE))

@@ -131,12 +131,17 @@ def data_record(name: str) -> list[dict]:
     step = recipe_steps()[name]
     inherited = data_record(step["init_from"]) if step.get("init_from") else []
     sources = step.get("corpus") or step.get("train")
+    return inherited + corpus_records([sources] if isinstance(sources, str) else sources)
+
+
+def corpus_records(sources: list[str]) -> list[dict]:
+    """Each `corpus:` name with its public source and licence from the catalogue."""
     found = []
-    for source in [sources] if isinstance(sources, str) else sources:
+    for source in sources:
         corpus = catalogued(source)
         split = source.split("/", 1)[1] if "/" in source else None
         found.append({"corpus": source, "source": corpus.public_source(split), "licence": corpus.licence})
-    return inherited + found
+    return found
 
 
 def build(source_workspace: Path, model: str = DEFAULT_MODEL) -> Path:

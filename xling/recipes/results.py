@@ -86,17 +86,15 @@ def _versus(row: dict) -> str:
 
 def provenance(recipe: Recipe) -> dict:
     """What a results file says of how it was made (the docs' tables name it)."""
+    return {"recipe": recipe.name, "seeds": recipe.seeds, "model": recipe.model, **made_where()}
+
+
+def made_where() -> dict:
+    """The xling version, commit and machine a result was made with."""
     from xling import __version__
     from xling.device import machine_name
 
-    return {
-        "recipe": recipe.name,
-        "seeds": recipe.seeds,
-        "model": recipe.model,
-        "xling_version": __version__,
-        "commit": source_commit(),
-        "machine": machine_name(),
-    }
+    return {"xling_version": __version__, "commit": source_commit(), "machine": machine_name()}
 
 
 def source_commit() -> str | None:
