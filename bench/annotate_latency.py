@@ -15,8 +15,9 @@ from pathlib import Path
 from bench.common import REPO, corpora_root
 from tests.browser import chromium, press, served, shift_right, wait_for
 from xling import __version__
+from xling.annotation.batches import start_session, write_batch
 from xling.annotation.options import AnnotateOptions, SelectOptions
-from xling.annotation.session import Session, session_dir, start_session, write_batch
+from xling.annotation.session import Session, session_dir
 from xling.data.conll import read_conll
 from xling.device import machine_name
 from xling.recipes.results import source_commit

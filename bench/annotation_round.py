@@ -21,9 +21,10 @@ from pathlib import Path
 
 from bench.common import REPO, corpora_root, quechua_lines
 from xling import __version__
+from xling.annotation.batches import start_session, write_batch
 from xling.annotation.options import AnnotateOptions, SelectOptions
 from xling.annotation.retrain import retrain_round
-from xling.annotation.session import Session, session_dir, start_session, write_batch
+from xling.annotation.session import Session, session_dir
 from xling.data.conll import read_conll
 from xling.data.fetch import resolve
 from xling.data.iob2 import entities

@@ -20,17 +20,18 @@ def chromium_paths() -> tuple[str, str] | None:
 
 
 @contextmanager
-def served(session: Session, options: AnnotateOptions) -> Iterator[str]:
-    """The page on a free local port, for the duration of the block; yields its address."""
+def served(session: Session, options: AnnotateOptions, port: int = 0) -> Iterator[str]:
+    """The page on a local port (a free one unless given), for the duration of the block; yields its address."""
     from werkzeug.serving import make_server
 
-    server = make_server("127.0.0.1", 0, create_app(session, options), threaded=True)
+    server = make_server("127.0.0.1", port, create_app(session, options), threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.port}/"
     finally:
         server.shutdown()
+        server.server_close()
 
 
 @contextmanager

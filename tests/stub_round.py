@@ -16,9 +16,10 @@ ROUND_SECONDS = "8"  # long enough for a killed server to be started again durin
 
 
 def stub_round(directory: Path, seconds: float) -> None:
+    from xling.annotation.batches import write_batch
     from xling.annotation.retrain import ROUND_LOCK
-    from xling.annotation.session import ROUNDS_FILE, Session, append_jsonl, write_batch
-    from xling.fileio import EntryLock
+    from xling.annotation.session import ROUNDS_FILE, Session
+    from xling.fileio import EntryLock, append_jsonl
 
     lock = EntryLock(directory / ROUND_LOCK, "round")
     with open(directory / "launches", "a") as f:
@@ -34,10 +35,10 @@ def stub_round(directory: Path, seconds: float) -> None:
 
 
 def serve(arguments: list[str]) -> None:
-    import xling.annotation.server as server
+    import xling.annotation.retrain as retrain
     from xling.cli import main
 
-    server.command = lambda directory, options: [
+    retrain.command = lambda directory, options: [
         sys.executable, "-m", "tests.stub_round", "round", str(directory), ROUND_SECONDS
     ]  # fmt: skip
     sys.argv = ["xling", *arguments]

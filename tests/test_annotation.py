@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from xling.annotation.batches import start_session, write_batch
 from xling.annotation.options import AnnotateOptions, SelectOptions
-from xling.annotation.session import ANSWERS_FILE, Session, session_dir, start_session, write_batch
+from xling.annotation.session import ANSWERS_FILE, Session, session_dir
 from xling.annotation.strategies import Best, Candidate, entity_spans, pick, rate, sequence_uncertainty
 from xling.data.conll import UNJUDGED, read_conll
 from xling.errors import XlingError
@@ -155,7 +156,7 @@ def test_answers_are_replayed_from_the_append_only_file_and_undo_takes_back_the_
     session.record({"item": "s1", "spans": [{"start": 0, "end": 1, "label": "PER"}], "judged": None})
     session.record({"item": "s3", "skip": True})
     session.record({"item": "s2", "spans": [], "judged": None})
-    assert session.undo({})["item"] == "s2"
+    assert session.undo({})["undone"]["item"] == "s2"
     again = Session(directory)  # as after a restart
     assert [i.id for i in again.queue()] == ["s2", "s4"]
     assert len((directory / ANSWERS_FILE).read_text().splitlines()) == 4  # nothing rewritten, the undo added
@@ -512,6 +513,9 @@ def test_a_round_keeps_the_better_of_its_adapter_and_the_sessions_so_a_worse_rou
     planted["ner-qu-annotated-candidate"] = 0.5
     assert retrain_round(session.directory, options)["kept"]
     saved = {f.name: f.read_bytes() for f in (tasks / "ner-qu-annotated").iterdir()}
+    records = [f for f in (tasks / "ner-qu-annotated").iterdir() if f.suffix in (".json", ".md")]
+    assert records and not [f.name for f in records if b"-candidate" in f.read_bytes()]  # its own name
+    assert json.loads((tasks / "ner-qu-annotated" / "task.json").read_text())["name"] == "ner-qu-annotated"
     planted |= {"ner-qu-annotated": 0.5, "ner-qu-annotated-candidate": 0.45}  # a planted worse round
     third = retrain_round(session.directory, options)
     assert not third["kept"] and third["adapter"] == "ner-qu-annotated"

@@ -8,9 +8,11 @@ import json
 import pytest
 
 from tests.test_annotation import make_session
+from xling.annotation.batches import write_batch
 from xling.annotation.options import AnnotateOptions
-from xling.annotation.session import ROUNDS_FILE, Session, read_jsonl, write_batch
+from xling.annotation.session import ROUNDS_FILE, Session
 from xling.data.conll import read_conll
+from xling.fileio import read_jsonl
 
 
 @pytest.fixture
@@ -182,7 +184,8 @@ def test_two_people_answer_a_shared_sentence_under_their_names_and_one_settles_i
     directory = make_session(tmp_path)
     with served(Session(directory), AnnotateOptions(session="qu", retrain=False, overlap=1.0)) as address:
         browser.get(address)
-        wait_for(browser, "window.xlingPage.item && window.xlingPage.item.id === 's1'")
+        wait_for(browser, "document.getElementById('status').textContent.includes('give your name')")
+        assert browser.execute_script("return window.xlingPage.item") is None  # nothing to answer without a name
 
         def name(person: str) -> None:
             field = browser.find_element("id", "annotator")
@@ -191,22 +194,99 @@ def test_two_people_answer_a_shared_sentence_under_their_names_and_one_settles_i
             wait_for(browser, f"window.xlingPage.annotator === '{person}'")
 
         name("Ana")
+        wait_for(browser, "window.xlingPage.item && window.xlingPage.item.id === 's1'")
         press(browser, Keys.ENTER)  # s1 as suggested: Juan PER, Limapi LOC
         wait_for(browser, "window.xlingPage.item.id === 's2' && window.xlingPage.pending.length === 0")
         name("Beto")
-        press(browser, Keys.ENTER)  # s2; then s1 comes, which Beto has not answered yet
-        wait_for(browser, "window.xlingPage.item.id === 's1'")
+        wait_for(browser, "window.xlingPage.item.id === 's1'")  # Beto's stream starts with what he owes
         press(browser, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, "x", Keys.ENTER)  # Beto: no LOC
         wait_for(browser, "document.getElementById('agreement').textContent.includes('answered by two people')")
-        assert "entity F1 66.7" in browser.find_element("id", "agreement").text
         browser.find_element("id", "review-button").click()
         wait_for(browser, "document.querySelectorAll('#review-list button.choose').length === 2")
+        pair = browser.find_element("css selector", "#review-list .pairs p").text
+        assert pair.startswith("Ana and Beto: 1 sentence(s), 4 words both judged; entity F1 66.7 [")
+        per_type = [r.text for r in browser.find_elements("css selector", "#review-list .per-type tr")]
+        assert per_type == ["type Ana Beto both F1", "LOC 1 0 0 0.0", "PER 1 1 1 100.0"]
+        sides = [p.text for p in browser.find_elements("css selector", "#review-list .side p")]
+        assert sides == ["Ana: Juan PER; Limapi LOC", "Beto: Juan PER"]
         choices = [b.text for b in browser.find_elements("css selector", "#review-list button.choose")]
-        assert choices == ["take Ana's: Juan PER; Limapi LOC", "take Beto's: Juan PER"]
+        assert choices == ["take Ana's", "take Beto's"]
         browser.find_elements("css selector", "#review-list button.choose")[1].click()
         wait_for(browser, "document.querySelectorAll('#review-list button.choose').length === 0")
     assert read_conll(directory / "gold.conll")[0].tags == ["B-PER", "O", "O", "O"]
     events = [json.loads(line) for line in (directory / "answers.jsonl").read_text().splitlines()]
-    assert [(e.get("annotator"), e["item"]) for e in events] == [("Ana", "s1"), ("Beto", "s2"), ("Beto", "s1")] + [
-        ("Beto", "s1")
+    assert [(e.get("annotator"), e["item"]) for e in events] == [("Ana", "s1"), ("Beto", "s1"), ("Beto", "s1")]
+    assert events[-1]["adjudicate"] == events[1]["id"]
+
+
+def test_answers_made_while_the_server_is_down_survive_closing_the_page_and_arrive_once(tmp_path, browser):
+    from selenium.webdriver.common.keys import Keys
+
+    from tests.browser import press, served, wait_for
+    from tests.test_annotation import free_port
+
+    directory = make_session(tmp_path)
+    port, options = free_port(), AnnotateOptions(session="qu", retrain=False, annotator="Ana")
+    with served(Session(directory), options, port) as address:
+        browser.get(address)
+        wait_for(browser, "window.xlingPage.item && window.xlingPage.item.id === 's1'")
+    press(browser, Keys.ENTER, "s")  # s1 accepted, s2 skipped: the server is gone
+    wait_for(browser, "document.getElementById('status').textContent.includes('out of reach')")
+    assert "2 being saved" in browser.find_element("id", "progress").text
+    leaving = (
+        "const e = new Event('beforeunload', {cancelable: true}); window.dispatchEvent(e); return e.defaultPrevented"
+    )
+    assert browser.execute_script(leaving)  # closing the page now asks first
+    browser.get("about:blank")  # closed all the same
+    assert not (directory / "answers.jsonl").exists()
+    with served(Session(directory), options, port) as address:
+        browser.get(address)  # the page again, the server again: what was unsent goes now
+        wait_for(browser, "window.xlingPage.state && window.xlingPage.pending.length === 0", timeout=20)
+        browser.refresh()  # and once only
+        wait_for(browser, "window.xlingPage.state && window.xlingPage.pending.length === 0")
+    events = [json.loads(line) for line in (directory / "answers.jsonl").read_text().splitlines()]
+    assert [(e["item"], e.get("skip", False), e["annotator"]) for e in events] == [
+        ("s1", False, "Ana"),
+        ("s2", True, "Ana"),
     ]
+
+
+def test_every_dialog_closes_by_touch_and_every_tap_target_is_44_px_on_a_phone(tmp_path, browser):
+    from selenium.webdriver.common.actions import interaction
+    from selenium.webdriver.common.actions.action_builder import ActionBuilder
+    from selenium.webdriver.common.actions.pointer_input import PointerInput
+
+    from tests.browser import served, wait_for
+
+    directory = make_session(tmp_path)
+    browser.set_window_size(390, 844)
+    with served(Session(directory), AnnotateOptions(session="qu", retrain=False, annotator="Ana")) as address:
+        browser.get(address)
+        wait_for(browser, "window.xlingPage.item && window.xlingPage.item.id === 's1'")
+        finger = PointerInput(interaction.POINTER_TOUCH, "finger")
+
+        def tap(selector: str) -> None:
+            x, y = browser.execute_script(
+                f"const r = document.querySelector('{selector}').getBoundingClientRect();"
+                "return [Math.round(r.x + r.width / 2), Math.round(r.y + r.height / 2)]"
+            )
+            actions = ActionBuilder(browser, mouse=finger)
+            actions.pointer_action.move_to_location(x, y).pointer_down().pointer_up()
+            actions.perform()
+
+        for opener, dialog in (
+            ('button[data-action="keys"]', "keys"),
+            ('button[data-action="guidelines"]', "guidelines"),
+        ):
+            tap(opener)
+            wait_for(browser, f"document.getElementById('{dialog}').open")
+            tap(f"#{dialog} button.close")
+            wait_for(browser, f"!document.getElementById('{dialog}').open")
+        small = browser.execute_script(
+            "return [...document.querySelectorAll('button, .badge, a')].filter((e) => e.offsetParent !== null)"
+            ".map((e) => [e.textContent, e.getBoundingClientRect()])"
+            ".filter(([, r]) => r.width < 44 || r.height < 44).map(([t]) => t)"
+        )
+        assert small == [], small
+        html = browser.execute_script("return document.getElementById('guidelines-text').innerHTML")
+    assert "<h1>" in html or "<h2>" in html  # Markdown, rendered

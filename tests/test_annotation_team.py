@@ -1,15 +1,15 @@
 """Several tabs and people on one annotation session: retries taken once, conflicts refused with a choice,
-undo scoped to the tab that asks, and logs from before answer ids still replayed."""
+each person's own stream, undo and history, and logs from before answer ids still replayed."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 import pytest
 
 from tests.test_annotation import make_session, page_client
 from xling.annotation.options import AnnotateOptions
+from xling.annotation.records import Answer
 from xling.annotation.session import ANSWERS_FILE, Session
 from xling.data.conll import read_conll
 
@@ -17,17 +17,27 @@ PER = [{"start": 0, "end": 1, "label": "PER"}]
 LOC = [{"start": 2, "end": 3, "label": "LOC"}]
 
 
+class Person:
+    """A page of one named person: every change carries the name, every read asks for that person's view."""
+
+    def __init__(self, client, name: str):
+        self.client, self.name = client, name
+
+    def post(self, path: str, json: dict):
+        return self.client.post(path, json=json | {"annotator": self.name})
+
+    def get(self, path: str):
+        return self.client.get(path + ("&" if "?" in path else "?") + f"annotator={self.name}")
+
+
 @pytest.fixture
 def team(tmp_path):
-    """Two people's pages on one session: Ana's (no --annotator) and Beto's (--annotator Beto)."""
+    """Two people's pages on one session served without --annotator: Ana's and Beto's."""
     from xling.annotation.server import create_app
 
     directory = make_session(tmp_path)
-    session = Session(directory)
-    options = AnnotateOptions(session="qu", retrain=False)
-    ana = page_client(create_app(session, options), directory)
-    beto = page_client(create_app(session, replace(options, annotator="Beto")), directory)
-    return ana, beto, directory
+    client = page_client(create_app(Session(directory), AnnotateOptions(session="qu", retrain=False)), directory)
+    return Person(client, "Ana"), Person(client, "Beto"), directory
 
 
 def answer(item: str, spans: list, request: str, tab: str, version: int | None = 0, **more) -> dict:
@@ -61,7 +71,7 @@ def test_an_answer_to_an_item_answered_elsewhere_is_refused_until_it_says_replac
     again = ana.post("/api/answer", json=answer("s1", [], "a2", "tab-a", version=1, replace=True))
     assert again.status_code == 200 and read_conll(directory / "gold.conll")[0].tags[0] == "O"
     assert log(directory)[-1]["replaces"] == "b1"
-    # an answer by a tab of the same unnamed person says "in another tab"
+    # an answer by another tab of the same person says "in another tab"
     beto_seen = ana.post("/api/answer", json=answer("s1", PER, "a3", "tab-c", version=1))
     assert beto_seen.status_code == 409 and "in another tab" in beto_seen.get_json()["error"]
     # and so does one by the same named person's other tab
@@ -74,20 +84,56 @@ def test_a_skip_blocks_nobody_an_answer_takes_its_place(team):
     ana, beto, directory = team
     beto.post("/api/answer", json={"item": "s1", "skip": True, "id": "b1", "tab": "tab-b", "version": 0})
     assert ana.post("/api/answer", json=answer("s1", PER, "a1", "tab-a")).status_code == 200
-    assert log(directory)[-1]["replaces"] == "b1" and not Session(directory).answers["s1"].get("skip")
+    assert log(directory)[-1]["replaces"] == "b1" and isinstance(Session(directory).answers["s1"], Answer)
 
 
-def test_every_reply_carries_the_queue_so_a_tab_drops_what_others_answered(team):
-    ana, beto, _ = team
-    beto.post("/api/answer", json=answer("s2", [], "b1", "tab-b"))
-    reply = ana.post("/api/answer", json=answer("s1", PER, "a1", "tab-a")).get_json()
-    assert reply["queue"] == ["s3", "s4"]
+def test_two_named_people_without_overlap_are_never_given_the_same_sentence(tmp_path, monkeypatch):
+    """Each person holds up to HOLD sentences, claimed as their queue is read, and nobody else is shown them,
+    across a restart; a holder silent for HOLD_SECONDS lets them go."""
+    from xling.annotation import team as routing
+    from xling.annotation.batches import write_batch
+    from xling.annotation.server import create_app
+
+    monkeypatch.setattr(routing, "HOLD", 3)
+    directory = make_session(tmp_path)
+    header, *items = [json.loads(line) for line in (directory / "batches" / "0001.jsonl").read_text().splitlines()]
+    write_batch(
+        directory, {k: v for k, v in header.items() if k != "batch"}, [items[0] | {"id": f"m{n}"} for n in range(8)]
+    )
+
+    def people():
+        client = page_client(create_app(Session(directory), AnnotateOptions(session="qu", retrain=False)), directory)
+        return Person(client, "Ana"), Person(client, "Beto")
+
+    ana, beto = people()
+    queues = {p.name: [i["id"] for i in p.get("/api/state").get_json()["queue"]] for p in (ana, beto)}
+    assert queues == {"Ana": ["m0", "m1", "m2"], "Beto": ["m3", "m4", "m5"]}
+    refused = 0
+    for step in range(8):  # they answer in turns, each the first of their own queue, as two pages would
+        person = (ana, beto)[step % 2]
+        queue = [i["id"] for i in person.get("/api/state").get_json()["queue"]]
+        if queue:
+            reply = person.post("/api/answer", json=answer(queue[0], [], f"{person.name}-{step}", person.name))
+            refused += reply.status_code != 200
+            assert not set(reply.get_json()["queue"]) & {e["item"] for e in log(directory)}
+        if step == 3:
+            ana, beto = people()  # a restart keeps who holds what
+    assert refused == 0 and len(log(directory)) == 8
+    by_person = {p: {e["item"] for e in log(directory) if e["annotator"] == p} for p in ("Ana", "Beto")}
+    assert not by_person["Ana"] & by_person["Beto"] and len(by_person["Ana"]) == 4
+    monkeypatch.setattr(routing, "HOLD_SECONDS", 0)  # Beto away: what he holds goes to whoever asks
+    write_batch(
+        directory, {k: v for k, v in header.items() if k != "batch"}, [items[0] | {"id": f"n{n}"} for n in range(4)]
+    )
+    ana, beto = people()
+    assert [i["id"] for i in beto.get("/api/state").get_json()["queue"]] == ["n0", "n1", "n2"]
+    assert [i["id"] for i in ana.get("/api/state").get_json()["queue"]] == ["n0", "n1", "n2"]
 
 
-def test_undo_takes_back_the_tabs_own_answers_one_by_one(team):
+def test_undo_takes_back_the_persons_own_answers_one_by_one_from_any_tab(team):
     ana, beto, directory = team
     ana.post("/api/answer", json=answer("s1", PER, "a1", "tab-a"))
-    ana.post("/api/answer", json=answer("s3", [], "a2", "tab-a"))
+    ana.post("/api/answer", json=answer("s3", [], "a2", "tab-z"))
     beto.post("/api/answer", json=answer("s2", LOC[:0], "b1", "tab-b"))
     assert ana.post("/api/undo", json={"id": "u1", "tab": "tab-a"}).get_json()["undone"]["item"] == "s3"
     assert ana.post("/api/undo", json={"id": "u2", "tab": "tab-a"}).get_json()["undone"]["item"] == "s1"
@@ -95,18 +141,22 @@ def test_undo_takes_back_the_tabs_own_answers_one_by_one(team):
     assert list(Session(directory).answers) == ["s2"]  # Beto's answer is untouched
 
 
-def test_the_history_lists_the_tabs_last_answers_and_an_edit_replaces_one(team):
+def test_the_history_lists_the_persons_last_answers_in_every_browser_and_an_edit_replaces_one(team):
     ana, beto, directory = team
     ana.post("/api/answer", json=answer("s1", PER, "a1", "tab-a"))
     ana.post("/api/answer", json=answer("s3", [], "a2", "tab-a"))
     ana.post("/api/answer", json={"item": "s4", "skip": True, "id": "a3", "tab": "tab-a", "version": 0})
     beto.post("/api/answer", json=answer("s2", [], "b1", "tab-b"))
-    history = ana.get("/api/history?tab=tab-a").get_json()["history"]
+    reply = ana.get("/api/history").get_json()  # any tab or browser of Ana's: no tab id asked
+    history = reply["history"]
+    assert reply["total"] == 3 and [
+        h["item"]["id"] for h in ana.get("/api/history?offset=2").get_json()["history"]
+    ] == ["s1"]
     assert [(h["item"]["id"], h["version"]) for h in history] == [("s4", 1), ("s3", 1), ("s1", 1)]
     assert history[2]["answer"]["spans"] == PER and history[2]["item"]["text"] == "Juan rimarqan Limapi ."
     edited = ana.post("/api/answer", json=answer("s1", PER + LOC, "a4", "tab-a", version=1))
     assert edited.status_code == 200 and log(directory)[-1]["replaces"] == "a1"
-    assert ana.get("/api/history?tab=tab-a").get_json()["history"][0]["answer"]["spans"] == PER + LOC
+    assert ana.get("/api/history").get_json()["history"][0]["answer"]["spans"] == PER + LOC
     assert read_conll(directory / "gold.conll")[0].tags == ["B-PER", "O", "B-LOC", "O"]
 
 
@@ -120,7 +170,7 @@ def test_a_log_written_before_answer_ids_replays_as_it_did(tmp_path):
     (directory / ANSWERS_FILE).write_text("".join(json.dumps(line) + "\n" for line in lines))
     session = Session(directory)
     assert list(session.answers) == ["s1"] and session.versions == {"s1": 1, "s2": 2}
-    assert session.undo({})["item"] == "s1" and not Session(directory).answers
+    assert session.undo({})["undone"]["item"] == "s1" and not Session(directory).answers
 
 
 @pytest.mark.parametrize(
@@ -237,9 +287,18 @@ def test_a_failed_round_shows_one_line_a_person_can_act_on(tmp_path):
         if not status["running"]:
             break
         time.sleep(0.1)
-    assert status["failed"] == (
-        "no dev data: give --dev FILE, or label at least 5 whole sentences (correct mode) first"
-    ), (directory / "retrain.log").read_text()
+    said = "no dev data: give --dev FILE, or label at least 5 whole sentences (correct mode) first"
+    for _ in range(50):  # the waiting thread writes the round's line just after the process ends
+        if api.get("/api/state").get_json()["retraining"]["failed"]:
+            break
+        time.sleep(0.1)
+    assert api.get("/api/state").get_json()["retraining"]["failed"] == said, (directory / "retrain.log").read_text()
+    # a restart still says so, and starts no round again until as many new answers as start one have come
+    again = page_client(create_app(Session(directory), options), directory)
+    status = again.get("/api/state").get_json()["retraining"]
+    assert status["failed"] == said and not status["running"] and status["rounds"] == []
+    again.post("/api/answer", json=answer("s1", [], "a2", "tab-a", version=1, replace=True))  # the same count
+    assert not again.get("/api/state").get_json()["retraining"]["running"]
 
 
 def test_agreement_on_a_planted_two_person_session_is_the_value_computed_by_hand(tmp_path):
@@ -257,13 +316,22 @@ def test_agreement_on_a_planted_two_person_session_is_the_value_computed_by_hand
     # words (7): agreeing on Juan, rimarqan, ".", tiyan: observed 4/7; Ana's tags B-PER 2, O 3, B-LOC 2 and
     # Beto's B-PER 1, O 4, B-ORG 1, I-ORG 1: chance (2 x 1 + 3 x 4) / 49 = 2/7; kappa = (4/7 - 2/7) / (5/7) = 0.4
     agreement = Session(directory).agreement()
-    assert agreement["items"] == 2
-    assert agreement["entity_f1"] == pytest.approx(1 / 3) and agreement["kappa"] == pytest.approx(0.4)
+    assert agreement["items"] == 2 and len(agreement["pairs"]) == 1
+    pair = agreement["pairs"][0]
+    assert pair["people"] == ["Ana", "Beto"] and (pair["sentences"], pair["words"]) == (2, 7)
+    assert pair["entity_f1"] == pytest.approx(1 / 3) and pair["kappa"] == pytest.approx(0.4)
+    low, high = pair["entity_f1_interval"]
+    assert 0 <= low <= 1 / 3 <= high <= 1 and pair["kappa_interval"][0] <= 0.4 <= pair["kappa_interval"][1]
+    assert pair["per_type"] == {
+        "LOC": {"first": 2, "second": 0, "both": 0, "f1": 0.0},
+        "ORG": {"first": 0, "second": 1, "both": 0, "f1": 0.0},
+        "PER": {"first": 2, "second": 1, "both": 1, "f1": pytest.approx(2 / 3)},
+    }
 
 
 def test_with_overlap_a_shared_item_waits_for_a_second_person_and_a_review_settles_their_disagreement(tmp_path):
     from xling.annotation.server import create_app
-    from xling.annotation.session import answered_twice
+    from xling.annotation.team import answered_twice
 
     assert 450 < sum(answered_twice(f"item-{n}", 0.5) for n in range(1000)) < 550  # the share, by hash
     directory = make_session(tmp_path)
@@ -292,7 +360,7 @@ def test_with_overlap_a_shared_item_waits_for_a_second_person_and_a_review_settl
         "annotator": "Cusi",
         "time": 0,
     }
-    wrong = api.post("/api/adjudicate", json={"id": "v2", "item": "s1", "choose": "zz"})
+    wrong = api.post("/api/adjudicate", json={"id": "v2", "item": "s1", "choose": "zz", "annotator": "Cusi"})
     assert wrong.status_code == 404 and "no answer in force" in wrong.get_json()["error"]
 
 
@@ -301,8 +369,8 @@ def test_two_tabs_racing_on_every_item_lose_and_duplicate_nothing(tmp_path):
     is a 409 naming the answer in force, and the log holds each accepted answer once."""
     import threading
 
+    from xling.annotation.batches import write_batch
     from xling.annotation.server import create_app
-    from xling.annotation.session import write_batch
 
     directory = make_session(tmp_path)
     header, *items = [json.loads(line) for line in (directory / "batches" / "0001.jsonl").read_text().splitlines()]
@@ -314,7 +382,7 @@ def test_two_tabs_racing_on_every_item_lose_and_duplicate_nothing(tmp_path):
     def tab(name: str) -> None:
         client = page_client(app, directory)
         for n in range(50):
-            body = answer(f"m{n}", PER, f"{name}-{n}", name)
+            body = answer(f"m{n}", PER if name == "tab-a" else [], f"{name}-{n}", name)  # they differ
             for _ in range(2):  # every request sent twice, as after a lost reply
                 reply = client.post("/api/answer", json=body)
             outcomes[name].append((reply.status_code, reply.get_json()))
@@ -358,3 +426,65 @@ def test_an_answer_retried_after_a_kill_9_of_the_server_is_taken_once(tmp_path):
         server.wait()
     assert again["taken"] == {"item": "s1", "version": 1} and "s1" not in again["queue"]
     assert [e["id"] for e in log(directory)] == ["a1"]
+
+
+def test_one_persons_session_takes_no_other_name_and_a_shared_one_takes_no_answer_without_one(tmp_path):
+    from xling.annotation.server import create_app
+    from xling.errors import XlingError
+
+    directory = make_session(tmp_path)
+    ana = page_client(
+        create_app(Session(directory), AnnotateOptions(session="qu", retrain=False, annotator="Ana")), directory
+    )
+    refused = ana.post("/api/answer", json=answer("s1", PER, "b1", "tab-b", annotator="Beto"))
+    assert refused.status_code == 403 and "Ana's alone" in refused.get_json()["error"]
+    assert ana.post("/api/answer", json=answer("s1", PER, "a1", "tab-a")).status_code == 200
+    assert log(directory)[-1]["annotator"] == "Ana"  # the one person's, named by the server
+    shared = page_client(create_app(Session(directory), AnnotateOptions(session="qu", retrain=False)), directory)
+    assert shared.get("/api/state").get_json()["needs_name"]  # someone has given a name: several may answer
+    nameless = shared.post("/api/answer", json=answer("s2", [], "x1", "tab-x"))
+    assert nameless.status_code == 422 and "give your name" in nameless.get_json()["error"]
+    assert len(log(directory)) == 1
+    with pytest.raises(XlingError, match="one-person session"):
+        AnnotateOptions(session="qu", annotator="Ana", overlap=0.5)
+
+
+def test_a_conflict_shows_both_answers_and_the_same_labels_are_no_conflict(team):
+    ana, beto, directory = team
+    beto.post("/api/answer", json=answer("s1", PER, "b1", "tab-b"))
+    same = ana.post("/api/answer", json=answer("s1", PER, "a1", "tab-a"))  # Ana saw version 0, answers alike
+    assert same.status_code == 200 and len(log(directory)) == 1
+    other = ana.post("/api/answer", json=answer("s1", PER + LOC, "a2", "tab-a")).get_json()
+    assert other["answer"]["spans"] == PER and other["yours"]["spans"] == PER + LOC
+    assert other["item"]["text"] == "Juan rimarqan Limapi ." and other["version"] == 1
+
+
+def test_undo_says_what_it_restored_and_a_second_undo_keeps_the_correction_it_takes_back(team):
+    ana, _, directory = team
+    ana.post("/api/answer", json=answer("s1", PER, "a1", "tab-a"))
+    ana.post("/api/answer", json=answer("s1", PER + LOC, "a2", "tab-a", version=1))  # a correction
+    first = ana.post("/api/undo", json={"id": "u1", "tab": "tab-a"}).get_json()
+    assert first["undone"]["id"] == "a2" and first["restored"]["id"] == "a1" and first["item"]["id"] == "s1"
+    assert ana.get("/api/history").get_json()["history"][0]["answer"]["id"] == "a1"  # the list is true
+    second = ana.post("/api/undo", json={"id": "u2", "tab": "tab-b"}).get_json()  # from another tab: Ana's still
+    assert second["undone"]["spans"] == PER and second["restored"] is None and second["version"] == 4
+    assert ana.get("/api/history").get_json() == {"history": [], "total": 0}
+
+
+def test_a_reviewer_settles_a_disagreement_with_an_answer_of_their_own(tmp_path):
+    from xling.annotation.server import create_app
+
+    directory = make_session(tmp_path)
+    api = page_client(
+        create_app(Session(directory), AnnotateOptions(session="qu", retrain=False, overlap=1.0)), directory
+    )
+    api.post("/api/answer", json=answer("s1", PER + LOC, "a1", "tab-a", annotator="Ana"))
+    early = api.post("/api/adjudicate", json={"id": "v0", "item": "s1", "choose": "a1", "annotator": "Cusi"})
+    assert early.status_code == 409 and "no two answers" in early.get_json()["error"]
+    api.post("/api/answer", json=answer("s1", PER, "b1", "tab-b", version=1, annotator="Beto"))
+    own = [{"start": 0, "end": 1, "label": "PER"}, {"start": 2, "end": 3, "label": "ORG"}]
+    body = {"id": "v1", "item": "s1", "spans": own, "judged": None, "annotator": "Cusi"}
+    assert api.post("/api/adjudicate", json=body).status_code == 200
+    assert read_conll(directory / "gold.conll")[0].tags == ["B-PER", "O", "B-ORG", "O"]
+    assert api.get("/api/review").get_json()["disagreements"] == []
+    assert api.get("/api/state?annotator=Dora").get_json()["queue"][0]["id"] != "s1"  # nobody owes it now

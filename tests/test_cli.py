@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.tiny import run_xling
 from xling.cli.app import COMMANDS
 
@@ -164,6 +166,42 @@ def test_a_new_field_is_an_option_of_the_command_with_no_other_edit():
     assert ran.exit_code == 0, ran.output
     assert (seen[0].beam_width, seen[0].input, seen[0].tagger.lang, seen[0].format) == (7, "text.txt", "qu", "conll")
     assert isinstance(seen[0], TagOptions)  # the command built the dataclass, as a recipe step does
+
+
+@pytest.mark.parametrize(
+    ("options", "arguments", "expected"),
+    [
+        ("EvaluationOptions", ["corpus:wikiann-qu/dev"], ("ner", "corpus:wikiann-qu/dev")),
+        ("EvaluationOptions", ["ner", "dev.conll"], ("ner", "dev.conll")),
+        ("SelfTrainingOptions", ["a.txt", "b.txt", "--dev", "d.conll"], ("ner", ["a.txt", "b.txt"])),
+        ("SelfTrainingOptions", ["ner", "a.txt", "--dev", "d.conll"], ("ner", ["a.txt"])),
+    ],
+)
+def test_the_task_name_before_the_data_may_be_left_out(options, arguments, expected):
+    import typer
+    from typer.testing import CliRunner
+
+    from xling.cli.options import command
+    from xling.tagging import options as tagging
+    from xling.train import config
+
+    cls = getattr(tagging, options, None) or getattr(config, options)
+    seen = []
+
+    @command(cls)
+    def run(built):
+        """Run."""
+        seen.append(built)
+
+    app = typer.Typer()
+    app.command()(run)
+    ran = CliRunner().invoke(app, [*arguments, "--lang", "qu"])
+    assert ran.exit_code == 0, ran.output
+    task = seen[0].tagger.task if options == "EvaluationOptions" else seen[0].task
+    data = seen[0].data if options == "EvaluationOptions" else seen[0].corpus
+    assert (task, data) == expected
+    missing = CliRunner().invoke(app, ["--lang", "qu", *arguments[-2:]] if "--dev" in arguments else ["--lang", "qu"])
+    assert missing.exit_code == 2 and "missing" in missing.output.lower()
 
 
 def test_command_defaults_are_the_config_defaults():

@@ -178,7 +178,8 @@ def test_any_checkpoint_state_loads_or_is_refused_naming_it(tmp_path):
 
 def test_any_annotation_session_record_opens_or_is_refused_naming_it(tmp_path):
     from tests.test_annotation import make_session
-    from xling.annotation.session import SESSION_FILE, Session
+    from xling.annotation.batches import SESSION_FILE
+    from xling.annotation.session import Session
 
     directory = make_session(tmp_path)
     fuzz(directory / SESSION_FILE, lambda: Session(directory))

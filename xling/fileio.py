@@ -109,13 +109,51 @@ def read_json(path: Path):
     if not path.is_file():
         raise XlingError(f"{path} is missing")
     try:
-        return json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
+        return parse_json(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError, RecursionError) as err:  # ValueError: also an integer of 4,300+ digits
         raise XlingError(f"{path} is not valid JSON: {(str(err) or 'nested too deeply').splitlines()[0]}") from None
 
 
+def parse_json(text: str | bytes):
+    """JSON as xling reads it: NaN and Infinity are refused (ValueError), like an integer too long to parse."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
 def _no_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """The records of a JSON-lines file's complete lines: a last line without its newline (a write cut short by
+    a kill, or one under way in another process) is left out, never cut off: only the file's writer does that."""
+    if not path.is_file():
+        return []
+    data = path.read_bytes()
+    try:
+        text = data[: data.rfind(b"\n") + 1].decode("utf-8")
+    except UnicodeDecodeError:
+        raise XlingError(f"{path}: not UTF-8 text; move the file aside to start over") from None
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        try:
+            records.append(json.loads(line))
+        except (json.JSONDecodeError, RecursionError):
+            raise XlingError(f"{path}:{number}: damaged line; move the file aside to start over") from None
+    return records
+
+
+def append_jsonl(path: Path, record: dict) -> None:
+    """One line added and synced to disk before this returns. The file's one writer calls it: a line an earlier
+    writer left cut short by a kill is cut off first, so that the new line stands on its own."""
+    with open(path, "a+b") as f:
+        end = f.seek(0, os.SEEK_END)
+        if end and f.seek(end - 1) is not None and f.read(1) != b"\n":
+            f.seek(0)
+            data = f.read()
+            f.truncate(data.rfind(b"\n") + 1)
+        f.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def write_json_atomic(path: Path, data) -> None:

@@ -88,7 +88,7 @@ class AnnotateOptions:
         None, "Name of the task adapter trained from the answers (default: ner-SESSION-annotated)."
     )
     annotator: str | None = opt(
-        None, "The name kept with every answer from this page when it gives none (several people on one session)."
+        None, "The one person who labels this session (left out, several people may, each under their name)."
     )
     overlap: float = opt(0.0, "Share of sentences two people answer, for their agreement (0.1: one in ten).")
     guidelines: str | None = opt(
@@ -104,6 +104,10 @@ class AnnotateOptions:
         at_least("epochs", self.epochs, 1)
         if not 0 <= self.overlap <= 1:
             raise XlingError(f"overlap must be from 0 to 1, not {self.overlap}")
+        if self.annotator and self.overlap:
+            raise XlingError(
+                "--annotator names a one-person session; with --overlap several people answer: leave it out"
+            )
         if self.host not in ("127.0.0.1", "localhost", "::1") and not self.token:
             raise XlingError(f"serving on {self.host} lets others reach the page: give --token SECRET as well")
 

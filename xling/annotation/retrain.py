@@ -10,17 +10,20 @@ that the page stays quick while it trains and a failed round leaves the server r
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
+import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
 from xling.annotation.options import AnnotateOptions
-from xling.annotation.session import ROUNDS_FILE, Session, append_jsonl
+from xling.annotation.session import ROUNDS_FILE, Session
 from xling.data.conll import UNJUDGED, Sentence, conll_text
 from xling.errors import XlingError
-from xling.fileio import EntryLock, atomic_directory, write_text_atomic
+from xling.fileio import EntryLock, append_jsonl, atomic_directory, write_text_atomic
 from xling.roles import TASK
 from xling.workspace import Workspace
 
@@ -102,7 +105,7 @@ def _round(session: Session, options: AnnotateOptions) -> dict:
     f1, best_f1 = (_dev_f1(session, dev_file, adapter) for adapter in (name + CANDIDATE_SUFFIX, incumbent))
     kept = f1 >= best_f1  # a tie goes to the adapter that saw more answers
     _settle(workspace, name, kept)
-    rounds, progress = session.rounds(), session.progress()
+    rounds, progress = [r for r in session.rounds() if "failed" not in r], session.progress()
     dev_label = options.dev or f"{len(dev)} held-out answered sentences"
     if not rounds:  # round 0: where the session started, on the first round's dev
         append_jsonl(
@@ -134,12 +137,93 @@ def _dev_f1(session: Session, dev: str, adapter: str) -> float:
 
 
 def _settle(workspace: Workspace, name: str, kept: bool) -> None:
-    """The candidate becomes the session's adapter (replacing it whole or not at all), or is removed."""
+    """The candidate becomes the session's adapter under its own name (replacing it whole or not at all), or is
+    removed."""
     candidate = workspace.adapter_dir(TASK, name + CANDIDATE_SUFFIX)
     if kept:
         with atomic_directory(workspace.adapter_dir(TASK, name), overwrite=True, replaces=("task.json",)) as staging:
             shutil.copytree(candidate, staging, dirs_exist_ok=True)
+            for record in [*staging.glob("*.json"), *staging.glob("*.md")]:  # its configs, report and card
+                text = record.read_text(encoding="utf-8")
+                record.write_text(text.replace(candidate.name, name), encoding="utf-8")
     shutil.rmtree(candidate)
+
+
+class Retrainer:
+    """Starts a retraining round once enough new answers have come, one round at a time: a round still running
+    from before a restart (it holds the session's round lock) is waited for, not started again."""
+
+    def __init__(self, session: Session, options: AnnotateOptions):
+        self.session, self.options = session, options
+        self.process: subprocess.Popen | None = None
+        self.started: float | None = None
+        self.adopted = False
+        self.lock = threading.Lock()
+
+    def answers_at_last_round(self) -> int:
+        """Answers when the last round started or failed: a failed round is tried again only after as many new
+        answers as start one."""
+        rounds = self.session.rounds()
+        return rounds[-1]["sentences"] if rounds else 0
+
+    @property
+    def running(self) -> bool:
+        if self.process is not None and self.process.poll() is None:
+            return True
+        held = EntryLock.holder(self.session.directory / ROUND_LOCK) is not None
+        if held and not self.adopted:  # started by a server before this one
+            self.adopted, self.started = True, (self.session.directory / f"{ROUND_LOCK}.lock").stat().st_mtime
+        elif self.adopted and not held:
+            self.adopted = False
+            self.session.load_batches()  # its batch joins the queue
+        return held
+
+    def maybe_start(self) -> None:
+        if not self.options.retrain or not self.options.retrain_every:
+            return
+        with self.lock:
+            answered = self.session.progress()["answered"]
+            if self.running or answered - self.answers_at_last_round() < self.options.retrain_every:
+                return
+            log = open(self.session.directory / "retrain.log", "ab")
+            self.process = subprocess.Popen(
+                command(self.session.directory, self.options), stdout=log, stderr=subprocess.STDOUT
+            )
+            self.started = time.time()
+            threading.Thread(target=self._wait, args=(self.process, log, answered), daemon=True).start()
+
+    def _wait(self, process: subprocess.Popen, log, answered: int) -> None:
+        code = process.wait()
+        log.close()
+        if code:  # its line in rounds.jsonl outlives the server; the round waits for new answers
+            lines = (self.session.directory / "retrain.log").read_text(errors="replace").strip().splitlines()
+            said = next((line for line in reversed(lines) if line.startswith("error: ")), None)
+            failed = said.removeprefix("error: ") if said else f"exit status {code}: see retrain.log"
+            append_jsonl(self.session.directory / ROUNDS_FILE, {"failed": failed, "sentences": answered})
+        self.session.load_batches()  # the round's next batch replaces the rest of the queue
+
+    def status(self) -> dict:
+        running, logged = self.running, self.session.rounds()
+        rounds = [r for r in logged if "failed" not in r]
+        last = next((r for r in reversed(rounds) if r.get("total_seconds")), None)
+        return {
+            "running": running,
+            "elapsed": round(time.time() - self.started, 1) if running and self.started else None,
+            "estimate": last["total_seconds"] if last else None,
+            "failed": logged[-1]["failed"] if logged and "failed" in logged[-1] else None,
+            "every": self.options.retrain_every if self.options.retrain else None,
+            "adapter": adapter_name(self.session, self.options),
+            "rounds": rounds,
+            "use": self.use(rounds),
+        }
+
+    def use(self, rounds: list[dict]) -> str | None:
+        """The command that tags with the session's adapter (the best round's), workspace included."""
+        if not rounds:
+            return None
+        spec = self.session.options.tagger
+        where = f" -w {shlex.quote(spec.workspace)}" if spec.workspace else ""
+        return f"xling tag --lang {spec.lang} -t {rounds[-1]['adapter']}{where} FILE"
 
 
 def command(directory: Path, options: AnnotateOptions) -> list[str]:

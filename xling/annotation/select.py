@@ -14,8 +14,9 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from xling.annotation.batches import start_session, write_batch
 from xling.annotation.options import SelectOptions
-from xling.annotation.session import Session, session_dir, start_session, write_batch
+from xling.annotation.session import Session, session_dir
 from xling.annotation.strategies import STRATEGIES, Best, Candidate, pick, rate
 from xling.data.conll import looks_like_conll, read_lines, read_tokens
 from xling.data.iob2 import entity_types

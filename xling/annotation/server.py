@@ -1,16 +1,18 @@
 """`xling annotate`: the labelling page, a Flask app over a `Session`.
 
     GET  /                 the page (plain HTML and JavaScript in `static/`, no build step)
-    GET  /api/state        the session: types, queue, progress, retraining rounds
+    GET  /api/state        ?annotator=NAME: the session's types, this person's queue, progress, rounds
     POST /api/answer       {item, spans: [{start, end, label}], judged: [start, end] | null} or {item, skip: true},
                            with the request's id, the tab's id, the item version the tab saw and `replace`;
                            the reply carries the queue's ids, so that a tab never shows an item done elsewhere;
                            409 with the answer in force where another tab or person answered it meanwhile
-    POST /api/undo         {id, tab}: take back this tab's latest answer; the reply carries what it was
-    GET  /api/history      ?tab=ID: the tab's last answers, newest first, each with its sentence, to edit
-    GET  /api/review       the items two people answered differently, and their agreement
-    POST /api/adjudicate   {id, item, choose}: the answer that becomes the item's gold one
-    GET  /api/guidelines   the labelling guidelines (--guidelines, or xling's for NER)
+    POST /api/undo         {id, tab, annotator}: take back the person's latest answer; the reply carries what it
+                           was, what is in force now and the sentence
+    GET  /api/history      ?annotator=NAME&offset=N: the person's answers, newest first, 50 a page, to edit
+    GET  /api/review       the items two people answered differently, and agreement per pair of people
+    POST /api/adjudicate   {id, item, choose} (the answer that becomes the item's gold one) or {id, item, spans,
+                           judged} (the reviewer's own)
+    GET  /api/guidelines   the labelling guidelines as HTML (--guidelines, or xling's for NER)
     GET  /api/gold.conll   the answers as CoNLL
 
 An answer is on disk before its request returns. After every `retrain_every` new answers the task adapter is
@@ -25,107 +27,29 @@ the session's page token (written into the page, which no other origin can read)
 from __future__ import annotations
 
 import hmac
-import json
 import os
 import secrets
-import shlex
-import subprocess
-import threading
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from flask import Flask, Response, jsonify, request
+from werkzeug.wsgi import host_is_trusted
 
 from xling.annotation.options import AnnotateOptions
-from xling.annotation.retrain import ROUND_LOCK, adapter_name, command
-from xling.annotation.session import AnswerError, Session
+from xling.annotation.records import MAX_ID, AnswerError
+from xling.annotation.retrain import Retrainer
+from xling.annotation.session import Session
 from xling.errors import XlingError
-from xling.fileio import EntryLock
+from xling.fileio import EntryLock, parse_json
 
 STATIC = Path(__file__).parent / "static"
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 ANY_ADDRESS = ("0.0.0.0", "::", "")  # serving on every interface: only the --token guards it
 MAX_BODY = 64 * 1024  # bytes; an answer is well under 4 KiB
-MAX_DEPTH = 8  # JSON nesting; an answer's is 3
 PAGE_TOKEN_FILE = "page-token"
 DEFAULT_GUIDELINES = "guidelines-ner.md"
 MAX_GUIDELINES = 256 * 1024  # bytes
 PAGE_TOKEN_HEADER = "X-Xling-Page-Token"
-
-
-class Retrainer:
-    """Starts a retraining round once enough new answers have come, one round at a time: a round still running
-    from before a restart (it holds the session's round lock) is waited for, not started again."""
-
-    def __init__(self, session: Session, options: AnnotateOptions):
-        self.session, self.options = session, options
-        self.process: subprocess.Popen | None = None
-        self.started: float | None = None
-        self.failed: str | None = None
-        self.adopted = False
-        self.lock = threading.Lock()
-
-    def answers_at_last_round(self) -> int:
-        rounds = self.session.rounds()
-        return rounds[-1]["sentences"] if rounds else 0
-
-    @property
-    def running(self) -> bool:
-        if self.process is not None and self.process.poll() is None:
-            return True
-        held = EntryLock.holder(self.session.directory / ROUND_LOCK) is not None
-        if held and not self.adopted:  # started by a server before this one
-            self.adopted, self.started = True, (self.session.directory / f"{ROUND_LOCK}.lock").stat().st_mtime
-        elif self.adopted and not held:
-            self.adopted = False
-            self.session.load_batches()  # its batch joins the queue
-        return held
-
-    def maybe_start(self) -> None:
-        if not self.options.retrain or not self.options.retrain_every:
-            return
-        with self.lock:
-            answered = self.session.progress()["answered"]
-            if self.running or answered - self.answers_at_last_round() < self.options.retrain_every:
-                return
-            log = open(self.session.directory / "retrain.log", "ab")
-            self.process = subprocess.Popen(
-                command(self.session.directory, self.options), stdout=log, stderr=subprocess.STDOUT
-            )
-            self.started, self.failed = time.time(), None
-            threading.Thread(target=self._wait, args=(self.process, log), daemon=True).start()
-
-    def _wait(self, process: subprocess.Popen, log) -> None:
-        code = process.wait()
-        log.close()
-        if code:
-            lines = (self.session.directory / "retrain.log").read_text(errors="replace").strip().splitlines()
-            said = next((line for line in reversed(lines) if line.startswith("error: ")), None)
-            self.failed = said.removeprefix("error: ") if said else f"exit status {code}: see retrain.log"
-        self.session.load_batches()  # the round's next batch replaces the rest of the queue
-
-    def status(self) -> dict:
-        running, rounds = self.running, self.session.rounds()
-        last = next((r for r in reversed(rounds) if r.get("total_seconds")), None)
-        return {
-            "running": running,
-            "elapsed": round(time.time() - self.started, 1) if running and self.started else None,
-            "estimate": last["total_seconds"] if last else None,
-            "failed": self.failed,
-            "every": self.options.retrain_every if self.options.retrain else None,
-            "adapter": adapter_name(self.session, self.options),
-            "rounds": rounds,
-            "use": self.use(rounds),
-        }
-
-    def use(self, rounds: list[dict]) -> str | None:
-        """The command that tags with the session's adapter (the best round's), workspace included."""
-        if not rounds:
-            return None
-        spec = self.session.options.tagger
-        where = f" -w {shlex.quote(spec.workspace)}" if spec.workspace else ""
-        return f"xling tag --lang {spec.lang} -t {rounds[-1]['adapter']}{where} FILE"
 
 
 def page_token(directory: Path) -> str:
@@ -139,18 +63,11 @@ def page_token(directory: Path) -> str:
     return file.read_text().strip()
 
 
-def host_name(host: str) -> str:
-    """`[::1]:8321` -> `::1`, `LocalHost:8321` -> `localhost`."""
-    host = host.strip().lower()
-    if host.startswith("["):
-        return host[1 : host.find("]")] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
 def refusal(options: AnnotateOptions, token: str) -> str | None:
     """Why this request is refused (403), or None: another Host, no access token, or a change from elsewhere."""
-    if options.host not in ANY_ADDRESS and host_name(request.host) not in (*LOCAL_HOSTS, options.host.lower()):
-        return f"this server answers only {options.host}, not {host_name(request.host)!r}"
+    trusted = [*LOCAL_HOSTS, f"[{options.host}]" if ":" in options.host else options.host.lower()]
+    if options.host not in ANY_ADDRESS and not host_is_trusted(request.host.lower(), trusted):
+        return f"this server answers only {options.host}, not {request.host!r}"
     if options.token and not request.path.startswith("/static/"):  # the page's script and style are no secret
         given = request.headers.get("X-Xling-Token") or request.args.get("token") or ""
         if not hmac.compare_digest(given.encode(), options.token.encode()):
@@ -174,26 +91,16 @@ def _origin_of(referer: str | None) -> str | None:
 
 
 def json_body():
-    """The request's JSON, refused in one line (4xx) if it is not JSON, too large or too deeply nested."""
+    """The request's JSON, refused in one line (4xx) if it is not JSON, too large (Flask's 413) or nested too
+    deeply for Python's parser; its shape is the records' to check."""
     if request.mimetype != "application/json":
         raise AnswerError("send JSON (Content-Type: application/json)", 415)
-    data = request.get_data(cache=False)  # over MAX_CONTENT_LENGTH: Flask's 413
-    depth, deepest, in_string, escaped = 0, 0, False, False
-    for char in data.decode("utf-8", errors="replace"):
-        if in_string:
-            escaped, in_string = (False, True) if escaped else (char == "\\", char != '"')
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
-    if deepest > MAX_DEPTH:
-        raise AnswerError(f"the JSON is nested deeper than {MAX_DEPTH}", 400)
+    data = request.get_data(cache=False)
     try:
-        return json.loads(data) if data.strip() else None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        return parse_json(data) if data.strip() else None
+    except RecursionError:
+        raise AnswerError("the JSON is nested too deeply", 400) from None
+    except (ValueError, UnicodeDecodeError) as err:
         raise AnswerError(f"the body is not JSON: {err}", 400) from None
 
 
@@ -212,19 +119,48 @@ def read_guidelines(options: AnnotateOptions) -> str:
         raise XlingError(f"the guidelines {path} are not UTF-8 text") from None
 
 
-def person(options: AnnotateOptions, body: dict | None = None) -> str | None:
-    """Who asks: the name the page sends (in the body or the address), else --annotator."""
+def render_guidelines(text: str) -> str:
+    """Markdown as HTML by markdown-it (CommonMark), raw HTML in it shown as text, never run."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).render(text)
+
+
+def person(session: Session, options: AnnotateOptions, body=None, changes: bool = False) -> str | None:
+    """Who asks. A one-person session (--annotator) is that person's alone: a request naming someone else is
+    refused. Elsewhere it is the name the page sends (in the body or the address), required of a change once
+    several people may answer (with --overlap, or once anyone has given a name), so that no answer is ever
+    put down to someone who did not give it."""
     given = (body if isinstance(body, dict) else {}).get("annotator") or request.args.get("annotator")
-    return given if isinstance(given, str) and given else options.annotator
+    if given is not None and (not isinstance(given, str) or not 0 < len(given) <= MAX_ID):
+        raise AnswerError(f"annotator must be text of 1 to {MAX_ID} characters", 400)
+    if options.annotator:
+        if given and given != options.annotator:
+            raise AnswerError(f"this session is {options.annotator}'s alone (xling annotate --annotator)", 403)
+        return options.annotator
+    if changes and not given and shared(session, options):
+        raise AnswerError("give your name first: several people answer this session", 422)
+    return given
+
+
+def shared(session: Session, options: AnnotateOptions) -> bool:
+    """Whether several people may answer: no --annotator, and --overlap or a named answer already."""
+    return not options.annotator and (options.overlap > 0 or any(session.last_answer.keys() - {""}))
 
 
 def team_routes(app: Flask, session: Session, options: AnnotateOptions) -> None:
-    """A tab's history, two people's review, and the guidelines."""
-    guidelines = read_guidelines(options)
+    """A person's history, two people's review, and the guidelines."""
+    guidelines = render_guidelines(read_guidelines(options))
 
     @app.get("/api/history")
     def history():
-        return jsonify(history=session.history(request.args.get("tab", "")))
+        offset = request.args.get("offset", "0")
+        if not offset.isdigit() or len(offset) > 9:
+            raise AnswerError("offset is a whole number from 0", 400)
+        who = person(session, options)
+        if who is None and shared(session, options):
+            return jsonify(history=[], total=0)
+        return jsonify(session.history(who, int(offset)))
 
     @app.get("/api/review")
     def review():
@@ -232,7 +168,8 @@ def team_routes(app: Flask, session: Session, options: AnnotateOptions) -> None:
 
     @app.post("/api/adjudicate")
     def adjudicate():
-        settled = session.adjudicate(json_body(), options.annotator)
+        body = json_body()
+        settled = session.adjudicate(body, person(session, options, body, changes=True))
         return jsonify(settled=settled, progress=session.progress())
 
     @app.get("/api/guidelines")
@@ -268,16 +205,17 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
 
     @app.get("/api/state")
     def state():
+        who = person(session, options)
+        needs_name = who is None and shared(session, options)
+        queue = [] if needs_name else session.queue(who, options.overlap)
         return jsonify(
             session=session.directory.name,
             lang=session.options.tagger.lang,
             mode=session.options.mode,
             types=session.types,
             annotator=options.annotator,
-            queue=[
-                item.to_dict() | {"version": session.versions.get(item.id, 0)}
-                for item in session.queue(person(options))
-            ],
+            needs_name=needs_name,
+            queue=[item.to_dict() | {"version": session.versions.get(item.id, 0)} for item in queue],
             progress=session.progress(),
             retraining=retrainer.status(),
         )
@@ -287,16 +225,17 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
     @app.post("/api/answer")
     def answer():
         body = json_body()
-        taken = session.record(body, options.annotator, options.overlap)
+        who = person(session, options, body, changes=True)
+        taken = session.record(body, who, options.overlap)
         retrainer.maybe_start()
-        queue = [item.id for item in session.queue(person(options, body))]
+        queue = [item.id for item in session.queue(who, options.overlap)]
         return jsonify(taken=taken, queue=queue, progress=session.progress(), retraining=retrainer.status())
 
     @app.post("/api/undo")
     def undo():
-        undone = session.undo(json_body())  # JSON only: a plain form cannot be sent here from another site
-        version = session.versions.get(undone["item"], 0) if undone else None
-        return jsonify(undone=undone, version=version, progress=session.progress())
+        body = json_body()  # JSON only: a plain form cannot be sent here from another site
+        undone = session.undo(body, person(session, options, body, changes=True))
+        return jsonify(**undone, progress=session.progress())
 
     @app.get("/api/gold.conll")
     def gold():

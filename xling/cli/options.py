@@ -42,7 +42,8 @@ def command(cls, only: tuple[str, ...] | None = None, **fixed):
         ranks = _base_ranks(cls)
         ordered = sorted(shown.values(), key=lambda spec: (spec.argument or len(shown), ranks.get(spec.name, 0)))
         generated = {_parameter_name(spec): spec.name for spec in ordered}
-        parameters = [_parameter(spec) for spec in ordered] + own
+        leading = _optional_leading(ordered)
+        parameters = [_parameter(spec, spec in leading) for spec in ordered] + own
 
         @functools.wraps(run)
         def typer_command(**values):
@@ -50,6 +51,8 @@ def command(cls, only: tuple[str, ...] | None = None, **fixed):
             given = {
                 generated[name]: value.value if isinstance(value, Enum) else value for name, value in values.items()
             }
+            if leading:
+                _shift_leading(given, *leading)
             return run(build(cls, {**given, **fixed}), **extras)
 
         typer_command.options_class, typer_command.options_shown = cls, tuple(generated.values())
@@ -76,13 +79,46 @@ def _parameter_name(spec: Option) -> str:
     return spec.name + "_" if keyword.iskeyword(spec.name) else spec.name
 
 
-def _parameter(spec: Option) -> inspect.Parameter:
-    kind, default = inspect.Parameter.KEYWORD_ONLY, _typer_default(spec)
-    return inspect.Parameter(_parameter_name(spec), kind, default=default, annotation=_cli_type(spec))
+def _optional_leading(ordered: list[Option]) -> tuple[Option, Option] | tuple[()]:
+    """An optional first argument with choices before a required one (`[task] {data}`): the command then also
+    takes the required one alone (`xling evaluate DATA`), since click would give a lone value to the first."""
+    arguments = [spec for spec in ordered if spec.argument]
+    if len(arguments) >= 2 and not arguments[0].required and arguments[0].choices and arguments[1].required:
+        return arguments[0], arguments[1]
+    return ()
 
 
-def _typer_default(spec: Option):
+def _shift_leading(given: dict, first: Option, second: Option) -> None:
+    """A first value that is none of the first argument's choices starts the second (a lone `DATA`, or the first
+    of several `CORPUS` files): the first argument then keeps its default."""
+    value, rest = given[first.name], given[second.name]
+    if value is not None and value not in first.choices:
+        if isinstance(rest, list | tuple):
+            given[second.name] = [value, *rest]
+        elif rest is None:
+            given[second.name] = value
+        else:
+            raise typer.BadParameter(
+                f"{value!r} is not one of {', '.join(map(repr, first.choices))}", param_hint=f"'{first.name}'"
+            )
+        value = None
+    if not given[second.name]:
+        raise typer.BadParameter("missing", param_hint=f"'{second.name}'")
+    given[first.name] = value or first.default
+
+
+def _parameter(spec: Option, leading: bool = False) -> inspect.Parameter:
+    """`leading`: one of `_optional_leading`'s pair, taken as text and checked by `_shift_leading`."""
+    kind, default = inspect.Parameter.KEYWORD_ONLY, _typer_default(spec, leading)
+    annotation = str if leading and not spec.required else _cli_type(spec)
+    return inspect.Parameter(_parameter_name(spec), kind, default=default, annotation=annotation)
+
+
+def _typer_default(spec: Option, leading: bool = False):
     if spec.argument:
+        if leading:  # the pair's required one may come alone: click sees both as optional
+            shown = " (required)" if spec.required else f" (default: {spec.default})"
+            return typer.Argument(None, help=spec.help + shown, show_default=False, metavar=f"<{spec.name}>")
         return typer.Argument(... if spec.required else spec.default, help=spec.help, show_default=not spec.required)
     if spec.hint is bool and not spec.switch:
         flags = ()  # typer's --flag/--no-flag pair

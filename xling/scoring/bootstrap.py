@@ -53,6 +53,17 @@ def _draws(seeds: int, sentences: int, samples: int, rng_seed: int) -> tuple[np.
     return weights, seed_draws
 
 
+def sentence_weights(sentences: int, samples: int = DEFAULT_SAMPLES, rng_seed: int = 0) -> np.ndarray:
+    """(samples, sentences): how often each bootstrap sample draws each sentence, for a statistic other than F1."""
+    return _draws(1, sentences, samples, rng_seed)[0]
+
+
+def percentile_interval(values: np.ndarray) -> tuple[float, float]:
+    """The 95% percentile interval of bootstrap samples."""
+    low, high = np.quantile(values, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
+    return float(low), float(high)
+
+
 def mean_f1(counts) -> float:
     """F1 of each seed, averaged."""
     return float(f1(_by_seed(counts).sum(axis=1)).mean())
@@ -73,8 +84,7 @@ def interval(counts, samples: int = DEFAULT_SAMPLES, rng_seed: int = 0) -> tuple
     """The 95% percentile bootstrap interval of F1 (of the mean F1 over seeds for counts of several seeds)."""
     counts = _by_seed(counts)
     weights, seed_draws = _draws(counts.shape[0], counts.shape[1], samples, rng_seed)
-    low, high = np.quantile(_resampled_f1(counts, weights, seed_draws), [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
-    return float(low), float(high)
+    return percentile_interval(_resampled_f1(counts, weights, seed_draws))
 
 
 def paired(a, b, samples: int = DEFAULT_SAMPLES, rng_seed: int = 0) -> dict:
@@ -87,6 +97,6 @@ def paired(a, b, samples: int = DEFAULT_SAMPLES, rng_seed: int = 0) -> dict:
     weights, seed_draws = _draws(a.shape[0], a.shape[1], samples, rng_seed)
     differences = _resampled_f1(a, weights, seed_draws) - _resampled_f1(b, weights, seed_draws)
     observed = mean_f1(a) - mean_f1(b)
-    low, high = np.quantile(differences, [(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2])
+    low, high = percentile_interval(differences)
     p_value = float(np.mean(np.abs(differences - observed) >= abs(observed) - 1e-12))
     return {"difference": observed, "low": float(low), "high": float(high), "p": p_value, "samples": samples}

@@ -13,11 +13,29 @@ const COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b
 function newId() { return Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, "0")).join(""); }
 const TAB = sessionStorage.getItem("xling-tab") || newId();  // a reload keeps the tab's answers its own
 sessionStorage.setItem("xling-tab", TAB);
+// The name is the tab's (a new tab starts from the name last given in this browser); each answer carries the
+// name it was given under, so a later change of name never moves an answer to someone else.
 const page = {
   state: null, queue: [], item: null, spans: [], cursor: 0, anchor: null,
   pending: [], sending: false, latencies: [], conflicts: [], restore: null, texts: new Map(), editing: null,
-  annotator: localStorage.getItem("xling-annotator") || "",
+  reviewing: null, historyShown: 0,
+  annotator: sessionStorage.getItem("xling-annotator") || localStorage.getItem("xling-annotator") || "",
 };
+
+// Nothing lives only in the page: unsent answers and unsettled conflicts are kept in the browser's storage
+// (one list for every tab of this session) until the server has them, and sent again after a reload.
+const STORE = `xling:${location.pathname}`;
+function stored(kind) {
+  try { return JSON.parse(localStorage.getItem(`${STORE}:${kind}`)) || []; } catch { return []; }
+}
+function keep(kind, entries) { localStorage.setItem(`${STORE}:${kind}`, JSON.stringify(entries)); }
+function remember(kind, entry, id) { keep(kind, [...stored(kind).filter((e) => id(e) !== id(entry)), entry]); }
+function forget(kind, key, id) { keep(kind, stored(kind).filter((e) => id(e) !== key)); }
+const answerId = (answer) => answer.id;
+const conflictId = (c) => c.mine.id;
+window.addEventListener("beforeunload", (event) => {
+  if (page.pending.length || page.conflicts.length) { event.preventDefault(); event.returnValue = ""; }
+});
 window.xlingPage = page; // read by the browser test and the latency bench
 
 function api(path, body) {
@@ -151,6 +169,7 @@ function renderSide() {
   const unsaved = page.pending.length ? ` · ${page.pending.length} being saved` : "";
   document.getElementById("progress").textContent =
     `${p.answered} done, ${page.queue.length + (page.item ? 1 : 0)} to go · ${p.words} words judged${types ? " · " + types : ""}${unsaved}`;
+  document.getElementById("people").textContent = Object.entries(p.people || {}).map(([name, n]) => `${name} ${n}`).join(" · ");
   const r = state.retraining;
   const rounds = r.rounds.filter((round) => round.round > 0);
   const last = rounds[rounds.length - 1];
@@ -162,7 +181,7 @@ function renderSide() {
     : r.every ? `after every ${r.every} answers` : "off";
   drawCurve(r.rounds);
   roundsTable(r.rounds);
-  renderAgreement(p.agreement);
+  renderAgreement(p);
   document.getElementById("use").textContent = r.use ? `tag with: ${r.use}` : "";
 }
 
@@ -244,6 +263,7 @@ function renderLegend() {
 
 // Answers leave in the order given; one that fails for the network is tried again, one refused is reported.
 function send(answer) {
+  remember("unsent", answer, answerId);
   page.pending.push(answer);
   flush();
 }
@@ -254,14 +274,15 @@ async function flush() {
   while (page.pending.length) {
     try {
       const data = await api("api/answer", page.pending[0]);
-      page.pending.shift();
+      forget("unsent", page.pending.shift().id, answerId);
       page.state.progress = data.progress;
       page.state.retraining = data.retraining;
       keepOnly(data.queue);
       say("");
     } catch (err) {
-      if (err.status === 409) { conflict(page.pending.shift(), err); continue; }
-      if (err.status && err.status < 500) { page.pending.shift(); say(err.message); continue; }
+      if (err.status === 409) { conflict(page.pending[0], err); forget("unsent", page.pending.shift().id, answerId); continue; }
+      if (err.status === 422 && !page.pending[0].annotator) { say(err.message); askName(); break; }
+      if (err.status && err.status < 500) { forget("unsent", page.pending.shift().id, answerId); say(err.message); continue; }
       say("not saved yet: the server is out of reach; trying again");
       await new Promise((resolve) => setTimeout(resolve, 2000));
     }
@@ -286,8 +307,18 @@ function keepOnly(ids) {
 
 // An answer refused because the sentence was answered meanwhile: the person keeps that answer or replaces it.
 function conflict(mine, err) {
-  page.conflicts.push({ mine, theirs: err.data.answer, version: err.data.version, message: err.message });
+  const c = { mine, theirs: err.data.answer, item: err.data.item, version: err.data.version, message: err.message };
+  remember("conflicts", c, conflictId);
+  page.conflicts.push(c);
   renderConflicts();
+}
+
+// An answer in words: each entity's words and type, or what it was.
+function spansText(item, answer) {
+  if (!answer) return "nothing";
+  if (answer.skip) return "skipped";
+  const words = (answer.spans || []).map((s) => `${item.words.slice(s.start, s.end).map(([a, b]) => item.text.slice(a, b)).join(" ")} ${s.label}`);
+  return words.join("; ") || "no entity";
 }
 
 function renderConflicts() {
@@ -295,8 +326,12 @@ function renderConflicts() {
   box.replaceChildren();
   page.conflicts.forEach((c) => {
     const entry = el("div", "conflict");
-    const text = (page.texts.get(c.mine.item) || c.mine.item).slice(0, 80);
-    entry.append(el("p", "", `«${text}»: ${c.message}.`));
+    const text = c.item ? c.item.text : (page.texts.get(c.mine.item) || c.mine.item);
+    entry.append(el("p", "", `«${text.slice(0, 80)}»: ${c.message}.`));
+    if (c.item) {
+      const who = c.theirs.annotator || "the other tab";
+      entry.append(el("p", "theirs", `${who}: ${spansText(c.item, c.theirs)}`), el("p", "mine", `yours: ${spansText(c.item, c.mine)}`));
+    }
     const keep = el("button", "keep", "keep that answer");
     const replace = el("button", "replace", "replace it with mine");
     keep.onclick = () => settle(c, false);
@@ -308,43 +343,65 @@ function renderConflicts() {
 
 function settle(c, replace) {
   page.conflicts = page.conflicts.filter((other) => other !== c);
+  forget("conflicts", c.mine.id, conflictId);
   if (replace) send({ ...c.mine, id: newId(), version: c.version, replace: true });
   renderConflicts();
 }
 
 function next() {
   page.editing = null;
+  page.reviewing = null;
   show(page.queue.shift() || null);
 }
 
 // Two people's agreement on the items both answered, and the disagreements left to settle.
-function renderAgreement(agreement) {
-  const box = document.getElementById("agreement");
-  const percent = (value) => (value === null ? "–" : (100 * value).toFixed(1));
-  box.textContent = agreement.items
-    ? `${agreement.items} sentence(s) answered by two people: entity F1 ${percent(agreement.entity_f1)}, Cohen's kappa ${agreement.kappa === null ? "–" : agreement.kappa.toFixed(2)}`
-    : "";
-  document.getElementById("review-button").hidden = !agreement.items;
+function renderAgreement(progress) {
+  document.getElementById("agreement").textContent = progress.shared ? `${progress.shared} sentence(s) answered by two people` : "";
+  document.getElementById("review-button").hidden = !progress.shared;
+}
+
+// Agreement per pair of people: entity F1 and kappa with their 95% intervals, what they rest on, and per type.
+function agreementTable(agreement) {
+  const box = el("div", "pairs");
+  const percent = (v) => (v === null ? "–" : (100 * v).toFixed(1));
+  const range = (pair) => (pair ? ` [${percent(pair[0])}, ${percent(pair[1])}]` : "");
+  agreement.pairs.forEach((pair) => {
+    const head = `${pair.people.join(" and ")}: ${pair.sentences} sentence(s), ${pair.words} words both judged`;
+    const kappa = pair.kappa === null ? "–" : `${pair.kappa.toFixed(2)} [${pair.kappa_interval.map((v) => v.toFixed(2)).join(", ")}]`;
+    box.append(el("p", "", `${head}; entity F1 ${percent(pair.entity_f1)}${range(pair.entity_f1_interval)}; Cohen's kappa ${kappa}`));
+    const table = el("table", "per-type");
+    const row = (cells, tag) => { const tr = el("tr"); cells.forEach((c) => tr.append(el(tag, "", String(c)))); table.append(tr); };
+    row(["type", pair.people[0], pair.people[1], "both", "F1"], "th");
+    Object.entries(pair.per_type).forEach(([type, c]) => row([type, c.first, c.second, c.both, percent(c.f1)], "td"));
+    box.append(table);
+  });
+  return box;
 }
 
 async function openReview() {
   const data = await api("api/review");
   const list = document.getElementById("review-list");
-  list.replaceChildren();
+  list.replaceChildren(agreementTable(data.agreement));
   if (!data.disagreements.length) list.append(el("p", "", "Nothing to settle: every sentence two people answered agrees."));
   data.disagreements.forEach(({ item, answers }) => {
     const entry = el("div", "disagreement");
     entry.append(el("p", "sentence-text", item.text));
+    const sides = el("div", "sides");
     answers.forEach((answer) => {
-      const words = (answer.spans || []).map((s) => `${item.words.slice(s.start, s.end).map(([a, b]) => item.text.slice(a, b)).join(" ")} ${s.label}`);
-      const choose = el("button", "choose", `take ${answer.annotator || "this"}'s: ${words.join("; ") || "no entity"}`);
+      const side = el("div", "side");
+      side.append(el("p", "", `${answer.annotator || "?"}: ${spansText(item, answer)}`));
+      const choose = el("button", "choose", `take ${answer.annotator || "this"}'s`);
       choose.onclick = async () => {
         await api("api/adjudicate", { id: newId(), item: item.id, choose: answer.id, ...who() });
         entry.remove();
         refresh();
       };
-      entry.append(choose);
+      side.append(choose);
+      sides.append(side);
     });
+    const third = el("button", "edit-third", "edit an answer of my own");
+    third.onclick = () => { document.getElementById("review").close(); review(item, answers[0]); };
+    entry.append(sides, third);
     list.append(entry);
   });
   const dialog = document.getElementById("review");
@@ -352,10 +409,13 @@ async function openReview() {
 }
 
 // The tab's last answers, newest first: opening one shows it as answered; the next answer replaces it.
-async function loadHistory() {
-  const data = await api(`api/history?tab=${encodeURIComponent(TAB)}`);
+async function loadHistory(more) {
+  const offset = more ? page.historyShown : 0;
+  const data = await api(`api/history?${whoQuery()}offset=${offset}`);
   const list = document.getElementById("history");
-  list.replaceChildren();
+  if (!more) list.replaceChildren();
+  page.historyShown = offset + data.history.length;
+  document.getElementById("more-history").hidden = page.historyShown >= data.total;
   data.history.forEach((entry) => {
     const types = (entry.answer.spans || []).map((s) => s.label).join(", ");
     const what = entry.answer.skip ? "skipped" : types || "no entity";
@@ -367,6 +427,16 @@ async function loadHistory() {
   });
 }
 
+// The reviewer's own answer to a disagreement: the sentence opens with the first answer to correct, and
+// accepting settles it with what the reviewer made.
+function review(item, start) {
+  if (page.item && !page.editing && !page.reviewing) page.queue.unshift(page.item);
+  page.reviewing = item.id;
+  page.restore = start;
+  show({ ...item, version: 0 });
+  say("your own answer to a disagreement: correct it and accept to settle the sentence");
+}
+
 function edit(entry) {
   if (page.item && !page.editing) page.queue.unshift(page.item);  // back to it after the edit
   page.editing = entry;
@@ -376,6 +446,7 @@ function edit(entry) {
 }
 
 function who() { return page.annotator ? { annotator: page.annotator } : {}; }
+function whoQuery() { return page.annotator ? `annotator=${encodeURIComponent(page.annotator)}&` : ""; }
 
 function request(item, body) {
   return { id: newId(), tab: TAB, item: item.id, version: item.version, ...who(), ...body };
@@ -384,13 +455,29 @@ function request(item, body) {
 // The person's name (kept in this browser): on every answer, and what decides which shared items they still owe.
 function setAnnotator(name) {
   page.annotator = name.trim().slice(0, 64);
+  sessionStorage.setItem("xling-annotator", page.annotator);
   localStorage.setItem("xling-annotator", page.annotator);
+  // answers this tab made before any name was asked for are this person's: they carry it from now
+  page.pending.forEach((answer) => { if (!answer.annotator && page.annotator) answer.annotator = page.annotator; });
+  page.queue = [];
+  show(null);
   refresh();
+  loadHistory();
+  flush();
+}
+
+function askName() {
+  const name = document.getElementById("annotator");
+  say("several people answer this session: give your name to start");
+  name.focus();
 }
 
 function answer(spans, judged) {
   const item = page.item;
-  send(request(item, { spans: spans.map(({ start, end, label }) => ({ start, end, label })), judged }));
+  const labels = { spans: spans.map(({ start, end, label }) => ({ start, end, label })), judged };
+  if (page.reviewing === item.id) {
+    api("api/adjudicate", { id: newId(), item: item.id, ...labels, ...who() }).then(() => refresh(), (err) => say(err.message));
+  } else send(request(item, labels));
   next();
 }
 
@@ -430,10 +517,18 @@ function reject() {
 
 async function undo() {
   while (page.pending.length || page.sending) await new Promise((resolve) => setTimeout(resolve, 50));
-  const data = await api("api/undo", { id: newId(), tab: TAB });
+  const data = await api("api/undo", { id: newId(), tab: TAB, ...who() });
   if (!data.undone) { say("nothing of yours to undo"); return; }
-  page.restore = data.undone;
-  await refresh(data.undone.item);
+  // The sentence comes back with the answer now in force, to correct (an earlier answer of the same person,
+  // restored), or else with what was taken back: never with the model's suggestion in place of a correction.
+  if (page.item && !page.editing && page.item.id !== data.item.id) page.queue.unshift(page.item);
+  page.queue = page.queue.filter((item) => item.id !== data.item.id);
+  page.editing = data.restored ? { answer: data.restored, item: data.item, version: data.version } : null;
+  page.restore = data.restored || data.undone;
+  show({ ...data.item, version: data.version });
+  say(data.restored ? "taken back: the answer before it is in force again, shown here" : "taken back: answer it again");
+  renderSide();
+  loadHistory();
 }
 
 function skip() { send(request(page.item, { skip: true })); next(); }
@@ -521,32 +616,44 @@ function onPointerMove(event) {
 
 function onPointerUp() { page.dragging = false; }
 
-const BUTTONS = { accept, reject, skip, undo, review: openReview, keys: () => toggle("keys"), guidelines: () => toggle("guidelines") };
+const BUTTONS = {
+  accept, reject, skip, undo, review: openReview, keys: () => toggle("keys"), guidelines: () => toggle("guidelines"),
+  "more-history": () => loadHistory(true), close: () => document.querySelectorAll("dialog[open]").forEach((d) => d.close()),
+};
 
 function onButton(event) {
   const button = event.target.closest("button[data-action], button[data-type]");
-  if (!button || (!page.item && !["undo", "review", "keys", "guidelines"].includes(button.dataset.action))) return;
+  if (!button || (!page.item && !["undo", "review", "keys", "guidelines", "more-history", "close"].includes(button.dataset.action))) return;
   if (button.dataset.type) label(button.dataset.type);
   else BUTTONS[button.dataset.action]();
 }
 
 // The state from the server; `first` (an item just taken back) is shown before the rest.
 async function refresh(first) {
-  const who = page.annotator ? `?annotator=${encodeURIComponent(page.annotator)}` : "";
-  const state = await api(`api/state${who}`);
+  const state = await api(`api/state?${whoQuery()}`);
   const firstTime = !page.state;
   page.state = state;
   if (firstTime) {
     document.getElementById("session").textContent = `${state.session} (${state.lang}, ${state.mode})`;
     const name = document.getElementById("annotator");
-    name.value = page.annotator || state.annotator || "";
+    if (state.annotator) {  // a one-person session: that person's name, fixed
+      page.annotator = state.annotator;
+      name.readOnly = true;
+    }
+    name.value = page.annotator;
     name.addEventListener("change", () => setAnnotator(name.value));
     const link = document.getElementById("export");
     if (TOKEN) link.href = `api/gold.conll?token=${encodeURIComponent(TOKEN)}`;
     renderLegend();
-    api("api/guidelines").then((data) => { document.getElementById("guidelines-text").textContent = data.guidelines; });
+    // markdown-it's HTML, with any raw HTML of the file escaped by the server
+    api("api/guidelines").then((data) => { document.getElementById("guidelines-text").innerHTML = data.guidelines; });
     loadHistory();
+    page.conflicts = stored("conflicts");
+    renderConflicts();
+    const unsent = stored("unsent").filter((a) => !page.pending.some((p) => p.id === a.id));
+    if (unsent.length) { page.pending.push(...unsent); flush(); }
   }
+  if (state.needs_name) askName();
   const shown = first ? null : page.item && page.item.id;
   const taken = new Set([shown, ...page.pending.map((answer) => answer.item)]);
   page.queue = state.queue.filter((item) => !taken.has(item.id));

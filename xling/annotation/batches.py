@@ -1,0 +1,96 @@
+"""The batch files of an annotation session, written by `xling select` (and by each retraining round) and read
+by the session:
+
+    <session>/session.json         the options the session was started with (`SelectOptions`)
+    <session>/batches/NNNN.jsonl   a header line (strategy, adapter, entity types, batch number), then one
+                                   `Item` per line, best first
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from xling.annotation.options import SelectOptions
+from xling.errors import XlingError
+from xling.fileio import read_json, read_jsonl, write_json_atomic, write_text_atomic
+from xling.options import from_record
+
+BATCHES = "batches"
+SESSION_FILE = "session.json"
+
+
+@dataclass
+class Item:
+    """One sentence to label: its words (character offsets into `text`), the model's tags and probabilities,
+    and in spans mode the span to ask about."""
+
+    id: str
+    text: str
+    words: list[list[int]]
+    tags: list[str]
+    probabilities: list[float]
+    focus: dict | None
+    score: float
+    batch: int
+
+    def tokens(self) -> list[str]:
+        return [self.text[start:end] for start, end in self.words]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Batches:
+    """Every batch of a session: the headers in order, every item by id, and the newest batch's ids, best first."""
+
+    headers: list[dict]
+    items: dict[str, Item]
+    newest: list[str]
+
+    @property
+    def types(self) -> list[str]:
+        return sorted({t for header in self.headers for t in header["types"]})
+
+
+def read_batches(directory: Path) -> Batches:
+    headers, items, newest = [], {}, []
+    for path in sorted((directory / BATCHES).glob("*.jsonl")):
+        header, *lines = read_jsonl(path)
+        headers.append(header)
+        items |= {line["id"]: Item(**line, batch=header["batch"]) for line in lines}
+        newest = [line["id"] for line in lines]
+    return Batches(headers, items, newest)
+
+
+def write_batch(directory: Path, header: dict, items: list[dict]) -> Path:
+    """The next batch file, written whole or not at all."""
+    number = len(list((directory / BATCHES).glob("*.jsonl"))) + 1
+    path = directory / BATCHES / f"{number:04d}.jsonl"
+    lines = [{**header, "batch": number}, *items]
+    write_text_atomic(path, "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
+    return path
+
+
+def start_session(directory: Path, options: SelectOptions) -> None:
+    """Record the options a new session starts with; a later batch must agree on the language and corpus."""
+    file = directory / SESSION_FILE
+    if file.is_file():
+        started = from_record(SelectOptions, read_json(file), str(file))
+        before, now = _fixed(started), _fixed(options)
+        for key in before:
+            if before[key] != now[key]:
+                raise XlingError(
+                    f"session {directory.name!r} was started with {key} {before[key]!r}, not {now[key]!r}; "
+                    "give another --session"
+                )
+        return
+    (directory / BATCHES).mkdir(parents=True, exist_ok=True)
+    write_json_atomic(file, asdict(options))
+
+
+def _fixed(options: SelectOptions) -> dict:
+    """What every batch of a session shares."""
+    return {"lang": options.tagger.lang, "corpus": options.corpus, "mode": options.mode}
