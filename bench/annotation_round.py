@@ -1,7 +1,7 @@
 """One retraining round of an annotation session as `xling annotate` runs it, on a large pool: 25 answers (the
 labels of WikiANN-qu `silver-pool` sentences) train the task adapter again from `ner-en` with early stopping on
 WikiANN-qu dev, it is scored beside the session's adapter, and the next 25 sentences are selected from the pool
-(the first `--lines` lines of the Quechua text corpus) with `xling select`'s defaults. Writes
+(the first `--lines` lines of the Quechua text corpus) with `xling annotate`'s defaults. Writes
 `results/annotation/round.json`: seconds for the round, its training and scoring part and its selection.
 
     python -m bench.annotation_round --workspace DIR [--lines 100000]
@@ -84,7 +84,10 @@ def main() -> None:
         "training and scoring": record["seconds"],
         "selecting the next batch": record["total_seconds"] - record["seconds"],
     }
-    setup = f"{ANSWERS} answers, a pool of {args.lines:,} lines, select's defaults (a sample of {defaults(SelectOptions).max_sentences:,})"
+    sample = defaults(AnnotateOptions).round_sample
+    setup = (
+        f"{ANSWERS} answers, a pool of {args.lines:,} lines, annotate's defaults (a round tags a sample of {sample:,})"
+    )
     rows = [
         {"label": f"annotation round, {what}", "data": "corpus:quechua-text", "setup": setup, "metric": "seconds"}
         | {"seconds": round(seconds, 1), "seconds_std": 0.0, "per_seed": [{"seed": 1, "seconds": round(seconds, 1)}]}

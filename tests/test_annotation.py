@@ -500,7 +500,8 @@ def test_a_round_keeps_the_better_of_its_adapter_and_the_sessions_so_a_worse_rou
         spans = [{"start": i, "end": i + 1, "label": t[2:]} for i, t in enumerate(item.tags) if t.startswith("B-")]
         session.record({"item": item.id, "spans": spans, "judged": None})
     options = AnnotateOptions(session="qu", dev=str(dev), epochs=1, workspace=str(workspace), model=str(model_dir))
-    monkeypatch.setattr(retrain, "_dev_f1", lambda session, dev, adapter: planted[adapter])
+    judged_on = set()
+    monkeypatch.setattr(retrain, "_dev_f1", lambda session, dev, adapter: judged_on.add(dev) or planted[adapter])
     planted = {"ner-en": 0.4, "ner-qu-annotated-candidate": 0.3}  # round 1 scores below the starting adapter
     first = retrain_round(session.directory, options)
     assert first["sentences"] == 6 and first["train_sentences"] == 6 and not first["kept"]
@@ -521,6 +522,12 @@ def test_a_round_keeps_the_better_of_its_adapter_and_the_sessions_so_a_worse_rou
     assert not third["kept"] and third["adapter"] == "ner-qu-annotated"
     assert {f.name: f.read_bytes() for f in (tasks / "ner-qu-annotated").iterdir()} == saved  # never changed
     assert [r["round"] for r in Session(session.directory).rounds()] == [0, 1, 2, 3]
+    # keep-or-drop is judged on the half of dev that the candidate's epoch was not chosen on
+    assert judged_on == {str(session.directory / retrain.JUDGE_FILE)}
+    choose, judge = (read_conll(session.directory / f) for f in (retrain.CHOOSE_FILE, retrain.JUDGE_FILE))
+    assert choose and judge and not {tuple(s.tokens) for s in choose} & {tuple(s.tokens) for s in judge}
+    trained_on = json.loads((tasks / "ner-qu-annotated" / "report.json").read_text())
+    assert str(session.directory / retrain.CHOOSE_FILE) in json.dumps(trained_on)
 
 
 def test_the_server_retrains_in_the_background_and_the_next_batch_replaces_the_queue(tiny_session):

@@ -287,7 +287,7 @@ def test_a_failed_round_shows_one_line_a_person_can_act_on(tmp_path):
         if not status["running"]:
             break
         time.sleep(0.1)
-    said = "no dev data: give --dev FILE, or label at least 5 whole sentences (correct mode) first"
+    said = "no dev data: give --dev FILE, or label at least 10 whole sentences (correct mode) first"
     for _ in range(50):  # the waiting thread writes the round's line just after the process ends
         if api.get("/api/state").get_json()["retraining"]["failed"]:
             break
@@ -488,3 +488,57 @@ def test_a_reviewer_settles_a_disagreement_with_an_answer_of_their_own(tmp_path)
     assert read_conll(directory / "gold.conll")[0].tags == ["B-PER", "O", "B-ORG", "O"]
     assert api.get("/api/review").get_json()["disagreements"] == []
     assert api.get("/api/state?annotator=Dora").get_json()["queue"][0]["id"] != "s1"  # nobody owes it now
+
+
+def test_a_round_starts_early_enough_that_the_next_batch_comes_before_the_last_sentence(tmp_path, monkeypatch):
+    """At the defaults a round starts once a person has HEADROOM sentences left, not when they have none; after
+    a failed round it waits for new answers instead."""
+    import sys
+
+    from xling.annotation import retrain
+    from xling.annotation.batches import write_batch
+    from xling.annotation.server import create_app
+    from xling.fileio import append_jsonl
+
+    launched = []
+    monkeypatch.setattr(
+        retrain, "command", lambda directory, options: launched.append(1) or [sys.executable, "-c", "pass"]
+    )
+    directory = make_session(tmp_path)
+    header, *items = [json.loads(line) for line in (directory / "batches" / "0001.jsonl").read_text().splitlines()]
+    write_batch(
+        directory, {k: v for k, v in header.items() if k != "batch"}, [items[0] | {"id": f"m{n}"} for n in range(13)]
+    )
+    dev = tmp_path / "dev.conll"
+    dev.write_text("Juan B-PER\nrimarqan O\n\nLima B-LOC\n\n")
+    options = AnnotateOptions(session="qu", dev=str(dev), workspace=str(tmp_path), annotator="Ana")
+    assert options.retrain_every == 25  # the default, more than this batch holds
+    api = page_client(create_app(Session(directory), options), directory)
+    lefts = []
+    for n in range(3):
+        reply = api.post("/api/answer", json=answer(f"m{n}", [], f"a{n}", "tab-a")).get_json()
+        lefts.append(len(reply["queue"]))
+        if launched:
+            break
+    assert lefts == [12, 11, 10] and len(launched) == 1  # started with ten sentences still to label
+    append_jsonl(directory / "rounds.jsonl", {"failed": "planted", "sentences": 3})
+    for _ in range(50):  # the stand-in round has ended
+        if not api.get("/api/state").get_json()["retraining"]["running"]:
+            break
+    api.post("/api/answer", json=answer("m3", [], "a3", "tab-a"))
+    assert len(launched) == 1  # a failed round is not tried again at every answer
+
+
+def test_when_rounds_do_not_beat_the_start_the_page_says_what_the_answers_hold(tmp_path):
+    from xling.annotation.server import create_app
+
+    directory = make_session(tmp_path)
+    rounds = [{"round": 0, "sentences": 0, "f1": 0.5, "adapter": "ner-en"}] + [
+        {"round": n, "sentences": n, "f1": 0.4, "previous_f1": 0.5, "kept": False, "adapter": "ner-en"} for n in (1, 2)
+    ]
+    (directory / "rounds.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rounds))
+    api = page_client(create_app(Session(directory), AnnotateOptions(session="qu", retrain=False)), directory)
+    for n, item in enumerate(("s1", "s2", "s3")):
+        api.post("/api/answer", json=answer(item, [], f"a{n}", "tab-a"))
+    advice = api.get("/api/state").get_json()["retraining"]["advice"]
+    assert advice.startswith("2 rounds have not beaten the start: the 3 answers so far hold 0 names; too few")

@@ -84,6 +84,8 @@ class AnnotateOptions:
         None, "Labelled dev data for the F1 after each retraining (default: every fifth answered sentence)."
     )
     epochs: int = opt(20, "Epochs of each retraining (with early stopping on dev).")
+    # tagging is most of a round: 5,000 sentences take about 100 s on 2 cores, 2,000 about 40
+    round_sample: int = opt(2000, "Sentences each round tags to choose the next batch from (at most select's sample).")
     adapter: str | None = opt(
         None, "Name of the task adapter trained from the answers (default: ner-SESSION-annotated)."
     )
@@ -102,6 +104,7 @@ class AnnotateOptions:
             raise XlingError(f"port must be from 1 to 65535, not {self.port}")
         at_least("retrain_every", self.retrain_every, 1)
         at_least("epochs", self.epochs, 1)
+        at_least("round_sample", self.round_sample, 1)
         if not 0 <= self.overlap <= 1:
             raise XlingError(f"overlap must be from 0 to 1, not {self.overlap}")
         if self.annotator and self.overlap:

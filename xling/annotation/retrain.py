@@ -31,23 +31,31 @@ from xling.workspace import Workspace
 # epochs and patience so that a round stays short.
 TRAINING = {"batch_size": 8, "lr": 1e-3, "patience": 5}
 DEV_SHARE = 5  # without --dev, every fifth fully answered sentence is held out for dev
+HEADROOM = 10  # sentences left to a person when a round starts early, so that it ends before they run out
+CHOOSE_FILE, JUDGE_FILE = "dev-choose.conll", "dev-judge.conll"  # the halves of dev: the epoch, keep-or-drop
 
 
 def adapter_name(session: Session, options: AnnotateOptions) -> str:
     return options.adapter or f"ner-{session.directory.name}-annotated"
 
 
-def split_gold(gold: list[Sentence], dev: str | None) -> tuple[list[Sentence], list[Sentence] | str]:
-    """Training sentences, and dev: `dev` if given, else every fifth sentence a person labelled whole."""
+def split_gold(gold: list[Sentence], dev: str | None) -> tuple[list[Sentence], list[Sentence], list[Sentence]]:
+    """Training sentences, and dev in two halves: the one the candidate chooses its epoch on, and the one that
+    judges keep-or-drop, which that choice never saw. Dev is `dev`'s sentences if given, else every fifth
+    sentence a person labelled whole."""
+    from xling.data.sources import load_ner
+
     if dev:
-        return gold, dev
-    complete = [i for i, s in enumerate(gold) if UNJUDGED not in s.tags]
-    held_out = set(complete[DEV_SHARE - 1 :: DEV_SHARE])
-    if not held_out:
+        train, held_out = gold, load_ner(dev, "validation")
+    else:
+        complete = [i for i, s in enumerate(gold) if UNJUDGED not in s.tags]
+        chosen = set(complete[DEV_SHARE - 1 :: DEV_SHARE])
+        train, held_out = [s for i, s in enumerate(gold) if i not in chosen], [gold[i] for i in sorted(chosen)]
+    if len(held_out) < 2:
         raise XlingError(
-            f"no dev data: give --dev FILE, or label at least {DEV_SHARE} whole sentences (correct mode) first"
+            f"no dev data: give --dev FILE, or label at least {2 * DEV_SHARE} whole sentences (correct mode) first"
         )
-    return [s for i, s in enumerate(gold) if i not in held_out], [gold[i] for i in sorted(held_out)]
+    return train, held_out[0::2], held_out[1::2]
 
 
 def retraining_options(lang: str, train: str, dev: str, init_from: str, name: str, epochs: int, **more):
@@ -81,11 +89,10 @@ def _round(session: Session, options: AnnotateOptions) -> dict:
     from xling.train.task import train_task_adapter
 
     started, directory = time.time(), session.directory
-    train, dev = split_gold(session.gold(), options.dev)
-    write_text_atomic(directory / "train.conll", conll_text(train))
-    if not isinstance(dev, str):
-        write_text_atomic(directory / "dev.conll", conll_text(dev))
-    dev_file = options.dev or str(directory / "dev.conll")
+    train, choose, judge = split_gold(session.gold(), options.dev)
+    for file, sentences in (("train.conll", train), (CHOOSE_FILE, choose), (JUDGE_FILE, judge)):
+        write_text_atomic(directory / file, conll_text(sentences))
+    choose_file, judge_file = str(directory / CHOOSE_FILE), str(directory / JUDGE_FILE)
     spec = session.options.tagger
     where = {"model": spec.model, "workspace": spec.workspace}
     name, start = adapter_name(session, options), session.headers[0]["adapter"]
@@ -95,18 +102,18 @@ def _round(session: Session, options: AnnotateOptions) -> dict:
         retraining_options(
             spec.lang,
             str(directory / "train.conll"),
-            dev_file,
+            choose_file,
             start,
             name + CANDIDATE_SUFFIX,
             options.epochs,
             **where,
         )
     )
-    f1, best_f1 = (_dev_f1(session, dev_file, adapter) for adapter in (name + CANDIDATE_SUFFIX, incumbent))
+    f1, best_f1 = (_dev_f1(session, judge_file, adapter) for adapter in (name + CANDIDATE_SUFFIX, incumbent))
     kept = f1 >= best_f1  # a tie goes to the adapter that saw more answers
     _settle(workspace, name, kept)
     rounds, progress = [r for r in session.rounds() if "failed" not in r], session.progress()
-    dev_label = options.dev or f"{len(dev)} held-out answered sentences"
+    dev_label = f"{len(judge)} sentences of " + (options.dev or "the held-out answers") + " no epoch was chosen on"
     if not rounds:  # round 0: where the session started, on the first round's dev
         append_jsonl(
             directory / ROUNDS_FILE,
@@ -124,7 +131,9 @@ def _round(session: Session, options: AnnotateOptions) -> dict:
         "adapter": name if kept else incumbent,
         "seconds": round(time.time() - started, 1),
     }
-    next_batch, size = select(replace(session.options, tagger=replace(spec, task_adapter=record["adapter"])))
+    sample = min(filter(None, (session.options.max_sentences, options.round_sample)))
+    chosen_by = replace(spec, task_adapter=record["adapter"])
+    next_batch, size = select(replace(session.options, tagger=chosen_by, max_sentences=sample))
     record |= {"next_batch": next_batch.name, "next_items": size, "total_seconds": round(time.time() - started, 1)}
     append_jsonl(directory / ROUNDS_FILE, record)
     return record
@@ -178,12 +187,19 @@ class Retrainer:
             self.session.load_batches()  # its batch joins the queue
         return held
 
-    def maybe_start(self) -> None:
+    def maybe_start(self, left: int | None = None) -> None:
+        """After an answer: a round once `retrain_every` new answers have come, or earlier, once the person has
+        at most HEADROOM sentences `left` (and dev data can be had), so that the next batch is ready before they
+        run out; never again early after a failed round, which waits for new answers."""
         if not self.options.retrain or not self.options.retrain_every:
             return
         with self.lock:
             answered = self.session.progress()["answered"]
-            if self.running or answered - self.answers_at_last_round() < self.options.retrain_every:
+            new, logged = answered - self.answers_at_last_round(), self.session.rounds()
+            failed = bool(logged) and "failed" in logged[-1]
+            enough_dev = bool(self.options.dev) or answered >= 2 * DEV_SHARE
+            early = left is not None and left <= HEADROOM and new > 0 and enough_dev and not failed
+            if self.running or not (new >= self.options.retrain_every or early):
                 return
             log = open(self.session.directory / "retrain.log", "ab")
             self.process = subprocess.Popen(
@@ -215,7 +231,20 @@ class Retrainer:
             "adapter": adapter_name(self.session, self.options),
             "rounds": rounds,
             "use": self.use(rounds),
+            "advice": self.advice(rounds),
         }
+
+    def advice(self, rounds: list[dict]) -> str | None:
+        """What the page says once rounds stop beating where the session started: what the answers hold."""
+        tried = [r for r in rounds if r["round"] > 0]
+        if len(tried) < 2 or any(r.get("kept") for r in tried):
+            return None
+        progress = self.session.progress()
+        names, answered = sum(progress["entities"].values()), progress["answered"]
+        said = f"{len(tried)} rounds have not beaten the start: the {answered} answers so far hold {names} names"
+        if names < answered / 2:
+            said += "; too few to learn from: a pool that holds more names (xling select corpus:wikiann-qu/silver-pool) teaches more"
+        return said
 
     def use(self, rounds: list[dict]) -> str | None:
         """The command that tags with the session's adapter (the best round's), workspace included."""

@@ -143,6 +143,11 @@ def person(session: Session, options: AnnotateOptions, body=None, changes: bool 
     return given
 
 
+def stream(session: Session, options: AnnotateOptions, who: str | None) -> list:
+    """The sentences `who` is to answer: the whole queue in a one-person session, else their own stream."""
+    return session.queue(None if options.annotator else who, options.overlap)
+
+
 def shared(session: Session, options: AnnotateOptions) -> bool:
     """Whether several people may answer: no --annotator, and --overlap or a named answer already."""
     return not options.annotator and (options.overlap > 0 or any(session.last_answer.keys() - {""}))
@@ -207,7 +212,7 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
     def state():
         who = person(session, options)
         needs_name = who is None and shared(session, options)
-        queue = [] if needs_name else session.queue(who, options.overlap)
+        queue = [] if needs_name else stream(session, options, who)
         return jsonify(
             session=session.directory.name,
             lang=session.options.tagger.lang,
@@ -227,8 +232,8 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
         body = json_body()
         who = person(session, options, body, changes=True)
         taken = session.record(body, who, options.overlap)
-        retrainer.maybe_start()
-        queue = [item.id for item in session.queue(who, options.overlap)]
+        queue = [item.id for item in stream(session, options, who)]
+        retrainer.maybe_start(len(queue))
         return jsonify(taken=taken, queue=queue, progress=session.progress(), retraining=retrainer.status())
 
     @app.post("/api/undo")

@@ -183,6 +183,7 @@ function renderSide() {
   roundsTable(r.rounds);
   renderAgreement(p);
   document.getElementById("use").textContent = r.use ? `tag with: ${r.use}` : "";
+  document.getElementById("advice").textContent = r.advice || "";
 }
 
 // Dev F1 after each round (filled: kept as the session's adapter; hollow: scored lower and dropped), against
