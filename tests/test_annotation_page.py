@@ -290,3 +290,54 @@ def test_every_dialog_closes_by_touch_and_every_tap_target_is_44_px_on_a_phone(t
         assert small == [], small
         html = browser.execute_script("return document.getElementById('guidelines-text').innerHTML")
     assert "<h1>" in html or "<h2>" in html  # Markdown, rendered
+
+
+def test_two_profiles_never_share_a_sentence_a_new_profile_shows_the_persons_history_and_undo_keeps_corrections(
+    tmp_path, monkeypatch
+):
+    from selenium.webdriver.common.keys import Keys
+
+    from tests.browser import chromium, chromium_paths, press, served, wait_for
+    from xling.annotation import team
+
+    if chromium_paths() is None:
+        pytest.skip("chromium and chromium-driver are not installed (apt install chromium chromium-driver)")
+    monkeypatch.setattr(team, "HOLD", 2)  # four sentences: two each
+    directory = make_session(tmp_path)
+
+    def open_as(driver, address: str, person: str) -> None:
+        driver.get(address)
+        wait_for(driver, "document.getElementById('status').textContent.includes('give your name')")
+        driver.find_element("id", "annotator").send_keys(person, Keys.TAB)
+        wait_for(driver, f"window.xlingPage.annotator === '{person}' && window.xlingPage.state")
+
+    Session(directory).record({"item": "s4", "spans": [], "judged": None, "annotator": "Cusi"})  # a team's session
+    options = AnnotateOptions(session="qu", retrain=False)
+    with served(Session(directory), options) as address, chromium() as ana, chromium() as beto:
+        open_as(ana, address, "Ana")
+        open_as(beto, address, "Beto")
+        shown = "return [window.xlingPage.item && window.xlingPage.item.id, ...window.xlingPage.queue.map((i) => i.id)]"
+        wait_for(ana, "window.xlingPage.item")
+        wait_for(beto, "window.xlingPage.item")
+        assert ana.execute_script(shown) == ["s1", "s2"] and beto.execute_script(shown) == ["s3"]
+        press(ana, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, "x", Keys.ENTER)  # s1: Ana corrects the model: no LOC
+        wait_for(ana, "window.xlingPage.item.id === 's2' && window.xlingPage.pending.length === 0")
+        press(ana, Keys.ENTER)  # s2
+        wait_for(
+            ana, "window.xlingPage.pending.length === 0 && document.querySelectorAll('#history button').length === 2"
+        )
+        press(ana, "u")  # takes back s2, shown again with its answer
+        wait_for(ana, "window.xlingPage.item && window.xlingPage.item.id === 's2'")
+        press(ana, "u")  # takes back s1: shown with Ana's correction, not the model's LOC
+        wait_for(ana, "window.xlingPage.item && window.xlingPage.item.id === 's1'")
+        assert ana.execute_script("return window.xlingPage.spans.map((s) => s.label)") == ["PER"]
+        wait_for(ana, "document.querySelectorAll('#history button').length === 0")  # the list follows
+        press(ana, Keys.ENTER)  # Enter keeps the correction
+        wait_for(
+            ana, "window.xlingPage.pending.length === 0 && document.querySelectorAll('#history button').length === 1"
+        )
+        with chromium() as elsewhere:  # Ana in a new browser profile: her history, from the server
+            open_as(elsewhere, address, "Ana")
+            wait_for(elsewhere, "document.querySelectorAll('#history button').length === 1")
+            assert elsewhere.find_element("css selector", "#history button").text == "Juan rimarqan Limapi . · PER"
+    assert read_conll(directory / "gold.conll")[1].tags == ["B-PER", "O", "O", "O"]

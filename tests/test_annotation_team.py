@@ -542,3 +542,22 @@ def test_when_rounds_do_not_beat_the_start_the_page_says_what_the_answers_hold(t
         api.post("/api/answer", json=answer(item, [], f"a{n}", "tab-a"))
     advice = api.get("/api/state").get_json()["retraining"]["advice"]
     assert advice.startswith("2 rounds have not beaten the start: the 3 answers so far hold 0 names; too few")
+
+
+def test_with_overlap_an_answered_once_sentence_stays_owed_across_a_new_batch_and_a_restart(tmp_path):
+    from xling.annotation.batches import write_batch
+    from xling.annotation.server import create_app
+
+    directory = make_session(tmp_path)
+    options = AnnotateOptions(session="qu", retrain=False, overlap=1.0)
+    api = page_client(create_app(Session(directory), options), directory)
+    api.post("/api/answer", json=answer("s1", PER, "a1", "tab-a", annotator="Ana"))
+    header, *items = [json.loads(line) for line in (directory / "batches" / "0001.jsonl").read_text().splitlines()]
+    write_batch(directory, {k: v for k, v in header.items() if k != "batch"}, [items[2] | {"id": "n1"}])  # a round's
+    restarted = page_client(create_app(Session(directory), options), directory)
+    beto = [i["id"] for i in restarted.get("/api/state?annotator=Beto").get_json()["queue"]]
+    assert beto == ["n1", "s1"]  # the new batch, then what Beto still owes from the last
+    assert [i["id"] for i in restarted.get("/api/state?annotator=Ana").get_json()["queue"]] == ["n1"]
+    restarted.post("/api/answer", json=answer("s1", [], "b1", "tab-b", version=1, annotator="Beto"))
+    assert "s1" not in [i["id"] for i in restarted.get("/api/state?annotator=Cusi").get_json()["queue"]]
+    assert {e["annotator"] for e in log(directory)} == {"Ana", "Beto"} and len(log(directory)) == 2
