@@ -243,7 +243,7 @@ def test_the_api_gives_a_batch_takes_answers_undoes_and_exports_conll(client):
             422,
             "unknown type 'DATE'",
         ),
-        ({"item": "s1", "spans": "PER", "judged": None}, 400, "spans must be a list"),
+        ({"item": "s1", "spans": "PER", "judged": None}, 400, "'spans' takes a list of tables"),
         ({"item": "s1", "spans": [], "judged": [2, 1]}, 400, "judged must be"),
         (
             {"item": "s1", "spans": [{"start": 0, "end": 2, "label": "PER"}, {"start": 1, "end": 3, "label": "LOC"}]},

@@ -175,8 +175,10 @@ def test_a_log_written_before_answer_ids_replays_as_it_did(tmp_path):
 
 @pytest.mark.parametrize(
     ("field", "value", "message"),
-    [("id", "", "id must be text"), ("tab", 7, "tab must be text"), ("version", -1, "version must be")]
-    + [("version", True, "version must be"), ("replace", "yes", "replace must be")],
+    [("id", "", "id must be text"), ("tab", 7, "'tab' takes text"), ("version", -1, "version must be")]
+    + [("version", True, "'version' takes a whole number"), ("replace", "yes", "'replace' takes true or false")]
+    + [("spans", [{"start": 0, "end": 1, "label": "PER", "why": ["x"]}], "'spans' takes a list of tables")]
+    + [("colour", "red", "unknown settings 'colour'")],
 )
 def test_bad_request_ids_and_versions_are_refused_in_one_line(team, field, value, message):
     ana, _, directory = team

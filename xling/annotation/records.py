@@ -16,11 +16,13 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field, fields
+from typing import ClassVar
 
 from xling.annotation.batches import Item
 from xling.data.conll import UNJUDGED
 from xling.data.iob2 import entity_tags
 from xling.errors import XlingError
+from xling.options import from_record
 
 MAX_ID = 64  # characters of an id or a name
 
@@ -38,16 +40,49 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
-@dataclass
-class Record:
-    """What every record carries: its id, the tab and person it came from, when it was written, and (replayed
-    only) its line in the log."""
+def now() -> float:
+    return round(time.time(), 3)
+
+
+@dataclass(kw_only=True)
+class Sender:
+    """Who sent a request: the id its tab made for it, the tab's id and the person's name, each optional."""
+
+    id: str | None = None
+    tab: str | None = None
+    annotator: str | None = None
+
+    def __post_init__(self):
+        for key in ("id", "tab", "annotator"):
+            value = getattr(self, key)
+            if value is not None and not 0 < len(value) <= MAX_ID:
+                raise AnswerError(f"{key} must be text of 1 to {MAX_ID} characters", 400)
+
+    MARKERS: ClassVar[tuple[str, ...]] = ()  # keys that say which kind a record is, not read into a field
+
+    @classmethod
+    def read(cls, record, where: str):
+        """The record checked one way: its keys and their types by xling's `from_record`, then its own rules
+        (`__post_init__`); a request's keys that are none of this kind's are refused."""
+        if not isinstance(record, dict):
+            raise AnswerError(f"{where}: send a JSON object", 400)
+        data = {key: value for key, value in record.items() if key not in ("line", *cls.MARKERS)}
+        try:
+            return from_record(cls, data, where)
+        except AnswerError:
+            raise
+        except XlingError as err:
+            raise AnswerError(str(err), 400) from None
+
+
+@dataclass(kw_only=True)
+class Record(Sender):
+    """What every logged record carries: the item, its id, when it was written, and (replayed only) its line in
+    the log."""
 
     item: str
     id: str = field(default_factory=new_id)
-    tab: str | None = None
-    annotator: str | None = None
-    time: float = field(default_factory=lambda: round(time.time(), 3))
+    time: float = field(default_factory=now)
     line: int = -1
 
     def to_record(self) -> dict:
@@ -57,17 +92,14 @@ class Record:
             value = getattr(self, f.name)
             if f.name != "line" and value is not None and (f.name in ("item", "id", "time") or value != f.default):
                 kept[f.name] = value
-        return kept | self.marker()
-
-    def marker(self) -> dict:
-        return {}
+        return kept | dict.fromkeys(self.MARKERS, True)
 
     def public(self) -> dict:
         """The record as the page gets it back."""
         return {k: v for k, v in self.to_record().items() if k not in ("version", "replace", "replaces")}
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Given(Record):
     """An answer or a skip: the version of the item its tab saw (None: a script's, which replaces whatever is
     there), whether it replaces the answer in force, and as logged, its slot (a person's, on an item two people
@@ -78,11 +110,35 @@ class Given(Record):
     slot: str = ""
     replaces: str | None = None
 
+    def __post_init__(self):
+        super().__post_init__()
+        if self.version is not None and self.version < 0:
+            raise AnswerError("version must be a whole number from 0", 400)
 
-@dataclass
+    def check(self, item: Item, types: list[str]) -> None:
+        """What only the sentence can tell: nothing, for a skip."""
+
+
+@dataclass(kw_only=True)
 class Answer(Given):
-    spans: list[dict] = field(default_factory=list)
+    spans: list[dict[str, int | str]]
     judged: list[int] | None = None
+
+    def check(self, item: Item, types: list[str]) -> None:
+        """Spans and the judged range within the sentence's words, of the session's types, not overlapping."""
+        words = len(item.words)
+        if self.judged is not None and not _is_range(self.judged, words):
+            raise AnswerError(f"judged must be [start, end] with 0 <= start < end <= {words}", 400)
+        taken = [False] * words
+        for span in self.spans:
+            if not _is_range([span.get("start"), span.get("end")], words):
+                raise AnswerError(f"a span needs whole-number start < end within the sentence's {words} words", 400)
+            if span.get("label") not in types:
+                raise AnswerError(f"unknown type {span.get('label')!r}; the types are {', '.join(types)}")
+            if any(taken[span["start"] : span["end"]]):
+                raise AnswerError("spans overlap")
+            taken[span["start"] : span["end"]] = [True] * (span["end"] - span["start"])
+        self.spans = sorted(({k: s[k] for k in ("start", "end", "label")} for s in self.spans), key=_start)
 
     def tags(self, words: int) -> list[str]:
         """The answer's tags over a sentence of `words` words: its spans B-/I-, the other judged words O, the rest
@@ -98,106 +154,61 @@ class Answer(Given):
         return isinstance(other, Answer) and (self.spans, self.judged) == (other.spans, other.judged)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Skip(Given):
-    def marker(self) -> dict:
-        return {"skip": True}
+    MARKERS: ClassVar[tuple[str, ...]] = ("skip",)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Undo(Record):
-    undo: str | bool = ""  # True: a log written before ids (the last answer in force, anyone's)
+    undo: str | bool  # True: a log written before ids (the last answer in force, anyone's)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Adjudication(Record):
-    adjudicate: str = ""
+    adjudicate: str
 
 
 Event = Answer | Skip | Undo | Adjudication
 
 
-def origin(record: dict) -> dict:
-    """The id, tab and name a record carries, each checked: text of 1 to MAX_ID characters."""
-    given = {}
-    for key in ("id", "tab", "annotator"):
-        if record.get(key) is not None:
-            if not isinstance(record[key], str) or not 0 < len(record[key]) <= MAX_ID:
-                raise AnswerError(f"{key} must be text of 1 to {MAX_ID} characters", 400)
-            given[key] = record[key]
-    return given
+def origin(record) -> dict:
+    """The id, tab and name a request that is no record carries (an undo), checked as every record's are."""
+    sent = Sender.read(
+        {k: record.get(k) for k in ("id", "tab", "annotator")} if isinstance(record, dict) else {}, "request"
+    )
+    return {k: v for k, v in vars(sent).items() if v is not None}
 
 
 def given_from_record(record, items: dict[str, Item], types: list[str]) -> Answer | Skip:
     """An answer or skip as the page posts it (or the log holds it), checked against the session's items."""
-    if not isinstance(record, dict) or not isinstance(record.get("item"), str):
-        raise AnswerError("an answer is a JSON object with the item's id", 400)
-    item = items.get(record["item"])
-    if item is None:
-        raise AnswerError(f"no sentence {record['item']!r} in this session", 404)
-    common = {"item": item.id, **origin(record), **_logged(record)}
-    version = record.get("version")
-    if version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 0):
-        raise AnswerError("version must be a whole number from 0", 400)
-    if not isinstance(record.get("replace", False), bool):
-        raise AnswerError("replace must be true or false", 400)
-    common |= {"version": version, "replace": record.get("replace", False)}
-    if record.get("skip") is True:
-        return Skip(**common)
-    return Answer(**common, **_labels(record, len(item.words), types))
-
-
-def _labels(record: dict, words: int, types: list[str]) -> dict:
-    spans, judged = record.get("spans"), record.get("judged")
-    if not isinstance(spans, list):
-        raise AnswerError("spans must be a list of {start, end, label}", 400)
-    if judged is not None and not _is_range(judged, words):
-        raise AnswerError(f"judged must be [start, end] with 0 <= start < end <= {words}", 400)
-    taken = [False] * words
-    for span in spans:
-        if not isinstance(span, dict) or not _is_range([span.get("start"), span.get("end")], words):
-            raise AnswerError(f"a span needs whole-number start < end within the sentence's {words} words", 400)
-        if span.get("label") not in types:
-            raise AnswerError(f"unknown type {span.get('label')!r}; the types are {', '.join(types)}")
-        if any(taken[span["start"] : span["end"]]):
-            raise AnswerError("spans overlap")
-        taken[span["start"] : span["end"]] = [True] * (span["end"] - span["start"])
-    clean = sorted(({"start": s["start"], "end": s["end"], "label": s["label"]} for s in spans), key=_start)
-    return {"spans": clean, "judged": judged}
+    kind = Skip if isinstance(record, dict) and record.get("skip") is True else Answer
+    given = kind.read(
+        {k: v for k, v in record.items() if k != "skip"} if isinstance(record, dict) else record, "answer"
+    )
+    if given.item not in items:
+        raise AnswerError(f"no sentence {given.item!r} in this session", 404)
+    given.check(items[given.item], types)
+    return given
 
 
 def _start(span: dict) -> int:
     return span["start"]
 
 
-def _logged(record: dict) -> dict:
-    """What only the log's lines hold (the server sets them): when, the slot and the answer replaced."""
-    kept = {}
-    if isinstance(record.get("time"), int | float) and not isinstance(record.get("time"), bool):
-        kept["time"] = record["time"]
-    for key in ("slot", "replaces"):
-        if isinstance(record.get(key), str):
-            kept[key] = record[key]
-    return kept
-
-
 def event_from_record(record: dict, line: int, items: dict[str, Item], types: list[str]) -> Event:
-    """A line of `answers.jsonl`, typed; a line written before answers had ids is named by its place."""
+    """A line of `answers.jsonl`, typed; a line written before answers had ids is named by its place, one
+    before undo had an item by none."""
     record = {"id": f"line-{line + 1}"} | record
+    where = f"line {line + 1}"
     if "undo" in record:
-        undone = record["undo"]
-        if not (undone is True or isinstance(undone, str)):
-            raise AnswerError(f"line {line + 1}: undo names an answer's id", 400)
-        return Undo(item=str(record.get("item", "")), undo=undone, line=line, **origin(record), **_logged(record))
-    if "adjudicate" in record:
-        if not isinstance(record["adjudicate"], str) or not isinstance(record.get("item"), str):
-            raise AnswerError(f"line {line + 1}: an adjudication names an item and an answer's id", 400)
-        chosen = Adjudication(item=record["item"], adjudicate=record["adjudicate"], **origin(record))
-        chosen.line, chosen.time = line, record.get("time", chosen.time)
-        return chosen
-    answer = given_from_record(record, items, types)
-    answer.line = line
-    return answer
+        event = Undo.read({"item": ""} | record, where)
+    elif "adjudicate" in record:
+        event = Adjudication.read(record, where)
+    else:
+        event = given_from_record(record, items, types)
+    event.line = line
+    return event
 
 
 def _is_range(pair, length: int) -> bool:

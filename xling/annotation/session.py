@@ -32,6 +32,7 @@ from xling.annotation.records import (
     Undo,
     event_from_record,
     given_from_record,
+    now,
     origin,
 )
 from xling.data.conll import UNJUDGED, Sentence, conll_text
@@ -110,9 +111,6 @@ class Session:
     def in_force(self) -> list[Given]:
         return [answer for given in self.slots.values() for answer in given.values()]
 
-    def done(self, key: str, annotator: str | None) -> bool:
-        return team.done(self.slots.get(key, {}), annotator)
-
     def queue(self, annotator: str | None = None, overlap: float = 0.0) -> list[Item]:
         """The items this person has still to answer, best first: the newest batch's (a round's batch replaces
         what was left of the one before, so the page works on the newest adapter's choices), then the overlap
@@ -121,11 +119,11 @@ class Session:
             older = [k for k in self.slots if k not in self.newest and team.answered_twice(k, overlap)]
             candidates = self.newest + [k for k in older if k in self.items]
             if annotator is None:
-                return [self.items[k] for k in candidates if not self.done(k, None)]
+                return [self.items[k] for k in candidates if not team.done(self.slots.get(k, {}), None)]
             stream = self.routing.stream(
                 annotator,
                 candidates,
-                lambda k: not self.done(k, annotator),
+                lambda k: not team.done(self.slots.get(k, {}), annotator),
                 lambda k: team.answered_twice(k, overlap),
                 self.last_answer,
             )
@@ -140,7 +138,7 @@ class Session:
         with self.lock:
             if answer.id in self.ids:
                 return {"item": answer.item, "version": self.versions[answer.item]}
-            answer.annotator = annotator or answer.annotator
+            answer.annotator, answer.time = annotator or answer.annotator, now()  # the server's clock
             answer.slot = answer.annotator if answer.annotator and team.answered_twice(answer.item, overlap) else ""
             current = self.versions.get(answer.item, 0)
             in_force = self.slots.get(answer.item, {}).get(answer.slot)
