@@ -175,6 +175,7 @@ def test_a_new_field_is_an_option_of_the_command_with_no_other_edit():
         ("EvaluationOptions", ["ner", "dev.conll"], ("ner", "dev.conll")),
         ("SelfTrainingOptions", ["a.txt", "b.txt", "--dev", "d.conll"], ("ner", ["a.txt", "b.txt"])),
         ("SelfTrainingOptions", ["ner", "a.txt", "--dev", "d.conll"], ("ner", ["a.txt"])),
+        ("SelfTrainingOptions", ["a.txt", "--dev", "d.conll"], ("ner", ["a.txt"])),
     ],
 )
 def test_the_task_name_before_the_data_may_be_left_out(options, arguments, expected):

@@ -173,8 +173,8 @@ def main() -> None:
     except KeyboardInterrupt:
         _fail(INTERRUPTED, code=130)
     except SystemExit as done:
-        if done.code == 130:  # typer turns Ctrl+C into exit status 130 and says nothing
-            _fail(INTERRUPTED, code=130)
+        if done.code in (130, 143):  # Ctrl+C as typer says it (nothing), or SIGTERM as training leaves on it
+            _fail(INTERRUPTED, code=done.code)
         raise
     except Exception as err:
         if process_rank() > 0:  # its own failure, not one the first process reports

@@ -93,8 +93,8 @@ def _shift_leading(given: dict, first: Option, second: Option) -> None:
     of several `CORPUS` files): the first argument then keeps its default."""
     value, rest = given[first.name], given[second.name]
     if value is not None and value not in first.choices:
-        if isinstance(rest, list | tuple):
-            given[second.name] = [value, *rest]
+        if typing.get_origin(_cli_type(second)) is list:
+            given[second.name] = [value, *(rest or ())]
         elif rest is None:
             given[second.name] = value
         else:

@@ -4,8 +4,9 @@ It runs on a GPU when one is present, on the CPU otherwise, under bf16 (or, on o
 fp16) autocast where the hardware has the units for it (`precision`), and as torch DDP
 under `torchrun` or `accelerate launch` (each process trains on its share of every batch).
 It checkpoints every N steps (trainable weights, optimiser, scheduler, RNG state, data
-position) and on Ctrl-C; rerunning the same command resumes from the last checkpoint and
-finishes exactly as an uninterrupted run would. It reports through a `TrainingProgress`;
+position) and when stopped by Ctrl-C or SIGTERM, at the end of the step under way; rerunning
+the same command resumes from the last checkpoint and finishes exactly as an uninterrupted
+run would, whatever stopped it (kill -9 included). It reports through a `TrainingProgress`;
 the command line's progress bar lives in `xling.cli`.
 """
 
@@ -15,7 +16,9 @@ import json
 import math
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import nullcontext
@@ -308,6 +311,14 @@ class _Run:
                 state["stale"] += 1
         return entry
 
+    def agreed(self, stopping: bool) -> bool:
+        """Whether any process was told to stop: all stop after the same step (one stopping alone would leave the
+        others waiting in the next step's gradient exchange)."""
+        if self.world == 1:
+            return stopping
+        flag = torch.tensor(float(stopping), device=self.accelerator.device)
+        return bool(self.accelerator.reduce(flag, "sum") > 0)
+
     def checkpoint(self, rng_state: torch.Tensor) -> None:
         if not self.main:
             return
@@ -400,7 +411,7 @@ def train(
     boundary_rng = torch.get_rng_state()
     training_mode(model, config.encoder_dropout)
     progress.start(title, run.total, state["step"])
-    with cpu_training(model.encoder, device):
+    with cpu_training(model.encoder, device), _StopSignals() as stop:
         try:
             while state["step"] < run.total:
                 step_start = time.perf_counter()
@@ -421,9 +432,12 @@ def train(
                         break
                 if state["step"] % config.checkpoint_every == 0 and state["step"] < run.total:
                     run.checkpoint(boundary_rng)
-        except KeyboardInterrupt:
-            run.checkpoint(boundary_rng)
-            progress.note(f"interrupted at step {state['step']}; rerun the same command to resume")
+                if run.agreed(stop.received is not None) and state["step"] < run.total:
+                    run.checkpoint(boundary_rng)  # the state between two steps: what a rerun resumes exactly
+                    progress.note(f"interrupted at step {state['step']}; rerun the same command to resume")
+                    stop.act()
+        except KeyboardInterrupt:  # a second signal: at once; the last checkpoint stays, itself between steps
+            progress.note("interrupted; rerun the same command to resume from the last checkpoint")
             raise
         finally:
             progress.stop()
@@ -434,6 +448,37 @@ def train(
     return TrainResult(
         state["step"], state["seconds"], state["tokens"], run.evaluations, state["best"], stopped_early, main, precision
     )
+
+
+class _StopSignals:
+    """Ctrl-C and SIGTERM stop training at the end of the step under way, not inside it: a step cut short would
+    leave a batch drawn but never trained, or weights updated for a step not yet counted, and the checkpoint would
+    not be the state of any uninterrupted run. A second signal stops at once. Signals a process ignores (a
+    background job's SIGINT) stay ignored; outside the main thread nothing is installed."""
+
+    def __enter__(self):
+        self.received: int | None = None
+        self.previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for number in (signal.SIGINT, signal.SIGTERM):
+                if signal.getsignal(number) is not signal.SIG_IGN:
+                    self.previous[number] = signal.signal(number, self._handle)
+        return self
+
+    def _handle(self, number, frame) -> None:
+        if self.received is not None:
+            raise KeyboardInterrupt
+        self.received = number
+
+    def act(self) -> None:
+        """Leave as the signal would have: Ctrl-C as KeyboardInterrupt, SIGTERM with its exit status."""
+        if self.received == signal.SIGTERM:
+            raise SystemExit(128 + signal.SIGTERM)
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc) -> None:
+        for number, handler in self.previous.items():
+            signal.signal(number, handler)
 
 
 def _processes(config: TrainConfig):
