@@ -136,7 +136,9 @@ ANSWERS = st.fixed_dictionaries(
     optional={"judged": st.none() | st.lists(st.integers(-1, 13), max_size=3) | JSON_VALUES, "skip": JSON_VALUES},
 )
 REQUESTS = st.lists(
-    st.tuples(st.sampled_from(["/api/answer", "/api/undo"]), ANSWERS | JSON_VALUES | st.binary(max_size=40)),
+    st.tuples(
+        st.sampled_from(["/api/answer", "/api/undo", "/api/adjudicate"]), ANSWERS | JSON_VALUES | st.binary(max_size=40)
+    ),
     min_size=1,
     max_size=8,
 )
@@ -155,6 +157,111 @@ def test_any_body_gets_a_4xx_or_is_taken_and_the_log_replays_to_the_same_state(t
     replayed = Session(directory)
     assert replayed.progress() == session.progress() and replayed.answers == session.answers
     assert [item.id for item in replayed.queue()] == [item.id for item in session.queue()]
+
+
+# ---- never a 500: damaged files, a full disk, odd names, odd bodies --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/undo", "[1]"),
+        ("/api/adjudicate", "[1]"),
+        ("/api/adjudicate", '{"item": ["s1"], "choose": "x"}'),
+        ("/api/answer", '{"item": "s1", "version": ' + "9" * 5000 + "}"),
+        ("/api/answer", '{"item": "s1", "spans": [], "judged": NaN}'),
+    ],
+)
+def test_a_malformed_body_on_any_route_is_a_400_and_changes_nothing(served_session, path, body):
+    app, directory = served_session
+    page_client(app, directory).post("/api/answer", json=ANSWER | {"id": "a1"})
+    reply = page_client(app, directory).post(path, data=body, headers={"Content-Type": "application/json"})
+    assert reply.status_code == 400 and reply.get_json()["error"], reply.get_json()
+    assert len(answers(directory)) == 1
+
+
+def test_a_damaged_round_line_is_skipped_and_named_so_the_page_still_loads(served_session):
+    app, directory = served_session
+    good = {"round": 0, "sentences": 0, "f1": 0.5, "adapter": "ner-en"}
+    (directory / "rounds.jsonl").write_text(json.dumps(good) + "\n{not json\n[1]\n")
+    state = page_client(app, directory).get("/api/state")
+    assert state.status_code == 200
+    assert state.get_json()["retraining"]["rounds"] == [good]
+    assert state.get_json()["warnings"] == [f"{directory / 'rounds.jsonl'}:2: a damaged line"]
+
+
+@pytest.mark.parametrize(
+    ("file", "text", "said"),
+    [
+        ("answers.jsonl", "[1]\n", "answers.jsonl:1: line 1: send a JSON object"),
+        ("answers.jsonl", "{}\n", "answers.jsonl:1:"),
+        ("answers.jsonl", '{"item": "s1"\n', "answers.jsonl:1: a damaged line"),
+        ("batches/0001.jsonl", "", "0001.jsonl:1: not a batch header"),
+        ("batches/0001.jsonl", None, "0001.jsonl:2: unknown settings 'colour'"),
+    ],
+)
+def test_damaged_session_files_stop_the_server_in_one_line_naming_file_and_line(tmp_path, file, text, said):
+    directory = make_session(tmp_path)
+    if text is None:  # a batch item with a key of no field
+        header, first, *rest = (directory / file).read_text().splitlines(keepends=True)
+        text = header + json.dumps(json.loads(first) | {"colour": "red"}) + "\n" + "".join(rest)
+    (directory / file).write_text(text)
+    with pytest.raises(XlingError, match="^" + str(directory).replace("+", "\\+") + ".*") as raised:
+        Session(directory)
+    assert said in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_full_disk_is_a_507_and_an_answer_saved_is_never_reported_failed(served_session, monkeypatch):
+    import errno
+
+    from xling.annotation import session as sessions
+
+    app, directory = served_session
+    api = page_client(app, directory)
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(sessions, "append_jsonl", full)
+    refused = api.post("/api/answer", json=ANSWER | {"id": "a1"})
+    assert refused.status_code == 507 and "No space left" in refused.get_json()["error"] and not answers(directory)
+    monkeypatch.undo()
+    monkeypatch.setattr(sessions, "write_text_atomic", full)  # the answer is saved; only gold.conll is not
+    taken = api.post("/api/answer", json=ANSWER | {"id": "a1"})
+    assert taken.status_code == 200 and len(answers(directory)) == 1
+    assert "gold.conll not rewritten: No space left on device" in api.get("/api/state").get_json()["warnings"][0]
+
+
+def test_a_download_of_a_session_with_any_name_carries_an_rfc_5987_file_name(tmp_path):
+    directory = make_session(tmp_path, name="会话ñ")
+    api = page_client(create_app(Session(directory), AnnotateOptions(session="会话ñ", retrain=False)), directory)
+    reply = api.get("/api/gold.conll")
+    disposition = reply.headers["Content-Disposition"]
+    assert reply.status_code == 200 and "filename*=UTF-8''%E4%BC%9A%E8%AF%9D%C3%B1.conll" in disposition
+    assert 'filename="___.conll"' in disposition
+
+
+@pytest.mark.parametrize("content", ["", "short", None])
+def test_an_empty_short_or_unreadable_token_file_is_made_anew(tmp_path, content):
+    from xling.annotation.server import PAGE_TOKEN_FILE, page_token
+
+    directory = make_session(tmp_path)
+    file = directory / PAGE_TOKEN_FILE
+    if content is None:
+        file.write_bytes(b"\xff\xfe")
+    else:
+        file.write_text(content)
+    token = page_token(directory)
+    assert len(token) >= 32 and file.read_text() == token and file.stat().st_mode & 0o777 == 0o600
+    app = create_app(Session(directory), AnnotateOptions(session="qu", retrain=False))
+    unsigned = app.test_client().post("/api/answer", json=ANSWER, headers={"X-Xling-Page-Token": ""})
+    assert unsigned.status_code == 403
+
+
+def test_a_missing_dev_is_said_when_the_server_starts(tmp_path):
+    directory = make_session(tmp_path)
+    with pytest.raises(XlingError, match="no such file"):
+        create_app(Session(directory), AnnotateOptions(session="qu", dev=str(tmp_path / "missing.conll")))
 
 
 # ---- a real browser on a second origin --------------------------------------------------------------------------

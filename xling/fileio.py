@@ -123,22 +123,23 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
 
-def read_jsonl(path: Path) -> list[dict]:
+def read_jsonl(path: Path, damaged: list[str] | None = None) -> list:
     """The records of a JSON-lines file's complete lines: a last line without its newline (a write cut short by
-    a kill, or one under way in another process) is left out, never cut off: only the file's writer does that."""
+    a kill, or one under way in another process) is left out, never cut off: only the file's writer does that.
+    A damaged line stops the reading in one line naming the file and line, or, given a `damaged` list, is
+    skipped and named there."""
     if not path.is_file():
         return []
     data = path.read_bytes()
-    try:
-        text = data[: data.rfind(b"\n") + 1].decode("utf-8")
-    except UnicodeDecodeError:
-        raise XlingError(f"{path}: not UTF-8 text; move the file aside to start over") from None
     records = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(data[: data.rfind(b"\n") + 1].splitlines(), start=1):
         try:
-            records.append(json.loads(line))
-        except (json.JSONDecodeError, RecursionError):
-            raise XlingError(f"{path}:{number}: damaged line; move the file aside to start over") from None
+            records.append(parse_json(line.decode("utf-8")))
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            said = f"{path}:{number}: a damaged line"
+            if damaged is None:
+                raise XlingError(f"{said}; move the file aside to start over") from None
+            damaged.append(said)
     return records
 
 

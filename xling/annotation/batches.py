@@ -56,12 +56,21 @@ class Batches:
 
 
 def read_batches(directory: Path) -> Batches:
+    """Every batch file, checked: a damaged one stops the reading in one line naming the file and line."""
     headers, items, newest = [], {}, []
     for path in sorted((directory / BATCHES).glob("*.jsonl")):
-        header, *lines = read_jsonl(path)
+        header, *lines = read_jsonl(path) or [None]
+        if not isinstance(header, dict) or not isinstance(header.get("batch"), int):
+            raise XlingError(f"{path}:1: not a batch header; move the file aside")
+        if not isinstance(header.get("types"), list) or not all(isinstance(t, str) for t in header["types"]):
+            raise XlingError(f"{path}:1: the header's types must be a list of names; move the file aside")
         headers.append(header)
-        items |= {line["id"]: Item(**line, batch=header["batch"]) for line in lines}
-        newest = [line["id"] for line in lines]
+        read = [
+            from_record(Item, line | {"batch": header["batch"]} if isinstance(line, dict) else line, f"{path}:{n}")
+            for n, line in enumerate(lines, start=2)
+        ]
+        items |= {item.id: item for item in read}
+        newest = [item.id for item in read]
     return Batches(headers, items, newest)
 
 

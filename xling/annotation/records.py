@@ -16,12 +16,14 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import ClassVar
 
 from xling.annotation.batches import Item
 from xling.data.conll import UNJUDGED
 from xling.data.iob2 import entity_tags
 from xling.errors import XlingError
+from xling.fileio import read_jsonl
 from xling.options import from_record
 
 MAX_ID = 64  # characters of an id or a name
@@ -199,8 +201,10 @@ def _start(span: dict) -> int:
 def event_from_record(record: dict, line: int, items: dict[str, Item], types: list[str]) -> Event:
     """A line of `answers.jsonl`, typed; a line written before answers had ids is named by its place, one
     before undo had an item by none."""
-    record = {"id": f"line-{line + 1}"} | record
     where = f"line {line + 1}"
+    if not isinstance(record, dict):
+        raise AnswerError(f"{where}: send a JSON object", 400)
+    record = {"id": f"line-{line + 1}"} | record
     if "undo" in record:
         event = Undo.read({"item": ""} | record, where)
     elif "adjudicate" in record:
@@ -209,6 +213,17 @@ def event_from_record(record: dict, line: int, items: dict[str, Item], types: li
         event = given_from_record(record, items, types)
     event.line = line
     return event
+
+
+def read_events(path: Path, items: dict[str, Item], types: list[str]) -> list[Event]:
+    """A session's log, typed; a damaged line stops the reading in one line naming the file and line."""
+    events = []
+    for line, record in enumerate(read_jsonl(path)):
+        try:
+            events.append(event_from_record(record, line, items, types))
+        except XlingError as err:
+            raise XlingError(f"{path}:{line + 1}: {err}; move the file aside") from None
+    return events
 
 
 def _is_range(pair, length: int) -> bool:

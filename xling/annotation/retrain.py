@@ -163,6 +163,10 @@ class Retrainer:
     from before a restart (it holds the session's round lock) is waited for, not started again."""
 
     def __init__(self, session: Session, options: AnnotateOptions):
+        from xling.data.sources import load_ner
+
+        if options.retrain and options.dev:
+            load_ner(options.dev, "validation")  # a missing or damaged --dev is said at start, not at the first round
         self.session, self.options = session, options
         self.process: subprocess.Popen | None = None
         self.started: float | None = None

@@ -30,7 +30,7 @@ import hmac
 import os
 import secrets
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from flask import Flask, Response, jsonify, request
 from werkzeug.wsgi import host_is_trusted
@@ -56,11 +56,17 @@ def page_token(directory: Path) -> str:
     """The session's page token: made once, kept in the session folder (owner-only), so that a page open across a
     server's restart goes on posting."""
     file = directory / PAGE_TOKEN_FILE
-    if not file.is_file():
-        descriptor = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        token = file.read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        token = ""
+    if len(token) < 32:  # missing, empty, cut short or unreadable: an empty token would turn the check off
+        token = secrets.token_urlsafe(32)
+        file.unlink(missing_ok=True)
+        descriptor = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w") as f:
-            f.write(secrets.token_urlsafe(32))
-    return file.read_text().strip()
+            f.write(token)
+    return token
 
 
 def refusal(options: AnnotateOptions, token: str) -> str | None:
@@ -223,6 +229,7 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
             queue=[item.to_dict() | {"version": session.versions.get(item.id, 0)} for item in queue],
             progress=session.progress(),
             retraining=retrainer.status(),
+            warnings=session.warnings,
         )
 
     team_routes(app, session, options)
@@ -245,7 +252,9 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
     @app.get("/api/gold.conll")
     def gold():
         text = session.export().read_text()
-        headers = {"Content-Disposition": f'attachment; filename="{session.directory.name}.conll"'}
+        name = session.directory.name + ".conll"  # RFC 5987: any name, with a plain ASCII one for old clients
+        fallback = name.encode("ascii", "replace").decode().replace("?", "_")
+        headers = {"Content-Disposition": f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name)}"}
         return Response(text, mimetype="text/plain; charset=utf-8", headers=headers)
 
     return app

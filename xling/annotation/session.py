@@ -1,19 +1,9 @@
-"""An annotation session: the batches `xling select` wrote, and every answer a person gave, in one folder.
-
-    <workspace>/<model>/annotation/<session>/
-        session.json      the options the session was started with (`SelectOptions`)
-        batches/NNNN.jsonl  the batches (`batches.py`)
-        answers.jsonl     append-only: every answer, skip, replacement, undo and adjudication (`records.py`), each
-                          synced to disk before it is confirmed
-        claims.jsonl      who holds which sentence, where several people share the session (`team.py`)
-        gold.conll        the answers as CoNLL (`?` for words nobody judged), rewritten after each answer
-        rounds.jsonl      one line per background retraining: sentences, words, dev F1
-
-Nothing is ever rewritten in place but the exports, so a killed server or a closed tab loses no answer: the state
-is the replay of `answers.jsonl`. Each item has a version, the number of events about it; an answer says which
-version its tab saw, and one given to an item answered since (in another tab, by another person) is refused as a
-conflict unless it gives the same labels or says to replace that answer; a skip asks nobody, so any answer takes
-its place. Undo takes back the latest answer of the person (or tab) that asks.
+"""An annotation session: the batches `xling select` wrote (`batches.py`) and every answer given, in one folder
+(the files are listed in docs/annotation.md). `answers.jsonl` is append-only: every answer, skip, replacement,
+undo and adjudication (`records.py`), synced to disk before it is confirmed; the state is its replay, so a
+killed server or a closed tab loses nothing. Each item has a version, the number of events about it: an answer
+to an item answered since its tab looked (in another tab, by another person) is refused as a conflict unless it
+gives the same labels or says to replace; a skip asks nobody. Undo takes back the asker's latest answer.
 """
 
 from __future__ import annotations
@@ -30,10 +20,10 @@ from xling.annotation.records import (
     AnswerError,
     Given,
     Undo,
-    event_from_record,
     given_from_record,
     now,
     origin,
+    read_events,
 )
 from xling.data.conll import UNJUDGED, Sentence, conll_text
 from xling.data.iob2 import type_counts
@@ -62,10 +52,7 @@ class Session:
         self.options = from_record(SelectOptions, read_json(file), str(file))
         self.load_batches()
         self.routing = team.Routing(directory)
-        self.events = [
-            event_from_record(record, line, self.items, self.types)
-            for line, record in enumerate(read_jsonl(directory / ANSWERS_FILE))
-        ]
+        self.events, self.warnings = read_events(directory / ANSWERS_FILE, self.items, self.types), []
         self._replay()
 
     def load_batches(self) -> None:
@@ -157,7 +144,9 @@ class Session:
         """Take back the latest answer in force that this person (else the request's tab, else anyone) gave: the
         reply says what was taken back, what is in force for that item now and the item itself, so that a page
         shows what was restored. A retried request (its id already taken) takes back no more."""
-        given = origin(request if isinstance(request, dict) else {})
+        if not isinstance(request, dict):
+            raise AnswerError("an undo is a JSON object: {id, tab, annotator}", 400)
+        given = origin(request)
         with self.lock:
             if given.get("id") in self.ids:
                 earlier = self.ids[given["id"]]
@@ -211,12 +200,21 @@ class Session:
             return {"item": settled.item}
 
     def _write(self, event) -> None:
-        """On disk first, then in the state (the caller holds the lock)."""
-        append_jsonl(self.directory / ANSWERS_FILE, event.to_record())
+        """On disk first, then in the state (the caller holds the lock). A full disk refuses the answer (507: the
+        page keeps it and sends it again); an export that fails after the answer is saved only warns."""
+        try:
+            append_jsonl(self.directory / ANSWERS_FILE, event.to_record())
+        except OSError as err:
+            raise AnswerError(
+                f"not saved: {err.strerror}; free some disk space, the page sends it again", 507
+            ) from None
         event.line = len(self.events)
         self.events.append(event)
         self._replay()
-        self.export()
+        try:
+            self.export()
+        except OSError as err:
+            self.warnings = [*self.warnings, f"{GOLD_FILE} not rewritten: {err.strerror} (the answers are saved)"]
 
     def tags(self, answer: Answer) -> list[str]:
         return answer.tags(len(self.items[answer.item].words))
@@ -245,4 +243,8 @@ class Session:
         }
 
     def rounds(self) -> list[dict]:
-        return read_jsonl(self.directory / ROUNDS_FILE)
+        """The rounds' lines; one damaged (by hand, or a disk that filled) is skipped and named in `warnings`."""
+        damaged: list[str] = []
+        rounds = [r for r in read_jsonl(self.directory / ROUNDS_FILE, damaged) if isinstance(r, dict)]
+        self.warnings = sorted(set(self.warnings) | set(damaged))
+        return [r for r in rounds if "failed" in r or isinstance(r.get("round"), int)]

@@ -39,7 +39,7 @@ class Routing:
     def __init__(self, directory: Path):
         self.file = directory / CLAIMS_FILE
         self.claims: dict[str, tuple[str, float]] = {}
-        for claim in read_jsonl(self.file):
+        for claim in read_jsonl(self.file, damaged=[]):  # a damaged claim is no claim
             if isinstance(claim, dict) and isinstance(claim.get("annotator"), str):
                 self.claims[str(claim.get("item"))] = claim["annotator"], float(claim.get("time", 0))
 
@@ -72,7 +72,10 @@ class Routing:
         held = sum(1 for key in chosen if not shared(key))
         for key in free[: max(0, HOLD - held)]:
             self.claims[key] = person, now
-            append_jsonl(self.file, {"item": key, "annotator": person, "time": round(now, 3)})
+            try:  # a claim is advice: on a full disk it lives in memory only
+                append_jsonl(self.file, {"item": key, "annotator": person, "time": round(now, 3)})
+            except OSError:
+                pass
             chosen.add(key)
         return [key for key in candidates if key in chosen]
 

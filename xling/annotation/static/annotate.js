@@ -184,6 +184,7 @@ function renderSide() {
   renderAgreement(p);
   document.getElementById("use").textContent = r.use ? `tag with: ${r.use}` : "";
   document.getElementById("advice").textContent = r.advice || "";
+  document.getElementById("warnings").textContent = (state.warnings || []).join("; ");
 }
 
 // Dev F1 after each round (filled: kept as the session's adapter; hollow: scored lower and dropped), against
