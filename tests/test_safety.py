@@ -361,3 +361,69 @@ def test_a_json_file_with_a_huge_integer_a_nan_or_deep_nesting_is_one_line_namin
     with pytest.raises(XlingError, match=f"report.json is not valid JSON: .*{re.escape(why)}") as caught:
         read_json(tmp_path / "report.json")
     assert len(str(caught.value).splitlines()) == 1
+
+
+# ---- bounded names and work, checked when the options are read (before any model loads) --------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["train-lang", "qu", "x.txt", "--name", "a" * 300], "is 300 bytes long; at most 100"),
+        (["train-task", "ner", "--lang", "en", "--train", "t", "--dev", "d", "--name", "ñ" * 60], "at most 100"),
+        (["select", "x.txt", "--lang", "qu", "--session", "s" * 101], "at most 100"),
+        (["select", "x.txt", "--lang", "qu", "--seed", str(2**63)], "seed must be at most 4,294,967,295"),
+        (["train-lang", "qu", "x.txt", "--seed", str(2**32)], "seed must be at most 4,294,967,295"),
+        (["evaluate", "d.conll", "--lang", "qu", "--bootstrap", "1000000000"], "bootstrap must be at most 100,000"),
+        (["compare", "a.json", "b.json", "--samples", "100001"], "samples must be at most 100,000"),
+        (["tag", "x.txt", "--lang", "qu", "-o", "o" * 250 + ".jsonl"], "too long: at most 200 bytes"),
+    ],
+)
+def test_names_seeds_and_resamplings_out_of_bounds_are_one_line_before_any_model_loads(tmp_path, args, said):
+    (tmp_path / "x.txt").write_text("runa\n")
+    done = run_xling(
+        *args,
+        "-w" if args[0] != "compare" else "--json",
+        *([str(tmp_path / "ws")] if args[0] != "compare" else []),
+        cwd=tmp_path,
+    )
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode != 0 and len(lines) == 1 and said in lines[0], done.stderr
+    assert "unexpected" not in done.stderr
+
+
+def test_a_large_bootstrap_is_drawn_in_blocks_so_memory_stays_bounded():
+    import tracemalloc
+
+    import numpy as np
+
+    from xling.scoring.bootstrap import _draws, _resampled_f1, interval, paired, percentile_interval
+
+    rng = np.random.default_rng(0)
+    counts = np.stack([rng.integers(0, 2, 5000), rng.integers(1, 3, 5000), rng.integers(1, 3, 5000)], axis=1)
+    tracemalloc.start()
+    low, high = interval(counts, samples=20_000)  # unblocked: 20,000 x 5,000 weights, 800 MB
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 200e6 and low < high
+    assert paired(counts, counts, samples=20_000)["difference"] == 0
+    small = counts[None, :100]  # where the draws fit in one block they are those of one call, as ever
+    weights, draws = _draws(1, 100, 1000, 0)
+    assert interval(small) == percentile_interval(_resampled_f1(small, weights, draws))
+
+
+def test_guidelines_are_read_up_to_their_bound_and_never_whole(tmp_path):
+    from xling.annotation.options import AnnotateOptions
+    from xling.annotation.server import read_guidelines
+
+    with pytest.raises(XlingError, match="over 1 MB"):
+        read_guidelines(AnnotateOptions(session="qu", guidelines="/dev/zero"))
+
+
+def test_a_recipe_nested_too_deeply_is_one_line(tmp_path):
+    from xling.recipes.reading import read_recipe
+
+    bomb = tmp_path / "bomb.toml"
+    bomb.write_text("x = " + "[" * 50_000 + "]" * 50_000 + "\n")
+    with pytest.raises(XlingError, match="nested too deeply|not valid TOML"):
+        read_recipe(bomb)

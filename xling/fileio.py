@@ -13,6 +13,8 @@ from pathlib import Path
 
 from xling.errors import XlingError
 
+MAX_FILE_NAME = 200  # bytes of one path component: file systems allow 255, and xling adds suffixes to some
+
 
 @contextmanager
 def atomic_directory(target: Path, overwrite: bool = False, replaces: tuple[str, ...] = ()):
@@ -85,6 +87,8 @@ def write_text_atomic(path: Path, text: str) -> None:
 def check_output_file(path: Path) -> Path:
     """A path a file can be written to (checked before long work): not a folder, and not below a file."""
     path = Path(path)
+    if len(path.name.encode()) > MAX_FILE_NAME:  # xling writes beside it: NAME.parts/, .NAME.tmp
+        raise XlingError(f"the file name {path.name[:40]}... is too long: at most {MAX_FILE_NAME} bytes")
     if path.is_dir():
         raise XlingError(f"{path} is a folder; give a file path to write")
     for ancestor in path.parents:

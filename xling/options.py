@@ -280,6 +280,16 @@ def at_least(name: str, value, low) -> None:
         raise XlingError(f"{name.replace('_', '-')} must be at least {low}, not {value}")
 
 
+MAX_SEED = 2**32 - 1  # what numpy's and torch's generators take alike
+MAX_SAMPLES = 100_000  # bootstrap resamplings: far past what a 95% interval's third digit needs
+
+
+def at_most(name: str, value, high) -> None:
+    """Option `name` is unset, or at most `high` (work and memory stay bounded; a seed fits its generator)."""
+    if value is not None and value > high:
+        raise XlingError(f"{name.replace('_', '-')} must be at most {high:,}, not {shown(value)}")
+
+
 def positive(name: str, value) -> None:
     """Option `name` is unset, or a finite number above zero."""
     if value is not None and not (math.isfinite(value) and value > 0):

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from xling.adapters.composition import check_name
 from xling.errors import XlingError
+from xling.fileio import MAX_FILE_NAME
 from xling.models import model_label
 from xling.paths import default_workspace
 from xling.pretrained import is_pretrained, pretrained_dir
@@ -43,7 +44,6 @@ def check_lang(code: str) -> str:
     return code[:primary].lower() + code[primary:]
 
 
-MAX_FILE_NAME = 200  # bytes of one path component: file systems allow 255, and a suffix may be added
 MAX_PATH = 1024  # characters of a relative path a file gives
 MAX_TITLE = 100  # characters of a recipe's name or a step's title
 

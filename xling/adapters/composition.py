@@ -82,6 +82,9 @@ def fusion_names(setup: Setup) -> list[str]:
     return [c.name for c in as_stack(setup) if isinstance(c, Fuse)]
 
 
+MAX_NAME_BYTES = 100  # of a name's UTF-8; with every suffix xling adds (.partial-XXXXXXXX, -candidate, ...) < 255
+
+
 def check_name(name: str) -> str:
     if (
         not isinstance(name, str)
@@ -92,4 +95,6 @@ def check_name(name: str) -> str:
         raise XlingError(
             f"invalid adapter name {shown(name)}: use letters, digits, '-' and '_', starting with a letter or digit"
         )
+    if len(name.encode()) > MAX_NAME_BYTES:
+        raise XlingError(f"the name {shown(name)} is {len(name.encode())} bytes long; at most {MAX_NAME_BYTES}")
     return name

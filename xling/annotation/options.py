@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from xling.annotation.strategies import MODES, STRATEGIES
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
-from xling.options import at_least, opt
+from xling.options import MAX_SEED, at_least, at_most, opt
 from xling.paths import WORKSPACE_HELP
 from xling.tagging.spec import TaggerSpec
-from xling.workspace import check_lang
+from xling.workspace import check_lang, check_name
 
 
 def _one_of(name: str, value: str, choices: tuple[str, ...]) -> None:
@@ -58,6 +58,10 @@ class SelectOptions:
         for name in ("size", "per_type_cap", "min_words", "max_words", "limit"):
             at_least(name, getattr(self, name), 1)
         at_least("max_sentences", self.max_sentences, 0)
+        if self.session is not None:
+            check_name(self.session)
+        at_least("seed", self.seed, 0)
+        at_most("seed", self.seed, MAX_SEED)
         if self.max_words < self.min_words:
             raise XlingError(f"max-words ({self.max_words}) is below min-words ({self.min_words})")
 
@@ -105,6 +109,9 @@ class AnnotateOptions:
         at_least("retrain_every", self.retrain_every, 1)
         at_least("epochs", self.epochs, 1)
         at_least("round_sample", self.round_sample, 1)
+        for name in (self.session, self.adapter):
+            if name is not None:
+                check_name(name)
         if not 0 <= self.overlap <= 1:
             raise XlingError(f"overlap must be from 0 to 1, not {self.overlap}")
         if self.annotator and self.overlap:

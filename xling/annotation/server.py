@@ -48,7 +48,7 @@ ANY_ADDRESS = ("0.0.0.0", "::", "")  # serving on every interface: only the --to
 MAX_BODY = 64 * 1024  # bytes; an answer is well under 4 KiB
 PAGE_TOKEN_FILE = "page-token"
 DEFAULT_GUIDELINES = "guidelines-ner.md"
-MAX_GUIDELINES = 256 * 1024  # bytes
+MAX_GUIDELINES = 1024 * 1024  # bytes
 PAGE_TOKEN_HEADER = "X-Xling-Page-Token"
 
 
@@ -114,11 +114,12 @@ def read_guidelines(options: AnnotateOptions) -> str:
     """The guidelines the page shows: the --guidelines file (Markdown, shown as written), or xling's for NER."""
     path = Path(options.guidelines) if options.guidelines else STATIC / DEFAULT_GUIDELINES
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as f:
+            data = f.read(MAX_GUIDELINES + 1)  # never more: the path may be /dev/zero
     except OSError as err:
         raise XlingError(f"cannot read the guidelines {path}: {err.strerror}") from None
     if len(data) > MAX_GUIDELINES:
-        raise XlingError(f"the guidelines {path} are over {MAX_GUIDELINES // 1024} KiB; shorten them")
+        raise XlingError(f"the guidelines {path} are over {MAX_GUIDELINES // 1024 // 1024} MB; shorten them")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

@@ -49,6 +49,8 @@ def read_recipe(path: str | Path) -> Recipe:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
         raise XlingError(f"{path}: not valid TOML: {err}") from err
+    except RecursionError:
+        raise XlingError(f"{path}: nested too deeply (a recipe is tables of plain values)") from None
     head, raw_steps = data.get("recipe", {}), data.get("step", [])
     if not isinstance(head, dict):
         raise XlingError(f"{path}: `recipe` must be a table ([recipe] with name, model, ...), not {head!r}")

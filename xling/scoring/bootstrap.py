@@ -10,13 +10,14 @@ F1, so the interval holds the spread between seeds as well as between sentences.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 from seqeval.scheme import IOB2, Entities
 
 CONFIDENCE = 0.95
 DEFAULT_SAMPLES = 1000
+BLOCK = 4_000_000  # sample-by-sentence weights drawn at once: 32 MB as float64
 
 
 def sentence_counts(gold: list[list[str]], predicted: list[list[str]]) -> np.ndarray:
@@ -53,6 +54,27 @@ def _draws(seeds: int, sentences: int, samples: int, rng_seed: int) -> tuple[np.
     return weights, seed_draws
 
 
+def _blocks(seeds: int, sentences: int, samples: int, rng_seed: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The bootstrap's draws a bounded block of samples at a time, so that memory stays the same for any number
+    of samples; where they fit in one block they are the draws of one call, as every result so far was made."""
+    per_block = max(1, BLOCK // sentences)
+    if samples <= per_block:
+        yield _draws(seeds, sentences, samples, rng_seed)
+        return
+    weights_rng, seeds_rng = np.random.default_rng(rng_seed), np.random.default_rng([rng_seed, 1])
+    for start in range(0, samples, per_block):
+        size = min(per_block, samples - start)
+        weights = weights_rng.multinomial(sentences, np.full(sentences, 1 / sentences), size=size)
+        draws = seeds_rng.integers(0, seeds, size=(size, seeds)) if seeds > 1 else np.zeros((size, 1), np.int64)
+        yield weights.astype(np.float64), draws
+
+
+def _resampled(counts: np.ndarray, samples: int, rng_seed: int) -> np.ndarray:
+    """Each sample's mean F1 over seeds: (samples,) for counts of shape (seeds, sentences, 3)."""
+    blocks = _blocks(counts.shape[0], counts.shape[1], samples, rng_seed)
+    return np.concatenate([_resampled_f1(counts, weights, draws) for weights, draws in blocks])
+
+
 def sentence_weights(sentences: int, samples: int = DEFAULT_SAMPLES, rng_seed: int = 0) -> np.ndarray:
     """(samples, sentences): how often each bootstrap sample draws each sentence, for a statistic other than F1."""
     return _draws(1, sentences, samples, rng_seed)[0]
@@ -82,9 +104,7 @@ def over_seeds(values: Sequence[float], counts) -> dict:
 
 def interval(counts, samples: int = DEFAULT_SAMPLES, rng_seed: int = 0) -> tuple[float, float]:
     """The 95% percentile bootstrap interval of F1 (of the mean F1 over seeds for counts of several seeds)."""
-    counts = _by_seed(counts)
-    weights, seed_draws = _draws(counts.shape[0], counts.shape[1], samples, rng_seed)
-    return percentile_interval(_resampled_f1(counts, weights, seed_draws))
+    return percentile_interval(_resampled(_by_seed(counts), samples, rng_seed))
 
 
 def paired(a, b, samples: int = DEFAULT_SAMPLES, rng_seed: int = 0) -> dict:
@@ -94,8 +114,7 @@ def paired(a, b, samples: int = DEFAULT_SAMPLES, rng_seed: int = 0) -> dict:
     a, b = _by_seed(a), _by_seed(b)
     if a.shape != b.shape:
         raise ValueError(f"paired counts must have one shape (seeds, sentences, 3), not {a.shape} and {b.shape}")
-    weights, seed_draws = _draws(a.shape[0], a.shape[1], samples, rng_seed)
-    differences = _resampled_f1(a, weights, seed_draws) - _resampled_f1(b, weights, seed_draws)
+    differences = _resampled(a, samples, rng_seed) - _resampled(b, samples, rng_seed)  # the same draws
     observed = mean_f1(a) - mean_f1(b)
     low, high = percentile_interval(differences)
     p_value = float(np.mean(np.abs(differences - observed) >= abs(observed) - 1e-12))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from xling.data.labels import parse_label_map
 from xling.data.text import MAX_LINE_CHARS
 from xling.errors import XlingError
-from xling.options import at_least, comma_list, opt
+from xling.options import MAX_SAMPLES, at_least, at_most, comma_list, opt
 from xling.tagging.spec import TaggerSpec
 
 FORMATS = ("pretty", "jsonl", "conll", "html")
@@ -76,6 +76,7 @@ class EvaluationOptions:
     def __post_init__(self):
         at_least("limit", self.limit, 1)
         at_least("bootstrap", self.bootstrap, 0)
+        at_most("bootstrap", self.bootstrap, MAX_SAMPLES)
 
 
 @dataclass
@@ -86,3 +87,4 @@ class CompareOptions:
 
     def __post_init__(self):
         at_least("samples", self.samples, 100)
+        at_most("samples", self.samples, MAX_SAMPLES)

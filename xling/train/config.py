@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xling.adapters.composition import check_name
 from xling.adapters.fusion.config import FusionConfig
 from xling.adapters.registry import AdapterChoice, adapter_option
 from xling.data.decoding import DECODER_HELP, DEFAULT_DECODER, check_decoder
@@ -18,7 +19,7 @@ from xling.device import DEVICE_HELP, PRECISION_HELP, check_device, check_precis
 from xling.errors import XlingError
 from xling.methods import METHODS, check_method
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
-from xling.options import at_least, comma_list, opt, positive
+from xling.options import MAX_SEED, at_least, at_most, comma_list, opt, positive
 from xling.paths import WORKSPACE_HELP
 from xling.tagging.spec import TaggerSpec
 from xling.workspace import LANG_ADAPTER_HELP
@@ -53,6 +54,8 @@ class TrainConfig:
         positive("lr", self.learning_rate)
         for name in ("warmup", "weight_decay", "max_grad_norm"):
             at_least(name, getattr(self, name), 0)
+        at_least("seed", self.seed, 0)
+        at_most("seed", self.seed, MAX_SEED)
         check_device(self.device)
         check_precision(self.precision)
 
@@ -119,6 +122,8 @@ class LanguageAdapterOptions(RunOptions):
     name: str | None = opt(None, "Save the adapter under this name instead of the language code.")
 
     def __post_init__(self):
+        if self.name is not None:
+            check_name(self.name)  # before any model loads
         self.adapter = AdapterChoice.of(self.adapter)
         if self.mlm_head not in MLM_HEADS:
             raise XlingError(f"mlm-head must be one of {', '.join(MLM_HEADS)}, not {self.mlm_head!r}")
@@ -183,6 +188,8 @@ class TaskAdapterOptions(TaggingRunOptions):
         return METHODS[self.method].default_name(self.task, self.lang, self.use_lang_adapter)
 
     def __post_init__(self):
+        if self.name is not None:
+            check_name(self.name)  # before any model loads
         super().__post_init__()
         self.adapter = AdapterChoice.of(self.adapter)
         other_sources(self.also_train)
@@ -263,6 +270,8 @@ class SelfTrainingOptions(TaggingRunOptions):
         )
 
     def __post_init__(self):
+        if self.name is not None:
+            check_name(self.name)  # before any model loads
         super().__post_init__()
         other_sources(self.also_train)
         if self.rounds < 1:
