@@ -6,10 +6,16 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.tiny import save_tiny_model, synthetic_conll
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Hypothesis: 200 examples a fuzzed test in CI; HYPOTHESIS_PROFILE=deep runs 2,000 on demand.
+for name, examples in (("ci", 200), ("deep", 2000)):
+    settings.register_profile(name, max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(scope="session", autouse=True)

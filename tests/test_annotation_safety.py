@@ -144,7 +144,7 @@ REQUESTS = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # examples: the profile's
 @given(requests=REQUESTS)
 def test_any_body_gets_a_4xx_or_is_taken_and_the_log_replays_to_the_same_state(tmp_path_factory, requests):
     directory = make_session(tmp_path_factory.mktemp("fuzz"))

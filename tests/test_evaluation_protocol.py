@@ -192,3 +192,37 @@ def test_an_adapter_continued_from_one_that_keeps_no_fingerprints_claims_none(co
         TaskAdapterOptions(lang="qu", train=str(dev), dev=str(dev), init_from="ner-en", name="more", **where)
     )
     assert read_fingerprints(model_folder / "task" / "more") is None  # unknown, not "only dev's sentences"
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"sentence_counts": []}, "sentence_counts is empty"),
+        ({"sentence_counts": [[3, 1, 5]]}, "more correct entities than predicted or gold"),
+        ({"sentence_counts": [[1, 2, -1]]}, "whole numbers"),
+        ({"sentence_counts": [[1, 2, 10**30]]}, "whole numbers"),
+        ({"sentence_counts": [[1, 2.0, 3]]}, "whole numbers"),
+        ({"sentences_digest": None}, "sentences_digest"),
+    ],
+)
+def test_compare_reads_its_inputs_through_their_schema(tmp_path, change, said):
+    from xling.errors import XlingError
+    from xling.scoring.compare import compare
+
+    good = {"f1": 0.5, "sentences_digest": "abc", "sentence_counts": [[1, 2, 2], [0, 1, 0]]}
+    (tmp_path / "a.json").write_text(json.dumps(good))
+    (tmp_path / "b.json").write_text(json.dumps({k: v for k, v in (good | change).items() if v is not None}))
+    with pytest.raises(XlingError, match=said):
+        compare(str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    done = run_xling("compare", tmp_path / "a.json", tmp_path / "b.json", "--json")
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1 and "NaN" not in done.stdout
+
+
+def test_compare_takes_each_f1_from_the_counts_not_from_what_a_file_states(tmp_path):
+    from xling.scoring.compare import compare
+
+    counts = [[1, 2, 2], [0, 1, 0]]  # 2 x 1 / (3 + 2) = 0.4
+    (tmp_path / "a.json").write_text(json.dumps({"f1": 0.99, "sentences_digest": "d", "sentence_counts": counts}))
+    (tmp_path / "b.json").write_text(json.dumps({"sentences_digest": "d", "sentence_counts": counts}))
+    result = compare(str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    assert result["f1_a"] == result["f1_b"] == pytest.approx(0.4) and result["difference"] == 0

@@ -14,7 +14,10 @@ import pytest
 
 from tests.tiny import run_xling
 
+# fp32: `auto` picks by timing, and on a machine busy with other tests the runs compared could pick differently
+# (a resumed run keeps its own run's precision: the last test)
 STEPS = ["--steps", "40", "--batch-size", "4", "--checkpoint-every", "5", "--lr", "3e-3", "--seed", "3"]
+STEPS += ["--precision", "fp32"]
 
 
 def command(kind: str, model_dir: Path, train: Path, dev: Path, workspace: Path) -> tuple[list[str], Path]:
@@ -73,3 +76,33 @@ def test_every_signal_leaves_a_checkpoint_whose_rerun_saves_the_same_bytes(tmp_p
         assert saved[case]
     for case in ("SIGINT", "SIGTERM", "SIGKILL"):
         assert saved[case] == saved["uninterrupted"], case
+
+
+def test_a_resumed_run_keeps_the_precision_it_started_in_whatever_auto_would_pick_now(tmp_path, monkeypatch):
+    """`auto` picks bf16 on a CPU by timing it; on a busy machine the timing can tip the other way between the
+    interrupted run and its rerun, which would then go on in another precision."""
+    from tests.test_language import Crash, _options, write_corpus
+    from tests.tiny import save_tiny_model
+    from xling import device
+    from xling.train.language import train_language_adapter
+    from xling.train.mlm import MaskedLMObjective
+
+    model_dir = save_tiny_model("bert", tmp_path / "tinybert")
+    corpus = write_corpus(tmp_path / "qu.txt")
+    original = MaskedLMObjective.prepare
+
+    def crashing(self, batch, step):
+        if step == 7:
+            raise Crash
+        return original(self, batch, step)
+
+    monkeypatch.setattr(device, "cpu_bf16_speedup", lambda: 10.0)  # bf16 measures faster: auto picks it
+    monkeypatch.setattr(MaskedLMObjective, "prepare", crashing)
+    with pytest.raises(Crash):
+        train_language_adapter(_options(tmp_path, model_dir, corpus))
+    monkeypatch.setattr(MaskedLMObjective, "prepare", original)
+    monkeypatch.setattr(device, "cpu_bf16_speedup", lambda: 0.5)  # now it measures slower: auto would pick fp32
+    resumed = train_language_adapter(_options(tmp_path, model_dir, corpus))
+    assert resumed["computed_in"] == "bf16"
+    fresh = train_language_adapter(_options(tmp_path / "fresh", model_dir, corpus))
+    assert fresh["computed_in"] == "fp32"  # a run started now picks by the timing

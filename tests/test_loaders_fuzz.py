@@ -27,14 +27,18 @@ JSON = st.recursive(
     max_leaves=10,
 )
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
-EXAMPLES = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+EXAMPLES = settings(deadline=None, suppress_health_check=list(HealthCheck))  # examples: the profile's (conftest)
+# What Python's json takes but xling refuses: non-finite constants, an integer past the 4,300-digit limit, and
+# nesting past the recursion limit, written into a field as raw text.
+RAW = ["NaN", "Infinity", "-Infinity", "4" * 4400, "[" * 5000 + "]" * 5000]
+PLACEHOLDER = "\u0000raw\u0000"
 
 
 @st.composite
 def damaged(draw, record: dict) -> bytes:
     """`record` as a file, damaged one way: a field (top level or one level down) with any JSON value, a field
     left out, an unknown field, another JSON document in its place, or bytes that are not JSON."""
-    how = draw(st.sampled_from(["field", "nested", "drop", "unknown", "document", "bytes"]))
+    how = draw(st.sampled_from(["field", "nested", "drop", "unknown", "document", "bytes", "raw"]))
     record = json.loads(json.dumps(record))
     if how == "bytes":
         return draw(st.binary(max_size=64))
@@ -43,6 +47,9 @@ def damaged(draw, record: dict) -> bytes:
     nested = [k for k, v in record.items() if isinstance(v, dict) and v]
     target = record[draw(st.sampled_from(nested))] if how == "nested" and nested else record
     key = draw(st.sampled_from(sorted(target)))
+    if how == "raw":
+        target[key] = PLACEHOLDER
+        return json.dumps(record).replace(json.dumps(PLACEHOLDER), draw(st.sampled_from(RAW))).encode()
     if how == "drop":
         del target[key]
     elif how == "unknown":
@@ -63,14 +70,19 @@ def refused_or_loaded(load_it: Callable[[], object], file: Path) -> object | Non
         return None
 
 
-def fuzz(file: Path, load_it: Callable[[], object], also=None, then: Callable[[object], None] | None = None) -> None:
-    """`file`, damaged 200 ways (`damaged` of what it holds now, or `also`'s documents), each loaded by `load_it`;
-    `then` checks what loads."""
-    record = json.loads(file.read_text())
+def fuzz(
+    file: Path, load_it: Callable[[], object], also=None, then: Callable[[object], None] | None = None, line: int = -1
+) -> None:
+    """`file`, damaged the profile's number of ways (`damaged` of what it holds now, or `also`'s documents), each
+    loaded by `load_it`; `then` checks what loads. For a JSON-lines file, `line` is the one damaged."""
+    lines = file.read_bytes().splitlines(keepends=True)
+    record = json.loads(lines[line] if line >= 0 else file.read_text())
 
     @EXAMPLES
     @given(data=damaged(record) if also is None else damaged(record) | also)
     def check(data):
+        if line >= 0:
+            data = b"".join(lines[:line]) + data.replace(b"\n", b" ") + b"\n" + b"".join(lines[line + 1 :])
         file.write_bytes(data)
         loaded = refused_or_loaded(load_it, file)
         if then is not None and loaded is not None:
@@ -230,3 +242,75 @@ def test_any_fingerprints_file_loads_or_is_refused_naming_it(trained_workspace, 
     root, model_dir, _, _ = trained_workspace
     task = shutil.copytree(root / "ws" / model_dir.name / "task" / "ner-en", tmp_path / "ner-en")
     fuzz(task / FINGERPRINTS_FILE, lambda: read_fingerprints(task))
+
+
+# ---- the annotation session's logs, the ONNX tokenizer, compare's inputs, recipes ------------------------------
+
+
+@pytest.mark.parametrize(("file", "line"), [("answers.jsonl", 1), ("batches/0001.jsonl", 0), ("batches/0001.jsonl", 2)])
+def test_any_annotation_log_line_opens_or_is_refused_naming_the_file(tmp_path, file, line):
+    from tests.test_annotation import make_session
+    from xling.annotation.session import Session
+
+    directory = make_session(tmp_path)
+    session = Session(directory)
+    for key in ("s1", "s2") if file == "answers.jsonl" else ():  # a damaged batch names itself, not the answers
+        session.record({"item": key, "spans": [{"start": 0, "end": 1, "label": "PER"}], "judged": None})
+    fuzz(directory / file, lambda: Session(directory), line=line)
+
+
+def test_any_round_line_is_read_or_skipped_and_named_so_the_page_still_loads(tmp_path):
+    from tests.test_annotation import make_session
+    from xling.annotation.session import ROUNDS_FILE, Session
+
+    directory = make_session(tmp_path)
+    rounds = [{"round": 0, "sentences": 0, "f1": 0.5, "adapter": "ner-en"}, {"round": 1, "sentences": 25, "f1": 0.6}]
+    (directory / ROUNDS_FILE).write_text("".join(json.dumps(r) + "\n" for r in rounds))
+    fuzz(directory / ROUNDS_FILE, lambda: Session(directory).rounds(), line=1)
+
+
+def test_any_onnx_tokenizer_file_loads_or_is_refused_naming_it(exported, tmp_path):
+    from xling.tagging.onnx_tagger import OnnxTagger
+
+    folder = shutil.copytree(exported, tmp_path / "tagger")
+    for name in ("tokenizer_config.json", "special_tokens_map.json"):
+        if (folder / name).is_file():
+            fuzz(folder / name, lambda: OnnxTagger(folder))
+    text = (folder / "tokenizer.json").read_text()
+    for cut in (len(text) // 2, 10, 0):  # cut short
+        (folder / "tokenizer.json").write_text(text[:cut])
+        assert refused_or_loaded(lambda: OnnxTagger(folder), folder / "tokenizer.json") is None
+
+
+def test_any_compare_input_is_compared_or_refused_naming_it(tmp_path):
+    from xling.scoring.compare import compare
+
+    record = {"f1": 0.4, "sentences_digest": "d", "sentence_counts": [[1, 2, 2], [0, 1, 0]]}
+    for name in ("a.json", "b.json"):
+        (tmp_path / name).write_text(json.dumps(record))
+
+    def compared():
+        result = compare(str(tmp_path / "a.json"), str(tmp_path / "b.json"), samples=100)
+        assert all(value == value for value in result.values() if isinstance(value, float))  # never NaN
+        return result
+
+    fuzz(tmp_path / "a.json", compared)
+
+
+def test_any_recipe_reads_or_is_refused_naming_it(tmp_path):
+    from xling.recipes.reading import read_recipe
+
+    recipe = tmp_path / "r.toml"
+    text = '[recipe]\nname = "r"\nmodel = "e5-small"\n\n[[step]]\ntitle = "t"\nrun = "train-lang"\nlang = "qu"\n'
+    recipe.write_text(text + 'corpus = ["x.txt"]\n')
+
+    @EXAMPLES
+    @given(
+        value=st.sampled_from(RAW + ['"x"', "1", "[1, [2, [3]]]", "{a = 1}", '"""', "nan", "inf"])
+        | JSON.map(json.dumps)
+    )
+    def check(value):
+        recipe.write_text(text + f"corpus = {value}\n")
+        refused_or_loaded(lambda: read_recipe(recipe), recipe)
+
+    check()

@@ -427,3 +427,55 @@ def test_a_recipe_nested_too_deeply_is_one_line(tmp_path):
     bomb.write_text("x = " + "[" * 50_000 + "]" * 50_000 + "\n")
     with pytest.raises(XlingError, match="nested too deeply|not valid TOML"):
         read_recipe(bomb)
+
+
+# ---- nothing written through a link --------------------------------------------------------------------------
+
+
+def test_a_recipe_output_through_a_linked_folder_is_refused_and_nothing_lands_outside(tmp_path):
+    from xling.recipes.planning import output_path
+    from xling.recipes.reading import read_recipe
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    text = '[recipe]\nname = "linked"\nmodel = "e5-small"\n\n[[step]]\ntitle = "tagged"\nrun = "tag"\n'
+    text += 'input = "x.txt"\nlang = "qu"\noutput = "sub/tags.jsonl"\n'
+    (tmp_path / "r.toml").write_text(text)
+    recipe = read_recipe(tmp_path / "r.toml")
+    workspace = Workspace(str(tmp_path / "ws"), "e5-small")
+    results = workspace.model_dir / "results" / "linked"
+    results.mkdir(parents=True)
+    (results / "sub").symlink_to(outside)
+    with pytest.raises(XlingError, match="is a symbolic link, which xling does not write through"):
+        output_path(recipe.steps[0], recipe, workspace)
+    assert not list(outside.iterdir())
+
+
+def test_an_annotation_log_that_is_a_link_is_refused_and_never_appended_to(tmp_path):
+    from tests.test_annotation import make_session
+    from xling.annotation.session import session_dir
+    from xling.fileio import append_jsonl
+
+    directory = make_session(tmp_path)
+    victim = tmp_path / "victim.jsonl"
+    victim.write_text("")
+    (directory / "answers.jsonl").symlink_to(victim)
+    with pytest.raises(XlingError, match="answers.jsonl is a symbolic link"):
+        session_dir(Workspace(str(tmp_path), "e5-small"), "qu")
+    with pytest.raises(OSError):
+        append_jsonl(directory / "answers.jsonl", {"item": "s1"})
+    assert victim.read_text() == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--no-lang-adapter", "--lang-adapter", "nowhere"], "--no-lang-adapter and --lang-adapter nowhere contradict"),
+        (["--fusion", "f", "-t", "nowhere"], "--fusion f and --task-adapter nowhere contradict"),
+    ],
+)
+def test_contradictory_tagger_options_are_one_line_before_anything_loads(tmp_path, args, said):
+    (tmp_path / "x.txt").write_text("runa\n")
+    done = run_xling("tag", "x.txt", "--lang", "qu", *args, "-w", str(tmp_path / "ws"), cwd=tmp_path)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1 and said in lines[0], done.stderr

@@ -150,7 +150,9 @@ def read_jsonl(path: Path, damaged: list[str] | None = None) -> list:
 def append_jsonl(path: Path, record: dict) -> None:
     """One line added and synced to disk before this returns. The file's one writer calls it: a line an earlier
     writer left cut short by a kill is cut off first, so that the new line stands on its own."""
-    with open(path, "a+b") as f:
+    # O_NOFOLLOW: a log that is a symbolic link is never appended to (the write would land where it points)
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(descriptor, "a+b") as f:
         end = f.seek(0, os.SEEK_END)
         if end and f.seek(end - 1) is not None and f.read(1) != b"\n":
             f.seek(0)

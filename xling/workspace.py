@@ -62,7 +62,18 @@ def inside(base: Path, relative: str, what: str) -> Path:
         raise XlingError(
             f"{what} {relative[:40]!r}... is too long: at most {MAX_PATH} characters, {MAX_FILE_NAME} bytes a name"
         )
-    return base / path
+    return no_link(base, path, what)
+
+
+def no_link(base: Path, relative: Path, what: str) -> Path:
+    """`base / relative`, refused in one line where a folder or file on the way below `base` is a symbolic link:
+    what xling writes there would land wherever the link points, outside the workspace."""
+    at = base
+    for part in relative.parts:
+        at = at / part
+        if at.is_symlink():
+            raise XlingError(f"{what}: {at} is a symbolic link, which xling does not write through; remove it")
+    return at
 
 
 def file_name(name: str, what: str) -> str:

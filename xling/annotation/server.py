@@ -39,6 +39,7 @@ from xling.annotation.options import AnnotateOptions
 from xling.annotation.records import MAX_ID, AnswerError
 from xling.annotation.retrain import Retrainer
 from xling.annotation.session import Session
+from xling.data.conll import conll_text
 from xling.errors import XlingError
 from xling.fileio import EntryLock, parse_json
 
@@ -252,7 +253,7 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
 
     @app.get("/api/gold.conll")
     def gold():
-        text = session.export().read_text()
+        text = conll_text(session.gold())
         name = session.directory.name + ".conll"  # RFC 5987: any name, with a plain ASCII one for old clients
         fallback = name.encode("ascii", "replace").decode().replace("?", "_")
         headers = {"Content-Disposition": f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name)}"}

@@ -30,7 +30,7 @@ from xling.data.iob2 import type_counts
 from xling.errors import XlingError
 from xling.fileio import append_jsonl, read_json, read_jsonl, write_text_atomic
 from xling.options import from_record
-from xling.workspace import Workspace, check_name
+from xling.workspace import Workspace, check_name, no_link
 
 ANSWERS_FILE = "answers.jsonl"
 GOLD_FILE = "gold.conll"
@@ -39,7 +39,11 @@ HISTORY = 50  # answers a page of a person's history lists
 
 
 def session_dir(workspace: Workspace, name: str) -> Path:
-    return workspace.model_dir / "annotation" / check_name(name)
+    """The session's folder: neither it nor a log in it is a symbolic link."""
+    directory = no_link(workspace.model_dir, Path("annotation") / check_name(name), "the session")
+    for log in (ANSWERS_FILE, ROUNDS_FILE, team.CLAIMS_FILE):
+        no_link(directory, Path(log), "the session's log")
+    return directory
 
 
 class Session:
@@ -89,11 +93,7 @@ class Session:
                 self.adjudicated[event.item] = event.adjudicate
         self.slots = {item: {k: h[-1] for k, h in hs.items() if h} for item, hs in histories.items()}
         self.slots = {item: given for item, given in self.slots.items() if given}
-        self.answers = {item: self._gold_answer(item, given) for item, given in self.slots.items()}
-
-    def _gold_answer(self, item: str, given: dict[str, Given]) -> Given:
-        chosen = self.adjudicated.get(item)
-        return next((a for a in given.values() if a.id == chosen), min(given.values(), key=lambda a: a.line))
+        self.answers = {item: team.gold(given, self.adjudicated.get(item)) for item, given in self.slots.items()}
 
     def in_force(self) -> list[Given]:
         return [answer for given in self.slots.values() for answer in given.values()]
@@ -225,10 +225,8 @@ class Session:
             Sentence(self.items[a.item].tokens(), self.tags(a)) for a in self.answers.values() if isinstance(a, Answer)
         ]
 
-    def export(self, path: Path | None = None) -> Path:
-        path = path or self.directory / GOLD_FILE
-        write_text_atomic(path, conll_text(self.gold()))
-        return path
+    def export(self) -> None:
+        write_text_atomic(self.directory / GOLD_FILE, conll_text(self.gold()))
 
     def progress(self) -> dict:
         gold = self.gold()

@@ -102,6 +102,11 @@ def progress(slots: dict[str, dict[str, Given]]) -> dict:
     return {"people": people, "shared": sum(1 for given in slots.values() if len(labelled(given)) >= 2)}
 
 
+def gold(given: dict[str, Given], chosen: str | None) -> Given:
+    """An item's gold answer: the one a reviewer chose, else the first given."""
+    return next((a for a in given.values() if a.id == chosen), min(given.values(), key=lambda a: a.line))
+
+
 def labelled(given: dict[str, Given]) -> list[Answer]:
     """An item's answers in force that are no skips, first given first."""
     return sorted((a for a in given.values() if isinstance(a, Answer)), key=lambda a: a.line)

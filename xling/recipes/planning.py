@@ -17,7 +17,7 @@ from xling.fileio import read_json
 from xling.recipes.kinds import KEYS, RUNS, Adapter, produces, requires, step_options, trains
 from xling.recipes.reading import STEPS_FILE, Recipe, Step
 from xling.roles import Role
-from xling.workspace import Workspace, inside, is_hub_name, is_path
+from xling.workspace import Workspace, inside, is_hub_name, is_path, no_link
 
 PATH_KEYS = {"corpus", "train", "dev", "data", "input", "parallel"}
 RESULTS_PREFIX = "results:"  # `results:FILE`: a file an earlier step of the recipe wrote among its results
@@ -137,7 +137,7 @@ def _claim_output(step: Step, recipe: Recipe, workspace: Workspace, claimed: dic
 
 
 def results_dir(workspace: Workspace, recipe: Recipe) -> Path:
-    return workspace.model_dir / "results" / recipe.name
+    return no_link(workspace.model_dir, Path("results") / recipe.name, "the recipe's results")
 
 
 def results_file(value: str, recipe: Recipe, workspace: Workspace) -> Path:

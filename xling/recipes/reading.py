@@ -51,6 +51,8 @@ def read_recipe(path: str | Path) -> Recipe:
         raise XlingError(f"{path}: not valid TOML: {err}") from err
     except RecursionError:
         raise XlingError(f"{path}: nested too deeply (a recipe is tables of plain values)") from None
+    except ValueError as err:  # an integer past Python's 4,300-digit limit
+        raise XlingError(f"{path}: not valid TOML: {str(err).splitlines()[0][:120]}") from None
     head, raw_steps = data.get("recipe", {}), data.get("step", [])
     if not isinstance(head, dict):
         raise XlingError(f"{path}: `recipe` must be a table ([recipe] with name, model, ...), not {head!r}")

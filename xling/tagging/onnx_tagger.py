@@ -170,7 +170,13 @@ class OnnxTagger(TextTagger):
         width = self.session.get_outputs()[0].shape[-1]
         if width != len(self.labels):
             raise XlingError(f"{self.directory / CONFIG_FILE}: {len(self.labels)} labels, but the graph scores {width}")
-        self.tokenizer = AutoTokenizer.from_pretrained(str(self.directory))
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(str(self.directory))
+        except Exception as err:  # tokenizers and transformers raise plain Exceptions for a damaged file
+            said = (str(err) or type(err).__name__).splitlines()[0][:200]
+            raise XlingError(
+                f"{self.directory}: its tokenizer files (tokenizer.json, ...) do not load: {said}"
+            ) from None
         self.trained_from = [self.directory]  # the export keeps its tasks' training fingerprints
 
     @property

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from xling.data.decoding import SAVED_DECODER_HELP, check_decoder
 from xling.data.labels import TASKS
 from xling.device import DEVICE_HELP, INFERENCE_PRECISION_HELP, check_device, check_precision
+from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import at_least, opt
 from xling.paths import WORKSPACE_HELP
@@ -44,3 +45,12 @@ class TaggerSpec:
         if check_runtime(self.runtime) == "onnx":
             check_onnx_precision(self.precision)
         at_least("batch_size", self.batch_size, 1)
+        if not self.use_lang_adapter and self.lang_adapter:
+            raise XlingError(
+                f"--no-lang-adapter and --lang-adapter {self.lang_adapter} contradict each other; give one"
+            )
+        if self.fusion and self.task_adapter:
+            raise XlingError(
+                f"--fusion {self.fusion} and --task-adapter {self.task_adapter} contradict each other: a fusion "
+                "combines its own task adapters; give one"
+            )

@@ -13,7 +13,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from xling.errors import XlingError
-from xling.fileio import atomic_directory, write_json_atomic
+from xling.fileio import atomic_directory, parse_json, write_json_atomic
 
 TENSOR_TAG = "__tensor__"
 
@@ -53,6 +53,18 @@ def save_checkpoint(directory: Path, state: dict) -> None:
         write_json_atomic(staging / "state.json", skeleton)
 
 
+def saved_value(directory: Path, key: str) -> str | None:
+    """One text value at a checkpoint's top level (its precision), read without its tensors; None if there is
+    none (a damaged checkpoint is said when it loads)."""
+    file = Path(directory) / "state.json"
+    try:
+        pairs = parse_json(file.read_text())["__dict__"] if file.is_file() else []
+        value = next((v for k, v in pairs if k == key), None)
+    except (ValueError, UnicodeDecodeError, RecursionError, KeyError, TypeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
 def load_checkpoint(directory: Path) -> dict | None:
     """The saved state, None if there is none; a damaged one is an error naming the file."""
     directory = Path(directory)
@@ -63,7 +75,7 @@ def load_checkpoint(directory: Path) -> dict | None:
     except Exception as err:  # safetensors raises its own types for missing or truncated files
         raise XlingError(f"checkpoint tensors unreadable: {str(err).splitlines()[0]}") from None
     try:
-        state = _join(json.loads((directory / "state.json").read_text()), tensors)
+        state = _join(parse_json((directory / "state.json").read_text()), tensors)
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError, RecursionError) as err:
         raise XlingError(f"checkpoint state.json unreadable: {err}") from None
     if not isinstance(state, dict) or not {"weights", "optimizer", "scheduler", "rng", "state"} <= set(state):

@@ -33,9 +33,10 @@ from xling.adapters.heads import MaskedLMHead
 from xling.data.labels import IGNORE
 from xling.device import autocast, pick_device, pick_precision
 from xling.errors import XlingError
+from xling.fileio import parse_json
 from xling.models.stored_weights import lower_linear_weights
 from xling.options import printable
-from xling.train.checkpoint import load_checkpoint, save_checkpoint
+from xling.train.checkpoint import load_checkpoint, save_checkpoint, saved_value
 from xling.train.config import TrainConfig
 from xling.train.cpu import cpu_training
 
@@ -156,8 +157,8 @@ def _check_run_options(run_dir: Path, options: dict, write: bool) -> None:
     run_file = run_dir / RUN_FILE
     if run_file.is_file():
         try:
-            previous = json.loads(run_file.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            previous = parse_json(run_file.read_text())
+        except (ValueError, UnicodeDecodeError, RecursionError):  # ValueError: also NaN, a 4,300-digit integer
             raise _damaged(run_dir, f"{RUN_FILE} is not valid JSON") from None
         if not isinstance(previous, dict):
             raise _damaged(run_dir, f"{RUN_FILE} is not a JSON object of options")
@@ -179,8 +180,8 @@ def _read_log(run_dir: Path, up_to_step: int, write: bool) -> list[dict]:
     entries = []
     for number, line in enumerate(lines, start=1):
         try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
+            entry = parse_json(line)
+        except (ValueError, RecursionError):
             if number == len(lines):
                 break
             raise _damaged(run_dir, f"{LOG_FILE} line {number} is not valid JSON") from None
@@ -331,6 +332,7 @@ class _Run:
                 "rng": rng_state,
                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
                 "state": dict(self.state),
+                "precision": self.precision,
                 **({"best_weights": self.best_weights} if self.best_weights is not None else {}),
             },
         )
@@ -391,7 +393,9 @@ def train(
     the main process evaluates and writes the run directory.
     """
     run_dir = Path(run_dir)
-    device, precision, accelerator = _processes(config)
+    # `auto` picks by timing, which a busy machine can tip: a resumed run keeps the precision it started with
+    resumed = None if restart or config.precision != "auto" else saved_value(run_dir / "checkpoint", "precision")
+    device, precision, accelerator = _processes(config, resumed)
     main = accelerator.is_main_process
     progress = _Silent() if not main else progress or TextProgress()
     if main:
@@ -481,10 +485,12 @@ class _StopSignals:
             signal.signal(number, handler)
 
 
-def _processes(config: TrainConfig):
-    """The device, the precision and the accelerator of this run (one process, or each of a distributed run)."""
+def _processes(config: TrainConfig, resumed: str | None = None):
+    """The device, the precision (`resumed`: the one an interrupted run was in) and the accelerator of this run
+    (one process, or each of a distributed run)."""
     device = pick_device(config.device)
-    precision = pick_precision(config.precision, device)
+    usable = resumed in ("fp32", "bf16") or (resumed == "fp16" and device == "cuda")
+    precision = resumed if usable else pick_precision(config.precision, device)
     accelerator = make_accelerator(device, precision)
     if accelerator.num_processes > 1 and device == "cpu":
         # auto times bf16 in each process: all train in what the first one picked
