@@ -341,3 +341,38 @@ def test_two_profiles_never_share_a_sentence_a_new_profile_shows_the_persons_his
             wait_for(elsewhere, "document.querySelectorAll('#history button').length === 1")
             assert elsewhere.find_element("css selector", "#history button").text == "Juan rimarqan Limapi . · PER"
     assert read_conll(directory / "gold.conll")[1].tags == ["B-PER", "O", "O", "O"]
+
+
+def test_with_overlap_both_answers_survive_a_new_batch_and_a_restart_in_two_profiles(tmp_path):
+    from selenium.webdriver.common.keys import Keys
+
+    from tests.browser import chromium, chromium_paths, press, served, wait_for
+    from tests.test_annotation import free_port
+
+    if chromium_paths() is None:
+        pytest.skip("chromium and chromium-driver are not installed (apt install chromium chromium-driver)")
+    directory = make_session(tmp_path)
+    options, port = AnnotateOptions(session="qu", retrain=False, overlap=1.0), free_port()
+
+    def open_as(driver, address: str, person: str) -> None:
+        driver.get(address)
+        wait_for(driver, "document.getElementById('status').textContent.includes('give your name')")
+        driver.find_element("id", "annotator").send_keys(person, Keys.TAB)
+        wait_for(driver, "window.xlingPage.item")
+
+    with chromium() as ana, chromium() as beto:
+        with served(Session(directory), options, port) as address:
+            open_as(ana, address, "Ana")
+            press(ana, Keys.ENTER)  # s1 as suggested
+            wait_for(ana, "window.xlingPage.pending.length === 0 && window.xlingPage.item.id === 's2'")
+        header, *items = read_jsonl(directory / "batches" / "0001.jsonl")  # a round's new batch, then a restart
+        write_batch(directory, {k: v for k, v in header.items() if k != "batch"}, [items[2] | {"id": "n1"}])
+        with served(Session(directory), options, port) as address:
+            open_as(beto, address, "Beto")
+            shown = "return [window.xlingPage.item.id, ...window.xlingPage.queue.map((i) => i.id)]"
+            assert beto.execute_script(shown) == ["n1", "s1"]  # the new batch, then what Beto still owes
+            press(beto, Keys.ENTER, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, "x", Keys.ENTER)  # n1; s1 without the LOC
+            wait_for(beto, "window.xlingPage.pending.length === 0 && !window.xlingPage.item")
+    events = [json.loads(line) for line in (directory / "answers.jsonl").read_text().splitlines()]
+    assert [(e["annotator"], e["item"]) for e in events] == [("Ana", "s1"), ("Beto", "n1"), ("Beto", "s1")]
+    assert {e["slot"] for e in events if e["item"] == "s1"} == {"Ana", "Beto"}

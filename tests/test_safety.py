@@ -479,3 +479,17 @@ def test_contradictory_tagger_options_are_one_line_before_anything_loads(tmp_pat
     done = run_xling("tag", "x.txt", "--lang", "qu", *args, "-w", str(tmp_path / "ws"), cwd=tmp_path)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 1 and len(lines) == 1 and said in lines[0], done.stderr
+
+
+def test_a_line_longer_than_the_bound_is_read_in_pieces_under_its_number_whole_words_and_characters(tmp_path):
+    from xling.data.conll import MAX_LINE_BYTES, read_lines
+
+    line = ("runa ñawi " * 30_000).strip()  # 300,000 characters on one line
+    unbroken = "é" * 100_000  # no space at all: cut between characters
+    (tmp_path / "t.txt").write_text("\ufeffa b\n" + line + "\n" + unbroken + "\nlast")
+    read = list(read_lines(tmp_path / "t.txt"))
+    assert read[0] == (1, "a b") and read[-1] == (4, "last")
+    assert "".join(text for number, text in read if number == 2) == line
+    assert "".join(text for number, text in read if number == 3) == unbroken
+    assert all(len(text.encode()) <= 2 * MAX_LINE_BYTES for _, text in read)
+    assert all(not text.startswith(" ") and text.split() for number, text in read if number == 2)  # cut after spaces

@@ -11,6 +11,7 @@ the command-line option's name.
 
 from __future__ import annotations
 
+import functools
 import math
 import types
 import typing
@@ -44,6 +45,12 @@ class OptionMeta(typing.TypedDict, total=False):
     choices: tuple[str, ...] | Callable[[], typing.Iterable[str]]
     required: bool
     overrides: Mapping[str, Mapping]
+
+
+@functools.cache
+def type_hints(cls) -> dict:
+    """`typing.get_type_hints` of an options class, worked out once: a recipe builds its steps' options many times."""
+    return typing.get_type_hints(cls)
 
 
 def opt(default=MISSING, help: str = "", *, factory=MISSING, **meta: typing.Unpack[OptionMeta]) -> Field:
@@ -98,7 +105,7 @@ def options_of(
     Below a preset every option is left unset unless given, so that the preset (or the nested config's own
     `check_options`) sees which were given."""
     found: dict[str, Option] = {}
-    hints = typing.get_type_hints(type(config))
+    hints = type_hints(type(config))
     paired = {f.name for f in fields(config) if "clears" in f.metadata} | {
         f.metadata["clears"] for f in fields(config) if "clears" in f.metadata
     }
@@ -135,7 +142,7 @@ def options_of(
 def with_options(config, values: Mapping, _without: tuple[str, ...] = ()):
     """`config` with the options in `values` changed; None means "not given", other names are ignored."""
     changes = {}
-    hints = typing.get_type_hints(type(config))
+    hints = type_hints(type(config))
     for f in fields(config):
         meta, current = f.metadata, getattr(config, f.name)
         if meta.get("hidden") or option_name(f) in _without:
@@ -155,6 +162,12 @@ def with_options(config, values: Mapping, _without: tuple[str, ...] = ()):
     return replace(config, **changes)
 
 
+@functools.cache
+def required_options(cls) -> tuple[str, ...]:
+    """The options of `cls` that must be given (its nested configs' included), worked out once per class."""
+    return tuple(name for name, spec in options_of(defaults(cls)).items() if spec.required)
+
+
 def defaults(cls):
     """An instance holding every default; options without one (`lang`, `train`, ...) are None."""
     return cls(**{f.name: None for f in fields(cls) if _required(f)})
@@ -167,10 +180,10 @@ def _required(f: Field) -> bool:
 def build(cls, values: Mapping):
     """A `cls` from option values, its defaults for the rest; a missing required option is an error."""
     required = [f for f in fields(cls) if _required(f)]
-    missing = [name for name, spec in options_of(defaults(cls)).items() if spec.required and values.get(name) is None]
+    missing = [name for name in required_options(cls) if values.get(name) is None]
     if missing:
         raise XlingError(f"missing option(s): {', '.join('--' + m.replace('_', '-') for m in missing)}")
-    hints = typing.get_type_hints(cls)
+    hints = type_hints(cls)
     given = {f.name: check_type(option_name(f), field_value(f, values), hints[f.name]) for f in required}
     return with_options(cls(**given), values)
 
@@ -241,7 +254,7 @@ def from_record(cls, data, where: str):
     nested config is a nested object; a record written before it was nested (its keys at the top) reads too."""
     if not isinstance(data, dict):
         raise XlingError(f"{where}: expected a JSON object of {cls.__name__} settings, not {type(data).__name__}")
-    hints, known = typing.get_type_hints(cls), {f.name for f in fields(cls)}
+    hints, known = type_hints(cls), {f.name for f in fields(cls)}
     nested = {name: hint for name, hint in hints.items() if name in known and is_dataclass(hint)}
     data = _gathered(data, nested, known)
     unknown = set(data) - known

@@ -21,12 +21,13 @@ def run(options: RunRecipeOptions):
     """Run a recipe's steps in order, skipping those already done, and print the results table."""
     from xling.recipes.planning import print_plan
     from xling.recipes.reading import read_recipe
-    from xling.recipes.running import run_recipe
 
-    if options.dry_run:
+    if options.dry_run:  # nothing trained or scored: what running imports (torch, seqeval) is not needed
         parsed = read_recipe(options.recipe)
         print_plan(replace(parsed, seeds=options.seeds) if options.seeds else parsed, console)
         return
+    from xling.recipes.running import run_recipe
+
     run_recipe(options.recipe, console, seeds=options.seeds, progress=TrainingBar(console))
 
 

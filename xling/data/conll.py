@@ -29,18 +29,47 @@ class Sentence:
     tags: list[str]
 
 
+MAX_LINE_BYTES = 1 << 16  # a longer line is read in pieces, so that memory stays bounded whatever the file
+
+
 def read_lines(path: Path):
-    """Yield (line number, text) of a UTF-8 file, failing with the file and line of bad bytes."""
+    """Yield (line number, text) of a UTF-8 file, failing with the file and line of bad bytes. A line longer than
+    MAX_LINE_BYTES comes in pieces under its number, each cut after a space (or, with none, between characters):
+    a book on one line is never held whole."""
     try:
         with open(path, "rb") as f:
-            for number, raw in enumerate(f, start=1):
-                try:
-                    text = raw.decode("utf-8").rstrip("\r\n")
-                    yield number, text.removeprefix("\ufeff") if number == 1 else text  # a byte-order mark is no text
-                except UnicodeDecodeError as err:
-                    raise XlingError(f"{path}:{number}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+            number, carry = 1, b""
+            while chunk := f.readline(MAX_LINE_BYTES):
+                raw, carry = carry + chunk, b""
+                if not chunk.endswith(b"\n") and len(chunk) == MAX_LINE_BYTES:  # a piece of a longer line
+                    cut = raw.rfind(b" ") + 1 or _character_end(raw)
+                    raw, carry = raw[:cut], raw[cut:]
+                    yield number, _decoded(raw, path, number)
+                    continue
+                yield number, _decoded(raw, path, number).rstrip("\r\n")
+                number += 1
+            if carry:
+                yield number, _decoded(carry, path, number)
     except OSError as err:
         raise XlingError(f"cannot read {path}: {err.strerror}") from None
+
+
+def _character_end(data: bytes) -> int:
+    """Where the last whole UTF-8 character of `data` ends."""
+    end = len(data)
+    while end > max(0, len(data) - 4) and 0x80 <= data[end - 1] < 0xC0:  # continuation bytes
+        end -= 1
+    if end < len(data) and end > 0:  # `data[end - 1]` leads a character cut short
+        end -= 1
+    return end or len(data)
+
+
+def _decoded(raw: bytes, path: Path, number: int) -> str:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise XlingError(f"{path}:{number}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    return text.removeprefix("\ufeff") if number == 1 else text  # a byte-order mark is no text
 
 
 def looks_like_conll(path: Path, sample: int = 200) -> bool:

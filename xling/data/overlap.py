@@ -14,6 +14,7 @@ from xling.data.conll import Sentence, looks_like_conll, read_conll, read_lines
 from xling.data.fetch import MANIFEST, resolve
 from xling.data.fingerprints import fingerprint, sentence_key
 from xling.data.iob2 import entities
+from xling.data.text import pieces
 from xling.options import opt
 
 
@@ -30,7 +31,8 @@ def data_set(reference: str) -> list[Sentence]:
         if looks_like_conll(file):
             sentences += read_conll(file)
         else:
-            sentences += [Sentence(line.split(), []) for _, line in read_lines(file) if line.strip()]
+            lines = pieces(line for _, line in read_lines(file))  # a long line in 10,000-character pieces
+            sentences += [Sentence(line.split(), []) for line in lines if line.strip()]
     return sentences
 
 

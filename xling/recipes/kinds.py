@@ -3,10 +3,12 @@ it needs, and how it runs. Every method takes the step's options and, where it n
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -17,16 +19,24 @@ from xling.methods import METHODS
 from xling.options import build, defaults, options_of
 from xling.recipes.reading import RUN_LEVEL, Recipe, Step
 from xling.roles import FUSION, LANG, TASK, Role
-from xling.tagging.evaluate import EvaluationOptions, evaluate
-from xling.tagging.options import TagOptions
+from xling.tagging.options import EvaluationOptions, TagOptions
 from xling.train.config import FusionOptions, LanguageAdapterOptions, SelfTrainingOptions, TaskAdapterOptions
-from xling.train.fusion import train_fusion
-from xling.train.language import train_language_adapter
-from xling.train.loop import TrainingProgress
-from xling.train.self_training import self_train
-from xling.train.summary import language_report_table, selection_summary, self_training_summary
-from xling.train.task import train_task_adapter
 from xling.workspace import Workspace
+
+if TYPE_CHECKING:
+    from xling.train.loop import TrainingProgress
+
+
+def later(path: str) -> Callable:
+    """The function `module:name`, imported at its first call: validating a recipe (`--dry-run`) needs none of
+    what training and scoring import (torch, seqeval)."""
+
+    def call(*args, **kwargs):
+        module, name = path.split(":")
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    return call
+
 
 Adapter = tuple[Role, str]  # (role, name): (LANG, "qu"), (TASK, "ner-en"), (FUSION, ...)
 
@@ -129,7 +139,7 @@ class Evaluation(Tagging):
     scores = True
 
     def perform(self, options: EvaluationOptions, context: StepContext) -> dict:
-        return evaluate(options)
+        return later("xling.tagging.evaluate:evaluate")(options)
 
 
 class TagFile(Tagging):
@@ -168,10 +178,24 @@ class Analysis(Tagging):
 
 
 RUNS: dict[str, RunKind] = {
-    "train-lang": LanguageTraining(LanguageAdapterOptions, train_language_adapter, language_report_table),
-    "train-task": TaskTraining(TaskAdapterOptions, train_task_adapter, selection_summary),
-    "train-fusion": FusionTraining(FusionOptions, train_fusion, lambda report: selection_summary(report, "fusion ")),
-    "self-train": SelfTraining(SelfTrainingOptions, self_train, self_training_summary),
+    "train-lang": LanguageTraining(
+        LanguageAdapterOptions,
+        later("xling.train.language:train_language_adapter"),
+        later("xling.train.summary:language_report_table"),
+    ),
+    "train-task": TaskTraining(
+        TaskAdapterOptions, later("xling.train.task:train_task_adapter"), later("xling.train.summary:selection_summary")
+    ),
+    "train-fusion": FusionTraining(
+        FusionOptions,
+        later("xling.train.fusion:train_fusion"),
+        lambda report: later("xling.train.summary:selection_summary")(report, "fusion "),
+    ),
+    "self-train": SelfTraining(
+        SelfTrainingOptions,
+        later("xling.train.self_training:self_train"),
+        later("xling.train.summary:self_training_summary"),
+    ),
     "evaluate": Evaluation(EvaluationOptions),
     "tag": TagFile(TagOptions),
     "analyze": Analysis(AnalyzeOptions),
@@ -193,13 +217,23 @@ def trains(step: Step) -> bool:
 
 
 def produces(step: Step) -> Adapter | None:
-    """(role, name) of the adapter a training step saves; `name` names it, else the command's default."""
-    return RUNS[step.run].saves(step_options(step))
+    """(role, name) of the adapter a training step saves; `name` names it, else the command's default. Other
+    steps save none, said without building their options (every step asks this of all steps before it)."""
+    return RUNS[step.run].saves(step_options(step)) if isinstance(RUNS[step.run], Training) else None
 
 
 def earlier_tasks(recipe: Recipe, step: Step) -> set[str]:
     """The task adapters that the steps before `step` train."""
-    return {made[1] for s in recipe.steps[: step.number - 1] if (made := produces(s)) and made[0] is TASK}
+    return {made[1] for made in products(recipe)[: step.number - 1] if made and made[0] is TASK}
+
+
+def products(recipe: Recipe) -> list[Adapter | None]:
+    """What each step saves, worked out once per recipe (each step asks it of every step before it: validating
+    stays linear in the steps)."""
+    cached = recipe.__dict__.get("_products")
+    if cached is None or len(cached) != len(recipe.steps):
+        cached = recipe.__dict__["_products"] = [produces(s) for s in recipe.steps]
+    return cached
 
 
 def requires(step: Step, recipe: Recipe, workspace: Workspace) -> list[Adapter]:
