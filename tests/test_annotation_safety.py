@@ -193,7 +193,7 @@ def test_a_damaged_round_line_is_skipped_and_named_so_the_page_still_loads(serve
 @pytest.mark.parametrize(
     ("file", "text", "said"),
     [
-        ("answers.jsonl", "[1]\n", "answers.jsonl:1: line 1: send a JSON object"),
+        ("answers.jsonl", "[1]\n", "answers.jsonl:1: send a JSON object"),
         ("answers.jsonl", "{}\n", "answers.jsonl:1:"),
         ("answers.jsonl", '{"item": "s1"\n', "answers.jsonl:1: a damaged line"),
         ("batches/0001.jsonl", "", "0001.jsonl:1: not a batch header"),

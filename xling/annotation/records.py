@@ -222,7 +222,8 @@ def read_events(path: Path, items: dict[str, Item], types: list[str]) -> list[Ev
         try:
             events.append(event_from_record(record, line, items, types))
         except XlingError as err:
-            raise XlingError(f"{path}:{line + 1}: {err}; move the file aside") from None
+            said = str(err).removeprefix(f"line {line + 1}: ")  # the file's name says the line
+            raise XlingError(f"{path}:{line + 1}: {said}; move the file aside") from None
     return events
 
 
