@@ -226,3 +226,20 @@ def test_compare_takes_each_f1_from_the_counts_not_from_what_a_file_states(tmp_p
     (tmp_path / "b.json").write_text(json.dumps({"sentences_digest": "d", "sentence_counts": counts}))
     result = compare(str(tmp_path / "a.json"), str(tmp_path / "b.json"))
     assert result["f1_a"] == result["f1_b"] == pytest.approx(0.4) and result["difference"] == 0
+
+
+def test_overlap_reads_a_book_on_one_line_in_pieces_keeping_counts_not_text(tmp_path):
+    import tracemalloc
+
+    from xling.data.overlap import overlap
+
+    words = [f"simi{n}" for n in range(400_000)]  # 4.4 MB on one line, every piece distinct
+    (tmp_path / "book.txt").write_text(" ".join(words) + "\n")
+    (tmp_path / "other.txt").write_text(" ".join(words[:10]) + "\nmana kanchu\n")
+    tracemalloc.start()
+    result = overlap(str(tmp_path / "book.txt"), str(tmp_path / "book.txt"))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert result["a"]["sentences"] == result["shared_sentences"] > 300  # pieces of at most 10,000 characters
+    assert peak < 10e6  # the 3.6 MB line is never held whole, nor as words: counts per piece (1.4 MB measured)
+    assert overlap(str(tmp_path / "other.txt"), str(tmp_path / "book.txt"))["shared_sentences"] == 0

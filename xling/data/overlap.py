@@ -7,7 +7,9 @@ are compared by fingerprint (`xling.data.fingerprints`: spaces, case and Unicode
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from xling.data.conll import Sentence, looks_like_conll, read_conll, read_lines
@@ -18,52 +20,77 @@ from xling.data.text import pieces
 from xling.options import opt
 
 
-def data_set(reference: str) -> list[Sentence]:
-    """Every sentence of a data set; a text line is a sentence of whitespace-separated words, no tags."""
+def sentences_of(reference: str) -> Iterator[Sentence]:
+    """Every sentence of a data set, read as a stream; a text line is a sentence of whitespace-separated words, no
+    tags (a long line in 10,000-character pieces)."""
     path = Path(resolve(reference)).expanduser()
     if not path.exists():
         from xling.data.sources import load_ner
 
-        return load_ner(reference, "validation")
+        yield from load_ner(reference, "validation")
+        return
     files = sorted(p for p in path.rglob("*") if p.is_file() and p.name != MANIFEST and not p.name.startswith("."))
-    sentences = []
     for file in files if path.is_dir() else [path]:
         if looks_like_conll(file):
-            sentences += read_conll(file)
+            yield from read_conll(file)
         else:
-            lines = pieces(line for _, line in read_lines(file))  # a long line in 10,000-character pieces
-            sentences += [Sentence(line.split(), []) for line in lines if line.strip()]
-    return sentences
+            lines = pieces(line for _, line in read_lines(file))
+            yield from (Sentence(line.split(), []) for line in lines if line.strip())
 
 
-def _mentions(sentence: Sentence) -> set[tuple[str, str]]:
-    return {(kind, sentence_key(sentence.tokens[a:b])) for kind, a, b in entities(sentence.tags)}
+def data_set(reference: str) -> list[Sentence]:
+    return list(sentences_of(reference))
 
 
-def _side(sentences: list[Sentence], other: dict[str, Sentence]) -> dict:
-    shared = [s for s in sentences if fingerprint(s.tokens) in other]
-    labelled = [s for s in shared if s.tags and other[fingerprint(s.tokens)].tags]
-    return {
-        "sentences": len(sentences),
-        "distinct": len({fingerprint(s.tokens) for s in sentences}),
-        "entities": sum(len(entities(s.tags)) for s in sentences),
-        "sentences_in_other": len(shared),
-        "entities_in_other": sum(len(entities(s.tags)) for s in shared),
-        "same_tags": sum(s.tags == other[fingerprint(s.tokens)].tags for s in labelled) if labelled else None,
-    }
+@dataclass
+class _Side:
+    """What overlap keeps of one data set, whatever its size: per distinct sentence (its fingerprint) how often it
+    comes, its entities over those times, how often each tagging comes, and the last tagging; and the mentions."""
+
+    sentences: int = 0
+    entities: int = 0
+    counts: dict = field(default_factory=dict)  # fingerprint -> [times, entities, Counter of taggings]
+    last: dict = field(default_factory=dict)  # fingerprint -> the tags it came with last
+    mentions: set = field(default_factory=set)
+
+    @classmethod
+    def of(cls, sentences: Iterable[Sentence]) -> _Side:
+        side = cls()
+        for sentence in sentences:
+            key, found = fingerprint(sentence.tokens), len(entities(sentence.tags))
+            side.sentences, side.entities = side.sentences + 1, side.entities + found
+            times, entity_count, taggings = side.counts.setdefault(key, [0, 0, Counter()])
+            side.counts[key][:2] = times + 1, entity_count + found
+            taggings[tuple(sentence.tags)] += 1
+            side.last[key] = tuple(sentence.tags)
+            side.mentions |= {(kind, sentence_key(sentence.tokens[a:b])) for kind, a, b in entities(sentence.tags)}
+        return side
+
+    def against(self, other: _Side) -> dict:
+        shared = [key for key in self.counts if key in other.last]
+        labelled = [
+            (key, tags, n) for key in shared if other.last[key] for tags, n in self.counts[key][2].items() if tags
+        ]
+        return {
+            "sentences": self.sentences,
+            "distinct": len(self.counts),
+            "entities": self.entities,
+            "sentences_in_other": sum(self.counts[key][0] for key in shared),
+            "entities_in_other": sum(self.counts[key][1] for key in shared),
+            "same_tags": sum(n for key, tags, n in labelled if tags == other.last[key]) if labelled else None,
+        }
 
 
 def overlap(a: str, b: str) -> dict:
     """What `a` and `b` share: distinct sentences, each side's sentences and entities found in the other (with
-    repeats), how many of those carry the same tags, and the entity mentions (type and words) both hold."""
-    first, second = data_set(a), data_set(b)
-    by_print = [{fingerprint(s.tokens): s for s in side} for side in (first, second)]
-    mentions = [set().union(*map(_mentions, side)) if side else set() for side in (first, second)]
+    repeats), how many of those carry the same tags, and the entity mentions (type and words) both hold. Each
+    data set is read as a stream and kept as counts per distinct sentence."""
+    first, second = _Side.of(sentences_of(a)), _Side.of(sentences_of(b))
     return {
-        "a": {"data": a, **_side(first, by_print[1])},
-        "b": {"data": b, **_side(second, by_print[0])},
-        "shared_sentences": len(by_print[0].keys() & by_print[1].keys()),
-        "shared_entity_mentions": len(mentions[0] & mentions[1]),
+        "a": {"data": a, **first.against(second)},
+        "b": {"data": b, **second.against(first)},
+        "shared_sentences": len(first.counts.keys() & second.counts.keys()),
+        "shared_entity_mentions": len(first.mentions & second.mentions),
     }
 
 
