@@ -82,7 +82,7 @@ def fusion_names(setup: Setup) -> list[str]:
     return [c.name for c in as_stack(setup) if isinstance(c, Fuse)]
 
 
-MAX_NAME_BYTES = 100  # of a name's UTF-8; with every suffix xling adds (.partial-XXXXXXXX, -candidate, ...) < 255
+MAX_NAME_BYTES = 100  # of a name's UTF-8: with every suffix xling adds (a run folder's, -candidate) it stays under 255
 
 
 def check_name(name: str) -> str:

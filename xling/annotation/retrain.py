@@ -173,12 +173,6 @@ class Retrainer:
         self.adopted = False
         self.lock = threading.Lock()
 
-    def answers_at_last_round(self) -> int:
-        """Answers when the last round started or failed: a failed round is tried again only after as many new
-        answers as start one."""
-        rounds = self.session.rounds()
-        return rounds[-1]["sentences"] if rounds else 0
-
     @property
     def running(self) -> bool:
         if self.process is not None and self.process.poll() is None:
@@ -198,8 +192,9 @@ class Retrainer:
         if not self.options.retrain or not self.options.retrain_every:
             return
         with self.lock:
-            answered = self.session.progress()["answered"]
-            new, logged = answered - self.answers_at_last_round(), self.session.rounds()
+            answered, logged = self.session.progress()["answered"], self.session.rounds()
+            # counted from the last round, or the last failed one: that is tried again only after new answers
+            new = answered - (logged[-1]["sentences"] if logged else 0)
             failed = bool(logged) and "failed" in logged[-1]
             enough_dev = bool(self.options.dev) or answered >= 2 * DEV_SHARE
             early = left is not None and left <= HEADROOM and new > 0 and enough_dev and not failed

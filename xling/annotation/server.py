@@ -36,7 +36,7 @@ from flask import Flask, Response, jsonify, request
 from werkzeug.wsgi import host_is_trusted
 
 from xling.annotation.options import AnnotateOptions
-from xling.annotation.records import MAX_ID, AnswerError
+from xling.annotation.records import AnswerError, origin
 from xling.annotation.retrain import Retrainer
 from xling.annotation.session import Session
 from xling.data.conll import conll_text
@@ -140,8 +140,7 @@ def person(session: Session, options: AnnotateOptions, body=None, changes: bool 
     several people may answer (with --overlap, or once anyone has given a name), so that no answer is ever
     put down to someone who did not give it."""
     given = (body if isinstance(body, dict) else {}).get("annotator") or request.args.get("annotator")
-    if given is not None and (not isinstance(given, str) or not 0 < len(given) <= MAX_ID):
-        raise AnswerError(f"annotator must be text of 1 to {MAX_ID} characters", 400)
+    given = origin({"annotator": given}).get("annotator")  # checked as every record's sender is
     if options.annotator:
         if given and given != options.annotator:
             raise AnswerError(f"this session is {options.annotator}'s alone (xling annotate --annotator)", 403)

@@ -214,7 +214,9 @@ class Session:
         try:
             self.export()
         except OSError as err:
-            self.warnings = [*self.warnings, f"{GOLD_FILE} not rewritten: {err.strerror} (the answers are saved)"]
+            self.warnings = sorted(
+                {*self.warnings, f"{GOLD_FILE} not rewritten: {err.strerror} (the answers are saved)"}
+            )
 
     def tags(self, answer: Answer) -> list[str]:
         return answer.tags(len(self.items[answer.item].words))

@@ -62,14 +62,15 @@ class Routing:
         they hold, and as many free ones, newly claimed, as bring their holding up to HOLD."""
         now = time.time()
         chosen: set[str] = set()
-        free = []
+        free, held = [], 0
         for key in (k for k in candidates if open_to(k)):
-            holder = None if shared(key) else self.holder(key, last_answer, now)
-            if shared(key) or holder == person:
+            if shared(key):
                 chosen.add(key)
+            elif (holder := self.holder(key, last_answer, now)) == person:
+                chosen.add(key)
+                held += 1
             elif holder is None:
                 free.append(key)
-        held = sum(1 for key in chosen if not shared(key))
         for key in free[: max(0, HOLD - held)]:
             self.claims[key] = person, now
             try:  # a claim is advice: on a full disk it lives in memory only

@@ -55,7 +55,8 @@ def read_lines(path: Path):
 
 
 def _character_end(data: bytes) -> int:
-    """Where the last whole UTF-8 character of `data` ends."""
+    """An end between two UTF-8 characters within the last four bytes of `data` (the last character may be
+    left for the next piece)."""
     end = len(data)
     while end > max(0, len(data) - 4) and 0x80 <= data[end - 1] < 0xC0:  # continuation bytes
         end -= 1

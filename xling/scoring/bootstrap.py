@@ -69,10 +69,12 @@ def _blocks(seeds: int, sentences: int, samples: int, rng_seed: int) -> Iterator
         yield weights.astype(np.float64), draws
 
 
-def _resampled(counts: np.ndarray, samples: int, rng_seed: int) -> np.ndarray:
-    """Each sample's mean F1 over seeds: (samples,) for counts of shape (seeds, sentences, 3)."""
-    blocks = _blocks(counts.shape[0], counts.shape[1], samples, rng_seed)
-    return np.concatenate([_resampled_f1(counts, weights, draws) for weights, draws in blocks])
+def _resampled(samples: int, rng_seed: int, *counts: np.ndarray) -> list[np.ndarray]:
+    """Each sample's mean F1 over seeds, (samples,), for each of `counts` (of one shape: seeds, sentences, 3),
+    all on the same draws, drawn once."""
+    blocks = _blocks(counts[0].shape[0], counts[0].shape[1], samples, rng_seed)
+    per_block = [[_resampled_f1(each, weights, draws) for each in counts] for weights, draws in blocks]
+    return [np.concatenate(parts) for parts in zip(*per_block)]
 
 
 def sentence_weights(sentences: int, samples: int = DEFAULT_SAMPLES, rng_seed: int = 0) -> np.ndarray:
@@ -104,7 +106,7 @@ def over_seeds(values: Sequence[float], counts) -> dict:
 
 def interval(counts, samples: int = DEFAULT_SAMPLES, rng_seed: int = 0) -> tuple[float, float]:
     """The 95% percentile bootstrap interval of F1 (of the mean F1 over seeds for counts of several seeds)."""
-    return percentile_interval(_resampled(_by_seed(counts), samples, rng_seed))
+    return percentile_interval(_resampled(samples, rng_seed, _by_seed(counts))[0])
 
 
 def paired(a, b, samples: int = DEFAULT_SAMPLES, rng_seed: int = 0) -> dict:
@@ -114,7 +116,8 @@ def paired(a, b, samples: int = DEFAULT_SAMPLES, rng_seed: int = 0) -> dict:
     a, b = _by_seed(a), _by_seed(b)
     if a.shape != b.shape:
         raise ValueError(f"paired counts must have one shape (seeds, sentences, 3), not {a.shape} and {b.shape}")
-    differences = _resampled(a, samples, rng_seed) - _resampled(b, samples, rng_seed)  # the same draws
+    resampled_a, resampled_b = _resampled(samples, rng_seed, a, b)
+    differences = resampled_a - resampled_b
     observed = mean_f1(a) - mean_f1(b)
     low, high = percentile_interval(differences)
     p_value = float(np.mean(np.abs(differences - observed) >= abs(observed) - 1e-12))
