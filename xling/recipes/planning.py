@@ -56,9 +56,8 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
             problems.append(f"{where}: {err}")
             continue
         for key in sorted(PATH_KEYS & set(step.options)):
-            values = step.options[key] if isinstance(step.options[key], list) else [step.options[key]]
-            for value in values:
-                if value.startswith(RESULTS_PREFIX):
+            for value in _as_list(step.options[key]):
+                if is_results_file(value):
                     wanted = results_file(value, recipe, workspace)
                     if not any(wanted == output or wanted.is_relative_to(output) for output in claimed):
                         problems.append(f"{where}: key {key!r}: no earlier step writes {value}")
@@ -140,6 +139,10 @@ def results_dir(workspace: Workspace, recipe: Recipe) -> Path:
     return no_link(workspace.model_dir, Path("results") / recipe.name, "the recipe's results")
 
 
+def is_results_file(value) -> bool:
+    return isinstance(value, str) and value.startswith(RESULTS_PREFIX)
+
+
 def results_file(value: str, recipe: Recipe, workspace: Workspace) -> Path:
     """The path `results:FILE` names: FILE among the recipe's results."""
     name = value.removeprefix(RESULTS_PREFIX)
@@ -189,7 +192,7 @@ def rerun_reason(step: Step, recipe: Recipe, workspace: Workspace, ran_with: dic
 def results_inputs(step: Step, recipe: Recipe, workspace: Workspace) -> list[tuple[str, Path]]:
     """The `results:FILE` values of a step's path keys, with the files they name."""
     values = [v for key in PATH_KEYS & set(step.options) for v in _as_list(step.options[key])]
-    return [(v, results_file(v, recipe, workspace)) for v in values if v.startswith(RESULTS_PREFIX)]
+    return [(v, results_file(v, recipe, workspace)) for v in values if is_results_file(v)]
 
 
 def _as_list(value) -> list:

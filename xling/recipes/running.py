@@ -14,7 +14,7 @@ from xling.data.fetch import resolve
 from xling.fileio import read_json, write_json_atomic, write_text_atomic
 from xling.recipes.kinds import RUNS, StepContext, produces, step_options
 from xling.recipes.planning import (
-    RESULTS_PREFIX,
+    is_results_file,
     output_path,
     plan,
     ran_with_record,
@@ -31,10 +31,6 @@ from xling.scoring.cells import interval_cell
 from xling.tagging.evaluate import leakage_warning
 from xling.train.loop import TrainingProgress
 from xling.workspace import Workspace
-
-
-def is_results_file(value) -> bool:
-    return isinstance(value, str) and value.startswith(RESULTS_PREFIX)
 
 
 def run_step(

@@ -8,7 +8,6 @@ import torch
 from rich.console import Console
 
 from xling.adapters import AdaptedModel
-from xling.adapters.composition import check_name
 from xling.adapters.heads import MaskedLMHead, MaskedLMHeadConfig
 from xling.adapters.registry import describe
 from xling.adapters.saving import save
@@ -86,7 +85,7 @@ def train_language_adapter(
     """Train, save under the workspace, and return the report."""
     console = console or Console(stderr=True)
     lang = check_lang(options.lang)
-    name = check_name(options.name) if options.name else lang
+    name = options.name or lang  # checked when the options were read
     workspace = Workspace(options.workspace, options.model)
     run = TrainingRun.in_workspace(workspace, LANG, name, options.overwrite, options.restart)
 
