@@ -292,6 +292,18 @@ def test_every_dialog_closes_by_touch_and_every_tap_target_is_44_px_on_a_phone(t
     assert "<h1>" in html or "<h2>" in html  # Markdown, rendered
 
 
+def open_as(driver, address: str, person: str) -> None:
+    """The page in `driver`, asking for a name in a shared session, given `person`'s."""
+    from selenium.webdriver.common.keys import Keys
+
+    from tests.browser import wait_for
+
+    driver.get(address)
+    wait_for(driver, "document.getElementById('status').textContent.includes('give your name')")
+    driver.find_element("id", "annotator").send_keys(person, Keys.TAB)
+    wait_for(driver, f"window.xlingPage.annotator === '{person}' && window.xlingPage.state")
+
+
 def test_two_profiles_never_share_a_sentence_a_new_profile_shows_the_persons_history_and_undo_keeps_corrections(
     tmp_path, monkeypatch
 ):
@@ -304,12 +316,6 @@ def test_two_profiles_never_share_a_sentence_a_new_profile_shows_the_persons_his
         pytest.skip("chromium and chromium-driver are not installed (apt install chromium chromium-driver)")
     monkeypatch.setattr(team, "HOLD", 2)  # four sentences: two each
     directory = make_session(tmp_path)
-
-    def open_as(driver, address: str, person: str) -> None:
-        driver.get(address)
-        wait_for(driver, "document.getElementById('status').textContent.includes('give your name')")
-        driver.find_element("id", "annotator").send_keys(person, Keys.TAB)
-        wait_for(driver, f"window.xlingPage.annotator === '{person}' && window.xlingPage.state")
 
     Session(directory).record({"item": "s4", "spans": [], "judged": None, "annotator": "Cusi"})  # a team's session
     options = AnnotateOptions(session="qu", retrain=False)
@@ -354,21 +360,17 @@ def test_with_overlap_both_answers_survive_a_new_batch_and_a_restart_in_two_prof
     directory = make_session(tmp_path)
     options, port = AnnotateOptions(session="qu", retrain=False, overlap=1.0), free_port()
 
-    def open_as(driver, address: str, person: str) -> None:
-        driver.get(address)
-        wait_for(driver, "document.getElementById('status').textContent.includes('give your name')")
-        driver.find_element("id", "annotator").send_keys(person, Keys.TAB)
-        wait_for(driver, "window.xlingPage.item")
-
     with chromium() as ana, chromium() as beto:
         with served(Session(directory), options, port) as address:
             open_as(ana, address, "Ana")
+            wait_for(ana, "window.xlingPage.item")
             press(ana, Keys.ENTER)  # s1 as suggested
             wait_for(ana, "window.xlingPage.pending.length === 0 && window.xlingPage.item.id === 's2'")
         header, *items = read_jsonl(directory / "batches" / "0001.jsonl")  # a round's new batch, then a restart
         write_batch(directory, {k: v for k, v in header.items() if k != "batch"}, [items[2] | {"id": "n1"}])
         with served(Session(directory), options, port) as address:
             open_as(beto, address, "Beto")
+            wait_for(beto, "window.xlingPage.item")
             shown = "return [window.xlingPage.item.id, ...window.xlingPage.queue.map((i) => i.id)]"
             assert beto.execute_script(shown) == ["n1", "s1"]  # the new batch, then what Beto still owes
             press(beto, Keys.ENTER, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, "x", Keys.ENTER)  # n1; s1 without the LOC

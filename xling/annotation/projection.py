@@ -24,7 +24,7 @@ from xling.annotation.options import ProjectOptions
 from xling.data.conll import Sentence, conll_text, read_lines
 from xling.data.fingerprints import fingerprint
 from xling.data.iob2 import entities
-from xling.data.overlap import data_set
+from xling.data.overlap import sentences_of
 from xling.data.text import expand_sources
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, write_json_atomic
@@ -141,7 +141,7 @@ def unseen(pairs: list[tuple], held_out: set[str], seen: set[str]) -> list[tuple
 
 
 def evaluation_prints(references: list[str]) -> set[str]:
-    return {fingerprint(s.tokens) for reference in references for s in data_set(reference)}
+    return {fingerprint(s.tokens) for reference in references for s in sentences_of(reference)}
 
 
 def project(options: ProjectOptions, console: Console | None = None) -> dict:

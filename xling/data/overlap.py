@@ -38,10 +38,6 @@ def sentences_of(reference: str) -> Iterator[Sentence]:
             yield from (Sentence(line.split(), []) for line in lines if line.strip())
 
 
-def data_set(reference: str) -> list[Sentence]:
-    return list(sentences_of(reference))
-
-
 @dataclass
 class _Side:
     """What overlap keeps of one data set, whatever its size: per distinct sentence (its fingerprint) how often it
