@@ -54,10 +54,14 @@ from xling.workspace import Workspace
 
 PHASES = ["lang_qu", "lang_qu_vocab", "lang_en", "lang_en_vocab", "ner_adapter", "full_ft", "infer_adapters"]
 NER = "ner-en"
+ANCHOR = Path(os.environ.get("XLING_ANCHOR_BENCH", REPO.parent / "shared" / "anchor-bench"))
 
 
 def anchor_module(directory: Path):
-    """The benchmark's helpers (data readers, `Cycler`, labels, statistics, memory), from its own folder."""
+    """The benchmark's helpers (data readers, `Cycler`, labels, statistics, memory), from its own folder; None
+    where it is not there (`--help` still answers)."""
+    if not (directory / "madx_adapters.py").is_file():
+        return None
     sys.path.insert(0, str(directory))
     import madx_adapters
 
@@ -71,6 +75,8 @@ def parse_args(anchor):
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--phase-out", help=argparse.SUPPRESS)
     args, rest = parser.parse_known_args()
+    if anchor is None:
+        raise SystemExit(f"the anchor benchmark is not at {ANCHOR}: set XLING_ANCHOR_BENCH to its folder")
     # the benchmark's own options and defaults (data, batch sizes, learning rates, steps, repeats); the model
     # files, work and result folders as its run.sh gives them to xling
     defaults = [
@@ -276,7 +282,7 @@ def run_phase(anchor, args, name: str) -> dict:
 
 
 def main():
-    anchor = anchor_module(Path(os.environ.get("XLING_ANCHOR_BENCH", REPO.parent / "shared" / "anchor-bench")))
+    anchor = anchor_module(ANCHOR)
     args = parse_args(anchor)
     if args.phase:
         Path(args.phase_out).write_text(json.dumps(run_phase(anchor, args, args.phase)))
