@@ -21,6 +21,7 @@ ACTIVE = "active-qu/"  # the active-learning simulation's files, one per setting
 SPEED = "runtimes/speed.json"  # `bench/runtimes.py`'s timings: a table of their own on the speed page
 QUALITY = "runtimes/quality-qu.json"  # its F1 per runtime (also on the results page)
 COLD_START = "cold-start/"  # `bench/cold_start.py`'s files, one per machine: their own table on the speed page
+PROBES = "probes/probes.json"  # `bench/probes.py`: a table of its own on the results page
 MLM_HEAD = "mlm-head/"  # `python -m xling.recipes.mlm_head`: the head's training, and perplexity curves under it
 # The README's table: (what, results file or files, row label). At most six rows. An active-learning row's label
 # is "<setting>, <answers> answers", scored on silver-dev.
@@ -113,7 +114,7 @@ def results_page(files: dict) -> str:
     records = {
         name: data
         for name, data in files.items()
-        if not name.startswith((ACTIVE, COLD_START, MLM_HEAD)) and name != SPEED
+        if not name.startswith((ACTIVE, COLD_START, MLM_HEAD)) and name not in (SPEED, PROBES)
     }
     earlier = {name: data for name, data in records.items() if not kept_counts(data)}
     for name, data in records.items():
@@ -121,6 +122,7 @@ def results_page(files: dict) -> str:
             parts += record_section(name, data, "##")
     parts += learning_curves(files)
     parts += mlm_head_section(files)
+    parts += probes_section(files)
     if earlier:
         parts += [
             "",
@@ -132,6 +134,31 @@ def results_page(files: dict) -> str:
         for name, data in earlier.items():
             parts += record_section(name, data, "###")
     return "\n".join(parts) + "\n"
+
+
+def probes_section(files: dict) -> list[str]:
+    """`bench/probes.py`'s probes: each held or not, and what xling said."""
+    if PROBES not in files:
+        return []
+    data = files[PROBES]
+    parts = [
+        "",
+        f"## Probes: {data['probes'] - data['bad']} of {data['probes']} held",
+        "",
+        f"`python -m bench.probes` (`results/{PROBES}`, xling {data['xling_version']}, {data['machine']}): damaged,",
+        "huge and contradictory inputs, planted links and malformed requests to `xling annotate`, as",
+        "[what xling refuses](refusals.md) lists them. A probe holds when the command finishes, or refuses in one",
+        "line that is not `error: unexpected`, within its memory bound and writing nothing outside its workspace;",
+        "a request holds when its reply is the expected 4xx or 200, never a 5xx.",
+        "",
+        "| group | probe | held | seconds | peak MB | what xling said |",
+        "|---|---|---|---|---|---|",
+    ]
+    for o in data["outcomes"]:
+        said = o["said"].replace("|", "\\|").replace("\n", " ")[:120]
+        measured = f"{o['seconds']:.1f} | {o['peak_mb']:.0f}" if o["peak_mb"] else " | "
+        parts.append(f"| {o['group']} | {o['probe']} | {'yes' if o['good'] else '**no**'} | {measured} | {said} |")
+    return parts
 
 
 def kept_counts(data: dict) -> bool:

@@ -112,9 +112,9 @@ def test_project_writes_only_confident_sentences_and_never_an_evaluation_sentenc
 def test_unaligned_files_are_a_one_line_error(tmp_path, parallel):
     folder, _ = parallel
     (folder / "pairs.qu").write_text("Limapi tiyani .\n")
-    done = run_xling("project", str(folder), "--output", str(tmp_path / "out"))
+    done = run_xling("project", str(folder), "--output", str(tmp_path / "out"), "-t", "ner-en")  # a shipped tagger
     assert done.returncode == 1 and "pairs.es has 4 lines but" in done.stderr and "not line-aligned" in done.stderr
     assert not (tmp_path / "out").exists()
     (folder / "pairs.qu").unlink()
-    done = run_xling("project", str(folder), "--output", str(tmp_path / "out"))
+    done = run_xling("project", str(folder), "--output", str(tmp_path / "out"), "-t", "ner-en")
     assert done.returncode == 1 and "has no translation beside it: pairs.qu is missing" in done.stderr

@@ -481,6 +481,28 @@ def test_contradictory_tagger_options_are_one_line_before_anything_loads(tmp_pat
     assert done.returncode == 1 and len(lines) == 1 and said in lines[0], done.stderr
 
 
+@pytest.mark.parametrize(
+    ("command", "said"),
+    [
+        (["tag", "x.txt", "--lang", "qu", "-t", "nowhere"], "no task adapter 'nowhere'"),
+        (["tag", "x.txt", "--lang", "qu", "--lang-adapter", "nowhere"], "no language adapter for 'nowhere'"),
+        (["evaluate", "x.conll", "--lang", "qu", "--fusion", "nowhere"], "no fusion 'nowhere'"),
+        (["select", "x.txt", "--lang", "qu", "-t", "nowhere"], "no task adapter 'nowhere'"),
+        (["analyze", "confidence", "x.conll", "--lang", "qu", "--lang-adapter", "nowhere"], "no language adapter"),
+    ],
+)
+def test_an_adapter_that_does_not_exist_is_refused_when_options_are_read(tmp_path, command, said):
+    # a torch that cannot be imported: the refusal comes before anything loads a model
+    (tmp_path / "stub" / "torch").mkdir(parents=True)
+    (tmp_path / "stub" / "torch" / "__init__.py").write_text("raise ImportError('torch was imported')\n")
+    (tmp_path / "x.txt").write_text("runa\n")
+    (tmp_path / "x.conll").write_text("runa\tO\n")
+    env = {"PYTHONPATH": str(tmp_path / "stub")}
+    done = run_xling(*command, "-w", str(tmp_path / "ws"), cwd=tmp_path, env=env)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1 and said in lines[0], done.stderr
+
+
 def test_a_line_longer_than_the_bound_is_read_in_pieces_under_its_number_whole_words_and_characters(tmp_path):
     from xling.data.conll import MAX_LINE_BYTES, read_lines
 

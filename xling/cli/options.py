@@ -53,7 +53,9 @@ def command(cls, only: tuple[str, ...] | None = None, **fixed):
             }
             if leading:
                 _shift_leading(given, *leading)
-            return run(build(cls, {**given, **fixed}), **extras)
+            options = build(cls, {**given, **fixed})
+            _check_now(options)
+            return run(options, **extras)
 
         typer_command.options_class, typer_command.options_shown = cls, tuple(generated.values())
         typer_command.__signature__ = inspect.Signature(parameters)
@@ -62,6 +64,14 @@ def command(cls, only: tuple[str, ...] | None = None, **fixed):
         return typer_command
 
     return decorate
+
+
+def _check_now(options) -> None:
+    """The checks that need the files as they are now (a named adapter exists), which recipes cannot make when
+    they read their steps: each option group's `check_now`, once the command's options are read."""
+    for value in (options, *(getattr(options, f.name) for f in fields(options))):
+        if callable(check := getattr(value, "check_now", None)):
+            check()
 
 
 def _base_ranks(cls) -> dict[str, int]:

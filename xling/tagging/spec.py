@@ -13,7 +13,7 @@ from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import at_least, opt
 from xling.paths import WORKSPACE_HELP
 from xling.tagging.onnx_tagger import RUNTIME_HELP, check_onnx_precision, check_runtime
-from xling.workspace import LANG_ADAPTER_HELP, check_lang
+from xling.workspace import LANG_ADAPTER_HELP, Workspace, check_lang, is_hub_name
 
 
 @dataclass
@@ -54,3 +54,19 @@ class TaggerSpec:
                 f"--fusion {self.fusion} and --task-adapter {self.task_adapter} contradict each other: a fusion "
                 "combines its own task adapters; give one"
             )
+
+    def check_now(self) -> None:
+        """Refuse an adapter that this workspace does not hold, before anything loads. Not in `__post_init__`: a
+        recipe reads its steps' options before its earlier steps train what they name. Hub names are fetched (and
+        checked) when they load; the language adapter a task takes by default, when it is known to need one."""
+        ws = Workspace(self.workspace, self.model)
+        named = []
+        if self.fusion:
+            named.append((ws.fusion, self.fusion))
+        elif self.lang is not None or self.task_adapter:
+            named.append((ws.task, ws.task_adapter_name(self.task, self.lang, self.task_adapter)))
+        if self.use_lang_adapter and self.lang_adapter:
+            named.append((ws.lang_adapter, self.lang_adapter))
+        for find, name in named:
+            if not is_hub_name(name):
+                find(name)
