@@ -21,6 +21,7 @@ ACTIVE = "active-qu/"  # the active-learning simulation's files, one per setting
 SPEED = "runtimes/speed.json"  # `bench/runtimes.py`'s timings: a table of their own on the speed page
 QUALITY = "runtimes/quality-qu.json"  # its F1 per runtime (also on the results page)
 COLD_START = "cold-start/"  # `bench/cold_start.py`'s files, one per machine: their own table on the speed page
+ERRORS = "errors-qu/"  # `xling analyze errors` on each seed's zero-shot stack (recipes/lang-contribution-qu.toml)
 PROBES = "probes/probes.json"  # `bench/probes.py`: a table of its own on the results page
 MLM_HEAD = "mlm-head/"  # `python -m xling.recipes.mlm_head`: the head's training, and perplexity curves under it
 # The README's table: (what, results file or files, row label). At most six rows. An active-learning row's label
@@ -114,7 +115,7 @@ def results_page(files: dict) -> str:
     records = {
         name: data
         for name, data in files.items()
-        if not name.startswith((ACTIVE, COLD_START, MLM_HEAD)) and name not in (SPEED, PROBES)
+        if not name.startswith((ACTIVE, COLD_START, MLM_HEAD, ERRORS)) and name not in (SPEED, PROBES)
     }
     earlier = {name: data for name, data in records.items() if not kept_counts(data)}
     for name, data in records.items():
@@ -122,6 +123,7 @@ def results_page(files: dict) -> str:
             parts += record_section(name, data, "##")
     parts += learning_curves(files)
     parts += mlm_head_section(files)
+    parts += errors_section(files)
     parts += probes_section(files)
     if earlier:
         parts += [
@@ -134,6 +136,50 @@ def results_page(files: dict) -> str:
         for name, data in earlier.items():
             parts += record_section(name, data, "###")
     return "\n".join(parts) + "\n"
+
+
+def errors_section(files: dict) -> list[str]:
+    """Where zero-shot goes wrong: each class of entity per seed and as mean ± sd, and the words wrong spans
+    leave out or take in, summed over the seeds."""
+    import statistics
+
+    runs = {name: data for name, data in files.items() if name.startswith(ERRORS)}
+    if not runs:
+        return []
+    first = next(iter(runs.values()))
+    parts = [
+        "",
+        f"## Where zero-shot goes wrong: {first['setup']}, decoder {first['decoder']}, {first['data']}",
+        "",
+        "`xling analyze errors`, the last step of `recipes/lang-contribution-qu.toml` (files: "
+        + ", ".join(f"`results/{name}`" for name in runs)
+        + f"). Entities over {first['sentences']} sentences: each tagged entity right, of the wrong type (the same",
+        "words), of the wrong span (the same type), wrong in both, or spurious; each gold entity no tagged one",
+        "overlaps, missed.",
+        "",
+        "| entities | per seed | mean ± sd |",
+        "|---|---|---|",
+    ]
+    for kind in first["kinds"]:
+        counts = [data["kinds"][kind] for data in runs.values()]
+        spread = f" ± {statistics.stdev(counts):.1f}" if len(counts) > 1 else ""
+        parts.append(f"| {kind} | {' / '.join(map(str, counts))} | {statistics.mean(counts):.1f}{spread} |")
+    confused: dict[tuple[str, str], int] = {}
+    for data in runs.values():
+        for row, gold in zip(data["confusion"], data["types"]):
+            for count, tagged in zip(row, data["types"]):
+                if gold != tagged:
+                    confused[gold, tagged] = confused.get((gold, tagged), 0) + count
+    common = sorted(confused.items(), key=lambda item: -item[1])[:6]
+    parts += ["", "Types confused, over the seeds: " + ", ".join(f"gold {g} tagged {t} {n}" for (g, t), n in common)]
+    for edge, what in (("left_out", "left out of a gold entity"), ("taken_in", "taken in beside one")):
+        summed: dict[str, int] = {}
+        for data in runs.values():
+            for word, count in data[edge]:
+                summed[word] = summed.get(word, 0) + count
+        common = sorted(summed.items(), key=lambda item: -item[1])[:10]
+        parts += ["", f"Words wrong spans {what}, over the seeds: " + ", ".join(f"`{w}` {n}" for w, n in common)]
+    return parts
 
 
 def probes_section(files: dict) -> list[str]:

@@ -184,6 +184,33 @@ def test_confidence_counts_entities_right_only_with_their_exact_words_and_type()
     assert sum(count for _, count in result["o_words"]) == 3
 
 
+def test_errors_class_each_entity_once_and_name_the_words_a_wrong_span_leaves_out():
+    from xling.analysis.errors import count_errors
+
+    gold = [
+        Sentence(["Ana", "Rosa", "Qusqupi", "Lima"], ["B-PER", "I-PER", "O", "B-LOC"]),
+        Sentence(["Punu", "suyu", "kachkan", "Manu", "parki"], ["B-LOC", "I-LOC", "O", "B-ORG", "I-ORG"]),
+        Sentence(["Juan", "rimarqan", "Inka"], ["B-PER", "O", "O"]),
+    ]
+    tagged = [
+        ["B-PER", "I-PER", "O", "B-ORG"],  # right; wrong type
+        ["B-LOC", "O", "O", "B-LOC", "O"],  # wrong span (suyu left out); wrong type and span
+        ["O", "O", "B-LOC"],  # Juan missed; Inka spurious
+    ]
+    result = count_errors(gold, tagged)
+    assert result["kinds"] == {
+        "right": 1, "wrong type": 1, "wrong span": 1, "wrong type and span": 1, "spurious": 1, "missed": 1
+    }  # fmt: skip
+    assert result["left_out"] == [("suyu", 1)] and result["taken_in"] == []
+    types = result["types"]
+    assert types == ["LOC", "ORG", "PER", "none"]
+    cell = {(g, p): result["confusion"][types.index(g)][types.index(p)] for g in types for p in types}
+    assert cell["LOC", "ORG"] == 1 and cell["ORG", "LOC"] == 1 and cell["LOC", "LOC"] == 1
+    assert cell["PER", "PER"] == 1 and cell["PER", "none"] == 1 and cell["none", "LOC"] == 1
+    assert sum(cell.values()) == 6
+    assert result["examples"]["wrong span"] == ["tagged [Punu](LOC), gold [Punu suyu](LOC)"]
+
+
 def test_parameter_table(fused):
     _, root, model_dir, _ = fused
     result = parameter_table(Workspace(str(root / "ws"), str(model_dir)), base_parameters=30_000)
@@ -201,10 +228,11 @@ def test_analysis_commands_write_readable_pngs(fused, tmp_path):
         ["fusion", str(dev), "--fusion", "ner-fusion-qu", "--lang", "qu", "-o", str(tmp_path / "fusion.png")],
         ["ablation", str(dev), "--lang", "en", "--limit", "10", "-o", str(tmp_path / "ablation.png")],
         ["confidence", str(dev), "--lang", "en", "--limit", "30", "-o", str(tmp_path / "confidence.png")],
+        ["errors", str(dev), "--lang", "en", "--limit", "30", "-o", str(tmp_path / "errors.png")],
     ):
         result = run_xling("analyze", *args, *common)
         assert result.returncode == 0, result.stderr
-    for name in ("fusion", "ablation", "confidence"):
+    for name in ("fusion", "ablation", "confidence", "errors"):
         png = (tmp_path / f"{name}.png").read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
         assert json.loads((tmp_path / f"{name}.json").read_text())
@@ -212,6 +240,8 @@ def test_analysis_commands_write_readable_pngs(fused, tmp_path):
     words = sum(count for _, count in counted["o_words"])
     entities = sum(count for cells in counted["entities"].values() for _, count in cells)
     assert counted["sentences"] == 30 and words > 0 and entities > 0
+    errors = json.loads((tmp_path / "errors.json").read_text())
+    assert errors["sentences"] == 30 and sum(map(sum, errors["confusion"])) >= sum(errors["kinds"].values()) > 0
     params = run_xling("analyze", "params", "--json", *common)
     assert params.returncode == 0 and json.loads(params.stdout)["rows"]
 

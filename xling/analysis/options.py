@@ -15,6 +15,7 @@ ANALYSES = {
     "fusion": (("data", "lang", "fusion"), "fusion-attention.png"),
     "ablation": (("data", "lang"), "layer-ablation.png"),
     "confidence": (("data", "lang"), "confidence.png"),
+    "errors": (("data", "lang"), "errors.png"),
     "params": ((), None),
 }
 

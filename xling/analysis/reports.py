@@ -10,6 +10,7 @@ from rich.table import Table
 
 from xling.analysis.ablation import layer_ablation
 from xling.analysis.confidence import tagger_confidence
+from xling.analysis.errors import KINDS, tagger_errors
 from xling.analysis.fusion import fusion_attention
 from xling.analysis.options import AnalyzeOptions
 from xling.analysis.params import parameter_table
@@ -113,6 +114,42 @@ def confidence_table(result: dict) -> Table:
     return table
 
 
+def errors_report(o: AnalyzeOptions, console: Console) -> dict:
+    tagger, data, output = tagger_for(o), o.data, o.output_path
+    result = {**tagger_errors(tagger, data, o.limit), "data": data, "lang": o.tagger.lang, "setup": repr(tagger.setup)}
+    result["decoder"] = tagger.decoder
+    heatmap(
+        result["confusion"],
+        result["types"],
+        result["types"],
+        f"Entities by gold and tagged type (overlapping words)\n{tagger.setup!r}, decoder {tagger.decoder}, "
+        f"on {Path(data).name}",
+        "tagged",
+        "gold",
+        "entities",
+        output,
+        fmt="{:.0f}",
+        cmap="Blues",
+    )
+    result["json"] = str(_numbers_beside(result, output))
+    return result
+
+
+def errors_table(result: dict) -> Table:
+    """Each class of entity with its count and share, an example of each error, and the edge words."""
+    table = Table(title=f"{result['setup']} on {result['data']} ({result['sentences']:,} sentences)")
+    for column in ("entities", "count", "share", "for example"):
+        table.add_column(column, justify="right" if column in ("count", "share") else "left")
+    total = sum(result["kinds"].values()) or 1
+    for kind in KINDS:
+        example = (result["examples"].get(kind) or [""])[0]
+        table.add_row(kind, f"{result['kinds'][kind]:,}", f"{100 * result['kinds'][kind] / total:.0f}%", example)
+    for edge in ("left_out", "taken_in"):
+        words = ", ".join(f"{word} {n}" for word, n in result[edge][:8])
+        table.add_row(f"wrong spans: {edge.replace('_', ' ')}", "", "", words or "-", end_section=edge == "left_out")
+    return table
+
+
 def params_report(o: AnalyzeOptions, console: Console) -> dict:
     from xling.models import load_model
 
@@ -142,6 +179,7 @@ REPORTS = {
     "fusion": fusion_report,
     "ablation": ablation_report,
     "confidence": confidence_report,
+    "errors": errors_report,
     "params": params_report,
 }
 

@@ -1,4 +1,4 @@
-"""`xling analyze fusion|ablation|confidence|params`: thin commands over `xling.analysis.reports`, their options
+"""`xling analyze fusion|ablation|confidence|errors|params`: thin commands over `xling.analysis.reports`, their options
 from `AnalyzeOptions`."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from xling.analysis.options import AnalyzeOptions
 from xling.cli.options import command
 
 app = typer.Typer(
-    help="Analyses: fusion attention, layer ablations, confidence, parameter budgets.", no_args_is_help=True
+    help="Analyses: fusion attention, layer ablations, confidence, errors, parameter budgets.", no_args_is_help=True
 )
 console = Console(stderr=True)
 # what every analysis that tags takes besides its own options
@@ -53,6 +53,15 @@ def confidence(options: AnalyzeOptions):
     from xling.analysis.reports import confidence_table
 
     Console().print(confidence_table(run(options)))
+
+
+@analysis("errors", ("data", "lang", "task_adapter", "decoder", "limit", *SETUP))
+def errors(options: AnalyzeOptions):
+    """Which entities are right, of the wrong type or span, spurious or missed, the confusion of types as a
+    heatmap, and the words wrong spans leave out or take in (a target language's span conventions show there)."""
+    from xling.analysis.reports import errors_table
+
+    Console().print(errors_table(run(options)))
 
 
 @analysis("params", ("model", "workspace"))
