@@ -326,6 +326,8 @@ def test_two_profiles_never_share_a_sentence_a_new_profile_shows_the_persons_his
         wait_for(ana, "window.xlingPage.item")
         wait_for(beto, "window.xlingPage.item")
         assert ana.execute_script(shown) == ["s1", "s2"] and beto.execute_script(shown) == ["s3"]
+        progress = ana.find_element("id", "progress").text, beto.find_element("id", "progress").text
+        assert "3 to go (2 held for you)" in progress[0] and "3 to go (1 held for you)" in progress[1], progress
         press(ana, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, "x", Keys.ENTER)  # s1: Ana corrects the model: no LOC
         wait_for(ana, "window.xlingPage.item.id === 's2' && window.xlingPage.pending.length === 0")
         press(ana, Keys.ENTER)  # s2

@@ -108,6 +108,7 @@ def test_two_named_people_without_overlap_are_never_given_the_same_sentence(tmp_
     ana, beto = people()
     queues = {p.name: [i["id"] for i in p.get("/api/state").get_json()["queue"]] for p in (ana, beto)}
     assert queues == {"Ana": ["m0", "m1", "m2"], "Beto": ["m3", "m4", "m5"]}
+    assert ana.get("/api/state").get_json()["progress"]["waiting"] == 8  # the session's, not Ana's 3
     refused = 0
     for step in range(8):  # they answer in turns, each the first of their own queue, as two pages would
         person = (ana, beto)[step % 2]
@@ -119,6 +120,7 @@ def test_two_named_people_without_overlap_are_never_given_the_same_sentence(tmp_
         if step == 3:
             ana, beto = people()  # a restart keeps who holds what
     assert refused == 0 and len(log(directory)) == 8
+    assert ana.get("/api/state").get_json()["progress"]["waiting"] == 0
     by_person = {p: {e["item"] for e in log(directory) if e["annotator"] == p} for p in ("Ana", "Beto")}
     assert not by_person["Ana"] & by_person["Beto"] and len(by_person["Ana"]) == 4
     monkeypatch.setattr(routing, "HOLD_SECONDS", 0)  # Beto away: what he holds goes to whoever asks

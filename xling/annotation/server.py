@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import hmac
 import os
+import re
 import secrets
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from flask import Flask, Response, jsonify, request
-from werkzeug.wsgi import host_is_trusted
 
 from xling.annotation.options import AnnotateOptions
 from xling.annotation.records import AnswerError, origin
@@ -44,7 +44,9 @@ from xling.errors import XlingError
 from xling.fileio import EntryLock, parse_json
 
 STATIC = Path(__file__).parent / "static"
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+# A Host header: a name or IPv4 address, or an IPv6 one in brackets, and a port; nothing else (no user@, no path)
+HOST_HEADER = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::([0-9]{1,5}))?")
 ANY_ADDRESS = ("0.0.0.0", "::", "")  # serving on every interface: only the --token guards it
 MAX_BODY = 64 * 1024  # bytes; an answer is well under 4 KiB
 PAGE_TOKEN_FILE = "page-token"
@@ -70,10 +72,19 @@ def page_token(directory: Path) -> str:
     return token
 
 
+def host_named(header: str) -> str | None:
+    """The host a Host header names, lower-cased, without brackets or port; None for one that is not `host[:port]`.
+    Compared here rather than by werkzeug's `host_is_trusted`, whose 3.1.9 cuts a trusted `[::1]` at its colon."""
+    matched = HOST_HEADER.fullmatch(header.lower())
+    if matched is None or int(matched[2] or 0) > 65535:
+        return None
+    return matched[1].strip("[]")
+
+
 def refusal(options: AnnotateOptions, token: str) -> str | None:
     """Why this request is refused (403), or None: another Host, no access token, or a change from elsewhere."""
-    trusted = [*LOCAL_HOSTS, f"[{options.host}]" if ":" in options.host else options.host.lower()]
-    if options.host not in ANY_ADDRESS and not host_is_trusted(request.host.lower(), trusted):
+    trusted = {*LOCAL_HOSTS, options.host.lower().strip("[]")}
+    if options.host not in ANY_ADDRESS and host_named(request.host) not in trusted:
         return f"this server answers only {options.host}, not {request.host!r}"
     if options.token and not request.path.startswith("/static/"):  # the page's script and style are no secret
         given = request.headers.get("X-Xling-Token") or request.args.get("token") or ""
@@ -150,6 +161,12 @@ def person(session: Session, options: AnnotateOptions, body=None, changes: bool 
     return given
 
 
+def progress_of(session: Session, options: AnnotateOptions) -> dict:
+    """The session's progress and how many sentences anyone has still to answer (`waiting`): in a shared session
+    a person's own stream holds only their share of them."""
+    return session.progress() | {"waiting": len(session.queue(None, options.overlap))}
+
+
 def stream(session: Session, options: AnnotateOptions, who: str | None) -> list:
     """The sentences `who` is to answer: the whole queue in a one-person session, else their own stream."""
     return session.queue(None if options.annotator else who, options.overlap)
@@ -182,7 +199,7 @@ def team_routes(app: Flask, session: Session, options: AnnotateOptions) -> None:
     def adjudicate():
         body = json_body()
         settled = session.adjudicate(body, person(session, options, body, changes=True))
-        return jsonify(settled=settled, progress=session.progress())
+        return jsonify(settled=settled, progress=progress_of(session, options))
 
     @app.get("/api/guidelines")
     def guidelines_text():
@@ -228,7 +245,7 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
             annotator=options.annotator,
             needs_name=needs_name,
             queue=[item.to_dict() | {"version": session.versions.get(item.id, 0)} for item in queue],
-            progress=session.progress(),
+            progress=progress_of(session, options),
             retraining=retrainer.status(),
             warnings=session.warnings,
         )
@@ -242,13 +259,13 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
         taken = session.record(body, who, options.overlap)
         queue = [item.id for item in stream(session, options, who)]
         retrainer.maybe_start(len(queue))
-        return jsonify(taken=taken, queue=queue, progress=session.progress(), retraining=retrainer.status())
+        return jsonify(taken=taken, queue=queue, progress=progress_of(session, options), retraining=retrainer.status())
 
     @app.post("/api/undo")
     def undo():
         body = json_body()  # JSON only: a plain form cannot be sent here from another site
         undone = session.undo(body, person(session, options, body, changes=True))
-        return jsonify(**undone, progress=session.progress())
+        return jsonify(**undone, progress=progress_of(session, options))
 
     @app.get("/api/gold.conll")
     def gold():

@@ -167,8 +167,11 @@ function renderSide() {
   const p = state.progress;
   const types = Object.entries(p.entities).map(([t, n]) => `${t} ${n}`).join(", ");
   const unsaved = page.pending.length ? ` · ${page.pending.length} being saved` : "";
+  const mine = page.queue.length + (page.item ? 1 : 0);
+  const waiting = Math.max(p.waiting ?? mine, mine);  // in a shared session, the person holds only their share
+  const held = waiting > mine ? ` (${mine} held for you)` : "";
   document.getElementById("progress").textContent =
-    `${p.answered} done, ${page.queue.length + (page.item ? 1 : 0)} to go · ${p.words} words judged${types ? " · " + types : ""}${unsaved}`;
+    `${p.answered} done, ${waiting} to go${held} · ${p.words} words judged${types ? " · " + types : ""}${unsaved}`;
   document.getElementById("people").textContent = Object.entries(p.people || {}).map(([name, n]) => `${name} ${n}`).join(" · ");
   const r = state.retraining;
   const rounds = r.rounds.filter((round) => round.round > 0);
