@@ -49,8 +49,13 @@ def _resampled_f1(counts: np.ndarray, weights: np.ndarray, seed_draws: np.ndarra
 
 def _draws(seeds: int, sentences: int, samples: int, rng_seed: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(rng_seed)
-    weights = rng.multinomial(sentences, np.full(sentences, 1 / sentences), size=samples).astype(np.float64)
-    seed_draws = rng.integers(0, seeds, size=(samples, seeds)) if seeds > 1 else np.zeros((samples, 1), np.int64)
+    return _drawn(rng, rng, seeds, sentences, samples)
+
+
+def _drawn(weights_rng, seeds_rng, seeds: int, sentences: int, samples: int) -> tuple[np.ndarray, np.ndarray]:
+    """`samples` draws: how often each sentence comes (samples, sentences), then which seeds (samples, seeds)."""
+    weights = weights_rng.multinomial(sentences, np.full(sentences, 1 / sentences), size=samples).astype(np.float64)
+    seed_draws = seeds_rng.integers(0, seeds, size=(samples, seeds)) if seeds > 1 else np.zeros((samples, 1), np.int64)
     return weights, seed_draws
 
 
@@ -63,10 +68,7 @@ def _blocks(seeds: int, sentences: int, samples: int, rng_seed: int) -> Iterator
         return
     weights_rng, seeds_rng = np.random.default_rng(rng_seed), np.random.default_rng([rng_seed, 1])
     for start in range(0, samples, per_block):
-        size = min(per_block, samples - start)
-        weights = weights_rng.multinomial(sentences, np.full(sentences, 1 / sentences), size=size)
-        draws = seeds_rng.integers(0, seeds, size=(size, seeds)) if seeds > 1 else np.zeros((size, 1), np.int64)
-        yield weights.astype(np.float64), draws
+        yield _drawn(weights_rng, seeds_rng, seeds, sentences, min(per_block, samples - start))
 
 
 def _resampled(samples: int, rng_seed: int, *counts: np.ndarray) -> list[np.ndarray]:
