@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from xling.data.labels import relabel
-from xling.data.sources import load_ner
+from xling.data.sources import load_scored
 from xling.scoring.entities import score
 from xling.tagging.tagger import Tagger
 
@@ -18,7 +17,7 @@ def layer_ablation(
     tagger: Tagger, data: str, limit: int | None = None, on_span: Callable[[int, int], None] = lambda i, j: None
 ) -> dict:
     """{"f1": full F1, "drop": [[relative drop for span i..j, None (JSON null) below the diagonal]]}."""
-    sentences = relabel(load_ner(data, "validation"))[:limit]
+    sentences = load_scored(data, limit)
     tokens, gold = [s.tokens for s in sentences], [s.tags for s in sentences]
 
     def f1() -> float:

@@ -13,8 +13,7 @@ from collections import defaultdict
 from seqeval.metrics.sequence_labeling import get_entities
 
 from xling.data.conll import Sentence
-from xling.data.labels import relabel
-from xling.data.sources import load_ner
+from xling.data.sources import load_scored
 from xling.tagging.tagger import Tagger
 
 BINS = 10  # confidence bins of 0.1: [0, 0.1), ..., [0.9, 1]
@@ -43,6 +42,6 @@ def count_by_confidence(sentences: list[Sentence], tagged: list[list[tuple[str, 
 
 
 def tagger_confidence(tagger: Tagger, data: str, limit: int | None = None) -> dict:
-    sentences = relabel(load_ner(data, "validation"))[:limit]
+    sentences = load_scored(data, limit)
     result = count_by_confidence(sentences, tagger.tag_words([s.tokens for s in sentences]))
     return {**result, "sentences": len(sentences)}

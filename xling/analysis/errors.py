@@ -13,8 +13,7 @@ from collections import Counter
 from seqeval.metrics.sequence_labeling import get_entities
 
 from xling.data.conll import Sentence
-from xling.data.labels import relabel
-from xling.data.sources import load_ner
+from xling.data.sources import load_scored
 from xling.tagging.tagger import Tagger
 
 KINDS = ("right", "wrong type", "wrong span", "wrong type and span", "spurious", "missed")
@@ -87,6 +86,6 @@ def shown(words: list[str], predicted: tuple | None, gold: tuple | None) -> str:
 
 
 def tagger_errors(tagger: Tagger, data: str, limit: int | None = None) -> dict:
-    sentences = relabel(load_ner(data, "validation"))[:limit]
+    sentences = load_scored(data, limit)
     tagged = tagger.tag_words([s.tokens for s in sentences])
     return {**count_errors(sentences, [[tag for tag, _ in words] for words in tagged]), "sentences": len(sentences)}

@@ -13,6 +13,7 @@ from pathlib import Path
 from xling.data.conll import Sentence, read_conll
 from xling.data.fetch import resolve
 from xling.data.hub_datasets import SPLIT_ALIASES, hub_dataset, sentences_from_dataset
+from xling.data.labels import relabel
 from xling.errors import XlingError
 
 
@@ -23,6 +24,13 @@ def load_ner(source: str, split: str = "train", loader=None) -> list[Sentence]:
     if not sentences:
         raise XlingError(f"{source} holds no labelled sentences (a token and a tag per line, blank lines between)")
     return sentences
+
+
+def load_scored(
+    source: str, limit: int | None = None, drop: list[str] | None = None, mapping: dict[str, str] | None = None
+) -> list[Sentence]:
+    """Labelled data as scoring reads it: the validation split, types dropped or renamed, its first `limit`."""
+    return relabel(load_ner(source, "validation"), drop, mapping)[:limit]
 
 
 def _load_ner(source: str, split: str, loader) -> list[Sentence]:

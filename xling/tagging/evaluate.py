@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 
 from xling.data.fingerprints import fingerprint, sentences_digest, trained_on
 from xling.data.iob2 import entity_types
-from xling.data.labels import relabel
-from xling.data.sources import load_ner
+from xling.data.sources import load_scored
 from xling.tagging.options import EvaluationOptions
 
 if TYPE_CHECKING:
@@ -30,7 +29,7 @@ def leakage_warning(result: dict) -> str | None:
 
 
 def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
-    sentences = relabel(load_ner(options.data, "validation"), options.drop_labels, options.label_map)[: options.limit]
+    sentences = load_scored(options.data, options.limit, options.drop_labels, options.label_map)
     from xling.scoring.bootstrap import interval, sentence_counts  # seqeval, and torch with the tagger: when
     from xling.scoring.entities import score  # evaluating, not for --help
     from xling.tagging.tagger import Tagger

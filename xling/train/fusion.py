@@ -15,7 +15,7 @@ from rich.console import Console
 from xling.adapters import AdaptedModel, Fuse, Stack, TaggingHead, TaggingHeadConfig
 from xling.adapters.saving import load, save
 from xling.data.labels import label_list, relabel
-from xling.data.sources import load_ner
+from xling.data.sources import load_ner, load_scored
 from xling.errors import XlingError
 from xling.methods import METHODS
 from xling.models import load_model
@@ -45,7 +45,7 @@ def train_fusion(
             f"only task adapters can be fused; {', '.join(not_adapters)} are {records[0].method} baselines"
         )
     train_data = relabel(load_ner(options.train, "train"), options.drop_labels, options.label_map)
-    dev_data = relabel(load_ner(options.dev, "validation"), options.drop_labels, options.label_map)
+    dev_data = load_scored(options.dev, None, options.drop_labels, options.label_map)
     lang_dir = workspace.lang_adapter(lang) if options.use_lang_adapter else None
 
     encoder, tokenizer = load_model(options.model)

@@ -18,7 +18,7 @@ from xling.adapters.saving import load
 from xling.data.fingerprints import FINGERPRINTS_FILE, fingerprints, fingerprints_text, read_fingerprints
 from xling.data.iob2 import entity_types
 from xling.data.labels import label_list, relabel
-from xling.data.sources import load_ner
+from xling.data.sources import load_ner, load_scored
 from xling.errors import XlingError
 from xling.methods import METHODS, Method
 from xling.models import load_model
@@ -38,7 +38,7 @@ def read_data(options: TaskAdapterOptions) -> tuple[list, list, dict[str, list]]
     train_data = relabel(
         [s for source in sources for s in load_ner(source, "train")], options.drop_labels, options.label_map
     )[: options.train_limit]
-    dev_data = relabel(load_ner(options.dev, "validation"), options.drop_labels, options.label_map)[: options.dev_limit]
+    dev_data = load_scored(options.dev, options.dev_limit, options.drop_labels, options.label_map)
     other_data: dict[str, list] = {}  # per language, its sources read one after the other
     for other, source in other_sources(options.also_train):
         sentences = relabel(load_ner(source, "train"), options.drop_labels, options.label_map)
