@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 from xling.scoring.cells import difference_cell, interval_cell, sentences_cell
@@ -141,8 +143,6 @@ def results_page(files: dict) -> str:
 def errors_section(files: dict) -> list[str]:
     """Where zero-shot goes wrong: each class of entity per seed and as mean ± sd, and the words wrong spans
     leave out or take in, summed over the seeds."""
-    import statistics
-
     runs = {name: data for name, data in files.items() if name.startswith(ERRORS)}
     if not runs:
         return []
@@ -164,21 +164,20 @@ def errors_section(files: dict) -> list[str]:
         counts = [data["kinds"][kind] for data in runs.values()]
         spread = f" ± {statistics.stdev(counts):.1f}" if len(counts) > 1 else ""
         parts.append(f"| {kind} | {' / '.join(map(str, counts))} | {statistics.mean(counts):.1f}{spread} |")
-    confused: dict[tuple[str, str], int] = {}
+    confused = Counter()
     for data in runs.values():
         for row, gold in zip(data["confusion"], data["types"]):
-            for count, tagged in zip(row, data["types"]):
-                if gold != tagged:
-                    confused[gold, tagged] = confused.get((gold, tagged), 0) + count
-    common = sorted(confused.items(), key=lambda item: -item[1])[:6]
-    parts += ["", "Types confused, over the seeds: " + ", ".join(f"gold {g} tagged {t} {n}" for (g, t), n in common)]
+            confused.update({(gold, tagged): n for n, tagged in zip(row, data["types"]) if gold != tagged})
+    common = ", ".join(f"gold {g} tagged {t} {n}" for (g, t), n in confused.most_common(6))
+    parts += ["", f"Types confused, over the seeds: {common}"]
     for edge, what in (("left_out", "left out of a gold entity"), ("taken_in", "taken in beside one")):
-        summed: dict[str, int] = {}
+        summed = Counter()
         for data in runs.values():
-            for word, count in data[edge]:
-                summed[word] = summed.get(word, 0) + count
-        common = sorted(summed.items(), key=lambda item: -item[1])[:10]
-        parts += ["", f"Words wrong spans {what}, over the seeds: " + ", ".join(f"`{w}` {n}" for w, n in common)]
+            summed.update(dict(data[edge]))
+        parts += [
+            "",
+            f"Words wrong spans {what}, over the seeds: " + ", ".join(f"`{w}` {n}" for w, n in summed.most_common(10)),
+        ]
     return parts
 
 

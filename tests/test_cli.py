@@ -138,28 +138,36 @@ def test_every_command_takes_the_options_of_its_dataclass_and_runs_them_as_a_rec
     assert analyses | {"analysis"} == set(options_of(defaults(RUNS["analyze"].options)))
 
 
+def recording_app(cls):
+    """A typer app of one command made from `cls` by `command`, and the list the options it builds go to."""
+    import typer
+
+    from xling.cli.options import command
+
+    seen = []
+
+    @command(cls)
+    def run(options):
+        """Run."""
+        seen.append(options)
+
+    app = typer.Typer()
+    app.command()(run)
+    return app, seen
+
+
 def test_a_new_field_is_an_option_of_the_command_with_no_other_edit():
     from dataclasses import make_dataclass
 
-    import typer
     from typer.testing import CliRunner
 
-    from xling.cli.options import command
     from xling.options import opt
     from xling.tagging.options import TagOptions
 
     extended = make_dataclass(
         "Extended", [("beam_width", int, opt(4, "Beams kept while decoding."))], bases=(TagOptions,)
     )
-    seen = []
-
-    @command(extended)
-    def tag(options):
-        """Tag."""
-        seen.append(options)
-
-    app = typer.Typer()
-    app.command()(tag)
+    app, seen = recording_app(extended)
     shown = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"}).output
     assert "--beam-width" in shown and "Beams kept while decoding." in shown and "[default: 4]" in shown
     ran = CliRunner().invoke(app, ["text.txt", "--lang", "qu", "--beam-width", "7", "-f", "conll"])
@@ -179,23 +187,13 @@ def test_a_new_field_is_an_option_of_the_command_with_no_other_edit():
     ],
 )
 def test_the_task_name_before_the_data_may_be_left_out(options, arguments, expected):
-    import typer
     from typer.testing import CliRunner
 
-    from xling.cli.options import command
     from xling.tagging import options as tagging
     from xling.train import config
 
     cls = getattr(tagging, options, None) or getattr(config, options)
-    seen = []
-
-    @command(cls)
-    def run(built):
-        """Run."""
-        seen.append(built)
-
-    app = typer.Typer()
-    app.command()(run)
+    app, seen = recording_app(cls)
     ran = CliRunner().invoke(app, [*arguments, "--lang", "qu"])
     assert ran.exit_code == 0, ran.output
     task = seen[0].tagger.task if options == "EvaluationOptions" else seen[0].task
