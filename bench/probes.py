@@ -61,8 +61,9 @@ def run_command(args: list[str], folder: Path, stdin: str = "") -> tuple[int | N
         timer.start()
         _, status, usage = os.wait4(process.pid, 0)
         timer.cancel()
-        process.returncode = os.waitstatus_to_exitcode(status)
-    code = None if process.returncode < 0 else process.returncode
+        # reaped here (wait4 gives its memory): Popen is told, so it never waits for it again
+        process.returncode = code = os.waitstatus_to_exitcode(status)
+    code = None if code < 0 else code  # killed by a signal: the time bound
     return code, err.read_text(errors="replace"), time.perf_counter() - started, usage.ru_maxrss / 1024
 
 
@@ -81,7 +82,6 @@ def judge(code: int | None, stderr: str, expect: str | None) -> tuple[bool, str]
 def probe_commands(folder: Path) -> list[tuple[str, str, list[str], str | None, str]]:
     """(group, probe, arguments, the refusal expected or None for a finished command, standard input)."""
     ws, files = ["-w", str(folder / "ws")], make_files(folder)
-    session = ["-w", str(folder / "ws")]
     return [
         ("compare", "empty sentence_counts", ["compare", files["empty"], files["good"]], "is empty", ""),
         ("compare", "missing f1 (taken from counts)", ["compare", files["no_f1"], files["good"]], None, ""),
@@ -145,11 +145,11 @@ def probe_commands(folder: Path) -> list[tuple[str, str, list[str], str | None, 
         (
             "annotate",
             "--guidelines /dev/zero",
-            ["annotate", "qu", "--guidelines", "/dev/zero", *session],
+            ["annotate", "qu", "--guidelines", "/dev/zero", *ws],
             "1 MB",
             "",
         ),  # fmt: skip
-        ("annotate", "--dev of a missing file", ["annotate", "qu", "--dev", "missing.conll", *session], "missing", ""),
+        ("annotate", "--dev of a missing file", ["annotate", "qu", "--dev", "missing.conll", *ws], "missing", ""),
         (
             "adapters",
             "--no-lang-adapter --lang-adapter X",
