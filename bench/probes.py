@@ -32,7 +32,8 @@ TIMEOUT = 120  # seconds for one command
 BIG = str(2**64)  # beyond any seed
 HUGE_INT = "1" + "0" * 4400  # beyond Python's int-digit limit
 PEAK_MB = 500  # a command that loads no model stays under this (the bound for resampling and long lines)
-MODEL_PEAK_MB = 2000  # one that loads the embedded model
+MODEL_PEAK_MB = 2000  # one that loads the embedded model (torch's import alone is 0.6 GB with its CUDA build)
+LOADING = ("tag", "adapters", "names", "seeds", "inputs", "outputs", "links", "run")  # groups whose probes load it
 
 
 @dataclass
@@ -73,6 +74,7 @@ def judge(code: int | None, stderr: str, expect: str | None) -> tuple[bool, str]
         return False, f"no end within {TIMEOUT} s"
     if code == 0:
         return expect is None, "done" if expect is None else f"done, where {expect!r} was expected"
+    lines = [line for line in lines if not line.startswith(("xling: tagging with", "─"))]  # the notice, a step's rule
     first = lines[0] if lines else ""
     if code != 1 or len(lines) != 1 or not first.startswith("error:") or first.startswith("error: unexpected"):
         return False, f"exit {code}: {lines[-1][:160] if lines else 'nothing said'}"
@@ -180,6 +182,73 @@ def probe_commands(folder: Path) -> list[tuple[str, str, list[str], str | None, 
         ),  # fmt: skip
         ("tag", "the shipped adapters on one line", ["tag", "-", "--lang", "qu", *ws], None, "Qusqu llaqtaqa.\n"),
     ]
+
+
+def streams_and_bounds(folder: Path) -> list[tuple[str, str, list[str], str | None, str]]:
+    """Inputs and outputs that are no regular files, bounds, adapters of the wrong kind, a failing recipe step."""
+    ws, long = ["-w", str(folder / "ws")], str(folder / ("w" * 300))
+    for fifo, side in (("in.fifo", "w"), ("out.fifo", "r")):  # the other end, as a shell's pipe would hold it
+        os.mkfifo(folder / fifo)
+        threading.Thread(target=_fifo_end, args=(folder / fifo, side), daemon=True).start()
+    task = ["train-task", "ner", "--lang", "qu", "--train", "qu.conll", "--dev", "qu.conll", *ws]
+    probes = [
+        ("inputs", "/dev/null", ["tag", "/dev/null", "--lang", "qu", *ws], None, ""),
+        ("inputs", "a FIFO", ["tag", "in.fifo", "--lang", "qu", *ws], None, ""),
+        ("inputs", "/dev/stdin", ["tag", "/dev/stdin", "--lang", "qu", *ws], None, "Qusqu llaqta\n"),
+        ("outputs", "tag -o onto a FIFO", ["tag", "-", "--lang", "qu", "-o", "out.fifo", *ws], None, "runa\n"),
+        ("outputs", "analyze -o x.txt", ["analyze", "errors", "qu.conll", "--lang", "qu", "-o", "x.txt"], "plot", ""),
+        ("names", "-w of 300 letters (tag)", ["tag", "-", "--lang", "qu", "-w", long], "255 bytes", "runa\n"),
+        ("names", "-w of 300 letters (train-task)", [*task, "-w", long], "255 bytes", ""),
+        ("bounds", "--batch-size 10^20", ["tag", "-", "--lang", "qu", "--batch-size", "1" + "0" * 20, *ws], "at most", ""),
+        ("bounds", "--steps 10^20", [*task, "--steps", "1" + "0" * 20], "at most", ""),
+        ("bounds", "--max-len 10^9", [*task, "--max-len", "1000000000"], "at most", ""),
+        ("bounds", "--label-map LOC=B-X", [*task, "--label-map", "LOC=B-X"], "entity types", ""),
+        ("adapters", "adapter_config.json with auto_map", ["tag", "-", "--lang", "qu", "-t", foreign_keys(folder), *ws],
+         "does not write", "runa\n"),
+        ("adapters", "--lang-adapter given a task adapter", ["tag", "-", "--lang", "qu", "--lang-adapter", shipped_task(), *ws],
+         "not a language adapter", "runa\n"),
+        ("projection", "-o onto an existing file", ["project", "qu.txt", "-o", "qu.conll", "--overwrite"], "is a file", ""),
+        ("projection", "-o below a file", ["project", "qu.txt", "-o", "qu.conll/silver"], "is a file", ""),
+        ("run", "a failing step is named", ["run", failing_recipe(folder)], "step 1/1 lang-qu (train-lang) failed", ""),
+    ]  # fmt: skip
+    if os.geteuid() == 0:  # a device node of the kernel's /dev/full, in the probes' own folder
+        os.mknod(folder / "full", 0o20666, os.makedev(1, 7))
+        probes.append(("outputs", "tag -o onto a full device", ["tag", "-", "--lang", "qu", "-o", "full", *ws],
+                       "No space left", "runa\n"))  # fmt: skip
+    return probes
+
+
+def _fifo_end(fifo: Path, side: str) -> None:
+    with open(fifo, side) as end:
+        end.write("Qusqu llaqta\n") if side == "w" else end.read()
+
+
+def shipped_task() -> str:
+    from xling.models import model_label
+    from xling.models.loading import DEFAULT_MODEL
+    from xling.pretrained import pretrained_dir
+
+    return str(pretrained_dir(model_label(DEFAULT_MODEL)) / "task" / "ner-en")
+
+
+def foreign_keys(folder: Path) -> str:
+    """A copy of the shipped `ner-en` whose record asks for code of its own (`auto_map`, `trust_remote_code`)."""
+    import shutil
+
+    copy = folder / "foreign-ner"
+    shutil.copytree(shipped_task(), copy)
+    (copy / "pretrained.json").unlink()
+    config = copy / "adapter_config.json"
+    record = json.loads(config.read_text()) | {"auto_map": {"AutoModel": "x.Y"}, "trust_remote_code": True}
+    config.write_text(json.dumps(record))
+    return f"./{copy.name}"
+
+
+def failing_recipe(folder: Path) -> str:
+    (folder / "blank.txt").write_text("\n \n")
+    text = f'[recipe]\nname = "failing"\nworkspace = "{folder / "ws"}"\n\n[[step]]\ntitle = "lang-qu"\n'
+    (folder / "failing.toml").write_text(text + 'run = "train-lang"\nlang = "qu"\ncorpus = ["blank.txt"]\n')
+    return "failing.toml"
 
 
 def make_files(folder: Path) -> dict[str, str]:
@@ -296,7 +365,8 @@ def serve(workspace: Path, session: str) -> tuple[subprocess.Popen, str]:
     """`xling annotate SESSION` on a free port, once it answers, and its address."""
     port = free_port()
     command = [sys.executable, "-m", "xling", "annotate", session, "-w", str(workspace), "--port", str(port)]
-    server = subprocess.Popen([*command, "--no-retrain"], stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    command += ["--no-retrain", "--annotator", "Ana"]  # a one-person session: a body is judged, not its sender
+    server = subprocess.Popen(command, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
     address = f"http://127.0.0.1:{port}"
     for _ in range(600):
         try:
@@ -326,6 +396,7 @@ def probe_server(folder: Path) -> list[Outcome]:
     directory = session_folder(folder / "ws")
     (directory / "rounds.jsonl").write_text('{"round": 1, "state": \n')
     (directory / "page-token").write_text("")
+    (directory / "claims.jsonl").write_text('{"item": "x", "annotator": "Ana", "time": "soon"}\n[1]\n')
     server, address = serve(folder / "ws", "qu")
     token = {"X-Xling-Page-Token": (directory / "page-token").read_text().strip()}
     answers = directory / "answers.jsonl"
@@ -340,6 +411,10 @@ def probe_server(folder: Path) -> list[Outcome]:
         ("answer nested 50,000 deep", "/api/answer", b"[" * 50_000, token, {400}),
         ("answer with an empty page token", "/api/answer", b'{"item": "x"}', {"X-Xling-Page-Token": ""}, {403}),
         ("another Host", "/api/state", None, {"Host": "attacker.example"}, {403}),
+        ("the page loads with damaged claims.jsonl lines", "/api/state", None, {}, {200}),
+    ] + [
+        (f"a lone surrogate in an answer's {key}", "/api/answer", surrogate(key), token, {400})
+        for key in ("annotator", "id", "tab")
     ]
     outcomes = []
     try:
@@ -350,12 +425,28 @@ def probe_server(folder: Path) -> list[Outcome]:
             outcomes.append(
                 Outcome("server", probe, good, f"{status} {text.strip()[:120]}", time.perf_counter() - started, 0)
             )
+        outcomes += taken_address(folder, address)
     finally:
         server.terminate()
         server.wait()
     after = answers.read_text() if answers.exists() else ""
     outcomes.append(Outcome("server", "no answer written or withdrawn by those", after == before, "", 0, 0))
     return outcomes + probe_download(folder)
+
+
+def surrogate(key: str) -> bytes:
+    body = {"item": "x", "spans": [], "judged": None, key: "SURROGATE"}
+    return json.dumps(body).replace("SURROGATE", "\\ud800").encode()
+
+
+def taken_address(folder: Path, address: str) -> list[Outcome]:
+    """`xling annotate` on the port another server holds, and on a host no resolver knows: one line each."""
+    port = address.rsplit(":", 1)[1]
+    return [
+        probe("server", f"xling annotate {what}", ["annotate", "会话ñ", "-w", "ws", *where], "cannot serve", "", folder)
+        for what, where in (("on a port in use", ["--port", port]), ("--host no-such-host.invalid",
+                            ["--host", "no-such-host.invalid", "--token", "t"]))
+    ]  # fmt: skip
 
 
 def probe_download(folder: Path) -> list[Outcome]:
@@ -376,7 +467,7 @@ def probe_download(folder: Path) -> list[Outcome]:
 def probe(group: str, name: str, args: list[str], expect: str | None, stdin: str, folder: Path) -> Outcome:
     code, stderr, seconds, peak = run_command(args, folder, stdin)
     good, said = judge(code, stderr.replace(str(folder), "."), expect)  # the same table from any folder
-    bound = MODEL_PEAK_MB if group in ("tag", "adapters", "names", "seeds") else PEAK_MB
+    bound = MODEL_PEAK_MB if group in LOADING else PEAK_MB
     if peak > bound:
         good, said = False, f"peak {peak:.0f} MB over {bound} MB; {said}"
     return Outcome(group, name, good, said, seconds, peak)
@@ -408,6 +499,7 @@ def main() -> None:
         folder = Path(name)
         prepare(folder)
         probes = [*probe_commands(folder), *damaged_sessions(folder), linked_recipe(folder)]
+        probes += streams_and_bounds(folder)
         for group, probe_name, arguments, expect, stdin in probes:
             outcomes.append(probe(group, probe_name, arguments, expect, stdin, folder))
             print(line(outcomes[-1]))

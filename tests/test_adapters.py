@@ -299,7 +299,7 @@ def test_existing_directory_needs_overwrite_and_failed_save_leaves_nothing(tmp_p
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(saving, "save_file", broken)
+    monkeypatch.setattr(saving, "write_weights", broken)
     with pytest.raises(OSError):
         save(model, "ner", tmp_path / "ner")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["qu"]

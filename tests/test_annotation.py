@@ -212,7 +212,7 @@ def client(tmp_path):
     from xling.annotation.server import create_app
 
     directory = make_session(tmp_path)
-    app = create_app(Session(directory), AnnotateOptions(session="qu", retrain=False))
+    app = create_app(Session(directory), AnnotateOptions(session="qu", retrain=False, annotator="Ana"))
     return page_client(app, directory), directory
 
 
@@ -285,10 +285,11 @@ def free_port() -> int:
 
 
 def start_server(workspace: Path, port: int, *options: str, run: tuple[str, ...] = ("xling",)) -> subprocess.Popen:
-    """`xling annotate qu OPTIONS` (default: --no-retrain) on `port`, once it answers; `run`: the module that runs
-    it (`xling`, or a stand-in that patches it)."""
+    """`xling annotate qu --annotator Ana OPTIONS` (default: --no-retrain) on `port`, once it answers; `run`: the
+    module that runs it (`xling`, or a stand-in that patches it)."""
     command = [sys.executable, "-m", *run, "annotate", "qu", "-w", str(workspace), "--port", str(port)]
-    server = subprocess.Popen(command + list(options or ["--no-retrain"]), stderr=subprocess.PIPE, text=True)
+    command += ["--annotator", "Ana", *(options or ["--no-retrain"])]
+    server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     for _ in range(200):
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/api/state", timeout=1)
@@ -349,7 +350,10 @@ def test_a_person_labels_two_sentences_with_the_keyboard_only_in_chromium(tmp_pa
 
     directory = make_session(tmp_path)
     session = Session(directory)
-    with served(session, AnnotateOptions(session="qu", retrain=False)) as address, chromium() as driver:
+    with (
+        served(session, AnnotateOptions(session="qu", retrain=False, annotator="Ana")) as address,
+        chromium() as driver,
+    ):
         driver.get(address)
         wait_for(driver, "window.xlingPage.item && window.xlingPage.item.id === 's1'")
         assert shown_text(driver) == "Juan rimarqan Limapi ."
@@ -385,7 +389,10 @@ def test_spans_mode_in_chromium_accepts_rejects_and_fixes_one_span_at_a_time(tmp
     from selenium.webdriver.common.keys import Keys
 
     directory = make_session(tmp_path, mode="spans")
-    with served(Session(directory), AnnotateOptions(session="qu", retrain=False)) as address, chromium() as driver:
+    with (
+        served(Session(directory), AnnotateOptions(session="qu", retrain=False, annotator="Ana")) as address,
+        chromium() as driver,
+    ):
         driver.get(address)
         wait_for(driver, "window.xlingPage.item && window.xlingPage.item.id === 's1'")
         press(driver, Keys.ENTER)  # s1: "Juan" is PER, as proposed
@@ -535,7 +542,7 @@ def test_the_server_retrains_in_the_background_and_the_next_batch_replaces_the_q
 
     workspace, model_dir, _, dev = tiny_session
     session = Session.open(Workspace(str(workspace), str(model_dir)), "qu")
-    options = AnnotateOptions(session="qu", retrain_every=3, dev=str(dev), epochs=1)
+    options = AnnotateOptions(session="qu", retrain_every=3, dev=str(dev), epochs=1, annotator="Ana")
     app = create_app(session, replace(options, workspace=str(workspace), model=str(model_dir)))
     api = page_client(app, session.directory)
     for item in api.get("/api/state").get_json()["queue"][:3]:

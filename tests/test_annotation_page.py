@@ -52,7 +52,7 @@ def test_a_person_labels_with_the_mouse_and_then_by_touch_on_a_phone_sized_windo
     header, *items = read_jsonl(directory / "batches" / "0001.jsonl")
     items[0]["probabilities"] = [0.9, 0.9, 0.4, 0.9]  # the LOC on "Limapi" is a doubtful suggestion
     write_batch(directory, {k: v for k, v in header.items() if k != "batch"}, items)
-    with served(Session(directory), AnnotateOptions(session="qu", retrain=False)) as address:
+    with served(Session(directory), AnnotateOptions(session="qu", retrain=False, annotator="Ana")) as address:
         browser.get(address)
         wait_for(browser, "window.xlingPage.item && window.xlingPage.item.id === 's1'")
         marks = browser.find_elements("css selector", "#sentence mark.entity")
@@ -91,7 +91,7 @@ def test_spans_mode_moves_each_edge_its_way_asks_about_a_missed_entity_first_and
     from tests.browser import press, served, wait_for
 
     directory = make_session(tmp_path, mode="spans")
-    with served(Session(directory), AnnotateOptions(session="qu", retrain=False)) as address:
+    with served(Session(directory), AnnotateOptions(session="qu", retrain=False, annotator="Ana")) as address:
         browser.get(address)
         wait_for(browser, "window.xlingPage.item && window.xlingPage.item.id === 's1'")
 
@@ -157,7 +157,7 @@ def test_an_earlier_answer_opens_from_the_history_as_answered_and_the_edit_repla
     from tests.browser import press, served, wait_for
 
     directory = make_session(tmp_path)
-    with served(Session(directory), AnnotateOptions(session="qu", retrain=False)) as address:
+    with served(Session(directory), AnnotateOptions(session="qu", retrain=False, annotator="Ana")) as address:
         browser.get(address)
         wait_for(browser, "window.xlingPage.item && window.xlingPage.item.id === 's1'")
         press(browser, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, "x", Keys.ENTER)  # s1 without the LOC on "Limapi"
@@ -201,6 +201,12 @@ def test_two_people_answer_a_shared_sentence_under_their_names_and_one_settles_i
         wait_for(browser, "window.xlingPage.item.id === 's1'")  # Beto's stream starts with what he owes
         press(browser, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, "x", Keys.ENTER)  # Beto: no LOC
         wait_for(browser, "document.getElementById('agreement').textContent.includes('answered by two people')")
+        browser.find_element("id", "review-button").click()  # Beto disagrees with Ana: he cannot settle it
+        wait_for(browser, "document.querySelector('#review-list .who-settles')")
+        assert "you answered it" in browser.find_element("css selector", "#review-list .who-settles").text
+        assert not browser.find_elements("css selector", "#review-list button.choose")
+        browser.find_element("css selector", "#review button.close").click()
+        name("Cusi")  # who answered neither side
         browser.find_element("id", "review-button").click()
         wait_for(browser, "document.querySelectorAll('#review-list button.choose').length === 2")
         pair = browser.find_element("css selector", "#review-list .pairs p").text
@@ -215,7 +221,7 @@ def test_two_people_answer_a_shared_sentence_under_their_names_and_one_settles_i
         wait_for(browser, "document.querySelectorAll('#review-list button.choose').length === 0")
     assert read_conll(directory / "gold.conll")[0].tags == ["B-PER", "O", "O", "O"]
     events = [json.loads(line) for line in (directory / "answers.jsonl").read_text().splitlines()]
-    assert [(e.get("annotator"), e["item"]) for e in events] == [("Ana", "s1"), ("Beto", "s1"), ("Beto", "s1")]
+    assert [(e.get("annotator"), e["item"]) for e in events] == [("Ana", "s1"), ("Beto", "s1"), ("Cusi", "s1")]
     assert events[-1]["adjudicate"] == events[1]["id"]
 
 
@@ -249,6 +255,39 @@ def test_answers_made_while_the_server_is_down_survive_closing_the_page_and_arri
         ("s1", False, "Ana"),
         ("s2", True, "Ana"),
     ]
+
+
+def test_answers_kept_for_one_session_never_go_to_another_served_later_at_the_same_address(tmp_path, browser):
+    """Sessions from one pool share sentence ids: the page keeps its answers under its session's id, a tab of a
+    session no longer served stops, and its answers wait, shown, until their own session's page sends them."""
+    from selenium.webdriver.common.keys import Keys
+
+    from tests.browser import press, served, wait_for
+    from tests.test_annotation import free_port
+
+    ov, qu = make_session(tmp_path, name="ov"), make_session(tmp_path)
+    port = free_port()
+    with served(Session(ov), AnnotateOptions(session="ov", retrain=False, annotator="Ana"), port) as address:
+        browser.get(address)
+        wait_for(browser, "window.xlingPage.item && window.xlingPage.item.id === 's1'")
+        press(browser, Keys.ENTER)
+        wait_for(browser, "window.xlingPage.pending.length === 0 && window.xlingPage.item.id === 's2'")
+    press(browser, Keys.ENTER, "s")  # two answers while the server is down
+    wait_for(browser, "document.getElementById('status').textContent.includes('out of reach')")
+    with served(Session(qu), AnnotateOptions(session="qu", retrain=False, annotator="Ana"), port) as address:
+        # the tab of ov, still open, is told its session is gone here, and claims nothing of qu
+        wait_for(browser, "window.xlingPage.gone", timeout=20)
+        assert browser.execute_script("return window.xlingPage.pending.length") == 2
+        browser.get(address)  # qu's page in the same browser: ov's answers are shown waiting, never sent
+        wait_for(browser, "window.xlingPage.state && window.xlingPage.item")
+        waiting = browser.find_element("id", "elsewhere").text
+        assert "2 answer(s) wait for session ov" in waiting, waiting
+    assert not (qu / "answers.jsonl").exists()
+    with served(Session(ov), AnnotateOptions(session="ov", retrain=False, annotator="Ana"), port) as address:
+        browser.get(address)
+        wait_for(browser, "window.xlingPage.state && window.xlingPage.pending.length === 0", timeout=20)
+    events = [json.loads(line) for line in (ov / "answers.jsonl").read_text().splitlines()]
+    assert [(e["item"], e.get("skip", False)) for e in events] == [("s1", False), ("s2", False), ("s3", True)]
 
 
 def test_every_dialog_closes_by_touch_and_every_tap_target_is_44_px_on_a_phone(tmp_path, browser):
@@ -330,7 +369,7 @@ def test_two_profiles_never_share_a_sentence_a_new_profile_shows_the_persons_his
         assert "3 to go (2 held for you)" in progress[0] and "3 to go (1 held for you)" in progress[1], progress
         press(ana, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, "x", Keys.ENTER)  # s1: Ana corrects the model: no LOC
         wait_for(ana, "window.xlingPage.item.id === 's2' && window.xlingPage.pending.length === 0")
-        press(ana, Keys.ENTER)  # s2
+        press(ana, "3", Keys.ENTER)  # s2: Ana corrects it too: its first word a PER
         wait_for(
             ana, "window.xlingPage.pending.length === 0 && document.querySelectorAll('#history button').length === 2"
         )
@@ -344,11 +383,20 @@ def test_two_profiles_never_share_a_sentence_a_new_profile_shows_the_persons_his
         wait_for(
             ana, "window.xlingPage.pending.length === 0 && document.querySelectorAll('#history button').length === 1"
         )
+        # s2, taken back by the first undo, comes back with Ana's correction too, never the model's suggestion
+        wait_for(ana, "window.xlingPage.item && window.xlingPage.item.id === 's2'")
+        assert ana.execute_script("return window.xlingPage.spans.map((s) => s.label)") == ["PER", "LOC"]
+        press(ana, Keys.ENTER)
+        wait_for(
+            ana, "window.xlingPage.pending.length === 0 && document.querySelectorAll('#history button').length === 2"
+        )
         with chromium() as elsewhere:  # Ana in a new browser profile: her history, from the server
             open_as(elsewhere, address, "Ana")
-            wait_for(elsewhere, "document.querySelectorAll('#history button').length === 1")
-            assert elsewhere.find_element("css selector", "#history button").text == "Juan rimarqan Limapi . · PER"
-    assert read_conll(directory / "gold.conll")[1].tags == ["B-PER", "O", "O", "O"]
+            wait_for(elsewhere, "document.querySelectorAll('#history button').length === 2")
+            assert elsewhere.find_elements("css selector", "#history button")[1].text == "Juan rimarqan Limapi . · PER"
+    gold = {tuple(s.tokens): s.tags for s in read_conll(directory / "gold.conll")}
+    assert gold[("Juan", "rimarqan", "Limapi", ".")] == ["B-PER", "O", "O", "O"]
+    assert [tags for tokens, tags in gold.items() if tokens[-1] == "Qusqu"] == [["B-PER"] + ["O"] * 10 + ["B-LOC"]]
 
 
 def test_with_overlap_both_answers_survive_a_new_batch_and_a_restart_in_two_profiles(tmp_path):

@@ -26,7 +26,7 @@ ANSWER = {"item": "s1", "spans": [{"start": 0, "end": 1, "label": "PER"}], "judg
 @pytest.fixture
 def served_session(tmp_path):
     directory = make_session(tmp_path)
-    app = create_app(Session(directory), AnnotateOptions(session="qu", retrain=False))
+    app = create_app(Session(directory), AnnotateOptions(session="qu", retrain=False, annotator="Ana"))
     return app, directory
 
 
@@ -149,7 +149,7 @@ REQUESTS = st.lists(
 def test_any_body_gets_a_4xx_or_is_taken_and_the_log_replays_to_the_same_state(tmp_path_factory, requests):
     directory = make_session(tmp_path_factory.mktemp("fuzz"))
     session = Session(directory)
-    api = page_client(create_app(session, AnnotateOptions(session="qu", retrain=False)), directory)
+    api = page_client(create_app(session, AnnotateOptions(session="qu", retrain=False, annotator="Ana")), directory)
     for path, body in requests:
         data = body if isinstance(body, bytes) else json.dumps(body)
         reply = api.post(path, data=data, headers={"Content-Type": "application/json"})
@@ -253,7 +253,7 @@ def test_an_empty_short_or_unreadable_token_file_is_made_anew(tmp_path, content)
         file.write_text(content)
     token = page_token(directory)
     assert len(token) >= 32 and file.read_text() == token and file.stat().st_mode & 0o777 == 0o600
-    app = create_app(Session(directory), AnnotateOptions(session="qu", retrain=False))
+    app = create_app(Session(directory), AnnotateOptions(session="qu", retrain=False, annotator="Ana"))
     unsigned = app.test_client().post("/api/answer", json=ANSWER, headers={"X-Xling-Page-Token": ""})
     assert unsigned.status_code == 403
 
@@ -316,8 +316,8 @@ def test_in_chromium_a_page_of_another_origin_neither_reads_nor_changes_the_sess
     directory = make_session(tmp_path)
     session = Session(directory)
     pages, attacker = attacker_site
-    with served(session, AnnotateOptions(session="qu", retrain=False)) as address:
-        page_client(create_app(session, AnnotateOptions(session="qu", retrain=False)), directory).post(
+    with served(session, AnnotateOptions(session="qu", retrain=False, annotator="Ana")) as address:
+        page_client(create_app(session, AnnotateOptions(session="qu", retrain=False, annotator="Ana")), directory).post(
             "/api/answer", json=ANSWER
         )
         before = answers(directory)

@@ -4,6 +4,7 @@ each person's own stream, undo and history, and logs from before answer ids stil
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -198,7 +199,10 @@ def test_in_chromium_two_tabs_race_and_the_stale_one_is_asked_not_obeyed(tmp_pat
     from selenium.webdriver.common.keys import Keys
 
     directory = make_session(tmp_path)
-    with served(Session(directory), AnnotateOptions(session="qu", retrain=False)) as address, chromium() as driver:
+    with (
+        served(Session(directory), AnnotateOptions(session="qu", retrain=False, annotator="Ana")) as address,
+        chromium() as driver,
+    ):
         driver.get(address)
         first = driver.current_window_handle
         driver.switch_to.new_window("tab")
@@ -223,8 +227,6 @@ def test_in_chromium_two_tabs_race_and_the_stale_one_is_asked_not_obeyed(tmp_pat
             for key in ("a", "s", Keys.ENTER):
                 ActionChains(driver).key_down(modifier).send_keys(key).key_up(modifier).perform()
         assert driver.execute_script("return window.xlingPage.item.id") == "s2"
-        press(driver, "u")  # B's only answer was refused: it has nothing to take back, and A's stays
-        wait_for(driver, "document.getElementById('status').textContent.includes('nothing of yours')")
         press(driver, "s")
         wait_for(driver, "window.xlingPage.pending.length === 0 && window.xlingPage.item.id === 's3'")
         driver.switch_to.window(first)  # a skip asks nobody: A's answer to s2 takes its place
@@ -283,7 +285,7 @@ def test_a_failed_round_shows_one_line_a_person_can_act_on(tmp_path):
     from xling.annotation.server import create_app
 
     directory = make_session(tmp_path)
-    options = AnnotateOptions(session="qu", retrain_every=1, workspace=str(tmp_path))  # no --dev, one answer
+    options = AnnotateOptions(session="qu", retrain_every=1, workspace=str(tmp_path), annotator="Ana")  # no --dev
     api = page_client(create_app(Session(directory), options), directory)
     api.post("/api/answer", json=answer("s1", PER, "a1", "tab-a"))
     for _ in range(300):
@@ -380,7 +382,7 @@ def test_two_tabs_racing_on_every_item_lose_and_duplicate_nothing(tmp_path):
     header, *items = [json.loads(line) for line in (directory / "batches" / "0001.jsonl").read_text().splitlines()]
     many = [item | {"id": f"m{n}"} for n in range(50) for item in items[:1]]
     write_batch(directory, {k: v for k, v in header.items() if k != "batch"}, many)
-    app = create_app(Session(directory), AnnotateOptions(session="qu", retrain=False))
+    app = create_app(Session(directory), AnnotateOptions(session="qu", retrain=False, annotator="Ana"))
     outcomes = {"tab-a": [], "tab-b": []}
 
     def tab(name: str) -> None:
@@ -444,11 +446,15 @@ def test_one_persons_session_takes_no_other_name_and_a_shared_one_takes_no_answe
     assert refused.status_code == 403 and "Ana's alone" in refused.get_json()["error"]
     assert ana.post("/api/answer", json=answer("s1", PER, "a1", "tab-a")).status_code == 200
     assert log(directory)[-1]["annotator"] == "Ana"  # the one person's, named by the server
-    shared = page_client(create_app(Session(directory), AnnotateOptions(session="qu", retrain=False)), directory)
-    assert shared.get("/api/state").get_json()["needs_name"]  # someone has given a name: several may answer
-    nameless = shared.post("/api/answer", json=answer("s2", [], "x1", "tab-x"))
-    assert nameless.status_code == 422 and "give your name" in nameless.get_json()["error"]
-    assert len(log(directory)) == 1
+    fresh = make_session(tmp_path / "fresh")  # shared from the first person on, before anyone gave a name
+    shared = page_client(create_app(Session(fresh), AnnotateOptions(session="qu", retrain=False)), fresh)
+    state = shared.get("/api/state").get_json()
+    assert state["needs_name"] and state["queue"] == []  # nothing claimed for nobody
+    for route, body in (("/api/answer", answer("s2", [], "x1", "tab-x")), ("/api/undo", {"id": "u1", "tab": "x"})):
+        nameless = shared.post(route, json=body)
+        assert nameless.status_code == 422 and "give your name" in nameless.get_json()["error"]
+    assert shared.get("/api/history").status_code == 422
+    assert not (fresh / ANSWERS_FILE).exists() and not (fresh / "claims.jsonl").exists()
     with pytest.raises(XlingError, match="one-person session"):
         AnnotateOptions(session="qu", annotator="Ana", overlap=0.5)
 
@@ -494,15 +500,13 @@ def test_a_reviewer_settles_a_disagreement_with_an_answer_of_their_own(tmp_path)
     assert api.get("/api/state?annotator=Dora").get_json()["queue"][0]["id"] != "s1"  # nobody owes it now
 
 
-def test_a_round_starts_early_enough_that_the_next_batch_comes_before_the_last_sentence(tmp_path, monkeypatch):
-    """At the defaults a round starts once a person has HEADROOM sentences left, not when they have none; after
-    a failed round it waits for new answers instead."""
+def rounds_launched(tmp_path, monkeypatch, sentences: int) -> tuple[list, Path, Path]:
+    """A session of `sentences` new sentences (m0, m1, ...) and a dev file, whose rounds are stand-ins that end at
+    once: (a list that grows by one each round launched, the session folder, the dev file)."""
     import sys
 
     from xling.annotation import retrain
     from xling.annotation.batches import write_batch
-    from xling.annotation.server import create_app
-    from xling.fileio import append_jsonl
 
     launched = []
     monkeypatch.setattr(
@@ -510,11 +514,20 @@ def test_a_round_starts_early_enough_that_the_next_batch_comes_before_the_last_s
     )
     directory = make_session(tmp_path)
     header, *items = [json.loads(line) for line in (directory / "batches" / "0001.jsonl").read_text().splitlines()]
-    write_batch(
-        directory, {k: v for k, v in header.items() if k != "batch"}, [items[0] | {"id": f"m{n}"} for n in range(13)]
-    )
+    batch = [items[0] | {"id": f"m{n}"} for n in range(sentences)]
+    write_batch(directory, {k: v for k, v in header.items() if k != "batch"}, batch)
     dev = tmp_path / "dev.conll"
     dev.write_text("Juan B-PER\nrimarqan O\n\nLima B-LOC\n\n")
+    return launched, directory, dev
+
+
+def test_a_round_starts_early_enough_that_the_next_batch_comes_before_the_last_sentence(tmp_path, monkeypatch):
+    """At the defaults a round starts once a person has HEADROOM sentences left, not when they have none; after
+    a failed round it waits for new answers instead."""
+    from xling.annotation.server import create_app
+    from xling.fileio import append_jsonl
+
+    launched, directory, dev = rounds_launched(tmp_path, monkeypatch, 13)
     options = AnnotateOptions(session="qu", dev=str(dev), workspace=str(tmp_path), annotator="Ana")
     assert options.retrain_every == 25  # the default, more than this batch holds
     api = page_client(create_app(Session(directory), options), directory)
@@ -541,7 +554,9 @@ def test_when_rounds_do_not_beat_the_start_the_page_says_what_the_answers_hold(t
         {"round": n, "sentences": n, "f1": 0.4, "previous_f1": 0.5, "kept": False, "adapter": "ner-en"} for n in (1, 2)
     ]
     (directory / "rounds.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rounds))
-    api = page_client(create_app(Session(directory), AnnotateOptions(session="qu", retrain=False)), directory)
+    api = page_client(
+        create_app(Session(directory), AnnotateOptions(session="qu", retrain=False, annotator="Ana")), directory
+    )
     for n, item in enumerate(("s1", "s2", "s3")):
         api.post("/api/answer", json=answer(item, [], f"a{n}", "tab-a"))
     advice = api.get("/api/state").get_json()["retraining"]["advice"]
@@ -565,3 +580,111 @@ def test_with_overlap_an_answered_once_sentence_stays_owed_across_a_new_batch_an
     restarted.post("/api/answer", json=answer("s1", [], "b1", "tab-b", version=1, annotator="Beto"))
     assert "s1" not in [i["id"] for i in restarted.get("/api/state?annotator=Cusi").get_json()["queue"]]
     assert {e["annotator"] for e in log(directory)} == {"Ana", "Beto"} and len(log(directory)) == 2
+
+
+def test_in_a_shared_session_retrain_every_counts_answers_and_starts_early_only_when_everyone_nears_the_end(
+    tmp_path, monkeypatch
+):
+    """A person's stream holds at most HOLD sentences, so their own count is always near its end: a round starts
+    at --retrain-every answers, or early once the session's sentences still to answer fall to HEADROOM."""
+    from xling.annotation.server import create_app
+
+    launched, directory, dev = rounds_launched(tmp_path, monkeypatch, 40)
+    options = AnnotateOptions(session="qu", dev=str(dev), workspace=str(tmp_path), retrain_every=6)
+    client = page_client(create_app(Session(directory), options), directory)
+    ana, beto = Person(client, "Ana"), Person(client, "Beto")
+    started_at = []
+    for n in range(8):
+        person = (ana, beto)[n % 2]
+        queue = [i["id"] for i in person.get("/api/state").get_json()["queue"]]
+        person.post("/api/answer", json=answer(queue[0], [], f"{person.name}{n}", person.name))
+        if launched and not started_at:
+            started_at.append(n + 1)
+    assert started_at == [6] and len(launched) == 1  # at the sixth answer, not the first
+
+
+def test_a_person_never_settles_their_own_disagreement_and_a_named_reviewer_alone_settles(tmp_path):
+    from xling.annotation.server import create_app
+
+    directory = make_session(tmp_path)
+    options = AnnotateOptions(session="qu", retrain=False, overlap=1.0)
+    api = page_client(create_app(Session(directory), options), directory)
+    api.post("/api/answer", json=answer("s1", PER + LOC, "a1", "tab-a", annotator="Ana"))
+    api.post("/api/answer", json=answer("s1", PER, "b1", "tab-b", version=1, annotator="Beto"))
+    own = api.post("/api/adjudicate", json={"id": "v1", "item": "s1", "choose": "a1", "annotator": "Ana"})
+    assert own.status_code == 403 and "Ana answered this sentence" in own.get_json()["error"]
+    reviewed = page_client(create_app(Session(directory), _with(options, "Dora")), directory)
+    other = reviewed.post("/api/adjudicate", json={"id": "v2", "item": "s1", "choose": "a1", "annotator": "Cusi"})
+    assert other.status_code == 403 and "Dora settles" in other.get_json()["error"]
+    spans = [{"start": 0, "end": 1, "label": "PER"}, {"start": 2, "end": 3, "label": "ORG"}]
+    body = {"id": "v3", "item": "s1", "spans": spans, "judged": None, "annotator": "Dora"}
+    assert reviewed.post("/api/adjudicate", json=body).status_code == 200
+    pairs = reviewed.get("/api/review").get_json()["agreement"]["pairs"]
+    assert [pair["people"] for pair in pairs] == [["Ana", "Beto"]]  # the reviewer's answer is nobody's in agreement
+    assert reviewed.get("/api/state?annotator=Ana").get_json()["progress"]["people"] == {"Ana": 1, "Beto": 1}
+
+
+def _with(options: AnnotateOptions, reviewer: str) -> AnnotateOptions:
+    from dataclasses import replace
+
+    return replace(options, reviewer=reviewer)
+
+
+def test_claims_lapse_once_a_tab_is_idle_and_an_idle_tab_claims_nothing_of_a_new_batch(tmp_path, monkeypatch):
+    from xling.annotation import team as routing
+    from xling.annotation.batches import write_batch
+    from xling.annotation.server import create_app
+
+    monkeypatch.setattr(routing, "HOLD", 3)
+    directory = make_session(tmp_path)
+    header, *items = [json.loads(line) for line in (directory / "batches" / "0001.jsonl").read_text().splitlines()]
+    write_batch(
+        directory, {k: v for k, v in header.items() if k != "batch"}, [items[0] | {"id": f"m{n}"} for n in range(6)]
+    )
+    client = page_client(create_app(Session(directory), AnnotateOptions(session="qu", retrain=False)), directory)
+    ana, beto = Person(client, "Ana"), Person(client, "Beto")
+    assert [i["id"] for i in ana.get("/api/state?idle=1").get_json()["queue"]] == []  # away: claims nothing
+    assert [i["id"] for i in ana.get("/api/state").get_json()["queue"]] == ["m0", "m1", "m2"]
+    clock = routing.time.time()
+    monkeypatch.setattr(routing.time, "time", lambda: clock + routing.HOLD_SECONDS + 1)  # Ana pressed no key since
+    assert [i["id"] for i in beto.get("/api/state").get_json()["queue"]] == ["m0", "m1", "m2"]
+
+
+def test_skips_are_no_ones_work_and_overlap_counts_a_sentence_done_once_two_answered(tmp_path):
+    from xling.annotation.server import create_app
+
+    directory = make_session(tmp_path)
+    options = AnnotateOptions(session="qu", retrain=False, overlap=1.0)
+    api = page_client(create_app(Session(directory), options), directory)
+    api.post("/api/answer", json=answer("s1", PER, "a1", "tab-a", annotator="Ana"))
+    api.post(
+        "/api/answer",
+        json={"item": "s2", "skip": True, "id": "a2", "tab": "tab-a", "version": 0} | {"annotator": "Ana"},
+    )
+    progress = api.get("/api/state?annotator=Ana").get_json()["progress"]
+    assert progress["people"] == {"Ana": 1}  # the skip is not counted as Ana's work
+    assert progress["waiting"] == 4 and progress["halfway"] == 2  # everything still owes a second answer
+
+
+def test_a_damaged_claims_line_is_left_out_and_named(tmp_path):
+    directory = make_session(tmp_path)
+    (directory / "claims.jsonl").write_text(
+        '{"item": "s1", "annotator": "Ana", "time": "soon"}\n[1]\n{"item": "s2", "annotator": "Beto", "time": 5}\n'
+    )
+    session = Session(directory)
+    assert session.routing.claims == {"s2": ("Beto", 5.0)}
+    assert [w.split("claims.jsonl:")[1][:1] for w in session.warnings] == ["1", "2"]
+
+
+@pytest.mark.parametrize("key", ["annotator", "id", "tab"])
+def test_a_lone_surrogate_in_a_request_is_a_400_on_every_route(team, key):
+    ana, _, directory = team
+    for route, body in (
+        ("/api/answer", {"item": "s1", "spans": [], "judged": None, "annotator": "Ana"}),
+        ("/api/undo", {"id": "u1", "tab": "t", "annotator": "Ana"}),
+        ("/api/adjudicate", {"id": "v1", "item": "s1", "choose": "x", "annotator": "Ana"}),
+    ):
+        text = json.dumps(body | {key: "SURROGATE"}).replace("SURROGATE", "\\ud800")
+        reply = ana.client.post(route, data=text, content_type="application/json")
+        assert reply.status_code == 400 and "surrogate" in reply.get_json()["error"], (route, reply.get_json())
+    assert not (directory / ANSWERS_FILE).exists()

@@ -256,3 +256,19 @@ def test_an_export_never_replaces_a_folder_it_did_not_write(exported, trained_wo
             *where(trained_workspace),
         )
         assert done.returncode != 0 and (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+
+
+def test_the_embedded_model_exports_from_its_light_encoder_and_tags_as_pytorch(tmp_path):
+    """The embedded default loads as the light encoder (`models/light.py`), never Transformers' BERT: its graph
+    is written from that path, and ONNX Runtime then tags as PyTorch does."""
+    line = "Qusqu llaqtaqa Perú suyupi kachkan.\n"
+    done = run_xling("export", "ner-qu", tmp_path / "onnx", "--format", "onnx", "--lang", "qu", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    checks = json.loads((tmp_path / "onnx" / "xling_onnx.json").read_text())["checks"]
+    assert checks["fp32_max_logit_difference"] < 1e-3
+    onnx = run_xling("tag", "--lang", "qu", "-t", tmp_path / "onnx", "--runtime", "onnx", "-", input=line, cwd=tmp_path)
+    torch_run = run_xling("tag", "--lang", "qu", "-", input=line, cwd=tmp_path)
+    assert (
+        onnx.returncode == 0
+        and onnx.stdout == torch_run.stdout == "[Qusqu](LOC) llaqtaqa [Perú suyupi](LOC) kachkan.\n"
+    )

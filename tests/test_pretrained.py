@@ -67,6 +67,44 @@ def test_a_changed_shipped_file_is_caught(tmp_path):
         check_shipped_files(copy)
 
 
+def test_a_shipped_weights_file_with_one_byte_changed_is_refused_at_load(tmp_path, monkeypatch):
+    import xling.pretrained
+
+    package = tmp_path / "pretrained"
+    shutil.copytree(PRETRAINED_ROOT, package)
+    weights = package / EMBEDDED_NAME / "task" / "ner-en" / "adapter_model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1  # the last byte of a weight: the file still reads
+    weights.write_bytes(bytes(data))
+    monkeypatch.setattr(xling.pretrained, "PRETRAINED_ROOT", package)
+    with pytest.raises(XlingError, match="adapter_model.safetensors is not the file its pretrained.json names"):
+        Tagger.load("qu", task_adapter="ner-en", workspace=str(tmp_path / "empty"))
+
+
+def test_a_task_adapter_given_as_a_language_adapter_is_refused_naming_its_file(tmp_path):
+    done = run_xling("tag", "--lang", "qu", "--lang-adapter", shipped("task/ner-en"), "-", input=LINE, cwd=tmp_path)
+    assert done.returncode == 1 and "unexpected" not in done.stderr
+    assert "ner-en/adapter_config.json is a task adapter, not a language adapter" in done.stderr
+
+
+@pytest.mark.parametrize("key", ["auto_map", "trust_remote_code", "model_type"])
+def test_an_adapter_config_with_keys_xling_does_not_write_is_refused_naming_the_file(tmp_path, key):
+    import json
+
+    workspace = Workspace(tmp_path / "ws", "e5-small")
+    copy = workspace.adapter_dir(TASK, "ner-x")
+    shutil.copytree(shipped("task/ner-en"), copy)
+    (copy / "pretrained.json").unlink()  # a workspace's own copy
+    config = json.loads((copy / "adapter_config.json").read_text())
+    (copy / "adapter_config.json").write_text(json.dumps(config | {key: "x"}))
+    with pytest.raises(XlingError, match=f"adapter_config.json has keys xling does not write \\('{key}'\\)"):
+        Tagger.load("qu", task_adapter="ner-x", workspace=str(tmp_path / "ws"))
+    config["base_model"]["hidden_size"] = 384  # beside the base model's fingerprint
+    (copy / "adapter_config.json").write_text(json.dumps(config))
+    with pytest.raises(XlingError, match="keys xling does not write \\('hidden_size'\\)"):
+        Tagger.load("qu", task_adapter="ner-x", workspace=str(tmp_path / "ws"))
+
+
 def test_fp16_is_shipped_only_where_its_tags_equal_fp32s_on_every_silver_dev_sentence():
     for name in SHIPPED:
         record = read_record(shipped(name))

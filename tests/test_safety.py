@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -178,15 +179,28 @@ def test_a_language_adapter_loads_without_its_masked_lm_head(copied_workspace):
     assert tagger.tag_words(sentences) == with_head  # tagging never used the masked-LM head
 
 
-def test_pickled_weights_are_never_loaded(tmp_path):
+class _Planted:
+    """Unpickling this runs `Path.touch` on the marker: what a malicious weights file would do."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+@pytest.mark.parametrize("extra", ["code", "exception"])
+def test_pickled_weights_are_never_loaded(tmp_path, extra):
     import torch
 
     from xling.adapters.weights import read_weights
 
-    file = tmp_path / "pytorch_adapter.bin"
-    torch.save({"weight": torch.zeros(2), "extra": Exception("a pickled object")}, file)
+    file, marker = tmp_path / "pytorch_adapter.bin", tmp_path / "ran"
+    planted = _Planted(marker) if extra == "code" else Exception("a pickled object")
+    torch.save({"weight": torch.zeros(2), "extra": planted}, file)
     with pytest.raises(XlingError, match="holds pickled Python objects, which xling never loads"):
         read_weights(file)
+    assert not marker.exists()  # refused before anything of it ran
 
 
 def test_training_stops_when_the_loss_is_no_longer_finite(tmp_path, trained_workspace):

@@ -5,15 +5,19 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import math
 import os
+import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
 from xling.errors import XlingError
 
-MAX_FILE_NAME = 200  # bytes of one path component: file systems allow 255, and xling adds suffixes to some
+MAX_NAME_BYTES = 255  # of one path component, as file systems allow
+MAX_FILE_NAME = 200  # bytes of a file name xling writes: it adds suffixes to some
 
 
 @contextmanager
@@ -24,6 +28,9 @@ def atomic_directory(target: Path, overwrite: bool = False, replaces: tuple[str,
     what this save makes): `--overwrite` never deletes a folder xling did not write.
     """
     target = Path(target)
+    if target.exists() and not target.is_dir():
+        raise XlingError(f"{target} is a file, not a folder; give a folder to write")
+    check_output_name(target)
     if target.exists() and not overwrite:
         raise XlingError(f"{target} already exists (use --overwrite to replace it)")
     if target.exists() and replaces and not any((target / marker).is_file() for marker in replaces):
@@ -50,8 +57,14 @@ def atomic_directory(target: Path, overwrite: bool = False, replaces: tuple[str,
 
 @contextmanager
 def atomic_text_file(path: Path):
-    """Yield a text file handle whose content replaces `path` only if the block succeeds."""
+    """Yield a text file handle whose content replaces `path` only if the block succeeds. A path that exists and
+    is not a regular file (a device, a FIFO, /dev/stdout) is written to as it is, never replaced by a file."""
     path = check_output_file(path)
+    if path.exists() and not path.is_file():
+        with _written(path):
+            with open(path, "w", encoding="utf-8") as f:
+                yield f
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     for stale in path.parent.glob(f".{path.name}.*.tmp"):  # left by a writer killed half-way
         if not _alive(stale.name.rsplit(".", 3)[-3]):
@@ -65,6 +78,15 @@ def atomic_text_file(path: Path):
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+@contextmanager
+def _written(path: Path):
+    """A failed write or flush to a special file is one line (`/dev/full`: no space), never success."""
+    try:
+        yield
+    except OSError as err:
+        raise XlingError(f"cannot write {path}: {err.strerror or err}") from None
 
 
 def _alive(pid: str) -> bool:
@@ -86,11 +108,19 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 def check_output_file(path: Path) -> Path:
     """A path a file can be written to (checked before long work): not a folder, and not below a file."""
+    path = check_output_name(path)
+    if path.is_dir():
+        raise XlingError(f"{path} is a folder; give a file path to write")
+    return path
+
+
+def check_output_name(path: Path) -> Path:
+    """A path whose every name is within bounds and whose existing ancestors are all folders."""
     path = Path(path)
     if len(path.name.encode()) > MAX_FILE_NAME:  # xling writes beside it: NAME.parts/, .NAME.tmp
         raise XlingError(f"the file name {path.name[:40]}... is too long: at most {MAX_FILE_NAME} bytes")
-    if path.is_dir():
-        raise XlingError(f"{path} is a folder; give a file path to write")
+    if long := next((p for p in path.parent.parts if len(p.encode()) > MAX_NAME_BYTES), None):
+        raise XlingError(f"the folder name {long[:40]}... is too long: at most {MAX_NAME_BYTES} bytes")
     for ancestor in path.parents:
         if ancestor.exists():
             if not ancestor.is_dir():
@@ -119,26 +149,52 @@ def read_json(path: Path):
 
 
 def parse_json(text: str | bytes):
-    """JSON as xling reads it: NaN and Infinity are refused (ValueError), like an integer too long to parse."""
-    return json.loads(text, parse_constant=_no_constant)
+    """JSON as xling reads it: NaN and Infinity are refused (ValueError), like an integer too long to parse and a
+    string holding a lone UTF-16 surrogate (`"\\ud800"`: no character, which no file or page can take)."""
+    value = json.loads(text, parse_constant=_no_constant)
+    check_no_surrogates(value)
+    return value
+
+
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_no_surrogates(value) -> None:
+    """Every string of a JSON value (keys too) is text: ValueError naming the first lone surrogate."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, str) and (found := SURROGATE.search(item)):
+            raise ValueError(f"a string holds a lone UTF-16 surrogate (\\u{ord(found[0]):04x}), which is no character")
 
 
 def _no_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
 
-def read_jsonl(path: Path, damaged: list[str] | None = None) -> list:
+def read_jsonl(path: Path, damaged: list[str] | None = None, record: Callable | None = None) -> list:
     """The records of a JSON-lines file's complete lines: a last line without its newline (a write cut short by
     a kill, or one under way in another process) is left out, never cut off: only the file's writer does that.
-    A damaged line stops the reading in one line naming the file and line, or, given a `damaged` list, is
-    skipped and named there."""
+    `record(value, where)` makes each line's value a record (an XlingError: the line is damaged). A damaged line
+    stops the reading in one line naming the file and line, or, given a `damaged` list, is skipped and named
+    there."""
     if not path.is_file():
         return []
     data = path.read_bytes()
     records = []
     for number, line in enumerate(data[: data.rfind(b"\n") + 1].splitlines(), start=1):
         try:
-            records.append(parse_json(line.decode("utf-8")))
+            value = parse_json(line.decode("utf-8"))
+            records.append(record(value, f"{path}:{number}") if record else value)
+        except XlingError as err:
+            if damaged is None:
+                raise
+            damaged.append(str(err))
         except (ValueError, UnicodeDecodeError, RecursionError):
             said = f"{path}:{number}: a damaged line"
             if damaged is None:
@@ -163,8 +219,25 @@ def append_jsonl(path: Path, record: dict) -> None:
         os.fsync(f.fileno())
 
 
+def json_text(data, **settings) -> str:
+    """JSON that every reader takes (xling's own refuses NaN): a number that is not finite (an F1 of no entities)
+    is written as null."""
+    return json.dumps(finite(data), allow_nan=False, **settings)
+
+
+def finite(value):
+    """`value` with each float that is not finite replaced by None, at any depth."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(item) for item in value]
+    return value
+
+
 def write_json_atomic(path: Path, data) -> None:
-    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomic(path, json_text(data, indent=2, ensure_ascii=False) + "\n")
 
 
 class EntryLock:

@@ -17,8 +17,10 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass, replace
+from pathlib import Path
 
 from xling.errors import XlingError, naming
+from xling.fileio import read_jsonl
 
 
 class OptionMeta(typing.TypedDict, total=False):
@@ -249,6 +251,12 @@ def typed(record: dict, key: str, hint, default, where: str):
         return check_type(key, value, hint)
 
 
+def read_records(path: Path, cls: type, damaged: list[str] | None = None) -> list:
+    """The `cls` records of a JSON-lines file, each line's keys and types checked; a damaged line is one error
+    naming the file and line, or, given `damaged`, skipped and named there (`fileio.read_jsonl`)."""
+    return read_jsonl(Path(path), damaged, lambda value, where: from_record(cls, value, where))
+
+
 def from_record(cls, data, where: str):
     """A config dataclass from a saved JSON record, its keys and value types checked: an error names `where`. A
     nested config is a nested object; a record written before it was nested (its keys at the top) reads too."""
@@ -293,6 +301,9 @@ def at_least(name: str, value, low) -> None:
         raise XlingError(f"{name.replace('_', '-')} must be at least {low}, not {value}")
 
 
+MAX_BATCH = 65_536  # sentences or examples in one model batch: past what any accelerator's memory holds
+MAX_STEPS = 10**9  # optimiser steps: years of training on any machine
+MAX_WINDOW = 8_192  # sub-tokens in one window: beyond every encoder xling loads (512 positions for most)
 MAX_SEED = 2**32 - 1  # what numpy's and torch's generators take alike
 MAX_SAMPLES = 100_000  # bootstrap resamplings: far past what a 95% interval's third digit needs
 

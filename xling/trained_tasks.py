@@ -22,7 +22,7 @@ from xling.fileio import atomic_directory, read_json
 from xling.methods import METHODS, check_method
 from xling.models import load_model
 from xling.options import from_record
-from xling.roles import TASK
+from xling.roles import FUSION, TASK
 from xling.workspace import check_lang
 
 TASK_FILE = "task.json"
@@ -84,7 +84,7 @@ def load_task_model(
     else:
         encoder, tokenizer = load_model(model_spec, inference_only=inference_only)
         model = AdaptedModel(encoder)
-        load(model, Path(directory), name=record.name)
+        load(model, Path(directory), name=record.name, role=TASK)
     if record.name not in model.heads:
         raise XlingError(f"{directory}: the task's head is missing ({HEAD_CONFIG_FILE})")
     return model, tokenizer, record
@@ -99,6 +99,6 @@ def load_fusion_model(model_spec: str, workspace, name: str, inference_only: boo
     encoder, tokenizer = load_model(model_spec, inference_only=inference_only)
     model = AdaptedModel(encoder)
     for adapter in record["adapters"]:
-        load(model, workspace.task(adapter), name=adapter)
-    fuse_name = load(model, directory)
+        load(model, workspace.task(adapter), name=adapter, role=TASK)
+    fuse_name = load(model, directory, role=FUSION)
     return model, tokenizer, fuse_name, Fuse(*record["adapters"])

@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
 
 from xling.adapters.composition import check_name
 from xling.adapters.heads import TaggingHead, TaggingHeadConfig
@@ -27,6 +26,7 @@ from xling.adapters.weights import (
     check_base_model,
     load_fitting,
     read_weights,
+    write_weights,
 )
 from xling.errors import XlingError, naming
 from xling.fileio import atomic_directory, read_json, write_json_atomic
@@ -206,8 +206,8 @@ def export_adapterhub(
     weights = {conversion.weight_name_to(k, name): v for k, v in read_weights(directory / WEIGHTS_FILE).items()}
     with atomic_directory(Path(target), overwrite=overwrite, replaces=(CONFIG_FILE,)) as staging:
         write_json_atomic(staging / CONFIG_FILE, {"config": conversion.config_to(record["config"], directory), **about})
-        torch.save(weights, staging / "pytorch_adapter.bin")  # what `load_adapter` reads by default
-        save_file(weights, str(staging / "adapter.safetensors"))  # what it reads with use_safetensors=True
+        write_weights(staging / "pytorch_adapter.bin", weights)  # what `load_adapter` reads by default
+        write_weights(staging / "adapter.safetensors", weights)  # what it reads with use_safetensors=True
         for file_name, text in (extra_files or {}).items():
             (staging / file_name).write_text(text, encoding="utf-8")
         head = read_json(directory / HEAD_CONFIG_FILE) if (directory / HEAD_CONFIG_FILE).is_file() else {}
@@ -229,6 +229,6 @@ def export_adapterhub(
                 f"heads.{name}.1.{k.removeprefix('classifier.')}": v
                 for k, v in read_weights(directory / HEAD_WEIGHTS_FILE).items()
             }
-            torch.save(head_weights, staging / "pytorch_model_head.bin")
-            save_file(head_weights, str(staging / "model_head.safetensors"))
+            write_weights(staging / "pytorch_model_head.bin", head_weights)
+            write_weights(staging / "model_head.safetensors", head_weights)
     return Path(target)

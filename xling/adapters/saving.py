@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
 
 from xling import __version__
 from xling.adapters.adapterhub import is_adapterhub, load_adapterhub
@@ -28,9 +27,14 @@ from xling.adapters.weights import (
     check_base_model,
     load_fitting,
     read_weights,
+    uninitialised,
+    write_weights,
 )
 from xling.errors import XlingError, naming
 from xling.fileio import atomic_directory, read_json, write_json_atomic
+from xling.options import shown
+from xling.pretrained import check_shipped_files, is_pretrained
+from xling.roles import Role
 
 
 def _record(model: AdaptedModel, kind: str, name: str, metadata: dict | None, **fields) -> dict:
@@ -45,6 +49,26 @@ def _record(model: AdaptedModel, kind: str, name: str, metadata: dict | None, **
     }
 
 
+# What xling writes into adapter_config.json: any other key (`auto_map`, `trust_remote_code`) is not xling's
+RECORD_KEYS = {"kind", "name", "config", "adapters", "xling_version", "base_model", "metadata"}
+BASE_MODEL_KEYS = {"name", "fingerprint"}
+
+
+def check_record(record: dict, where: str, role: Role | None) -> None:
+    """An xling adapter record with only the keys xling writes, of the role it is loaded as (`role`: None for
+    any), or one line naming the file."""
+    base = record.get("base_model")
+    unknown = sorted(record.keys() - RECORD_KEYS) + sorted(
+        (base.keys() - BASE_MODEL_KEYS) if isinstance(base, dict) else ()
+    )
+    if unknown:
+        raise XlingError(f"{where} has keys xling does not write ({', '.join(map(shown, unknown[:4]))}): not loaded")
+    metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+    found = metadata.get("role")
+    if role is not None and found is not None and found != role.word:
+        raise XlingError(f"{where} is a {found} adapter, not a {role.title}: give a {role.title} here")
+
+
 def read_config(path: Path) -> dict:
     config_file = Path(path) / CONFIG_FILE
     if not config_file.is_file():
@@ -57,13 +81,12 @@ def read_config(path: Path) -> dict:
 
 def write_head(directory: Path, head: torch.nn.Module) -> None:
     write_json_atomic(directory / HEAD_CONFIG_FILE, head.config.to_dict())
-    save_file(
-        {k: v.detach().cpu().contiguous() for k, v in head.state_dict().items()}, str(directory / HEAD_WEIGHTS_FILE)
-    )
+    write_weights(directory / HEAD_WEIGHTS_FILE, head.state_dict())
 
 
 def load_head(model: AdaptedModel, directory: Path, name: str) -> None:
-    head = build_head(read_json(directory / HEAD_CONFIG_FILE), model, str(directory / HEAD_CONFIG_FILE))
+    with uninitialised():
+        head = build_head(read_json(directory / HEAD_CONFIG_FILE), model, str(directory / HEAD_CONFIG_FILE))
     load_fitting(head, read_weights(directory / HEAD_WEIGHTS_FILE), str(directory / HEAD_WEIGHTS_FILE))
     model.add_head(name, head)
 
@@ -75,7 +98,7 @@ def _write(
         (staging / file_name).write_text(text, encoding="utf-8")
     write_json_atomic(staging / CONFIG_FILE, record)
     if weights is not None:
-        save_file({k: v.detach().cpu().contiguous() for k, v in weights.items()}, str(staging / WEIGHTS_FILE))
+        write_weights(staging / WEIGHTS_FILE, weights)
     if head is not None:
         write_head(staging, head)
 
@@ -113,24 +136,30 @@ def _field(record: dict, key: str, kind: type, where: str):
     return record[key]
 
 
-def load(model: AdaptedModel, directory: Path, name: str | None = None, head: bool = True) -> str:
+def load(
+    model: AdaptedModel, directory: Path, name: str | None = None, head: bool = True, role: Role | None = None
+) -> str:
     """Load an adapter or fusion saved by xling (or an AdapterHub adapter) into `model`; returns its name.
 
-    `head=False` leaves a saved head out (a language adapter's masked-LM head serves training only)."""
+    `head=False` leaves a saved head out (a language adapter's masked-LM head serves training only); `role`: the
+    role it must have been saved as (a task adapter is no language adapter)."""
     directory = Path(directory)
     record = read_config(directory)
     if is_adapterhub(record):
         return load_adapterhub(model, directory, record, name, head)
+    where = str(directory / CONFIG_FILE)
+    check_record(record, where, role)
+    if is_pretrained(directory):  # a changed byte in the package would otherwise tag silently
+        check_shipped_files(directory)
     kind = record.get("kind")
     if kind not in ("fusion", "head"):
         kind = adapter_kind(kind, str(directory)).name
     check_base_model(model, record, directory)
-    where = str(directory / CONFIG_FILE)
     name = name or _field(record, "name", str, where)
     if kind == "head":
         load_head(model, directory, name)
         return name
-    with naming(where):
+    with naming(where), uninitialised():
         if kind in KINDS:
             config = KINDS[kind].config.from_dict(_field(record, "config", dict, where), where)
             module = model.add_adapter(check_name(name), config)

@@ -3,12 +3,15 @@ what saving and AdapterHub import share."""
 
 from __future__ import annotations
 
+import io
 import pickle
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
+from safetensors.torch import save as safetensors_bytes
 
 from xling.errors import XlingError
 from xling.models.embedded import EMBEDDED_NAME, UPSTREAM_ID
@@ -33,11 +36,45 @@ def read_weights(file: Path) -> dict[str, torch.Tensor]:
     except Exception as err:  # safetensors and torch raise their own types for truncated or foreign files
         raise XlingError(f"{file} is damaged or not a weights file ({str(err).splitlines()[0]})") from None
     if not isinstance(state, dict) or not all(isinstance(t, torch.Tensor) for t in state.values()):
-        raise XlingError(f"{file} is not a file of named tensors")
+        # torch's restricted unpickler lets a few harmless types through (newer releases more of them)
+        raise XlingError(f"{file} holds pickled Python objects, which xling never loads (only plain tensors)")
     bad = [key for key, tensor in state.items() if tensor.is_floating_point() and not torch.isfinite(tensor).all()]
     if bad:
         raise XlingError(f"{file} holds non-finite weights (NaN or infinity) in {', '.join(bad[:3])}")
     return state
+
+
+def write_weights(file: Path, tensors: dict[str, torch.Tensor]) -> None:
+    """An adapter's tensors as safetensors (or, for a `.bin` name, torch's format, which AdapterHub reads by
+    default), made in memory and written by Python: a full disk is its OSError (ENOSPC), where torch's and
+    safetensors' own writers end in a RuntimeError that names no cause."""
+    tensors = {key: tensor.detach().cpu().contiguous() for key, tensor in tensors.items()}
+    if file.suffix == ".bin":
+        buffer = io.BytesIO()
+        torch.save(tensors, buffer)
+        data = buffer.getvalue()
+    else:
+        data = safetensors_bytes(tensors)
+    Path(file).write_bytes(data)
+
+
+# torch.nn.init's functions that layers call when made; a module whose weights are loaded right after needs none
+INITIALISERS = ("trunc_normal_", "normal_", "uniform_", "kaiming_uniform_", "xavier_uniform_", "zeros_", "ones_")
+
+
+@contextmanager
+def uninitialised():
+    """Modules made meanwhile keep the memory they were given instead of drawing random weights, which their
+    loaded weights replace at once (as Transformers' `no_init_weights`): drawing the adapters of a stack took a
+    third of a one-line `xling tag`."""
+    saved = {name: getattr(torch.nn.init, name) for name in INITIALISERS}
+    for name in INITIALISERS:
+        setattr(torch.nn.init, name, lambda tensor, *args, **kwargs: tensor)
+    try:
+        yield
+    finally:
+        for name, function in saved.items():
+            setattr(torch.nn.init, name, function)
 
 
 def load_fitting(module: torch.nn.Module, weights: dict[str, torch.Tensor], what: str) -> None:

@@ -18,6 +18,8 @@ ANALYSES = {
     "errors": (("data", "lang"), "errors.png"),
     "params": ((), None),
 }
+# what matplotlib writes by the output's suffix, with nothing beyond its own dependencies
+PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps")
 
 
 @dataclass
@@ -47,6 +49,11 @@ class AnalyzeOptions:
         if missing := [name for name in ANALYSES[self.analysis][0] if given[name] is None]:
             raise XlingError(f"analyze {self.analysis} needs {', '.join('--' + m.replace('_', '-') for m in missing)}")
         at_least("limit", self.limit, 1)
+        if self.output and Path(self.output).suffix.lower() not in PLOT_SUFFIXES:
+            raise XlingError(
+                f"--output {self.output}: a plot is written as {', '.join(s[1:] for s in PLOT_SUFFIXES)} "
+                "(by the file's suffix)"
+            )
 
     def output_file(self) -> str | None:
         """The PNG the analysis draws (None: params draws none)."""

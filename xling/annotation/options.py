@@ -6,11 +6,13 @@ next batch with the options the session was started with, and the adapter traine
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from xling.annotation.strategies import MODES, STRATEGIES
 from xling.errors import XlingError
+from xling.fileio import check_output_name
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
-from xling.options import MAX_SEED, at_least, at_most, opt
+from xling.options import MAX_SEED, at_least, at_most, opt, shown
 from xling.paths import WORKSPACE_HELP
 from xling.tagging.spec import TaggerSpec
 from xling.workspace import check_lang, check_name
@@ -74,6 +76,9 @@ class SelectOptions:
         return self.per_type_cap or max(1, (self.size + 1) // 2)
 
 
+MAX_ID = 64  # characters of a request's id, a tab's id or a person's name
+
+
 @dataclass
 class AnnotateOptions:
     session: str = opt(help="The annotation session to label (made by xling select).", argument=1)
@@ -97,6 +102,9 @@ class AnnotateOptions:
         None, "The one person who labels this session (left out, several people may, each under their name)."
     )
     overlap: float = opt(0.0, "Share of sentences two people answer, for their agreement (0.1: one in ten).")
+    reviewer: str | None = opt(
+        None, "The one person who settles disagreements (left out: anyone named who is not party to one)."
+    )
     guidelines: str | None = opt(
         None, "A Markdown file of labelling guidelines, shown on the page (key h); default: xling's for PER, ORG, LOC."
     )
@@ -114,6 +122,11 @@ class AnnotateOptions:
                 check_name(name)
         if not 0 <= self.overlap <= 1:
             raise XlingError(f"overlap must be from 0 to 1, not {self.overlap}")
+        for name in (self.annotator, self.reviewer):
+            if name is not None and not (name.strip() and len(name) <= MAX_ID and name.isprintable()):
+                raise XlingError(f"a person's name is printable text of at most {MAX_ID} characters, not {shown(name)}")
+        if self.annotator and self.reviewer:
+            raise XlingError("--annotator names a one-person session, which has nothing to review: give one")
         if self.annotator and self.overlap:
             raise XlingError(
                 "--annotator names a one-person session; with --overlap several people answer: leave it out"
@@ -167,6 +180,9 @@ class ProjectOptions:
         for name in ("empty_share", "dev_share"):
             if not 0 <= getattr(self, name) <= 1:
                 raise XlingError(f"{name.replace('_', '-')} must be between 0 and 1, not {getattr(self, name)}")
+        output = check_output_name(Path(self.output or "."))  # below folders only, and a folder if it exists
+        if output.exists() and not output.is_dir():
+            raise XlingError(f"--output {output} is a file, not a folder; give a folder to write")
 
     def output_file(self) -> str:
         return self.output

@@ -20,13 +20,12 @@ from pathlib import Path
 from typing import ClassVar
 
 from xling.annotation.batches import Item
+from xling.annotation.options import MAX_ID
 from xling.data.conll import UNJUDGED
 from xling.data.iob2 import entity_tags
 from xling.errors import XlingError
 from xling.fileio import read_jsonl
 from xling.options import from_record
-
-MAX_ID = 64  # characters of an id or a name
 
 
 class AnswerError(XlingError):

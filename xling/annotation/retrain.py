@@ -110,7 +110,7 @@ def _round(session: Session, options: AnnotateOptions) -> dict:
         )
     )
     f1, best_f1 = (_dev_f1(session, judge_file, adapter) for adapter in (name + CANDIDATE_SUFFIX, incumbent))
-    kept = f1 >= best_f1  # a tie goes to the adapter that saw more answers
+    kept = f1 > best_f1  # only a gain: on a small dev set a tie says nothing for the new adapter
     _settle(workspace, name, kept)
     rounds, progress = [r for r in session.rounds() if "failed" not in r], session.progress()
     dev_label = f"{len(judge)} sentences of " + (options.dev or "the held-out answers") + " no epoch was chosen on"
@@ -236,7 +236,8 @@ class Retrainer:
     def advice(self, rounds: list[dict]) -> str | None:
         """What the page says once rounds stop beating where the session started: what the answers hold."""
         tried = [r for r in rounds if r["round"] > 0]
-        if len(tried) < 2 or any(r.get("kept") for r in tried):
+        start = next((r["f1"] for r in rounds if r["round"] == 0), None)
+        if len(tried) < 2 or start is None or any(r["f1"] > start for r in tried):
             return None
         progress = self.session.progress()
         names, answered = sum(progress["entities"].values()), progress["answered"]

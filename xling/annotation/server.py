@@ -26,10 +26,12 @@ the session's page token (written into the page, which no other origin can read)
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import os
 import re
 import secrets
+import socket
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
@@ -53,6 +55,7 @@ PAGE_TOKEN_FILE = "page-token"
 DEFAULT_GUIDELINES = "guidelines-ner.md"
 MAX_GUIDELINES = 1024 * 1024  # bytes
 PAGE_TOKEN_HEADER = "X-Xling-Page-Token"
+SESSION_HEADER = "X-Xling-Session"
 
 
 def page_token(directory: Path) -> str:
@@ -145,36 +148,42 @@ def render_guidelines(text: str) -> str:
     return MarkdownIt("commonmark", {"html": False}).render(text)
 
 
-def person(session: Session, options: AnnotateOptions, body=None, changes: bool = False) -> str | None:
+def person(options: AnnotateOptions, body=None) -> str:
     """Who asks. A one-person session (--annotator) is that person's alone: a request naming someone else is
-    refused. Elsewhere it is the name the page sends (in the body or the address), required of a change once
-    several people may answer (with --overlap, or once anyone has given a name), so that no answer is ever
-    put down to someone who did not give it."""
+    refused. A shared one (any other) takes nothing from, and claims nothing for, a person without a name (in the
+    body or the address), so that no answer is ever put down to someone who did not give it."""
     given = (body if isinstance(body, dict) else {}).get("annotator") or request.args.get("annotator")
     given = origin({"annotator": given}).get("annotator")  # checked as every record's sender is
     if options.annotator:
         if given and given != options.annotator:
             raise AnswerError(f"this session is {options.annotator}'s alone (xling annotate --annotator)", 403)
         return options.annotator
-    if changes and not given and shared(session, options):
-        raise AnswerError("give your name first: several people answer this session", 422)
+    if not given:
+        raise AnswerError("give your name first: several people may answer this session", 422)
     return given
 
 
+def reviewer(options: AnnotateOptions, body) -> str:
+    """Who settles a disagreement: the --reviewer alone where one is named, else the person asking."""
+    who = person(options, body)
+    if options.reviewer and who != options.reviewer:
+        raise AnswerError(f"{options.reviewer} settles this session's disagreements (xling annotate --reviewer)", 403)
+    return who
+
+
 def progress_of(session: Session, options: AnnotateOptions) -> dict:
-    """The session's progress and how many sentences anyone has still to answer (`waiting`): in a shared session
-    a person's own stream holds only their share of them."""
-    return session.progress() | {"waiting": len(session.queue(None, options.overlap))}
+    """The session's progress, how many sentences anyone has still to answer (`waiting`: in a shared session a
+    person's own stream holds only their share of them), and how many of those one person has answered and a
+    second is still to (`halfway`, with --overlap)."""
+    waiting = session.queue(None, options.overlap)
+    halfway = sum(1 for item in waiting if item.id in session.slots)
+    return session.progress() | {"waiting": len(waiting), "halfway": halfway}
 
 
-def stream(session: Session, options: AnnotateOptions, who: str | None) -> list:
-    """The sentences `who` is to answer: the whole queue in a one-person session, else their own stream."""
-    return session.queue(None if options.annotator else who, options.overlap)
-
-
-def shared(session: Session, options: AnnotateOptions) -> bool:
-    """Whether several people may answer: no --annotator, and --overlap or a named answer already."""
-    return not options.annotator and (options.overlap > 0 or any(session.last_answer.keys() - {""}))
+def stream(session: Session, options: AnnotateOptions, who: str, claim: bool = True) -> list:
+    """The sentences `who` is to answer: the whole queue in a one-person session, else their own stream (`claim`
+    False: without claiming more, for a tab whose person is away)."""
+    return session.queue(None if options.annotator else who, options.overlap, claim)
 
 
 def team_routes(app: Flask, session: Session, options: AnnotateOptions) -> None:
@@ -186,10 +195,7 @@ def team_routes(app: Flask, session: Session, options: AnnotateOptions) -> None:
         offset = request.args.get("offset", "0")
         if not offset.isdigit() or len(offset) > 9:
             raise AnswerError("offset is a whole number from 0", 400)
-        who = person(session, options)
-        if who is None and shared(session, options):
-            return jsonify(history=[], total=0)
-        return jsonify(session.history(who, int(offset)))
+        return jsonify(session.history(person(options), int(offset)))
 
     @app.get("/api/review")
     def review():
@@ -198,7 +204,7 @@ def team_routes(app: Flask, session: Session, options: AnnotateOptions) -> None:
     @app.post("/api/adjudicate")
     def adjudicate():
         body = json_body()
-        settled = session.adjudicate(body, person(session, options, body, changes=True))
+        settled = session.adjudicate(body, reviewer(options, body))
         return jsonify(settled=settled, progress=progress_of(session, options))
 
     @app.get("/api/guidelines")
@@ -212,9 +218,16 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
     retrainer = Retrainer(session, options)
     app.config["retrainer"] = retrainer
     token = page_token(session.directory)
+    # The page's stored answers are kept under the session's id, and the page sends it with every request: a tab
+    # of another session once served at this address is told so (410), never given this one's sentences.
+    session_id, instance = hashlib.sha256(f"xling-session:{token}".encode()).hexdigest()[:16], secrets.token_hex(6)
 
     @app.before_request
     def guard():
+        claimed = request.headers.get(SESSION_HEADER)  # first: another session's page token is no reason to drop
+        if request.path.startswith("/api/") and claimed is not None and claimed != session_id:
+            gone = "this page is of a session no longer served at this address: its unsent answers stay in the browser"
+            return jsonify(error=gone, gone=True), 410
         reason = refusal(options, token)
         return (jsonify(error=reason), 403) if reason else None
 
@@ -229,16 +242,26 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
     @app.get("/")
     def page():
         html = (STATIC / "annotate.html").read_text(encoding="utf-8")
-        html = html.replace("{{page_token}}", token)  # URL-safe base64: nothing to escape
+        html = html.replace("{{page_token}}", token).replace("{{session_id}}", session_id)  # nothing to escape
         return Response(html, mimetype="text/html", headers={"Cache-Control": "no-store"})
 
     @app.get("/api/state")
     def state():
-        who = person(session, options)
-        needs_name = who is None and shared(session, options)
-        queue = [] if needs_name else stream(session, options, who)
+        try:
+            who, needs_name = person(options), False
+        except AnswerError as err:
+            if err.status != 422:
+                raise
+            who, needs_name = None, True
+        away = request.args.get("idle") == "1"  # no key pressed in the tab for a while: claims nothing more
+        queue = [] if needs_name else stream(session, options, who, claim=not away)
+        if who and not away:
+            session.seen(who)
         return jsonify(
             session=session.directory.name,
+            session_id=session_id,
+            instance=instance,
+            reviewer=options.reviewer,
             lang=session.options.tagger.lang,
             mode=session.options.mode,
             types=session.types,
@@ -255,16 +278,16 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
     @app.post("/api/answer")
     def answer():
         body = json_body()
-        who = person(session, options, body, changes=True)
+        who = person(options, body)
         taken = session.record(body, who, options.overlap)
-        queue = [item.id for item in stream(session, options, who)]
-        retrainer.maybe_start(len(queue))
-        return jsonify(taken=taken, queue=queue, progress=progress_of(session, options), retraining=retrainer.status())
+        queue, progress = [item.id for item in stream(session, options, who)], progress_of(session, options)
+        retrainer.maybe_start(progress["waiting"])  # what anyone has left: a person's own stream holds only HOLD
+        return jsonify(taken=taken, queue=queue, progress=progress, retraining=retrainer.status())
 
     @app.post("/api/undo")
     def undo():
         body = json_body()  # JSON only: a plain form cannot be sent here from another site
-        undone = session.undo(body, person(session, options, body, changes=True))
+        undone = session.undo(body, person(options, body))
         return jsonify(**undone, progress=progress_of(session, options))
 
     @app.get("/api/gold.conll")
@@ -278,6 +301,16 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
     return app
 
 
+def check_address(host: str, port: int) -> None:
+    """The address can be served on: the host is known and the port free (OSError otherwise)."""
+    family, kind, protocol, _, address = socket.getaddrinfo(
+        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    with socket.socket(family, kind, protocol) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server will
+        probe.bind(address)
+
+
 def serve(options: AnnotateOptions, session: Session, announce) -> None:
     """Serve until interrupted (werkzeug's threaded server: one person, a few tabs); one server per session."""
     from werkzeug.serving import make_server
@@ -286,10 +319,11 @@ def serve(options: AnnotateOptions, session: Session, announce) -> None:
     lock = EntryLock(session.directory / "server", "session", busy=busy + ", or stop that server first")
     try:
         try:
+            check_address(options.host, options.port)  # werkzeug says a port in use in its own words, and exits
             server = make_server(options.host, options.port, create_app(session, options), threaded=True)
         except OSError as err:
             raise XlingError(
-                f"cannot serve on {options.host} port {options.port}: {err.strerror}; give another --port"
+                f"cannot serve on {options.host} port {options.port}: {err.strerror or err}; give another --host or --port"
             ) from None
         host = f"[{options.host}]" if ":" in options.host else options.host
         address = f"http://{host}:{server.port}/"

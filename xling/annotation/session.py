@@ -9,6 +9,7 @@ gives the same labels or says to replace; a skip asks nobody. Undo takes back th
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 from xling.annotation import team
@@ -55,8 +56,9 @@ class Session:
             raise XlingError(f"no annotation session in {directory}; start one with: xling select CORPUS --lang LANG")
         self.options = from_record(SelectOptions, read_json(file), str(file))
         self.load_batches()
-        self.routing = team.Routing(directory)
-        self.events, self.warnings = read_events(directory / ANSWERS_FILE, self.items, self.types), []
+        damaged: list[str] = []  # claims.jsonl's damaged lines: left out and shown on the page
+        self.routing = team.Routing(directory, damaged)
+        self.events, self.warnings = read_events(directory / ANSWERS_FILE, self.items, self.types), damaged
         self._replay()
 
     def load_batches(self) -> None:
@@ -98,10 +100,15 @@ class Session:
     def in_force(self) -> list[Given]:
         return [answer for given in self.slots.values() for answer in given.values()]
 
-    def queue(self, annotator: str | None = None, overlap: float = 0.0) -> list[Item]:
+    def seen(self, annotator: str) -> None:
+        """The person is at their tab now (pressing keys): their claims hold on."""
+        self.routing.present[annotator] = time.time()
+
+    def queue(self, annotator: str | None = None, overlap: float = 0.0, claim: bool = True) -> list[Item]:
         """The items this person has still to answer, best first: the newest batch's (a round's batch replaces
         what was left of the one before, so the page works on the newest adapter's choices), then the overlap
-        items of earlier batches still waiting for a second answer. A named person gets their own stream."""
+        items of earlier batches still waiting for a second answer. A named person gets their own stream, topped
+        up with new claims unless `claim` is False."""
         with self.lock:
             older = [k for k in self.slots if k not in self.newest and team.answered_twice(k, overlap)]
             candidates = self.newest + [k for k in older if k in self.items]
@@ -113,6 +120,7 @@ class Session:
                 lambda k: not team.done(self.slots.get(k, {}), annotator),
                 lambda k: team.answered_twice(k, overlap),
                 self.last_answer,
+                claim,
             )
             return [self.items[k] for k in stream]
 
@@ -191,8 +199,8 @@ class Session:
         with self.lock:
             if isinstance(request, dict) and request.get("id") in self.ids:
                 return {"item": self.ids[request["id"]].item}
-            settled = team.adjudication(request, self.slots, self.items, self.types)
-            settled.annotator = reviewer or settled.annotator
+            settled = team.adjudication(request, self.slots, self.items, self.types, reviewer)
+            settled.annotator = reviewer
             if isinstance(settled, Answer):
                 self._write(settled)
                 settled = Adjudication(item=settled.item, adjudicate=settled.id, annotator=settled.annotator)

@@ -3,28 +3,34 @@ together.
 
 Routing, as Prodigy's named sessions do it: each person works through their own stream of the newest batch.
 Without overlap a sentence goes to one person: a person holds up to `HOLD` sentences at a time, claimed as their
-queue is read, and nobody else is shown a sentence another holds until it is answered or its holder has answered
-nothing for `HOLD_SECONDS`. An overlap sentence (`answered_twice`) is in every person's stream until two people
-have answered it, across batches and restarts. Claims are kept in `claims.jsonl`, so a restart keeps them.
+queue is read, and nobody else is shown a sentence another holds until it is answered or its holder has been
+away (no answer, no key pressed in their tab) for `HOLD_SECONDS`. An overlap sentence (`answered_twice`) is in
+every person's stream until two people have answered it, across batches and restarts. Claims are kept in
+`claims.jsonl`, so a restart keeps them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from xling.annotation.agreement import report
 from xling.annotation.batches import Item
 from xling.annotation.records import Adjudication, Answer, AnswerError, Given, given_from_record, origin
-from xling.fileio import append_jsonl, read_jsonl
+from xling.errors import XlingError
+from xling.fileio import append_jsonl
+from xling.options import read_records
 
 CLAIMS_FILE = "claims.jsonl"
 HOLD = 10  # sentences one person holds at a time where several share a session
-HOLD_SECONDS = 30 * 60  # a claim lapses after this long without an answer from its holder
+HOLD_SECONDS = 5 * 60  # a claim lapses after this long without an answer, or a key pressed, from its holder
 OVERLAP_ANSWERS = 2  # people who answer an item of the overlap share
+REVIEW_SLOT = "review"  # where a reviewer's own answer to a disagreement is kept
 
 
 def answered_twice(item: str, overlap: float) -> bool:
@@ -33,22 +39,38 @@ def answered_twice(item: str, overlap: float) -> bool:
     return int(hashlib.sha256(f"xling-overlap:{item}".encode()).hexdigest()[:8], 16) / 16**8 < overlap
 
 
+@dataclass
+class Claim:
+    """A line of `claims.jsonl`: `annotator` took `item` into their stream at `time` (seconds since the epoch)."""
+
+    item: str
+    annotator: str
+    time: float
+
+    def __post_init__(self):
+        if not math.isfinite(self.time) or self.time < 0:
+            raise XlingError(f"time is no moment: {self.time}")
+
+
 class Routing:
     """Who holds which sentence (see the module's note)."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, damaged: list[str] | None = None):
+        """`damaged`: the damaged lines of claims.jsonl are named there and left out (a claim is advice)."""
         self.file = directory / CLAIMS_FILE
         self.claims: dict[str, tuple[str, float]] = {}
-        for claim in read_jsonl(self.file, damaged=[]):  # a damaged claim is no claim
-            if isinstance(claim, dict) and isinstance(claim.get("annotator"), str):
-                self.claims[str(claim.get("item"))] = claim["annotator"], float(claim.get("time", 0))
+        self.present: dict[str, float] = {}  # when each person's tab last said they were pressing keys
+        for claim in read_records(self.file, Claim, damaged if damaged is not None else []):
+            self.claims[claim.item] = claim.annotator, claim.time
 
     def holder(self, item: str, last_answer: dict[str, float], now: float) -> str | None:
-        """Who holds an item now: nobody once its holder has been silent for HOLD_SECONDS since the claim."""
+        """Who holds an item now: nobody once its holder has been away (no answer, no key) for HOLD_SECONDS since
+        the claim."""
         if item not in self.claims:
             return None
         person, since = self.claims[item]
-        return person if now - max(since, last_answer.get(person, 0.0)) < HOLD_SECONDS else None
+        active = max(since, last_answer.get(person, 0.0), self.present.get(person, 0.0))
+        return person if now - active < HOLD_SECONDS else None
 
     def stream(
         self,
@@ -57,9 +79,11 @@ class Routing:
         open_to: Callable[[str], bool],
         shared: Callable[[str], bool],
         last_answer: dict[str, float],
+        claim: bool = True,
     ) -> list[str]:
         """The ids `person` is to answer, in the candidates' order: the shared ones still open to them, the ones
-        they hold, and as many free ones, newly claimed, as bring their holding up to HOLD."""
+        they hold, and (unless `claim` is False) as many free ones, newly claimed, as bring their holding up to
+        HOLD."""
         now = time.time()
         chosen: set[str] = set()
         free, held = [], 0
@@ -71,7 +95,7 @@ class Routing:
                 held += 1
             elif holder is None:
                 free.append(key)
-        for key in free[: max(0, HOLD - held)]:
+        for key in free[: max(0, HOLD - held) if claim else 0]:
             self.claims[key] = person, now
             try:  # a claim is advice: on a full disk it lives in memory only
                 append_jsonl(self.file, {"item": key, "annotator": person, "time": round(now, 3)})
@@ -84,7 +108,7 @@ class Routing:
 def done(given: dict[str, Given], annotator: str | None) -> bool:
     """Whether an item is done for this person: answered once, or, for an item two people answer, by two
     people or by this one (a reviewer's answer counts for nobody)."""
-    given = {slot: answer for slot, answer in given.items() if slot != "review"}
+    given = {slot: answer for slot, answer in given.items() if slot != REVIEW_SLOT}
     return "" in given or len(given) >= OVERLAP_ANSWERS or (annotator is not None and annotator in given)
 
 
@@ -98,7 +122,7 @@ def progress(slots: dict[str, dict[str, Given]]) -> dict:
     people: dict[str, int] = {}
     for given in slots.values():
         for slot, answer in given.items():
-            if answer.annotator and slot != "review":
+            if answer.annotator and slot != REVIEW_SLOT and isinstance(answer, Answer):  # skips are no work done
                 people[answer.annotator] = people.get(answer.annotator, 0) + 1
     return {"people": people, "shared": sum(1 for given in slots.values() if len(labelled(given)) >= 2)}
 
@@ -109,8 +133,10 @@ def gold(given: dict[str, Given], chosen: str | None) -> Given:
 
 
 def labelled(given: dict[str, Given]) -> list[Answer]:
-    """An item's answers in force that are no skips, first given first."""
-    return sorted((a for a in given.values() if isinstance(a, Answer)), key=lambda a: a.line)
+    """An item's annotators' answers in force that are no skips, first given first: a reviewer's own answer
+    (the review slot) settles, and is nobody's in agreement."""
+    answers = (a for slot, a in given.items() if isinstance(a, Answer) and slot != REVIEW_SLOT)
+    return sorted(answers, key=lambda a: a.line)
 
 
 def disagreements(slots: dict[str, dict[str, Given]], adjudicated: dict, items: dict[str, Item], tags) -> list[dict]:
@@ -138,14 +164,19 @@ def agreement(slots: dict[str, dict[str, Given]], tags) -> dict:
     return {"items": shared, "pairs": pairs}
 
 
-def adjudication(request, slots: dict[str, dict[str, Given]], items: dict[str, Item], types: list[str]):
+def adjudication(
+    request, slots: dict[str, dict[str, Given]], items: dict[str, Item], types: list[str], reviewer: str | None
+):
     """A reviewer's settlement, checked: {id, item, choose: the id of an answer in force} takes one person's
-    answer; {id, item, spans, judged} is the reviewer's own (an `Answer` in the review slot)."""
+    answer; {id, item, spans, judged} is the reviewer's own (an `Answer` in the review slot). `reviewer`: who
+    settles, never one of the people who disagree."""
     if not isinstance(request, dict) or not isinstance(request.get("item"), str):
         raise AnswerError("an adjudication is a JSON object with the item's id", 400)
     item, given = request["item"], slots.get(request["item"], {})
     if len(labelled(given)) < 2:
         raise AnswerError(f"{item!r} has no two answers to settle", 409)
+    if reviewer is None or reviewer in {a.annotator for a in labelled(given)}:
+        raise AnswerError(f"{reviewer or 'nobody'} answered this sentence: someone who did not settles it", 403)
     if "choose" in request:
         if not any(a.id == request["choose"] for a in given.values()):
             raise AnswerError(f"{request['choose']!r} is no answer in force to {item!r}", 404)
@@ -153,7 +184,7 @@ def adjudication(request, slots: dict[str, dict[str, Given]], items: dict[str, I
     own = given_from_record({k: v for k, v in request.items() if k not in ("version", "replace")}, items, types)
     if not isinstance(own, Answer):
         raise AnswerError("a review answers with spans, or chooses an answer", 400)
-    own.slot = "review"
+    own.slot = REVIEW_SLOT
     return own
 
 

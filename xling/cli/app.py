@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import ast
 import errno
+import gc
 import importlib
 import importlib.util
 import os
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -184,6 +186,9 @@ def main() -> None:
         _fail(system_error(err) or f"{unexpected(err)} ({_keep_traceback()})")
     finally:
         end_processes()
+        # The interpreter's last collection would walk torch's million objects (a third of a second): they
+        # are left to the exit, which frees them all at once
+        gc.freeze()
 
 
 def _fail(message: str, code: int = 1) -> None:
@@ -197,6 +202,10 @@ def system_error(err: BaseException) -> str | None:
     text = str(err).splitlines()[0] if str(err) else type(err).__name__
     where = f" {err.filename}" if isinstance(err, OSError) and err.filename else ""
     number = err.errno if isinstance(err, OSError) else None
+    if isinstance(err, MemoryError) or number == errno.ENOMEM or ALLOCATION.search(text):
+        return out_of_memory(text)
+    if number == errno.ENAMETOOLONG:
+        return f"{where.strip() or 'a path'}: a file or folder name is too long (at most 255 bytes); give a shorter one"
     if number == errno.ENOSPC or "No space left on device" in text:
         return f"the disk is full (writing{where or ' a file'}); free some space and rerun: nothing saved was changed"
     if number == errno.EROFS:
@@ -208,6 +217,24 @@ def system_error(err: BaseException) -> str | None:
     if is_network_error(err):
         return f"cannot reach the network ({text}); check the connection, or work offline with local files"
     return None
+
+
+# torch's CPU allocator, CUDA's and numpy's words for a request the machine cannot meet
+ALLOCATION = re.compile(r"can't allocate memory|out of memory|Unable to allocate|not enough memory", re.IGNORECASE)
+REQUESTED = re.compile(r"allocate ([0-9.]+) ?(bytes|[KMGT]i?B)\b")
+
+
+def out_of_memory(text: str) -> str:
+    """One line for memory exhausted, with the amount asked for where the message has it."""
+    asked = REQUESTED.search(text)
+    figure = ""
+    if asked and asked[2] == "bytes":
+        figure = f" ({float(asked[1]) / 2**30:,.1f} GiB asked for at once)"
+    elif asked:
+        figure = f" ({asked[1]} {asked[2]} asked for at once)"
+    return (
+        f"out of memory{figure}; lower --batch-size or --max-len, give shorter input, or use a machine with more memory"
+    )
 
 
 def unexpected(err: BaseException) -> str:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import typer
 from rich.console import Console
 
 from xling.cli.options import command
+from xling.fileio import json_text
 from xling.tagging.evaluate import EvaluationOptions, evaluate, leakage_warning
 from xling.tagging.options import CompareOptions
 
@@ -36,7 +35,7 @@ def evaluate_command(
     if not options.bootstrap:
         del result["sentence_counts"]  # thousands of lines; --bootstrap keeps them for xling compare
     if as_json:
-        print(json.dumps(result, indent=2))
+        print(json_text(result, indent=2))
     else:
         Console().print(
             scores_table(
@@ -58,7 +57,7 @@ def compare_command(
     a, b, samples = options.a, options.b, options.samples
     result = compare(a, b, samples)
     if as_json:
-        print(json.dumps(result, indent=2))
+        print(json_text(result, indent=2))
         return
     Console().print(
         f"F1 {100 * result['f1_a']:.1f} ({a}) against {100 * result['f1_b']:.1f} ({b}) on {result['sentences']:,} "

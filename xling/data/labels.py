@@ -7,9 +7,12 @@ import re
 from xling.data.conll import UNJUDGED, Sentence
 from xling.data.iob2 import entity_types, labels_of
 from xling.errors import XlingError
+from xling.options import shown
 
 IGNORE = -100  # label of positions that carry no loss (cross-entropy's ignore_index, as in Hugging Face)
 
+ENTITY_TYPE = re.compile(r"[^\s<>&\"'`,=\x00-\x1f\x7f]+")  # as in LABEL, and no separator of --label-map
+TAG_PREFIX = re.compile(r"[BIESLU]-")  # a tag's position marker (IOB, IOE, BIOES, BILUO), which no type begins with
 # O, or B-/I- and an entity type without spaces, quotes, markup or control characters (labels reach pages and
 # terminals)
 LABEL = re.compile(r"^(O|[BI]-[^\s<>&\"'`\x00-\x1f\x7f]+)$")
@@ -39,6 +42,11 @@ def parse_label_map(text: str | None) -> dict[str, str]:
         if "=" not in pair:
             raise XlingError(f"--label-map takes TYPE=TYPE pairs separated by commas, not {pair!r}")
         source, target = (p.strip() for p in pair.split("=", 1))
+        for kind in (source, target):
+            if not ENTITY_TYPE.fullmatch(kind) or TAG_PREFIX.match(kind):
+                raise XlingError(
+                    f"--label-map renames entity types (PER, LOC), not tags or other text: {shown(kind)} in {pair!r}"
+                )
         mapping[source] = target
     return mapping
 

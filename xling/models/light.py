@@ -120,10 +120,17 @@ class Encoder(nn.Module):
         self.layer = nn.ModuleList(Layer(c) for _ in range(c.num_hidden_layers))
 
 
+class LightConfig(SimpleNamespace):
+    """The model's `config.json` as attributes, as Transformers' config gives them (`to_dict` as well)."""
+
+    def to_dict(self) -> dict:
+        return dict(vars(self))
+
+
 class LightBert(nn.Module):
     """BERT's encoder for inference: `forward(input_ids, attention_mask).last_hidden_state`, as `BertModel`."""
 
-    def __init__(self, config: SimpleNamespace):
+    def __init__(self, config: LightConfig):
         super().__init__()
         self.config = config
         self.embeddings = Embeddings(config)
@@ -139,7 +146,9 @@ class LightBert(nn.Module):
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> SimpleNamespace:
         if attention_mask is None:
             attention_mask = torch.ones_like(input_ids)
-        mask = attention_mask.bool()[:, None, None, :]  # keys that may be attended to
+        # keys that may be attended to, for each query (a view): ONNX Runtime's Attention takes no broadcast mask
+        length = input_ids.shape[1]
+        mask = attention_mask.bool()[:, None, None, :].expand(-1, 1, length, length)
         hidden = self.embeddings(input_ids)
         for layer in self.encoder.layer:
             hidden = layer(hidden, mask)
@@ -166,7 +175,7 @@ def mapped_safetensors(file: Path) -> dict[str, torch.Tensor]:
 def load_light_encoder(directory: Path) -> LightBert:
     """The converted embedded model in `directory` as a `LightBert`, its weights mapped, in eval mode."""
     settings = read_json(directory / "config.json")
-    config = SimpleNamespace(**settings)
+    config = LightConfig(**settings)
     model = LightBert(config)
     weights = mapped_safetensors(directory / "model.safetensors")
     unused = [key for key in weights if key.startswith("pooler.")]  # a checkpoint's pooler: not for tokens
@@ -249,7 +258,7 @@ class PieceVocabulary:
 
     def __init__(self, skeleton, pieces: list[str], scores: np.ndarray, unk_id: int):
         self.skeleton, self.pieces, self.scores, self.unk_id = skeleton, pieces, scores, unk_id
-        self.ids = {piece: i for i, piece in enumerate(pieces)}
+        self.ids = dict(zip(pieces, range(len(pieces))))
         self.longest = max(map(len, pieces))
         self.kept = set(range(self.SPECIAL)) | {int(scores.argmin())}
         self.whole_only: list[str] = []

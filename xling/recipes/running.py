@@ -11,6 +11,7 @@ from rich.console import Console
 
 from xling.cards import CARD_FILE, REPORT_FILE, model_card, read_report
 from xling.data.fetch import resolve
+from xling.errors import XlingError
 from xling.fileio import read_json, write_json_atomic, write_text_atomic
 from xling.recipes.kinds import RUNS, StepContext, produces, step_options
 from xling.recipes.planning import (
@@ -86,7 +87,10 @@ def _run_once(
         else:
             again = "" if reason == "not run yet" else f", again: {reason}"
             console.rule(f"{where}: {step.title} ({step.run}{again})")
-            result = run_step(step, recipe, workspace, console, reason != "not run yet", progress)
+            try:
+                result = run_step(step, recipe, workspace, console, reason != "not run yet", progress)
+            except XlingError as err:  # the line says which step failed, as the plan named it
+                raise XlingError(f"{where} {step.title} ({step.run}) failed: {err}") from None
             if result is not None:
                 write_json_atomic(results_path / f"{step.title}.json", result)
             if on_step:

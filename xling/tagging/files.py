@@ -25,6 +25,8 @@ Progress = Callable[[Iterable, int], Iterator]
 def stdin_lines() -> Iterator[str]:
     """Standard input's lines, read through a reader of its own: the read-ahead thread that blocks in it must
     not hold the lock of `sys.stdin`, which Python takes at exit (a Ctrl+C then aborts the interpreter)."""
+    if sys.stdin is None or sys.stdin.closed:  # `xling tag - <&-`
+        raise XlingError("standard input is closed: pipe text into xling tag -, or give a file")
     try:
         stream = open(os.dup(sys.stdin.fileno()), "rb")
     except (AttributeError, OSError, ValueError):  # a replaced stdin without a descriptor (an embedding host)
@@ -52,19 +54,20 @@ def tag_file(options: TagOptions, console: Console, progress: Progress | None = 
     """Tag `options.input` and write the results as they come, to `options.output` or standard output (`pretty`
     on `console`); `progress` wraps the results of a file input (the command line's bar)."""
     path = None if options.input == "-" else Path(options.input)
-    if path is not None and not path.is_file():
-        raise XlingError(f"no such file: {options.input}")
+    if path is not None and (not path.exists() or path.is_dir()):
+        raise XlingError(f"no such file: {options.input}" + (" (a folder)" if path.is_dir() else ""))
+    regular = path is not None and path.is_file()  # a FIFO or /dev/stdin can be read once only
     output = Path(options.output) if options.output else None
     if output is not None:
         check_output_file(output)  # before the model loads, not after it has run
     launch = Launch.from_environment()
     check_blocks(options, launch)
-    if in_blocks(options):
+    if in_blocks(options) and regular:
         run_in_blocks(lambda: launched_tagger(options, launch), options, launch, console, progress)
         return
     tagger = launched_tagger(options, launch)
     lines = stdin_lines() if path is None else (line for _, line in read_lines(path))
     results = tagger.tag_lines(lines, options.paragraphs, options.conll)
-    if progress is not None and path is not None:
+    if progress is not None and regular:
         results = progress(results, sum(1 for _ in units(path, options.conll)))
     write_results(results, options.output_format(), output, console)

@@ -92,8 +92,10 @@ def write_graph(tagger, path: Path) -> None:
     export their eager attention."""
     ids = torch.tensor([[tagger.tokenizer.cls_token_id, 5, 6, 7, tagger.tokenizer.sep_token_id]] * 2)
     batch, length = torch.export.Dim("batch"), torch.export.Dim("length", max=512)
-    encoder, attention = tagger.model.encoder, tagger.model.encoder.config._attn_implementation
-    encoder.set_attn_implementation("sdpa" if encoder._supports_sdpa else "eager")
+    encoder = tagger.model.encoder
+    attention = getattr(encoder.config, "_attn_implementation", None)  # None: the light encoder, SDPA always
+    if attention is not None:
+        encoder.set_attn_implementation("sdpa" if encoder._supports_sdpa else "eager")
     try:
         # the exporter's notes on optional packages (torchvision) and on its own internals
         with quiet("torch.onnx"), warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
@@ -111,7 +113,8 @@ def write_graph(tagger, path: Path) -> None:
                 verbose=False,
             )
     finally:
-        encoder.set_attn_implementation(attention)
+        if attention is not None:
+            encoder.set_attn_implementation(attention)
     program.save(str(path), external_data=False)
 
 

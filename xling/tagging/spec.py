@@ -10,7 +10,7 @@ from xling.data.labels import TASKS
 from xling.device import DEVICE_HELP, INFERENCE_PRECISION_HELP, check_device, check_precision
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
-from xling.options import at_least, opt
+from xling.options import MAX_BATCH, at_least, at_most, opt
 from xling.paths import WORKSPACE_HELP
 from xling.tagging.onnx_tagger import RUNTIME_HELP, check_onnx_precision, check_runtime
 from xling.workspace import LANG_ADAPTER_HELP, Workspace, check_lang, is_hub_name
@@ -45,6 +45,7 @@ class TaggerSpec:
         if check_runtime(self.runtime) == "onnx":
             check_onnx_precision(self.precision)
         at_least("batch_size", self.batch_size, 1)
+        at_most("batch_size", self.batch_size, MAX_BATCH)
         if not self.use_lang_adapter and self.lang_adapter:
             raise XlingError(
                 f"--no-lang-adapter and --lang-adapter {self.lang_adapter} contradict each other; give one"

@@ -21,6 +21,7 @@ from xling.errors import XlingError
 from xling.methods import METHODS
 from xling.models.stored_weights import quantize_int8
 from xling.pretrained import say_notice
+from xling.roles import LANG
 from xling.tagging.base import TextTagger, check_batch_size
 from xling.tagging.onnx_tagger import GRAPH_VERSION, OnnxTagger, export_key, is_onnx_folder
 from xling.tagging.predict import predict_probabilities
@@ -86,7 +87,7 @@ class Tagger(TextTagger):
             decoder = spec.decoder or check_decoder(record.decoder)
         if setup is not None and spec.use_lang_adapter:
             directories["lang"] = ws.lang_adapter(spec.lang_adapter or spec.lang, under=directories.get("task"))
-            setup = Stack(load(loaded, directories["lang"], name=f"lang-{spec.lang}", head=False), setup)
+            setup = Stack(load(loaded, directories["lang"], name=f"lang-{spec.lang}", head=False, role=LANG), setup)
         loaded.set_active(setup)
         loaded.to(device)
         loaded.eval()

@@ -19,7 +19,7 @@ from xling.device import DEVICE_HELP, PRECISION_HELP, check_device, check_precis
 from xling.errors import XlingError
 from xling.methods import METHODS, check_method
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
-from xling.options import MAX_SEED, at_least, at_most, comma_list, opt, positive
+from xling.options import MAX_BATCH, MAX_SEED, MAX_STEPS, MAX_WINDOW, at_least, at_most, comma_list, opt, positive
 from xling.paths import WORKSPACE_HELP
 from xling.tagging.spec import TaggerSpec
 from xling.workspace import LANG_ADAPTER_HELP
@@ -50,6 +50,10 @@ class TrainConfig:
         for name in ("batch_size", "grad_accum", "eval_every", "checkpoint_every", "patience"):
             at_least(name, getattr(self, name), 1)
         at_least("steps", self.max_steps, 1)
+        at_most("steps", self.max_steps, MAX_STEPS)
+        at_most("batch_size", self.batch_size, MAX_BATCH)
+        at_most("grad_accum", self.grad_accum, MAX_BATCH)
+        at_most("epochs", self.epochs, MAX_STEPS)
         positive("epochs", self.epochs)
         positive("lr", self.learning_rate)
         for name in ("warmup", "weight_decay", "max_grad_norm"):
@@ -95,6 +99,7 @@ class TaggingRunOptions(RunOptions):
     def __post_init__(self):
         check_decoder(self.decoder)
         at_least("max_len", self.max_len, MIN_WINDOW)
+        at_most("max_len", self.max_len, MAX_WINDOW)
 
 
 MLM_HEADS = ("pretrained", "fresh")

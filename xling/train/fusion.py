@@ -19,7 +19,7 @@ from xling.data.sources import load_ner, load_scored
 from xling.errors import XlingError
 from xling.methods import METHODS
 from xling.models import load_model
-from xling.roles import FUSION
+from xling.roles import FUSION, LANG, TASK
 from xling.train.config import FusionOptions
 from xling.train.loop import TrainingProgress
 from xling.train.run import TrainingRun, run_options
@@ -51,7 +51,7 @@ def train_fusion(
     encoder, tokenizer = load_model(options.model)
     model = AdaptedModel(encoder)
     for adapter in options.adapters:
-        load(model, workspace.task(adapter), name=adapter)
+        load(model, workspace.task(adapter), name=adapter, role=TASK)
     torch.manual_seed(options.training.seed)
     fuse = Fuse(*options.adapters)
     model.add_fusion(options.adapters, options.fusion)
@@ -64,7 +64,7 @@ def train_fusion(
     else:
         head = TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels))
     model.add_head(fuse.name, head)
-    setup = Stack(load(model, lang_dir, name=f"lang-{lang}", head=False), fuse) if lang_dir else fuse
+    setup = Stack(load(model, lang_dir, name=f"lang-{lang}", head=False, role=LANG), fuse) if lang_dir else fuse
     counts = model.train_adapter(setup, train=[fuse.name])
     objective = TaggingObjective.from_options(fuse.name, train_data, dev_data, tokenizer, model, options)
     console.print(f"training fusion [bold]{name}[/]: {setup!r}, labels {', '.join(head.labels)}; {counts}")

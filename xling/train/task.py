@@ -23,7 +23,7 @@ from xling.errors import XlingError
 from xling.methods import METHODS, Method
 from xling.models import load_model
 from xling.options import defaults
-from xling.roles import TASK
+from xling.roles import LANG, TASK
 from xling.train.config import TaskAdapterOptions, other_sources
 from xling.train.loop import TrainingProgress
 from xling.train.run import TrainingRun, run_options
@@ -116,14 +116,14 @@ def train_task_adapter(
     torch.manual_seed(options.training.seed)
     every_sentence = train_data + [s for sentences in other_data.values() for s in sentences]
     model, tokenizer, labels = task_model(options, workspace, name, every_sentence, console)
-    lang_name = load(model, lang_dir, name=f"lang-{lang}", head=False) if lang_dir else None
+    lang_name = load(model, lang_dir, name=f"lang-{lang}", head=False, role=LANG) if lang_dir else None
     setup = (Stack(lang_name, name) if lang_name else name) if method.adapters else None
     other_dirs = {other: workspace.lang_adapter(other) for other in other_data if other != lang} if stacked_lang else {}
     # each other language's sentences run through its own language adapter under the same task adapter (loaded
     # before train_adapter, which freezes it)
     more_train = [
         (
-            Stack(load(model, other_dirs[other], name=f"lang-{other}", head=False), name)
+            Stack(load(model, other_dirs[other], name=f"lang-{other}", head=False, role=LANG), name)
             if other in other_dirs
             else setup,
             sentences,

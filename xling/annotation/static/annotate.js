@@ -5,6 +5,10 @@
 const TOKEN = new URLSearchParams(location.search).get("token");
 // Every change the page asks for carries the token the server wrote into it: no other site can read it.
 const PAGE_TOKEN = document.querySelector('meta[name="xling-page-token"]').content;
+// The session this page belongs to: its stored answers are kept under it, and every request names it, so that
+// another session served later at the same address never takes them (nor this tab its sentences).
+const SESSION_ID = document.querySelector('meta[name="xling-session"]').content;
+const IDLE_MS = 2 * 60 * 1000;  // no key for this long: the person is away, and the tab claims no sentences
 const DOUBTFUL = 0.6;  // a suggested entity whose tags' mean probability is below this is drawn dashed
 const COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f"];
 // Every request carries an id made here, so that the server takes a retried one once; every answer, this tab's
@@ -18,13 +22,15 @@ sessionStorage.setItem("xling-tab", TAB);
 const page = {
   state: null, queue: [], item: null, spans: [], cursor: 0, anchor: null,
   pending: [], sending: false, latencies: [], conflicts: [], restore: null, texts: new Map(), editing: null,
-  reviewing: null, historyShown: 0,
+  reviewing: null, historyShown: 0, gone: false, lastKey: Date.now(),
+  takenBack: new Map(),  // item -> the answer an undo took back: shown again whenever that sentence comes back
   annotator: sessionStorage.getItem("xling-annotator") || localStorage.getItem("xling-annotator") || "",
 };
 
 // Nothing lives only in the page: unsent answers and unsettled conflicts are kept in the browser's storage
-// (one list for every tab of this session) until the server has them, and sent again after a reload.
-const STORE = `xling:${location.pathname}`;
+// (one list for every tab of this session, whatever address serves it) until the server has them, and sent again
+// after a reload.
+const STORE = `xling:${SESSION_ID}`;
 function stored(kind) {
   try { return JSON.parse(localStorage.getItem(`${STORE}:${kind}`)) || []; } catch { return []; }
 }
@@ -39,11 +45,12 @@ window.addEventListener("beforeunload", (event) => {
 window.xlingPage = page; // read by the browser test and the latency bench
 
 function api(path, body) {
-  const headers = { "Content-Type": "application/json", "X-Xling-Page-Token": PAGE_TOKEN };
+  const headers = { "Content-Type": "application/json", "X-Xling-Page-Token": PAGE_TOKEN, "X-Xling-Session": SESSION_ID };
   if (TOKEN) headers["X-Xling-Token"] = TOKEN;
   const init = body === undefined ? { headers } : { method: "POST", headers, body: JSON.stringify(body), keepalive: true };
   return fetch(path, init).then(async (response) => {
     const data = await response.json();
+    if (response.status === 410) gone(data.error);
     if (!response.ok) throw Object.assign(new Error(data.error || response.statusText), { status: response.status, data });
     return data;
   });
@@ -57,6 +64,30 @@ function el(tag, className, text) {
 }
 
 function say(message) { document.getElementById("status").textContent = message || ""; }
+
+// This tab's session is no longer served here: it stops asking for sentences and keeps what it has not sent.
+function gone(message) {
+  page.gone = true;
+  page.queue = [];
+  page.item = null;
+  document.getElementById("sentence").replaceChildren(el("p", "", "This session is no longer served at this address."));
+  say(message);
+}
+
+// Answers this browser keeps for other sessions: kept until their own session's page sends them.
+function renderElsewhere() {
+  const lines = [];
+  for (let i = 0; i < localStorage.length; i++) {
+    const key = localStorage.key(i);
+    const match = /^xling:([0-9a-f]+):unsent$/.exec(key || "");
+    if (!match || match[1] === SESSION_ID) continue;
+    let count = 0;
+    try { count = (JSON.parse(localStorage.getItem(key)) || []).length; } catch { count = 0; }
+    const name = localStorage.getItem(`xling:${match[1]}:name`) || "another session";
+    if (count) lines.push(`${count} answer(s) wait for session ${name}: serve it (xling annotate ${name}) and open its page to send them`);
+  }
+  document.getElementById("elsewhere").textContent = lines.join("; ");
+}
 
 // A question the page asks before any key is pressed (spans mode: a possible entity the model missed).
 function ask(question) { document.getElementById("question").textContent = question || ""; }
@@ -82,6 +113,10 @@ function show(item) {
   ask("");
   if (!item) { page.spans = []; render(); return; }
   page.texts.set(item.id, item.text);
+  if (!(page.restore && page.restore.item === item.id) && page.takenBack.has(item.id)) {
+    page.restore = page.takenBack.get(item.id);  // taken back by an earlier undo: the person's own labels
+    say("taken back earlier: your answer is shown, to correct");
+  }
   if (page.restore && page.restore.item === item.id) {
     page.spans = (page.restore.spans || []).map((s) => ({ ...s }));  // what was answered, to correct
     const first = page.spans[0];
@@ -120,7 +155,11 @@ function render() {
   box.replaceChildren();
   const item = page.item;
   if (!item) {
-    box.append(el("p", "", page.state && page.state.retraining.running ? "Retraining: the next batch comes when it is done." : "Nothing left to label in this session."));
+    const why = page.gone ? "This session is no longer served at this address."
+      : page.state && page.state.needs_name ? "Give your name above to start."
+      : page.state && page.state.retraining.running ? "Retraining: the next batch comes when it is done."
+      : "Nothing left to label in this session.";
+    box.append(el("p", "", why));
     renderSide();
     return;
   }
@@ -170,8 +209,9 @@ function renderSide() {
   const mine = page.queue.length + (page.item ? 1 : 0);
   const waiting = Math.max(p.waiting ?? mine, mine);  // in a shared session, the person holds only their share
   const held = waiting > mine ? ` (${mine} held for you)` : "";
+  const halfway = p.halfway ? ` (${p.halfway} of them answered once, waiting for a second person)` : "";
   document.getElementById("progress").textContent =
-    `${p.answered} done, ${waiting} to go${held} · ${p.words} words judged${types ? " · " + types : ""}${unsaved}`;
+    `${p.answered - (p.halfway || 0)} done, ${waiting} to go${held}${halfway} · ${p.words} words judged${types ? " · " + types : ""}${unsaved}`;
   document.getElementById("people").textContent = Object.entries(p.people || {}).map(([name, n]) => `${name} ${n}`).join(" · ");
   const r = state.retraining;
   const rounds = r.rounds.filter((round) => round.round > 0);
@@ -251,7 +291,9 @@ function renderLegend() {
     legend.append(entry);
   });
   const spans = page.state.mode === "spans";
-  document.querySelector('button[data-action="reject"]').lastChild.textContent = spans ? " not an entity" : " remove entity";
+  const reject = document.querySelector('button[data-action="reject"]');
+  reject.querySelector(".key").textContent = spans ? "r" : "x";
+  reject.lastChild.textContent = spans ? " not an entity" : " remove entity";
   const help = spans
     ? [["Enter, a", "accept the span"], ["r", "not an entity"], ["1-9", "its type: answer and go on"], ["Shift+→ / Shift+←", "grow the span on that side"], ["→ / ←", "shrink it from the other side"], ["s", "skip"], ["u", "take back your last answer"]]
     : [["← / →", "move"], ["Shift+← / →", "select words"], ["1-9", "label the selection"], ["x, Backspace", "remove the entity here"], ["Enter, a", "accept the sentence"], ["s", "skip"], ["u", "take back your last answer"]];
@@ -285,14 +327,16 @@ async function flush() {
       keepOnly(data.queue);
       say("");
     } catch (err) {
+      if (err.status === 410) break;  // kept in storage for their own session
       if (err.status === 409) { conflict(page.pending[0], err); forget("unsent", page.pending.shift().id, answerId); continue; }
-      if (err.status === 422 && !page.pending[0].annotator) { say(err.message); askName(); break; }
+      if (err.status === 422 && !page.pending[0].annotator) { askName(); break; }
       if (err.status && err.status < 500) { forget("unsent", page.pending.shift().id, answerId); say(err.message); continue; }
       say("not saved yet: the server is out of reach; trying again");
       await new Promise((resolve) => setTimeout(resolve, 2000));
     }
   }
   page.sending = false;
+  if (page.gone) return;
   renderSide();
   loadHistory();
   if (!page.item) refresh();
@@ -388,13 +432,18 @@ async function openReview() {
   const list = document.getElementById("review-list");
   list.replaceChildren(agreementTable(data.agreement));
   if (!data.disagreements.length) list.append(el("p", "", "Nothing to settle: every sentence two people answered agrees."));
+  const named = page.state.reviewer;
   data.disagreements.forEach(({ item, answers }) => {
     const entry = el("div", "disagreement");
     entry.append(el("p", "sentence-text", item.text));
     const sides = el("div", "sides");
+    const party = answers.some((answer) => answer.annotator === page.annotator);
+    const settles = !party && (!named || named === page.annotator);
     answers.forEach((answer) => {
       const side = el("div", "side");
       side.append(el("p", "", `${answer.annotator || "?"}: ${spansText(item, answer)}`));
+      sides.append(side);
+      if (!settles) return;
       const choose = el("button", "choose", `take ${answer.annotator || "this"}'s`);
       choose.onclick = async () => {
         await api("api/adjudicate", { id: newId(), item: item.id, choose: answer.id, ...who() });
@@ -402,11 +451,15 @@ async function openReview() {
         refresh();
       };
       side.append(choose);
-      sides.append(side);
     });
-    const third = el("button", "edit-third", "edit an answer of my own");
-    third.onclick = () => { document.getElementById("review").close(); review(item, answers[0]); };
-    entry.append(sides, third);
+    entry.append(sides);
+    if (settles) {
+      const third = el("button", "edit-third", "edit an answer of my own");
+      third.onclick = () => { document.getElementById("review").close(); review(item, answers[0]); };
+      entry.append(third);
+    } else {
+      entry.append(el("p", "who-settles", party ? "you answered it: someone who did not settles it" : `${named} settles it`));
+    }
     list.append(entry);
   });
   const dialog = document.getElementById("review");
@@ -415,6 +468,7 @@ async function openReview() {
 
 // The tab's last answers, newest first: opening one shows it as answered; the next answer replaces it.
 async function loadHistory(more) {
+  if (page.gone || !(page.annotator || (page.state && page.state.annotator))) return;  // nobody's yet
   const offset = more ? page.historyShown : 0;
   const data = await api(`api/history?${whoQuery()}offset=${offset}`);
   const list = document.getElementById("history");
@@ -452,6 +506,7 @@ function edit(entry) {
 
 function who() { return page.annotator ? { annotator: page.annotator } : {}; }
 function whoQuery() { return page.annotator ? `annotator=${encodeURIComponent(page.annotator)}&` : ""; }
+function away() { return Date.now() - page.lastKey > IDLE_MS ? "idle=1&" : ""; }
 
 function request(item, body) {
   return { id: newId(), tab: TAB, item: item.id, version: item.version, ...who(), ...body };
@@ -465,6 +520,7 @@ function setAnnotator(name) {
   // answers this tab made before any name was asked for are this person's: they carry it from now
   page.pending.forEach((answer) => { if (!answer.annotator && page.annotator) answer.annotator = page.annotator; });
   page.queue = [];
+  say("");  // the prompt for a name has done its work
   show(null);
   refresh();
   loadHistory();
@@ -473,13 +529,15 @@ function setAnnotator(name) {
 
 function askName() {
   const name = document.getElementById("annotator");
-  say("several people answer this session: give your name to start");
+  say("several people may answer this session: give your name to start");
   name.focus();
 }
 
 function answer(spans, judged) {
   const item = page.item;
   const labels = { spans: spans.map(({ start, end, label }) => ({ start, end, label })), judged };
+  page.takenBack.delete(item.id);
+  say("");  // a hint about this sentence (taken back, an edit, a settlement) is done with
   if (page.reviewing === item.id) {
     api("api/adjudicate", { id: newId(), item: item.id, ...labels, ...who() }).then(() => refresh(), (err) => say(err.message));
   } else send(request(item, labels));
@@ -530,13 +588,14 @@ async function undo() {
   page.queue = page.queue.filter((item) => item.id !== data.item.id);
   page.editing = data.restored ? { answer: data.restored, item: data.item, version: data.version } : null;
   page.restore = data.restored || data.undone;
+  page.takenBack.set(data.item.id, page.restore);  // a further undo sends this one back to the queue: kept
   show({ ...data.item, version: data.version });
   say(data.restored ? "taken back: the answer before it is in force again, shown here" : "taken back: answer it again");
   renderSide();
   loadHistory();
 }
 
-function skip() { send(request(page.item, { skip: true })); next(); }
+function skip() { page.takenBack.delete(page.item.id); say(""); send(request(page.item, { skip: true })); next(); }
 
 function move(step, extend) {
   if (page.state.mode === "spans") { moveEdge(step, extend); return; }
@@ -566,6 +625,7 @@ function toggle(id) {
 }
 
 function onKey(event) {
+  page.lastKey = Date.now();
   if (event.ctrlKey || event.metaKey || event.altKey) return;  // the browser's and the system's shortcuts
   if (event.target.closest && event.target.closest("input, textarea")) return;  // typing a name
   if (event.key === "?" || event.key === "h") { toggle(event.key === "?" ? "keys" : "guidelines"); event.preventDefault(); return; }
@@ -599,6 +659,7 @@ function wordUnder(event) {
 }
 
 function onPointerDown(event) {
+  page.lastKey = Date.now();
   const word = event.target.closest(".word");
   if (!word || !page.item || event.target.closest(".badge")) return;
   event.preventDefault();
@@ -635,10 +696,13 @@ function onButton(event) {
 
 // The state from the server; `first` (an item just taken back) is shown before the rest.
 async function refresh(first) {
-  const state = await api(`api/state?${whoQuery()}`);
+  if (page.gone) return;
+  const state = await api(`api/state?${whoQuery()}${away()}`);
   const firstTime = !page.state;
   page.state = state;
   if (firstTime) {
+    localStorage.setItem(`${STORE}:name`, state.session);
+    renderElsewhere();
     document.getElementById("session").textContent = `${state.session} (${state.lang}, ${state.mode})`;
     const name = document.getElementById("annotator");
     if (state.annotator) {  // a one-person session: that person's name, fixed
@@ -659,6 +723,7 @@ async function refresh(first) {
     if (unsent.length) { page.pending.push(...unsent); flush(); }
   }
   if (state.needs_name) askName();
+  else if (document.getElementById("status").textContent.startsWith("several people may answer")) say("");
   const shown = first ? null : page.item && page.item.id;
   const taken = new Set([shown, ...page.pending.map((answer) => answer.item)]);
   page.queue = state.queue.filter((item) => !taken.has(item.id));
@@ -672,5 +737,5 @@ document.getElementById("sentence").addEventListener("pointerdown", onPointerDow
 document.addEventListener("pointermove", onPointerMove);
 document.addEventListener("pointerup", onPointerUp);
 document.addEventListener("click", onButton);
-setInterval(() => { if (!page.item || (page.state && page.state.retraining.running)) refresh(); }, 5000);
+setInterval(() => { if (!page.gone && (!page.item || (page.state && page.state.retraining.running))) refresh(); }, 5000);
 refresh().catch((err) => say(err.message));
