@@ -214,7 +214,10 @@ def test_in_chromium_two_tabs_race_and_the_stale_one_is_asked_not_obeyed(tmp_pat
         # tab A removes the wrong LOC on "Limapi" and accepts; tab B accepts the stale suggestion
         driver.switch_to.window(first)
         press(driver, Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, "x", Keys.ENTER)
-        wait_for(driver, "window.xlingPage.pending.length === 0 && window.xlingPage.item.id === 's2'")
+        wait_for(
+            driver,
+            "window.xlingPage.pending.length === 0 && window.xlingPage.item && window.xlingPage.item.id === 's2'",
+        )
         driver.switch_to.window(second)
         press(driver, Keys.ENTER)
         wait_for(driver, "window.xlingPage.conflicts.length === 1")
@@ -228,11 +231,17 @@ def test_in_chromium_two_tabs_race_and_the_stale_one_is_asked_not_obeyed(tmp_pat
                 ActionChains(driver).key_down(modifier).send_keys(key).key_up(modifier).perform()
         assert driver.execute_script("return window.xlingPage.item.id") == "s2"
         press(driver, "s")
-        wait_for(driver, "window.xlingPage.pending.length === 0 && window.xlingPage.item.id === 's3'")
+        wait_for(
+            driver,
+            "window.xlingPage.pending.length === 0 && window.xlingPage.item && window.xlingPage.item.id === 's3'",
+        )
         driver.switch_to.window(first)  # a skip asks nobody: A's answer to s2 takes its place
-        wait_for(driver, "window.xlingPage.item.id === 's2'")
+        wait_for(driver, "window.xlingPage.item && window.xlingPage.item.id === 's2'")
         press(driver, Keys.ENTER)
-        wait_for(driver, "window.xlingPage.pending.length === 0 && window.xlingPage.item.id === 's3'")
+        wait_for(
+            driver,
+            "window.xlingPage.pending.length === 0 && window.xlingPage.item && window.xlingPage.item.id === 's3'",
+        )
         assert driver.execute_script("return window.xlingPage.conflicts.length") == 0
     events = log(directory)
     assert [e["item"] for e in events] == ["s1", "s2", "s2"] and events[1]["skip"] and events[2]["replaces"]

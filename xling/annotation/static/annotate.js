@@ -699,6 +699,7 @@ async function refresh(first) {
   if (page.gone) return;
   const state = await api(`api/state?${whoQuery()}${away()}`);
   const firstTime = !page.state;
+  if (page.state && state.instance !== page.state.instance) loadHistory();  // a restarted server: its view
   page.state = state;
   if (firstTime) {
     localStorage.setItem(`${STORE}:name`, state.session);
