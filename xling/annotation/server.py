@@ -1,7 +1,8 @@
 """`xling annotate`: the labelling page, a Flask app over a `Session`.
 
     GET  /                 the page (plain HTML and JavaScript in `static/`, no build step)
-    GET  /api/state        ?annotator=NAME: the session's types, this person's queue, progress, rounds
+    GET  /api/state        ?annotator=NAME (&idle=1: the tab's person is away, claim nothing): the session's
+                           types, this person's queue, progress, rounds
     POST /api/answer       {item, spans: [{start, end, label}], judged: [start, end] | null} or {item, skip: true},
                            with the request's id, the tab's id, the item version the tab saw and `replace`;
                            the reply carries the queue's ids, so that a tab never shows an item done elsewhere;
@@ -21,7 +22,9 @@ retrained in a child process (`xling.annotation.retrain`) and its next batch joi
 Any web page the annotator opens can send requests to 127.0.0.1, so (as Jupyter and TensorBoard do) the server
 answers only a `Host` it serves on (no DNS rebinding), and a request that changes the session must be JSON, carry
 the session's page token (written into the page, which no other origin can read) and come from no other
-`Origin`; bodies are small and shallow. One server per session: two would each keep their own view.
+`Origin`; bodies are small and shallow. Every request of the page names its session (`X-Xling-Session`): a tab
+of another session once served at this address gets 410. One server per session: two would each keep their own
+view.
 """
 
 from __future__ import annotations
@@ -212,6 +215,33 @@ def team_routes(app: Flask, session: Session, options: AnnotateOptions) -> None:
         return jsonify(guidelines=guidelines)
 
 
+def answer_routes(app: Flask, session: Session, options: AnnotateOptions, retrainer: Retrainer) -> None:
+    """Answers, undo and the answers as CoNLL."""
+
+    @app.post("/api/answer")
+    def answer():
+        body = json_body()
+        who = person(options, body)
+        taken = session.record(body, who, options.overlap)
+        queue, progress = [item.id for item in stream(session, options, who)], progress_of(session, options)
+        retrainer.maybe_start(progress["waiting"])  # what anyone has left: a person's own stream holds only HOLD
+        return jsonify(taken=taken, queue=queue, progress=progress, retraining=retrainer.status())
+
+    @app.post("/api/undo")
+    def undo():
+        body = json_body()  # JSON only: a plain form cannot be sent here from another site
+        undone = session.undo(body, person(options, body))
+        return jsonify(**undone, progress=progress_of(session, options))
+
+    @app.get("/api/gold.conll")
+    def gold():
+        text = conll_text(session.gold())
+        name = session.directory.name + ".conll"  # RFC 5987: any name, with a plain ASCII one for old clients
+        fallback = name.encode("ascii", "replace").decode().replace("?", "_")
+        headers = {"Content-Disposition": f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name)}"}
+        return Response(text, mimetype="text/plain; charset=utf-8", headers=headers)
+
+
 def create_app(session: Session, options: AnnotateOptions) -> Flask:
     app = Flask("xling.annotation", static_folder=str(STATIC), static_url_path="/static")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
@@ -274,30 +304,7 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
         )
 
     team_routes(app, session, options)
-
-    @app.post("/api/answer")
-    def answer():
-        body = json_body()
-        who = person(options, body)
-        taken = session.record(body, who, options.overlap)
-        queue, progress = [item.id for item in stream(session, options, who)], progress_of(session, options)
-        retrainer.maybe_start(progress["waiting"])  # what anyone has left: a person's own stream holds only HOLD
-        return jsonify(taken=taken, queue=queue, progress=progress, retraining=retrainer.status())
-
-    @app.post("/api/undo")
-    def undo():
-        body = json_body()  # JSON only: a plain form cannot be sent here from another site
-        undone = session.undo(body, person(options, body))
-        return jsonify(**undone, progress=progress_of(session, options))
-
-    @app.get("/api/gold.conll")
-    def gold():
-        text = conll_text(session.gold())
-        name = session.directory.name + ".conll"  # RFC 5987: any name, with a plain ASCII one for old clients
-        fallback = name.encode("ascii", "replace").decode().replace("?", "_")
-        headers = {"Content-Disposition": f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name)}"}
-        return Response(text, mimetype="text/plain; charset=utf-8", headers=headers)
-
+    answer_routes(app, session, options, retrainer)
     return app
 
 

@@ -25,8 +25,6 @@ Progress = Callable[[Iterable, int], Iterator]
 def stdin_lines() -> Iterator[str]:
     """Standard input's lines, read through a reader of its own: the read-ahead thread that blocks in it must
     not hold the lock of `sys.stdin`, which Python takes at exit (a Ctrl+C then aborts the interpreter)."""
-    if sys.stdin is None or sys.stdin.closed:  # `xling tag - <&-`
-        raise XlingError("standard input is closed: pipe text into xling tag -, or give a file")
     try:
         stream = open(os.dup(sys.stdin.fileno()), "rb")
     except (AttributeError, OSError, ValueError):  # a replaced stdin without a descriptor (an embedding host)
@@ -56,6 +54,8 @@ def tag_file(options: TagOptions, console: Console, progress: Progress | None = 
     path = None if options.input == "-" else Path(options.input)
     if path is not None and (not path.exists() or path.is_dir()):
         raise XlingError(f"no such file: {options.input}" + (" (a folder)" if path.is_dir() else ""))
+    if path is None and (sys.stdin is None or sys.stdin.closed):  # `xling tag - <&-`, before the model loads
+        raise XlingError("standard input is closed: pipe text into xling tag -, or give a file")
     regular = path is not None and path.is_file()  # a FIFO or /dev/stdin can be read once only
     output = Path(options.output) if options.output else None
     if output is not None:
