@@ -208,7 +208,7 @@ function renderSide() {
   const unsaved = page.pending.length ? ` · ${page.pending.length} being saved` : "";
   const mine = page.queue.length + (page.item ? 1 : 0);
   const waiting = Math.max(p.waiting ?? mine, mine);  // in a shared session, the person holds only their share
-  const held = waiting > mine ? ` (${mine} held for you)` : "";
+  const held = waiting > mine && !state.needs_name ? ` (${mine} held for you)` : "";  // nobody's before a name
   const halfway = p.halfway ? ` (${p.halfway} of them answered once, waiting for a second person)` : "";
   document.getElementById("progress").textContent =
     `${p.answered - (p.halfway || 0)} done, ${waiting} to go${held}${halfway} · ${p.words} words judged${types ? " · " + types : ""}${unsaved}`;
