@@ -114,12 +114,17 @@ def check_output_file(path: Path) -> Path:
     return path
 
 
+def too_long_name(path: Path) -> str | None:
+    """The first name in `path` over MAX_NAME_BYTES, which no file system takes, or None."""
+    return next((part for part in Path(path).parts if len(part.encode()) > MAX_NAME_BYTES), None)
+
+
 def check_output_name(path: Path) -> Path:
     """A path whose every name is within bounds and whose existing ancestors are all folders."""
     path = Path(path)
     if len(path.name.encode()) > MAX_FILE_NAME:  # xling writes beside it: NAME.parts/, .NAME.tmp
         raise XlingError(f"the file name {path.name[:40]}... is too long: at most {MAX_FILE_NAME} bytes")
-    if long := next((p for p in path.parent.parts if len(p.encode()) > MAX_NAME_BYTES), None):
+    if long := too_long_name(path.parent):
         raise XlingError(f"the folder name {long[:40]}... is too long: at most {MAX_NAME_BYTES} bytes")
     for ancestor in path.parents:
         if ancestor.exists():

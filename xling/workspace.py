@@ -23,7 +23,7 @@ from pathlib import Path
 
 from xling.adapters.composition import check_name
 from xling.errors import XlingError
-from xling.fileio import MAX_FILE_NAME, MAX_NAME_BYTES
+from xling.fileio import MAX_FILE_NAME, MAX_NAME_BYTES, too_long_name
 from xling.models import model_label
 from xling.paths import default_workspace
 from xling.pretrained import is_pretrained, pretrained_dir
@@ -100,7 +100,7 @@ def is_path(spec: str) -> bool:
 class Workspace:
     def __init__(self, root: str | Path | None, model: str):
         self.root = Path(root).expanduser() if root else default_workspace()
-        if long := next((p for p in self.root.parts if len(p.encode()) > MAX_NAME_BYTES), None):
+        if long := too_long_name(self.root):
             raise XlingError(
                 f"workspace {long[:40]}...: a folder name is at most {MAX_NAME_BYTES} bytes; give a shorter -w"
             )

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,9 +21,8 @@ from pathlib import Path
 from xling.annotation.agreement import report
 from xling.annotation.batches import Item
 from xling.annotation.records import Adjudication, Answer, AnswerError, Given, given_from_record, origin
-from xling.errors import XlingError
 from xling.fileio import append_jsonl
-from xling.options import read_records
+from xling.options import at_least, read_records
 
 CLAIMS_FILE = "claims.jsonl"
 HOLD = 10  # sentences one person holds at a time where several share a session
@@ -48,8 +46,7 @@ class Claim:
     time: float
 
     def __post_init__(self):
-        if not math.isfinite(self.time) or self.time < 0:
-            raise XlingError(f"time is no moment: {self.time}")
+        at_least("time", self.time, 0)
 
 
 class Routing:

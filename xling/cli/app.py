@@ -26,6 +26,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from xling import __version__
 from xling.errors import XlingError, is_network_error
+from xling.fileio import MAX_NAME_BYTES
 
 DEBUG = "XLING_DEBUG"
 INTERRUPTED = "interrupted; rerun the same command to resume"
@@ -205,7 +206,10 @@ def system_error(err: BaseException) -> str | None:
     if isinstance(err, MemoryError) or number == errno.ENOMEM or ALLOCATION.search(text):
         return out_of_memory(text)
     if number == errno.ENAMETOOLONG:
-        return f"{where.strip() or 'a path'}: a file or folder name is too long (at most 255 bytes); give a shorter one"
+        return (
+            f"{where.strip() or 'a path'}: a file or folder name is too long (at most {MAX_NAME_BYTES} bytes); "
+            "give a shorter one"
+        )
     if number == errno.ENOSPC or "No space left on device" in text:
         return f"the disk is full (writing{where or ' a file'}); free some space and rerun: nothing saved was changed"
     if number == errno.EROFS:
