@@ -50,7 +50,8 @@ from xling.annotation.options import SelectOptions
 from xling.annotation.retrain import retraining_options
 from xling.annotation.select import corpus_sentences, eligible, rank, sentence_id
 from xling.annotation.strategies import Candidate, entity_spans, pick
-from xling.data.conll import UNJUDGED, Sentence, conll_text, read_conll
+from xling.data.conll import Sentence, conll_text, read_conll
+from xling.data.schemes import UNJUDGED
 from xling.data.text import expand_sources
 from xling.fileio import write_json_atomic, write_text_atomic
 from xling.tagging.spec import TaggerSpec
@@ -331,7 +332,7 @@ def machines(curves: dict[int, list[dict]]) -> str:
 def write_results(results: Path, name: str, curves: dict[int, list[dict]], start: dict, baseline: dict | None) -> None:
     from xling import __version__
     from xling.models.loading import model_label
-    from xling.recipes.results import source_commit
+    from xling.provenance import source_commit
 
     data = {"recipe": f"active learning, {name}", "seeds": list(curves), "model": model_label(MODEL)}
     data |= {"xling_version": __version__, "commit": source_commit(), "machine": machines(curves)}

@@ -20,7 +20,7 @@ from xling.annotation.options import AnnotateOptions, SelectOptions
 from xling.annotation.session import Session, session_dir
 from xling.data.conll import read_conll
 from xling.device import machine_name
-from xling.recipes.results import source_commit
+from xling.provenance import source_commit
 from xling.tagging.spec import TaggerSpec
 from xling.tagging.words import joined
 from xling.workspace import Workspace

@@ -31,7 +31,7 @@ from xling.data.iob2 import entities
 from xling.device import machine_name
 from xling.models.loading import DEFAULT_MODEL
 from xling.options import defaults
-from xling.recipes.results import source_commit
+from xling.provenance import source_commit
 from xling.roles import LANG, TASK
 from xling.tagging.spec import TaggerSpec
 from xling.tagging.words import joined

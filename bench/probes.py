@@ -512,7 +512,7 @@ def main() -> None:
     print(f"{len(outcomes) - len(bad)} good, {len(bad)} bad of {len(outcomes)} probes")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    from xling.recipes.results import made_where
+    from xling.provenance import made_where
 
     record = made_where() | {"probes": len(outcomes), "bad": len(bad), "outcomes": [asdict(o) for o in outcomes]}
     out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")

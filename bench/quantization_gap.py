@@ -24,7 +24,7 @@ import torch
 from bench.common import REPO
 from xling import __version__
 from xling.device import machine_name
-from xling.recipes.results import source_commit
+from xling.provenance import source_commit
 from xling.scoring.bootstrap import over_seeds, paired
 from xling.tagging.evaluate import evaluate
 from xling.tagging.options import EvaluationOptions

@@ -170,7 +170,7 @@ def ratios(rows: list[dict]) -> list[str]:
 def record(name: str, data: dict) -> None:
     from xling import __version__
     from xling.device import machine_name
-    from xling.recipes.results import source_commit
+    from xling.provenance import source_commit
 
     folder = REPO / "results" / "runtimes"
     folder.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,8 @@ from xling.annotation.batches import start_session, write_batch
 from xling.annotation.options import AnnotateOptions, SelectOptions
 from xling.annotation.session import ANSWERS_FILE, Session, session_dir
 from xling.annotation.strategies import Best, Candidate, entity_spans, pick, rate, sequence_uncertainty
-from xling.data.conll import UNJUDGED, read_conll
+from xling.data.conll import read_conll
+from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
 from xling.tagging.spec import TaggerSpec
 from xling.workspace import Workspace

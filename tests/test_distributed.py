@@ -103,6 +103,29 @@ def test_two_processes_share_each_batch_and_match_one(single_run, tmp_path, laun
     assert run.stderr.count("training adapter ner-en") == 1  # one process speaks
 
 
+def test_two_processes_adapt_the_encoder_as_one(trained_workspace, tmp_path):
+    """The encoder itself trains under DDP (its weights, not an adapter's): two processes end where one ends."""
+    root, model_dir, train, dev = trained_workspace
+    pythonpath = os.pathsep.join(filter(None, [str(ENTRY.parent.parent), os.environ.get("PYTHONPATH")]))
+    saved = {}
+    for processes in (1, 2):
+        rows, workspace = tmp_path / f"rows-{processes}", tmp_path / f"ws-{processes}"
+        rows.mkdir()
+        launcher = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"] if processes == 2 else []
+        command = [sys.executable, *launcher, str(ENTRY), "train-encoder", "qu", str(train), "--also", f"en={dev}"]
+        command += ["-m", str(model_dir), "-w", str(workspace), "--seq-len", "32", "--batch-size", "8"]
+        command += ["--steps", "6", "--eval-every", "3", "--lr", "1e-3", "--precision", "fp32", "--device", "cpu"]
+        env = {**os.environ, "XLING_TEST_ROWS": str(rows), "PYTHONPATH": pythonpath}
+        run = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+        assert run.returncode == 0, run.stderr[-3000:]
+        saved[processes] = load_file(workspace / "tinybert" / "encoder" / "tinybert-qu" / "model.safetensors")
+    assert saved[1].keys() == saved[2].keys()
+    for name in saved[1]:
+        torch.testing.assert_close(saved[2][name], saved[1][name], atol=2e-5, rtol=1e-4)
+    layer = "bert.encoder.layer.0.attention.self.query.weight"
+    assert not torch.equal(saved[1][layer], load_file(model_dir / "model.safetensors")[layer.removeprefix("bert.")])
+
+
 def test_two_processes_resume_after_a_crash(single_run, tmp_path):
     single_workspace, _, data = single_run
     workspace = tmp_path / "ws"

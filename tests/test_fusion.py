@@ -269,3 +269,19 @@ def test_a_fusion_exports_to_onnx_and_tags_as_in_pytorch(fused, tmp_path):
     assert [[t for t, _ in s] for s in graph.tag_words(sentences)] == [
         [t for t, _ in s] for s in reference.tag_words(sentences)
     ]
+
+
+def test_a_spacy_pipeline_with_a_fusion_saves_and_loads_with_the_adapters_it_fuses(fused, tmp_path):
+    spacy = pytest.importorskip("spacy")
+    _, root, model_dir, _ = fused
+    nlp = spacy.blank("xx")
+    config = {"lang": "qu", "fusion": "ner-fusion-qu", "model": str(model_dir), "workspace": str(root / "ws")}
+    nlp.add_pipe("xling_ner", config=config)
+    text = "juan lima the city of qusqu maria of peru"
+    before = [(e.start_char, e.end_char, e.label_, e._.score) for e in nlp(text).ents]
+    nlp.to_disk(tmp_path / "saved")
+    saved = tmp_path / "saved" / "xling_ner" / "workspace" / "tinybert"
+    assert sorted(p.name for p in (saved / "task").iterdir()) == ["ner-en", "ner-es"]
+    assert [p.name for p in (saved / "fusion").iterdir()] == ["ner-fusion-qu"]
+    loaded = spacy.load(tmp_path / "saved")
+    assert [(e.start_char, e.end_char, e.label_, e._.score) for e in loaded(text).ents] == before

@@ -1,5 +1,6 @@
 """An interrupted training run resumes exactly: Ctrl-C (SIGINT), SIGTERM and kill -9 each leave a checkpoint
-whose rerun saves the same bytes as a run never interrupted, for train-lang, train-task and self-train."""
+whose rerun saves the same bytes as a run never interrupted, for train-lang, train-encoder, train-task and
+self-train."""
 
 from __future__ import annotations
 
@@ -27,6 +28,14 @@ def command(kind: str, model_dir: Path, train: Path, dev: Path, workspace: Path)
     if kind == "train-lang":
         args = ["train-lang", "qu", str(train), "--name", "qu-sig", "--seq-len", "32", "--eval-every", "20"]
         return [*args, *STEPS, *where], langs / "qu-sig"
+    if kind == "train-encoder":
+        parallel = workspace.parent / "parallel"
+        parallel.mkdir(exist_ok=True)
+        (parallel / "pairs.es").write_text("".join(f"el río {i} de Lima\n" for i in range(30)))
+        (parallel / "pairs.qu").write_text("".join(f"Lima llaqtapa mayun {i}\n" for i in range(30)))
+        args = ["train-encoder", "qu", str(train), "--also", f"en={dev}", "--parallel", str(parallel)]
+        args += ["--method", "lora", "--name", "qu-sig", "--seq-len", "32", "--eval-every", "20"]
+        return [*args, *STEPS, *where], workspace / model_dir.name / "encoder" / "qu-sig"
     if kind == "train-task":
         args = ["train-task", "ner", "--lang", "en", "--train", str(train), "--dev", str(dev), "--name", "ner-sig"]
         return [*args, "--eval-every", "20", "--patience", "100", *STEPS, *where], tasks / "ner-sig"
@@ -54,7 +63,7 @@ def interrupted(args: list[str], run_dir: Path, number: int) -> subprocess.Compl
     return subprocess.CompletedProcess(args, process.returncode, out, err)
 
 
-@pytest.mark.parametrize("kind", ["train-task", "train-lang", "self-train"])
+@pytest.mark.parametrize("kind", ["train-task", "train-lang", "train-encoder", "self-train"])
 def test_every_signal_leaves_a_checkpoint_whose_rerun_saves_the_same_bytes(tmp_path, trained_workspace, kind):
     root, model_dir, train, dev = trained_workspace
     saved = {}

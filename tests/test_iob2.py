@@ -6,8 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from seqeval.scheme import IOB2, Entities
 
-from xling.data.conll import to_iob2
 from xling.data.iob2 import continues, entities, entity_tags, entity_type, entity_types, labels_of, type_counts
+from xling.data.schemes import to_iob2
 
 TAGS = st.lists(st.sampled_from(["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]), max_size=12)
 

@@ -17,6 +17,7 @@ from rich.console import Console
 from tests.tiny import run_xling
 from xling import Tagger
 from xling.cli.progress import counted_bar
+from xling.data.iob2 import entities
 from xling.errors import XlingError
 from xling.tagging import align
 from xling.tagging.align import Window, length_batches
@@ -304,6 +305,71 @@ def test_tagger_spacy_component_and_command_give_the_same_entities(trained_works
     assert [[(e.start_char, e.end_char, e.label_) for e in nlp(texts[0]).ents]] == from_spacy[:1]
 
 
+def spacy_pipeline(trained_workspace, *before: str, **settings):
+    """A blank pipeline with `before` components ahead of `xling_ner` (an entity ruler, a sentencizer)."""
+    spacy = pytest.importorskip("spacy")
+    root, model_dir, _, _ = trained_workspace
+    nlp = spacy.blank("xx")
+    for name in before:
+        component = nlp.add_pipe(name)
+        if name == "entity_ruler":
+            component.add_patterns(RULES)
+    config = {"lang": "qu", "task_adapter": "ner-en", "model": str(model_dir), "workspace": str(root / "ws")}
+    nlp.add_pipe("xling_ner", config=config | settings)
+    return nlp
+
+
+RULED = "juan lima the city of qusqu maria of peru"
+RULES = [{"label": "NAME", "pattern": "juan"}, {"label": "CITY", "pattern": "lima"}]  # xling tags juan, not lima
+
+
+def entity_list(doc) -> list[tuple[str, str]]:
+    return [(e.text, e.label_) for e in doc.ents]
+
+
+def test_a_ruler_before_xling_keeps_its_entities_and_xling_adds_the_others(trained_workspace):
+    alone = entity_list(spacy_pipeline(trained_workspace)(RULED))
+    assert ("juan", "PER") in alone and ("maria", "PER") in alone and not any(t == "lima" for t, _ in alone)
+    ruled = entity_list(spacy_pipeline(trained_workspace, "entity_ruler")(RULED))
+    assert ruled == [("juan", "NAME"), ("lima", "CITY")] + [e for e in alone if e[0] != "juan"]
+    replaced = entity_list(spacy_pipeline(trained_workspace, "entity_ruler", overwrite_ents=True)(RULED))
+    assert replaced == [("juan", "PER"), ("lima", "CITY")] + [e for e in alone if e[0] != "juan"]
+
+
+def test_a_ruler_after_xling_adds_beside_its_entities_or_overwrites_them(trained_workspace):
+    nlp = spacy_pipeline(trained_workspace)
+    alone = entity_list(nlp(RULED))
+    ruler = nlp.add_pipe("entity_ruler", last=True)
+    ruler.add_patterns(RULES)
+    assert entity_list(nlp(RULED)) == [("juan", "PER"), ("lima", "CITY")] + [e for e in alone if e[0] != "juan"]
+    ruler.overwrite = True
+    assert entity_list(nlp(RULED)) == [("juan", "NAME"), ("lima", "CITY")] + [e for e in alone if e[0] != "juan"]
+
+
+def test_xling_tags_spacys_own_tokens_and_sentences(trained_workspace, tagger):
+    nlp = spacy_pipeline(trained_workspace, "sentencizer", paragraphs=True)
+    text = "juan-lima the city, of qusqu.  Maria of peru!"
+    doc = nlp(text)
+    sentences = [[t.text for t in sentence if not t.is_space] for sentence in doc.sents]
+    assert len(sentences) == 2 and "juan-lima" not in sentences[0]  # spaCy's cut, not xling's
+    expected = []
+    for sentence, words in zip(doc.sents, tagger.tag_words(sentences)):
+        kept = [t.i for t in sentence if not t.is_space]
+        expected += [(kept[a], kept[b - 1] + 1, kind) for kind, a, b in entities([tag for tag, _ in words])]
+    assert expected and [(e.start, e.end, e.label_) for e in doc.ents] == expected
+
+
+def test_nlp_evaluate_scores_xling_entities(trained_workspace):
+    from spacy.training import Example
+
+    nlp = spacy_pipeline(trained_workspace)
+    predicted = nlp(RULED)
+    gold = {"entities": [(e.start_char, e.end_char, e.label_) for e in predicted.ents][:1]}
+    scores = nlp.evaluate([Example.from_dict(nlp.make_doc(RULED), gold)])
+    assert {"ents_p", "ents_r", "ents_f", "ents_per_type"} <= set(scores)
+    assert scores["ents_r"] == 1.0 and scores["ents_p"] == pytest.approx(1 / len(predicted.ents))
+
+
 def test_the_decoder_a_task_was_trained_with_is_used_unless_another_is_given(copied_workspace):
     from xling.train.config import TaskAdapterOptions, TrainConfig
     from xling.train.task import train_task_adapter
@@ -341,3 +407,5 @@ def test_a_saved_spacy_pipeline_carries_its_adapters_and_scores_to_a_fresh_direc
     assert [(e.start_char, e.end_char, e.label_, e._.score) for e in loaded(text).ents] == before
     assert str(workspace) not in (tmp_path / "moved" / "xling_ner" / "xling.json").read_text()
     assert str(workspace) not in (tmp_path / "moved" / "config.cfg").read_text()  # what spacy package ships
+    meta = json.loads((tmp_path / "moved" / "meta.json").read_text())
+    assert meta["requirements"][0].startswith("xling[spacy]>=") and "not on PyPI" in meta["notes"]

@@ -38,7 +38,8 @@ def card_role(report: dict) -> Role:
 def data_sources(report: dict) -> list[str]:
     options = report.get("options", {})
     trained_on = options.get("corpus") or options.get("train") or []
-    return [trained_on] if isinstance(trained_on, str) else list(trained_on)
+    mixed_in = [item.partition("=")[2] for item in options.get("also", [])] + list(options.get("parallel", []))
+    return ([trained_on] if isinstance(trained_on, str) else list(trained_on)) + mixed_in
 
 
 def public_name(source: str) -> str:
@@ -277,5 +278,62 @@ A {role.word} adapter trained with xling: {adapter_title(report)} over a frozen 
 ## Citation
 
 {CITATION}
+"""
+    return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}"))
+
+
+def encoder_card(report: dict) -> str:
+    """A `README.md` for an encoder `xling train-encoder` adapted: Hub metadata, its mix, perplexities, use."""
+    base = hub_id(report.get("model", ""))
+    mix = "\n".join(
+        f"| {m['name']}{' (translation pairs)' if m['translation_pairs'] else ''} | "
+        f"{', '.join(dict.fromkeys(public_name(s) for s in m['data']))} | {m['train']:,} | "
+        f"{100 * m['share']:.1f}% |"
+        for m in report["mix"]
+    )
+    perplexity = "\n".join(
+        f"| {lang} | {p['before']:,.1f} | {p['after']:,.1f} |" for lang, p in report["held_out_perplexity"].items()
+    )
+    languages = sorted({part for m in report["mix"] for part in m["name"].split("-")})
+    data = ModelCardData(
+        language=languages,
+        library_name="transformers",
+        base_model=base,
+        datasets=dataset_ids(data_sources(report)) or None,
+        tags=["xling", "masked-lm", "continued-pretraining"],
+        pipeline_tag="fill-mask",
+        license="apache-2.0",
+    )
+    name, lang = report["name"], report["lang"]
+    body = f"""# {name}
+
+{base_model_text(report.get("model", ""))}, adapted to {lang} by continued masked-LM training with xling
+({report["method"]}: {report["steps"]} steps, seed {report["training"]["seed"]}, computed in
+{report["computed_in"]}, mix temperature {report["temperature"]}; xling {report["xling_version"]}, commit
+{report.get("commit") or "unknown"}).
+
+| source | data | training lines or pairs | share of the rows |
+|---|---|---|---|
+{mix}
+
+| held-out perplexity | before | after |
+|---|---|---|
+{perplexity}
+
+## Use it
+
+As the base model of every xling command (`-m`), with language adapters trained under its own masked-LM head:
+
+```bash
+xling train-lang {lang} CORPUS -m {name} --mlm-head pretrained
+xling train-task ner --lang en --train corpus:wikiann-en/train --dev corpus:wikiann-en/dev -m {name}
+xling tag --lang {lang} -m {name} text.txt
+```
+
+(`{name}` the folder's path.) In Transformers it is a masked LM: `pipeline("fill-mask", model="{name}")`.
+
+## Licences
+
+{licences(report)}
 """
     return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}"))

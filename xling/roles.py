@@ -24,3 +24,5 @@ LANG = Role("lang", "language", "language adapter", "xling train-lang {name} COR
 TASK = Role("task", "task", "task adapter", "xling train-task ner --lang LANG --train FILE --dev FILE")
 FUSION = Role("fusion", "fusion", "fusion", "xling train-fusion ner --lang LANG --adapters A,B --train FILE --dev FILE")
 ROLES = (LANG, TASK, FUSION)
+# not an adapter: a whole encoder adapted by continued masked-LM training, a model folder that `-m` takes
+ENCODER = Role("encoder", "encoder", "adapted encoder", "xling train-encoder {name} CORPUS")

@@ -3,6 +3,7 @@
     <workspace>/<model>/lang/<lang>/        language adapters (with their masked-LM head)
     <workspace>/<model>/task/<task>-<lang>/ task adapters (with their head and labels)
     <workspace>/<model>/fusion/<name>/      fusion layers
+    <workspace>/<model>/encoder/<name>/     encoders adapted from the model (a model folder: `-m` takes it)
     <workspace>/<model>/<role>/<name>.partial/  an unfinished run: checkpoints and log
 
 The workspace is `--workspace`, else `$XLING_HOME/workspace`, else `./xling-workspace`. For a name it does not
@@ -27,7 +28,7 @@ from xling.fileio import MAX_FILE_NAME, MAX_NAME_BYTES, too_long_name
 from xling.models import model_label
 from xling.paths import default_workspace
 from xling.pretrained import is_pretrained, pretrained_dir
-from xling.roles import FUSION, LANG, ROLES, TASK, Role
+from xling.roles import ENCODER, FUSION, LANG, ROLES, TASK, Role
 
 LANG_CODE = re.compile(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$")
 RUN_SUFFIX = ".partial"
@@ -130,7 +131,7 @@ class Workspace:
         return said
 
     def adapter_dir(self, role: Role, name: str) -> Path:
-        assert role in ROLES
+        assert role in (*ROLES, ENCODER)
         return self.model_dir / role.name / check_name(name)
 
     def run_dir(self, role: Role, name: str) -> Path:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from xling.data.conll import UNJUDGED
 from xling.data.iob2 import entity_type
+from xling.data.schemes import UNJUDGED
 
 Pair = tuple[list[str], list[str]]
 

@@ -21,11 +21,11 @@ from rich.console import Console
 
 from xling.annotation.alignment import argmax_links, cosine, name_links
 from xling.annotation.options import ProjectOptions
-from xling.data.conll import Sentence, conll_text, read_lines
+from xling.data.conll import Sentence, conll_text
 from xling.data.fingerprints import fingerprint
 from xling.data.iob2 import entities
 from xling.data.overlap import sentences_of
-from xling.data.text import expand_sources
+from xling.data.text import parallel_files, read_parallel
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, write_json_atomic
 from xling.tagging.words import tokenize
@@ -69,27 +69,9 @@ def carry(source: list[str], source_tags: list[str], target: list[str], names: s
     return result
 
 
-def pairs_of(sources: list[str], source_lang: str, lang: str) -> list[tuple[Path, Path]]:
-    """(source file, target file) pairs: NAME.SOURCE_LANG beside NAME.LANG, in the folders or files given."""
-    pairs = []
-    for file in expand_sources(sources):
-        if file.suffix == f".{source_lang}":
-            partner = file.with_suffix(f".{lang}")
-            if not partner.is_file():
-                raise XlingError(f"{file} has no translation beside it: {partner.name} is missing")
-            pairs.append((file, partner))
-    if not pairs:
-        raise XlingError(f"no parallel files in {', '.join(sources)}: expected NAME.{source_lang} beside NAME.{lang}")
-    return pairs
-
-
 def read_pairs(source: Path, target: Path) -> list[tuple[list[str], list[str]]]:
     """The files' lines side by side as words; both files must have the same number of lines."""
-    left = [line for _, line in read_lines(source)]
-    right = [line for _, line in read_lines(target)]
-    if len(left) != len(right):
-        raise XlingError(f"{source} has {len(left)} lines but {target} has {len(right)}: they are not line-aligned")
-    return [([t.text for t in tokenize(a)], [t.text for t in tokenize(b)]) for a, b in zip(left, right)]
+    return [([t.text for t in tokenize(a)], [t.text for t in tokenize(b)]) for a, b in read_parallel(source, target)]
 
 
 def word_vectors(encoder, tokenizer, sentences: list[list[str]], layer: int, batch_size: int = 32) -> list[np.ndarray]:
@@ -154,7 +136,7 @@ def project(options: ProjectOptions, console: Console | None = None) -> dict:
     if out.exists() and not options.overwrite:
         raise XlingError(f"{out} already exists; add --overwrite to replace it")
     # every file read before any model loads: a broken pair fails at once
-    files = [(a, b, read_pairs(a, b)) for a, b in pairs_of(options.parallel, options.source_lang, options.lang)]
+    files = [(a, b, read_pairs(a, b)) for a, b in parallel_files(options.parallel, options.source_lang, options.lang)]
     held_out = evaluation_prints(options.exclude)
     tagger = Tagger.load(options.tagger)
     encoder, tokenizer = load_model(options.tagger.model)

@@ -21,8 +21,8 @@ from typing import ClassVar
 
 from xling.annotation.batches import Item
 from xling.annotation.options import MAX_ID
-from xling.data.conll import UNJUDGED
 from xling.data.iob2 import entity_tags
+from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
 from xling.fileio import read_jsonl
 from xling.options import from_record

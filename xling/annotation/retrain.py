@@ -21,7 +21,8 @@ from pathlib import Path
 
 from xling.annotation.options import AnnotateOptions
 from xling.annotation.session import ROUNDS_FILE, Session
-from xling.data.conll import UNJUDGED, Sentence, conll_text
+from xling.data.conll import Sentence, conll_text
+from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
 from xling.fileio import EntryLock, append_jsonl, atomic_directory, write_text_atomic
 from xling.roles import TASK

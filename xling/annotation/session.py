@@ -26,8 +26,9 @@ from xling.annotation.records import (
     origin,
     read_events,
 )
-from xling.data.conll import UNJUDGED, Sentence, conll_text
+from xling.data.conll import Sentence, conll_text
 from xling.data.iob2 import type_counts
+from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
 from xling.fileio import append_jsonl, read_json, read_jsonl, write_text_atomic
 from xling.options import from_record

@@ -35,6 +35,7 @@ INTERRUPTED = "interrupted; rerun the same command to resume"
 COMMANDS = {
     "models": ("xling.cli.models", "app"),
     "train-lang": ("xling.cli.train", "train_lang"),
+    "train-encoder": ("xling.cli.train", "train_encoder_command"),
     "train-task": ("xling.cli.train", "train_task"),
     "train-fusion": ("xling.cli.train", "train_fusion_command"),
     "self-train": ("xling.cli.train", "self_train_command"),

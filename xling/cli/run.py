@@ -22,13 +22,14 @@ def run(options: RunRecipeOptions):
     from xling.recipes.planning import print_plan
     from xling.recipes.reading import read_recipe
 
+    parsed = read_recipe(options.recipe)
+    parsed = replace(parsed, model=options.model) if options.model else parsed
     if options.dry_run:  # nothing trained or scored: what running imports (torch, seqeval) is not needed
-        parsed = read_recipe(options.recipe)
         print_plan(replace(parsed, seeds=options.seeds) if options.seeds else parsed, console)
         return
     from xling.recipes.running import run_recipe
 
-    run_recipe(options.recipe, console, seeds=options.seeds, progress=TrainingBar(console))
+    run_recipe(options.recipe, console, recipe=parsed, seeds=options.seeds, progress=TrainingBar(console))
 
 
 @command(DemoOptions)

@@ -1,4 +1,4 @@
-"""`xling train-lang`, `train-task`, `train-fusion` and `self-train`: thin commands over `xling.train`.
+"""`xling train-lang`, `train-encoder`, `train-task`, `train-fusion` and `self-train`: thin commands over `xling.train`.
 
 The training functions (and torch with them) are imported when a command runs; each command's options, their
 defaults and help come from its options dataclass in `xling.train.config` alone.
@@ -10,7 +10,13 @@ from rich.console import Console
 
 from xling.cli.options import command
 from xling.cli.progress import TrainingBar
-from xling.train.config import FusionOptions, LanguageAdapterOptions, SelfTrainingOptions, TaskAdapterOptions
+from xling.train.config import (
+    EncoderOptions,
+    FusionOptions,
+    LanguageAdapterOptions,
+    SelfTrainingOptions,
+    TaskAdapterOptions,
+)
 
 console = Console(stderr=True)
 
@@ -22,6 +28,15 @@ def train_lang(options: LanguageAdapterOptions):
     from xling.train.summary import language_report_table
 
     Console().print(language_report_table(train_language_adapter(options, console, TrainingBar(console))))
+
+
+@command(EncoderOptions)
+def train_encoder_command(options: EncoderOptions):
+    """Adapt the encoder itself by continued masked-LM training on a mix of languages; -m takes the folder it writes."""
+    from xling.train.encoder import train_encoder
+    from xling.train.summary import encoder_report_table
+
+    Console().print(encoder_report_table(train_encoder(options, console, TrainingBar(console))))
 
 
 @command(TaskAdapterOptions)

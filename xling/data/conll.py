@@ -1,7 +1,8 @@
 """CoNLL-style NER files: token first, tag last, blank lines between sentences.
 
 Handles whitespace- or tab-separated columns, `-DOCSTART-` lines, the `lang:` token
-prefix of WikiANN releases (stripped), and IOB1 input (converted to IOB2).
+prefix of WikiANN releases (stripped), and every tagging scheme `xling.data.schemes` reads (IOB1, IOE, BIOES,
+BILUO, IO), detected over the whole file or given, converted to IOB2.
 
 Partial labels: the tag `?` marks a word nobody judged (an annotator answered for another span of
 its sentence). Training leaves such words out of the loss instead of teaching them as `O`;
@@ -15,11 +16,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from xling.data.schemes import detect, misfit, parts, to_iob2, unfit
 from xling.errors import XlingError
 
-UNJUDGED = "?"
-TAG = re.compile(r"^(O|\?|[BIES]-\S+)$")
-BIOES_PREFIXES = ("B-", "I-", "E-", "S-")
+TAG = re.compile(r"^(O|\?|[BIESLU]-\S+)$")  # what makes a file look like CoNLL (a bare IO type looks like a word)
 WIKIANN_PREFIX = re.compile(r"^[a-z]{2,3}(-[a-z]+)?:(?=.)")
 
 
@@ -87,39 +87,14 @@ def looks_like_conll(path: Path, sample: int = 200) -> bool:
     return seen > 0 and tagged >= 0.9 * seen
 
 
-def to_iob2(tags: list[str]) -> list[str]:
-    """IOB2 from IOB1, BIOES (S- is B-, E- is I-) or IO (a bare type is I-): an I- tag that starts an entity
-    becomes B-; IOB2 input passes unchanged."""
-    fixed = []
-    for i, tag in enumerate(tags):
-        if tag not in ("O", UNJUDGED):
-            tag = {"S-": "B-", "E-": "I-"}.get(tag[:2], tag[:2]) + tag[2:] if tag[:2] in BIOES_PREFIXES else "I-" + tag
-        if tag.startswith("I-"):
-            previous = fixed[i - 1] if i else "O"
-            if previous in ("O", UNJUDGED) or previous[2:] != tag[2:]:
-                tag = "B-" + tag[2:]
-        fixed.append(tag)
-    return fixed
-
-
-def read_conll(path: Path) -> list[Sentence]:
+def read_conll(path: Path, scheme: str = "auto") -> list[Sentence]:
+    """The sentences of a CoNLL file, in IOB2: read as `scheme`, or as the scheme its tags are in (auto)."""
     path = Path(path)
-    sentences: list[Sentence] = []
-    tokens: list[str] = []
-    tags: list[str] = []
-
-    def flush():
-        if tokens:
-            sentences.append(Sentence(list(tokens), to_iob2(list(tags))))
-            tokens.clear()
-            tags.clear()
-
+    read: list[tuple[list[str], list[str], list[int]]] = [([], [], [])]  # tokens, tags and line numbers
     for number, line in read_lines(path):
-        if not line.strip():
-            flush()
-            continue
-        if line.startswith("-DOCSTART-"):
-            flush()
+        if not line.strip() or line.startswith("-DOCSTART-"):
+            if read[-1][0]:
+                read.append(([], [], []))
             continue
         line = line.rstrip()  # trailing tabs or spaces are no empty tag column
         columns = line.split("\t") if "\t" in line else line.split()
@@ -127,12 +102,18 @@ def read_conll(path: Path) -> list[Sentence]:
         if len(columns) < 2 or not columns[0]:
             raise XlingError(f"{path}:{number}: expected a token and a tag, got {line!r}")
         tag = columns[-1]
-        if not TAG.match(tag):
-            raise XlingError(f"{path}:{number}: {tag!r} is not a NER tag (O, B-X, I-X, or ? for a word not judged)")
+        if (found := parts(tag)) and found[0] == "?":
+            raise XlingError(f"{path}:{number}: {misfit(tag, 'auto')}")
+        tokens, tags, numbers = read[-1]
         tokens.append(WIKIANN_PREFIX.sub("", columns[0], count=1))
         tags.append(tag)
-    flush()
-    return sentences
+        numbers.append(number)
+    read = [sentence for sentence in read if sentence[0]]
+    found = detect(tag for _, tags, _ in read for tag in tags) if scheme == "auto" else scheme
+    for _, tags, numbers in read:
+        if (bad := unfit(tags, found)) is not None:
+            raise XlingError(f"{path}:{numbers[bad]}: {misfit(tags[bad], found)}")
+    return [Sentence(tokens, to_iob2(tags, found)) for tokens, tags, _ in read]
 
 
 def conll_text(sentences: list[Sentence]) -> str:

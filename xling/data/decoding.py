@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from xling.data.conll import to_iob2
 from xling.data.iob2 import OUTSIDE, continues, is_inside
+from xling.data.schemes import to_iob2
 from xling.errors import XlingError
 
 DECODERS = ("viterbi", "split", "repair", "drop")
@@ -94,6 +94,6 @@ def decode(
         tags = [labels[i] for i in viterbi(path_probabilities, *allowed_transitions(labels))]
     else:
         tags = [labels[i] for i in probabilities.argmax(-1).tolist()]
-        tags = to_iob2(tags) if decoder == "repair" else drop_fragments(tags)
+        tags = to_iob2(tags, "iob2") if decoder == "repair" else drop_fragments(tags)
     index = {label: i for i, label in enumerate(labels)}
     return [(tag, float(probabilities[word, index[tag]])) for word, tag in enumerate(tags)]

@@ -7,6 +7,7 @@ the key's sha256 (collisions are negligible at any corpus size xling sees).
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import re
@@ -77,3 +78,22 @@ def trained_on(folders: list[Path]) -> set[str] | None:
 def sentences_digest(sentences: Iterable[list[str]]) -> str:
     """One fingerprint of a data set's sentences in their order: two results are paired only if it agrees."""
     return hashlib.sha256(" ".join(fingerprint(tokens) for tokens in sentences).encode()).hexdigest()[:16]
+
+
+def lines_holding(lines: list[str], sentences: Iterable[list[str]], shortest: int = 16) -> set[int]:
+    """The indices of the lines that hold one of `sentences`, compared by key (spaces, case and Unicode form
+    aside): the same text, or, for a sentence of at least `shortest` characters, a line that contains it (a
+    paragraph a dev sentence came from); a shorter one (`Lima`) only where it is the whole line."""
+    keys = {sentence_key(tokens) for tokens in sentences} - {""}
+    line_keys = [sentence_key([line]) for line in lines]
+    found = {i for i, key in enumerate(line_keys) if key in keys}
+    text, starts, at = "\n".join(line_keys), [], 0
+    for key in line_keys:
+        starts.append(at)
+        at += len(key) + 1
+    for key in (k for k in keys if len(k) >= shortest):
+        position = text.find(key)
+        while position >= 0:
+            found.add(bisect.bisect_right(starts, position) - 1)
+            position = text.find(key, position + 1)
+    return found

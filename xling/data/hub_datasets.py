@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xling.data.conll import Sentence, to_iob2
+from xling.data.conll import Sentence
+from xling.data.schemes import detect, misfit, to_iob2, unfit
 from xling.errors import XlingError
 
 HUB_DATASETS = {"wikiann": "unimelb-nlp/wikiann"}
@@ -24,8 +25,9 @@ def _tag_names(feature) -> list[str] | None:
     return [] if getattr(inner, "dtype", None) == "string" else None
 
 
-def sentences_from_dataset(dataset, source: str = "the dataset") -> list[Sentence]:
-    """Rows with a token column and a tag column (class labels naming the tags, or tag strings), in IOB2."""
+def sentences_from_dataset(dataset, source: str = "the dataset", scheme: str = "auto") -> list[Sentence]:
+    """Rows with a token column and a tag column (class labels naming the tags, or tag strings), in IOB2: read as
+    `scheme`, or as the scheme of the label names (of the tags, for strings)."""
     features = dataset.features
     tokens = next((c for c in TOKEN_COLUMNS if c in features), None)
     tags = next((c for c in TAG_COLUMNS if c in features and _tag_names(features[c]) is not None), None)
@@ -35,10 +37,12 @@ def sentences_from_dataset(dataset, source: str = "the dataset") -> list[Sentenc
             f"of class labels or strings; its columns: {', '.join(features)}"
         )
     names = _tag_names(features[tags])
-    return [
-        Sentence(list(row[tokens]), to_iob2([names[t] for t in row[tags]] if names else list(row[tags])))
-        for row in dataset
-    ]
+    rows = [(list(row[tokens]), [names[t] for t in row[tags]] if names else list(row[tags])) for row in dataset]
+    found = detect(names or [tag for _, tags in rows for tag in tags]) if scheme == "auto" else scheme
+    for number, (_, tags) in enumerate(rows, start=1):
+        if (bad := unfit(tags, found)) is not None:
+            raise XlingError(f"{source}, row {number}: {misfit(tags[bad], found)}")
+    return [Sentence(words, to_iob2(tags, found)) for words, tags in rows]
 
 
 def hub_dataset(source: str) -> tuple[str, str | None, str]:

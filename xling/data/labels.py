@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
-from xling.data.conll import UNJUDGED, Sentence
+from xling.data.conll import Sentence
 from xling.data.iob2 import entity_types, labels_of
+from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
 from xling.options import shown
 

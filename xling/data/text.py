@@ -1,4 +1,4 @@
-"""Unlabelled text for language adapters: files, folders and globs, cleaned.
+"""Unlabelled text for language adapters and the encoder: files, folders and globs, cleaned; parallel text.
 
 Lines are read as UTF-8 (an error names file and line otherwise), NFC-normalised,
 stripped; empty and duplicate lines are dropped. CoNLL-style NER files count as text:
@@ -82,3 +82,26 @@ def read_text(sources: list[str]) -> tuple[list[str], list[Path]]:
                 seen.add(line)
                 lines.append(line)
     return lines, files
+
+
+def parallel_files(sources: list[str], source_lang: str, lang: str) -> list[tuple[Path, Path]]:
+    """(source file, target file) pairs: NAME.SOURCE_LANG beside NAME.LANG, in the folders or files given."""
+    pairs = []
+    for file in expand_sources(sources):
+        if file.suffix == f".{source_lang}":
+            partner = file.with_suffix(f".{lang}")
+            if not partner.is_file():
+                raise XlingError(f"{file} has no translation beside it: {partner.name} is missing")
+            pairs.append((file, partner))
+    if not pairs:
+        raise XlingError(f"no parallel files in {', '.join(sources)}: expected NAME.{source_lang} beside NAME.{lang}")
+    return pairs
+
+
+def read_parallel(source: Path, target: Path) -> list[tuple[str, str]]:
+    """The files' lines side by side; both files must have the same number of lines."""
+    left = [line for _, line in read_lines(source)]
+    right = [line for _, line in read_lines(target)]
+    if len(left) != len(right):
+        raise XlingError(f"{source} has {len(left)} lines but {target} has {len(right)}: they are not line-aligned")
+    return list(zip(left, right))

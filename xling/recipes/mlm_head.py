@@ -32,8 +32,8 @@ from xling.fileio import atomic_directory, file_sha256, read_json, write_json_at
 from xling.models import load_model, model_label
 from xling.models.loading import DEFAULT_MODEL
 from xling.pretrained import MLM_HEAD_FILE, PRETRAINED_ROOT, RECORD_FILE, PretrainedRecord
+from xling.provenance import made_where, source_commit
 from xling.recipes.pretrained import corpus_records
-from xling.recipes.results import made_where, source_commit
 from xling.train.config import MaskingConfig, TrainConfig
 from xling.train.language import split_held_out, unigram_bias
 from xling.train.loop import train

@@ -15,4 +15,7 @@ class RunRecipeOptions:
         help="Run every training step once per seed, e.g. 1,2,3 (overrides the recipe's seeds).",
         parse=comma_ints,
     )
+    model: str | None = opt(
+        None, "Run every step on this base model instead of the recipe's, e.g. an encoder xling train-encoder adapted."
+    )
     dry_run: bool = opt(False, "Validate and print which steps would run and why; run nothing.")

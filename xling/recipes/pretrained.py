@@ -35,7 +35,7 @@ from xling.fileio import atomic_directory, file_sha256, read_json, write_json_at
 from xling.models import model_label
 from xling.models.loading import DEFAULT_MODEL
 from xling.pretrained import PRETRAINED_ROOT, RECORD_FILE, PretrainedRecord, Score, read_record
-from xling.recipes.results import source_commit
+from xling.provenance import source_commit
 from xling.roles import LANG, TASK
 from xling.tagging.evaluate import evaluate
 from xling.tagging.options import EvaluationOptions

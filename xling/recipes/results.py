@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from xling.provenance import made_where
 from xling.recipes.reading import Recipe
 from xling.scoring.bootstrap import interval, paired, spread
 from xling.scoring.cells import difference_cell, interval_cell, sentences_cell
@@ -87,24 +88,3 @@ def _versus(row: dict) -> str:
 def provenance(recipe: Recipe) -> dict:
     """What a results file says of how it was made (the docs' tables name it)."""
     return {"recipe": recipe.name, "seeds": recipe.seeds, "model": recipe.model, **made_where()}
-
-
-def made_where() -> dict:
-    """The xling version, commit and machine a result was made with."""
-    from xling import __version__
-    from xling.device import machine_name
-
-    return {"xling_version": __version__, "commit": source_commit(), "machine": machine_name()}
-
-
-def source_commit() -> str | None:
-    """The git commit xling runs from, when it runs from a clone (None for an installed wheel)."""
-    import subprocess
-
-    try:
-        found = subprocess.run(
-            ["git", "-C", str(Path(__file__).parent), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-        )
-    except OSError:  # no git on the machine
-        return None
-    return found.stdout.strip() or None if found.returncode == 0 else None

@@ -6,7 +6,7 @@ from rich.table import Table
 from seqeval.metrics import classification_report
 from seqeval.scheme import IOB2
 
-from xling.data.conll import UNJUDGED
+from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
 
 

@@ -29,7 +29,7 @@ def leakage_warning(result: dict) -> str | None:
 
 
 def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> dict:
-    sentences = load_scored(options.data, options.limit, options.drop_labels, options.label_map)
+    sentences = load_scored(options.data, options.limit, options.drop_labels, options.label_map, options.scheme)
     from xling.scoring.bootstrap import interval, sentence_counts  # seqeval, and torch with the tagger: when
     from xling.scoring.entities import score  # evaluating, not for --help
     from xling.tagging.tagger import Tagger

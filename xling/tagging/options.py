@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xling.data.labels import parse_label_map
+from xling.data.schemes import SCHEME_HELP, SCHEMES, check_scheme
 from xling.data.text import MAX_LINE_CHARS
 from xling.errors import XlingError
 from xling.options import MAX_SAMPLES, at_least, at_most, comma_list, opt
@@ -72,8 +73,10 @@ class EvaluationOptions:
     bootstrap: int = opt(
         0, "Resample the sentences N times for a 95% interval of F1 (1000 is usual; 0: none). The model runs once."
     )
+    scheme: str = opt("auto", SCHEME_HELP, choices=SCHEMES)
 
     def __post_init__(self):
+        check_scheme(self.scheme)
         at_least("limit", self.limit, 1)
         at_least("bootstrap", self.bootstrap, 0)
         at_most("bootstrap", self.bootstrap, MAX_SAMPLES)

@@ -1,15 +1,21 @@
 """`nlp.add_pipe("xling_ner", config={...})`: xling's tagger as a spaCy component that sets `doc.ents`.
 
 An optional extra (`pip install -e ".[spacy]"` from a clone); spaCy finds the factory through the `spacy_factories`
-entry point. The config keys are `TaggerSpec`'s fields (`Tagger.load`'s settings). Entities are xling's character spans on
-`doc.text` (the same as `xling tag` and `Tagger` give), widened to whole spaCy tokens where the two
-tokenisers cut a word differently; each keeps its score as `span._.score` (the mean probability of its tags).
+entry point. The config keys are `TaggerSpec`'s fields (`Tagger.load`'s settings), `paragraphs` and
+`overwrite_ents`. xling tags spaCy's own tokens, so every entity is whole spaCy tokens, and keeps its score as
+`span._.score` (the mean probability of its tags). With `paragraphs`, each sentence is tagged apart: the
+pipeline's own sentences where a component before sets them, else xling's splitter. Entities already in
+`doc.ents` (an `entity_ruler`'s, a gazetteer's) are kept and xling's are added where they overlap none, as spaCy's
+own `ner` does; with `overwrite_ents`, xling's replace those they overlap. `nlp.evaluate` reports `ents_p`,
+`ents_r`, `ents_f` and `ents_per_type` through the component's `score`.
 
-`nlp.to_disk(DIR)` copies the adapters the component uses into `DIR/<component>/` and `spacy.load(DIR)` tags
-from that copy, so a saved pipeline moves to another machine (and `spacy package` builds it) without the
-workspace it was made from. A new component's tagger loads on first use, a saved one's when the pipeline loads
-(its settings checked); a loaded pipeline never reads the config's workspace, and the saved `config.cfg` names
-no workspace or adapter folder of the machine that saved it.
+`nlp.to_disk(DIR)` copies the adapters the component uses (a fusion with the task adapters it fuses) into a
+workspace of its own, `DIR/<component>/workspace/`, and `spacy.load(DIR)` tags from that copy, so a saved
+pipeline moves to another machine (and `spacy package` builds it) without the workspace it was made from. A new
+component's tagger loads on first use, a saved one's when the pipeline loads (its settings checked); a loaded
+pipeline never reads the config's workspace, and the saved `config.cfg` names no workspace or adapter folder of
+the machine that saved it. The saved `meta.json` says what the pipeline needs: xling with its `spacy` extra, from
+its repository (it is not on PyPI), at the version that saved it.
 """
 
 from __future__ import annotations
@@ -21,23 +27,30 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from packaging.requirements import Requirement
 from spacy.language import Language
+from spacy.scorer import get_ner_prf
 from spacy.tokens import Doc, Span
-from spacy.util import filter_spans
 from thinc.api import Config
 
+from xling import __version__
+from xling.adapters.composition import check_name
 from xling.data.decoding import check_decoder
+from xling.data.iob2 import entities
 from xling.device import check_device, check_precision
 from xling.errors import XlingError, naming
 from xling.fileio import read_json
 from xling.models.loading import DEFAULT_MODEL
 from xling.options import from_record
+from xling.roles import ROLES, TASK
 from xling.tagging.base import check_batch_size
 from xling.tagging.spec import TaggerSpec
 from xling.tagging.tagger import Tagger
-from xling.workspace import check_lang, is_path
+from xling.tagging.words import split_sentences
+from xling.workspace import Workspace, check_lang, is_path
 
 SAVED = "xling.json"
+WORKSPACE = "workspace"  # the component folder's own workspace, holding copies of the adapters it tags with
 LOCAL_PATH_KEYS = ("workspace", "task_adapter", "lang_adapter", "fusion")
 if not Span.has_extension("score"):
     Span.set_extension("score", default=None)
@@ -45,11 +58,15 @@ if not Span.has_extension("score"):
 
 @dataclass
 class SavedComponent:
-    """`xling.json` in a saved pipeline's component folder: how to tag with the adapters copied beside it."""
+    """`xling.json` in a saved pipeline's component folder: how to tag with the adapters in its workspace, named
+    as there."""
 
     lang: str
     paragraphs: bool
-    lang_adapter: bool
+    lang_adapter: str | None  # None: tagged without a language adapter
+    task_adapter: str | None = None
+    fusion: str | None = None
+    overwrite_ents: bool = False
     decoder: str | None = None
     model: str = DEFAULT_MODEL
     batch_size: int = 32
@@ -58,6 +75,11 @@ class SavedComponent:
 
     def __post_init__(self):
         check_lang(self.lang)
+        for name in (self.lang_adapter, self.task_adapter, self.fusion):
+            if name is not None:
+                check_name(name)
+        if (self.task_adapter is None) == (self.fusion is None):
+            raise XlingError("a saved component names a task adapter or a fusion, one of them")
         check_decoder(self.decoder)
         check_batch_size(self.batch_size)
         check_precision(self.precision, inference=True)
@@ -65,8 +87,8 @@ class SavedComponent:
 
 
 class XlingNER:
-    def __init__(self, load: dict, paragraphs: bool, name: str = "xling_ner"):
-        self.load, self.paragraphs, self.name = load, paragraphs, name
+    def __init__(self, load: dict, paragraphs: bool, overwrite_ents: bool = False, name: str = "xling_ner"):
+        self.load, self.paragraphs, self.overwrite_ents, self.name = load, paragraphs, overwrite_ents, name
         self._tagger: Tagger | None = None
 
     @property
@@ -81,34 +103,73 @@ class XlingNER:
     def pipe(self, docs: Iterable[Doc], batch_size: int = 256) -> Iterator[Doc]:
         docs = iter(docs)
         while batch := [doc for _, doc in zip(range(batch_size), docs)]:
-            for doc, tagged in zip(batch, self.tagger.tag_texts([doc.text for doc in batch], self.paragraphs)):
-                spans = []
-                for found in tagged.spans:
-                    span = doc.char_span(found.start, found.end, found.label, alignment_mode="expand")
-                    if span is not None:
-                        span._.score = found.score
-                        spans.append(span)
-                doc.ents = filter_spans(spans)
+            pieces = [(doc, [t.i for t in piece if not t.is_space]) for doc in batch for piece in self._pieces(doc)]
+            pieces = [(doc, kept) for doc, kept in pieces if kept]
+            tagged = self.tagger.tag_words([[doc[i].text for i in kept] for doc, kept in pieces])
+            found: dict[int, list[Span]] = {id(doc): [] for doc in batch}
+            for (doc, kept), words in zip(pieces, tagged):
+                for kind, first, end in entities([tag for tag, _ in words]):
+                    span = Span(doc, kept[first], kept[end - 1] + 1, label=kind)
+                    span._.score = round(sum(p for _, p in words[first:end]) / (end - first), 4)
+                    found[id(doc)].append(span)
+            for doc in batch:
+                self._set_entities(doc, found[id(doc)])
                 yield doc
 
+    def _pieces(self, doc: Doc) -> list[Span]:
+        """What is tagged as one sequence: the whole doc, or with `paragraphs` each sentence (the pipeline's, else
+        xling's splitter's, widened to whole tokens)."""
+        if not self.paragraphs:
+            return [doc[:]]
+        if doc.has_annotation("SENT_START"):
+            return list(doc.sents)
+        pieces, covered = [], 0
+        for start, end in split_sentences(doc.text):
+            piece = doc.char_span(start, end, alignment_mode="expand")
+            if piece is not None and piece.end > covered:
+                pieces.append(doc[max(piece.start, covered) : piece.end])
+                covered = piece.end
+        return pieces
+
+    def _set_entities(self, doc: Doc, spans: list[Span]) -> None:
+        """xling's spans beside the entities already set: where they overlap, the earlier ones stay (or, with
+        `overwrite_ents`, xling's replace them)."""
+        earlier = list(doc.ents)
+        first, second = (spans, earlier) if self.overwrite_ents else (earlier, spans)
+        taken = {i for span in first for i in range(span.start, span.end)}
+        kept = first + [span for span in second if taken.isdisjoint(range(span.start, span.end))]
+        doc.set_ents(sorted(kept, key=lambda span: span.start), default="outside")
+
+    def score(self, examples: Iterable, **kwargs) -> dict:
+        """Entity precision, recall and F1, overall and per type, as spaCy's own `ner` scores them."""
+        return get_ner_prf(examples, **kwargs)
+
     def to_disk(self, path: str | Path, exclude: Iterable[str] = ()) -> None:
-        """The adapters (copied) and the settings that tag with them."""
+        """The adapters, copied into the component's own workspace, and the settings that tag with them."""
         tagger, path = self.tagger, Path(path)
-        if "task" not in tagger.directories:
-            raise XlingError("a spaCy pipeline with a fusion cannot be saved yet; use a single task adapter")
-        path.mkdir(parents=True, exist_ok=True)
-        for role, directory in tagger.directories.items():
-            if Path(directory).resolve() != (path / role).resolve():  # saved again where it was loaded from: kept
-                shutil.rmtree(path / role, ignore_errors=True)
-                shutil.copytree(directory, path / role)
+        workspace = Workspace(path / WORKSPACE, self.load.get("model", DEFAULT_MODEL))
+        roles = {role.name: role for role in ROLES}
+        copies = [(roles[role], Path(d).name, d) for role, d in tagger.directories.items()]
+        copies += [(TASK, name, directory) for name, directory in tagger.fused.items()]  # found by name
+        staging = path / f"{WORKSPACE}.new"
+        shutil.rmtree(staging, ignore_errors=True)
+        for role, name, directory in copies:
+            shutil.copytree(directory, staging / workspace.model_dir.name / role.name / name)
+        shutil.rmtree(path / WORKSPACE, ignore_errors=True)
+        staging.rename(path / WORKSPACE)  # after the copy: the folder may be where this tagger loaded from
+        names = {role: Path(directory).name for role, directory in tagger.directories.items()}
         settings = {k: self.load[k] for k in ("lang", "model", "batch_size", "precision", "device") if k in self.load}
         settings |= {
             "decoder": tagger.decoder,
             "paragraphs": self.paragraphs,
-            "lang_adapter": "lang" in tagger.directories,
+            "overwrite_ents": self.overwrite_ents,
+            "lang_adapter": names.get("lang"),
+            "task_adapter": names.get("task"),
+            "fusion": names.get("fusion"),
         }
         (path / SAVED).write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
         self._forget_local_paths(path.parent / "config.cfg")
+        self._say_requirements(path.parent / "meta.json")
 
     def _forget_local_paths(self, config_file: Path) -> None:
         """`nlp.to_disk` writes `config.cfg` before any component: this component's section would keep the
@@ -125,31 +186,57 @@ class XlingNER:
                 section[key] = None
         config.to_disk(config_file)
 
+    def _say_requirements(self, meta_file: Path) -> None:
+        """spaCy writes a requirement on xling's minor-version range, as for any package on PyPI; the pipeline
+        needs xling with its spaCy extra, installed from its repository, of the adapters' format."""
+        if not meta_file.is_file():
+            return
+        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+        others = [r for r in meta.get("requirements", []) if Requirement(r).name != "xling"]
+        meta["requirements"] = [f"xling[spacy]>={__version__},<{next_minor(__version__)}", *others]
+        note = REQUIREMENT_NOTE
+        if note not in meta.get("notes", ""):
+            meta["notes"] = f"{meta.get('notes', '')}\n\n{note}".strip()
+        meta_file.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+
     def from_disk(self, path: str | Path, exclude: Iterable[str] = ()) -> XlingNER:
         """The saved settings, checked, and the tagger loaded from the copied adapters: a damaged pipeline is
         refused by `spacy.load`, not at its first document."""
         path = Path(path).resolve()
         saved = from_record(SavedComponent, read_json(path / SAVED), str(path / SAVED))
-        settings = {k: v for k, v in asdict(saved).items() if k not in ("paragraphs", "lang_adapter")}
-        self.paragraphs = saved.paragraphs
-        self.load = settings | {"task_adapter": str(path / "task"), "use_lang_adapter": saved.lang_adapter}
-        if saved.lang_adapter:
-            self.load["lang_adapter"] = str(path / "lang")
+        self.paragraphs, self.overwrite_ents = saved.paragraphs, saved.overwrite_ents
+        settings = {k: v for k, v in asdict(saved).items() if k not in ("paragraphs", "overwrite_ents")}
+        self.load = settings | {"workspace": str(path / WORKSPACE), "use_lang_adapter": saved.lang_adapter is not None}
         self._tagger = None
         with naming(str(path / SAVED)):
             self.tagger  # noqa: B018 (loads it)
         return self
 
 
-def make_xling_ner(nlp: Language, name: str, paragraphs: bool = False, **load) -> XlingNER:
-    return XlingNER(load, paragraphs, name)
+REQUIREMENT_NOTE = (
+    'Needs xling with its spaCy extra (`pip install -e ".[spacy]"` from a clone of xling\'s repository; xling '
+    "is not on PyPI yet) and the Python packages it installs; the adapters are in the xling_ner folder."
+)
+
+
+def next_minor(version: str) -> str:
+    major, minor = (int(part) for part in version.split(".")[:2])
+    return f"{major}.{minor + 1}.0"
+
+
+def make_xling_ner(
+    nlp: Language, name: str, paragraphs: bool = False, overwrite_ents: bool = False, **load
+) -> XlingNER:
+    return XlingNER(load, paragraphs, overwrite_ents, name)
 
 
 # The config's keys, types and defaults are TaggerSpec's (spaCy reads them from the signature): they cannot drift.
-_own = list(inspect.signature(make_xling_ner).parameters.values())[:3]
+_own = list(inspect.signature(make_xling_ner).parameters.values())[:4]
 _load = [
     inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type)
     for f in fields(TaggerSpec)
 ]
 make_xling_ner.__signature__ = inspect.Signature(_own + _load)
-Language.factory("xling_ner", func=make_xling_ner)
+# what `nlp.evaluate` and `spacy train` weigh among the scores, as for spaCy's own `ner`
+SCORE_WEIGHTS = {"ents_f": 1.0, "ents_p": 0.0, "ents_r": 0.0, "ents_per_type": None}
+Language.factory("xling_ner", func=make_xling_ner, default_score_weights=SCORE_WEIGHTS)

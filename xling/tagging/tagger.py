@@ -47,7 +47,8 @@ class Tagger(TextTagger):
     ):
         self.model, self.tokenizer, self.head, self.setup, self.batch_size = model, tokenizer, head, setup, batch_size
         self.stored_weights: dict = {}  # the Linear weights in bf16 (fp16), kept from call to call
-        self.directories: dict[str, Path] = {}  # the adapters' directories, where `load` found them
+        self.directories: dict[str, Path] = {}  # the adapters' directories by role, where `load` found them
+        self.fused: dict[str, Path] = {}  # a fusion's task adapters' directories, by name
         self.decoder = check_decoder(decoder)
         self.precision = check_precision(precision, inference=True)
         check_batch_size(batch_size)
@@ -78,12 +79,14 @@ class Tagger(TextTagger):
         if spec.fusion:
             loaded, tokenizer, head, setup = load_fusion_model(spec.model, ws, spec.fusion, inference_only=True)
             decoder = spec.decoder or DEFAULT_DECODER
-            trained = [ws.task(adapter) for adapter in setup.children]
+            directories["fusion"] = ws.fusion(spec.fusion)
+            fused = {adapter: ws.task(adapter) for adapter in setup.children}
+            trained = list(fused.values())
         else:
             directory = directories["task"] = ws.task(ws.task_adapter_name(spec.task, spec.lang, spec.task_adapter))
             loaded, tokenizer, record = load_task_model(spec.model, directory, inference_only=True)
             head, setup = record.name, (record.name if METHODS[record.method].adapters else None)
-            trained = [directory]
+            trained, fused = [directory], {}
             decoder = spec.decoder or check_decoder(record.decoder)
         if setup is not None and spec.use_lang_adapter:
             directories["lang"] = ws.lang_adapter(spec.lang_adapter or spec.lang, under=directories.get("task"))
@@ -93,6 +96,7 @@ class Tagger(TextTagger):
         loaded.eval()
         tagger = cls(loaded, tokenizer, head, setup, spec.batch_size, decoder, spec.precision)
         tagger.directories = directories
+        tagger.fused = fused
         say_notice(list(directories.values()))
         tagger.trained_from = trained  # the task folders whose fingerprints say what it was trained on
         return tagger

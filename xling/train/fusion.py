@@ -44,8 +44,10 @@ def train_fusion(
         raise XlingError(
             f"only task adapters can be fused; {', '.join(not_adapters)} are {records[0].method} baselines"
         )
-    train_data = relabel(load_ner(options.train, "train"), options.drop_labels, options.label_map)
-    dev_data = load_scored(options.dev, None, options.drop_labels, options.label_map)
+    train_data = relabel(
+        load_ner(options.train, "train", scheme=options.scheme), options.drop_labels, options.label_map
+    )
+    dev_data = load_scored(options.dev, None, options.drop_labels, options.label_map, options.scheme)
     lang_dir = workspace.lang_adapter(lang) if options.use_lang_adapter else None
 
     encoder, tokenizer = load_model(options.model)

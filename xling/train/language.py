@@ -36,10 +36,15 @@ def split_held_out(lines: list[str], share: float, seed: int) -> tuple[list[str]
 
 
 def mlm_head(
-    model: AdaptedModel, model_spec: str, choice: str = DEFAULT_MLM_HEAD, console: Console | None = None
+    model: AdaptedModel,
+    model_spec: str,
+    choice: str = DEFAULT_MLM_HEAD,
+    console: Console | None = None,
+    trains_with: str = "the adapter",
 ) -> MaskedLMHead:
-    """With `choice` pretrained, the checkpoint's own masked-LM head, else the one xling ships for the model,
-    frozen; otherwise (or where there is neither) a new head to train.
+    """With `choice` pretrained, the checkpoint's own masked-LM head, else the one xling ships for the model
+    (frozen unless the caller trains it); otherwise (or where there is neither) a new head to train, with
+    `trains_with` in what it says.
 
     A new head's decoder is tied to the frozen input embeddings, so only its small
     transform and its output bias are trained, together with the adapter.
@@ -51,10 +56,10 @@ def mlm_head(
         state = pretrained_mlm_head(resolve_model_dir(model_spec), model.config)
         if state is None and (shipped := shipped_mlm_head(model_label(model_spec))) is not None:
             state = read_weights(shipped)
-            console.print(f"masked-LM head: xling's pretrained head for {model_label(model_spec)}, frozen")
+            console.print(f"masked-LM head: xling's pretrained head for {model_label(model_spec)}")
         if state is None:
             console.print(
-                f"masked-LM head: {model_spec} has no pretrained one, so a fresh head trains with the adapter"
+                f"masked-LM head: {model_spec} has no pretrained one, so a fresh head trains with {trains_with}"
             )
     config = MaskedLMHeadConfig(
         vocab_size=embeddings.num_embeddings,

@@ -1,10 +1,14 @@
-"""Masked-language modelling: the objective that trains language adapters.
+"""Masked-language modelling: the objective that trains language adapters, and the encoder itself.
 
 Speed matters because users train many languages. The vocabulary projection is the
 costliest layer of a small multilingual encoder (250k pieces), so xling computes it only
 at the masked positions, and `vocab_from_corpus` restricts the training softmax to the
 pieces that occur in the training corpus (plus special tokens). Held-out perplexity is
 always computed over the full vocabulary, so both modes report comparable numbers.
+
+Adapting the encoder trains on a mix (`BlockMix`): the target language's text, the source languages' (so that
+the encoder keeps what it knows of them, as in MAFT, Alabi et al. 2022) and translation pairs (translation language
+modelling, Conneau & Lample 2019: a sentence and its translation in one block, masked on both sides).
 """
 
 from __future__ import annotations
@@ -63,6 +67,66 @@ def pack_blocks(lines: list[str], tokenizer, seq_len: int, allow_partial: bool) 
     return blocks
 
 
+def pack_pairs(pairs: list[tuple[str, str]], tokenizer, seq_len: int) -> torch.Tensor:
+    """Translation pairs as blocks `[CLS] a [SEP] b [SEP] a' [SEP] b' [SEP] ...`, padded: a pair is never cut
+    between blocks, and each side of a pair too long for one block keeps its first half of the block."""
+    if seq_len < 8:
+        raise XlingError("sequence length must be at least 8")
+    side = (seq_len - 3) // 2
+    rows, row = [], [tokenizer.cls_token_id]
+    for start in range(0, len(pairs), 4096):
+        chunk = pairs[start : start + 4096]
+        left = tokenizer([a for a, _ in chunk], add_special_tokens=False, verbose=False)["input_ids"]
+        right = tokenizer([b for _, b in chunk], add_special_tokens=False, verbose=False)["input_ids"]
+        for a, b in zip(left, right):
+            if len(a) + len(b) + 3 > seq_len:
+                a, b = a[:side], b[:side]
+            pair = a + [tokenizer.sep_token_id] + b + [tokenizer.sep_token_id]
+            if len(row) + len(pair) > seq_len:
+                rows.append(row)
+                row = [tokenizer.cls_token_id]
+            row += pair
+    if len(row) > 1:
+        rows.append(row)
+    blocks = torch.full((len(rows), seq_len), tokenizer.pad_token_id, dtype=torch.long)
+    for i, ids in enumerate(rows):
+        blocks[i, : len(ids)] = torch.tensor(ids)
+    return blocks
+
+
+def temperature_shares(sizes: dict[str, int], temperature: float) -> dict[str, float]:
+    """Each source's share of the training rows: its size to the power 1 / temperature, normalised (1: by size;
+    higher: flatter, towards equal shares)."""
+    weights = {name: size ** (1 / temperature) for name, size in sizes.items()}
+    total = sum(weights.values())
+    return {name: weight / total for name, weight in weights.items()}
+
+
+class BlockMix:
+    """Blocks of several sources (languages, translation pairs) in one tensor, drawn by share: each row of an
+    epoch's order picks a source by its share, then that source's next block in a seeded shuffle (a small source
+    repeats within an epoch, a large one is sampled). An epoch has as many rows as there are blocks."""
+
+    def __init__(self, blocks: dict[str, torch.Tensor], shares: dict[str, float]):
+        self.names = list(blocks)
+        self.blocks = torch.cat([blocks[name] for name in self.names])
+        sizes = [len(blocks[name]) for name in self.names]
+        self.starts = [sum(sizes[:i]) for i in range(len(sizes))]
+        self.sizes = sizes
+        self.shares = torch.tensor([shares[name] for name in self.names], dtype=torch.double)
+
+    def order(self, generator: torch.Generator) -> torch.Tensor:
+        rows = len(self.blocks)
+        source = torch.multinomial(self.shares, rows, replacement=True, generator=generator)
+        order = torch.empty(rows, dtype=torch.long)
+        for i, (start, size) in enumerate(zip(self.starts, self.sizes)):
+            picked = (source == i).nonzero().squeeze(1)
+            rounds = max(1, math.ceil(len(picked) / size))
+            shuffled = torch.cat([torch.randperm(size, generator=generator) for _ in range(rounds)])
+            order[picked] = shuffled[: len(picked)] + start
+        return order
+
+
 class MaskedLMObjective:
     evaluate_at_start = True
     selects_best = False
@@ -70,7 +134,7 @@ class MaskedLMObjective:
     def __init__(
         self,
         name: str,
-        train_blocks: torch.Tensor,
+        train_blocks: torch.Tensor | BlockMix,
         held_out_blocks: torch.Tensor,
         tokenizer,
         masking: MaskingConfig,
@@ -78,10 +142,17 @@ class MaskedLMObjective:
         vocab_from_corpus: bool = False,
         eval_batch_size: int = 16,
         max_eval_blocks: int = 64,
+        other_held_out: dict[str, torch.Tensor] | None = None,
     ):
+        """`train_blocks` a tensor of blocks in a seeded shuffle per epoch, or a mix of sources drawn by share;
+        `other_held_out`: other languages' held-out blocks, whose perplexity is reported as `perplexity_LANG`."""
         self.name = name
-        self.train_blocks = train_blocks
-        self.held_out_blocks = held_out_blocks[:max_eval_blocks]  # a fixed sample keeps evaluation quick
+        self.mix = train_blocks if isinstance(train_blocks, BlockMix) else None
+        self.train_blocks = train_blocks.blocks if self.mix else train_blocks
+        # a fixed sample keeps evaluation quick
+        self.held_out = {"": held_out_blocks[:max_eval_blocks]} | {
+            f"_{lang}": blocks[:max_eval_blocks] for lang, blocks in (other_held_out or {}).items()
+        }
         self.masking = masking
         self.seed = seed
         self.eval_batch_size = eval_batch_size
@@ -111,9 +182,8 @@ class MaskedLMObjective:
         return math.ceil(len(self.train_blocks) / batch_size)
 
     def batches(self, epoch: int, batch_size: int) -> Iterator[dict]:
-        order = torch.randperm(
-            len(self.train_blocks), generator=torch.Generator().manual_seed(self.seed * 7919 + epoch)
-        )
+        generator = torch.Generator().manual_seed(self.seed * 7919 + epoch)
+        order = self.mix.order(generator) if self.mix else torch.randperm(len(self.train_blocks), generator=generator)
         for start in range(0, len(order), batch_size):
             yield {"index": order[start : start + batch_size]}
 
@@ -163,18 +233,26 @@ class MaskedLMObjective:
 
     @torch.no_grad()
     def evaluate(self, model: AdaptedModel) -> dict[str, float]:
-        """Held-out masked-LM loss and perplexity over the full vocabulary, with fixed masks."""
+        """Held-out masked-LM loss and perplexity over the full vocabulary, with fixed masks: the language's
+        (`held_out_loss`, `perplexity`), then each other language's (`perplexity_en`, ...)."""
+        metrics = {}
+        for suffix, blocks in self.held_out.items():
+            loss = self._held_out_loss(model, blocks)
+            metrics |= {"held_out_loss": loss} if not suffix else {}
+            metrics[f"perplexity{suffix}"] = math.exp(min(loss, 50.0))
+        return metrics
+
+    def _held_out_loss(self, model: AdaptedModel, held_out: torch.Tensor) -> float:
         generator = torch.Generator().manual_seed(self.seed + 12345)
         total, count = 0.0, 0
-        for start in range(0, len(self.held_out_blocks), self.eval_batch_size):
-            ids = self.held_out_blocks[start : start + self.eval_batch_size]
+        for start in range(0, len(held_out), self.eval_batch_size):
+            ids = held_out[start : start + self.eval_batch_size]
             inputs, chosen = self.mask(ids, generator)
             device = next(model.parameters()).device
             logits = self._masked_logits(model, inputs.to(device), chosen.to(device), None)
             total += float(F.cross_entropy(logits.float(), ids[chosen].to(logits.device), reduction="sum"))
             count += int(chosen.sum())
-        loss = total / max(1, count)
-        return {"held_out_loss": loss, "perplexity": math.exp(min(loss, 50.0))}
+        return total / max(1, count)
 
     def describe(self, loss: float) -> str:
         return f"loss {loss:.3f}  ppl {math.exp(min(loss, 50.0)):,.1f}"

@@ -105,14 +105,15 @@ class TrainingRun:
             "training": asdict(self.config),
         }
 
-    def save(self, report: dict, write: Callable[[Path, dict[str, str]], None]) -> dict:
-        """`write(target, extra_files)` saves the adapter (main process only); the run directory then goes."""
+    def save(self, report: dict, write: Callable[[Path, dict[str, str]], None], card: str | None = None) -> dict:
+        """`write(target, extra_files)` saves the adapter (main process only) with its model card (by default an
+        adapter's); the run directory then goes."""
         try:
             if self.result.is_main_process:
                 extra = {
                     "report.json": json.dumps(report, indent=2) + "\n",
                     "train_log.jsonl": (self.run_dir / LOG_FILE).read_text(),
-                    CARD_FILE: model_card(report),
+                    CARD_FILE: card or model_card(report),
                 }
                 write(self.target, extra)
                 shutil.rmtree(self.run_dir, ignore_errors=True)

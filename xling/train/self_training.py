@@ -78,10 +78,10 @@ def check_inputs(options: SelfTrainingOptions, workspace: Workspace, final: Path
     refuse_to_replace(final, "task adapter", options.overwrite)
     workspace.task(options.source)
     for source in options.labelled:
-        load_ner(source, "train")
+        load_ner(source, "train", scheme=options.scheme)
     for other, source in other_sources(options.also_train):
         workspace.lang_adapter(check_lang(other))
-        load_ner(source, "train")
+        load_ner(source, "train", scheme=options.scheme)
 
 
 def train_round(

@@ -22,6 +22,24 @@ def language_report_table(report: dict) -> Table:
     return table
 
 
+def encoder_report_table(report: dict) -> Table:
+    table = Table(title=f"adapted encoder {report['name']}", show_header=False)
+    mix = ", ".join(f"{m['name']} {100 * m['share']:.0f}%" for m in report["mix"])
+    perplexity = "; ".join(
+        f"{lang} {p['before']:,.1f} -> {p['after']:,.1f}" for lang, p in report.get("held_out_perplexity", {}).items()
+    )
+    for label, value in [
+        ("saved to", f"{report['saved_to']} (give it as -m)"),
+        ("steps", f"{report['steps']:,} ({report['method']})"),
+        ("time", f"{report['training_seconds']:,.0f} s training, {report['total_seconds']:,.0f} s in all"),
+        ("mix", mix),
+        ("held-out perplexity", perplexity),
+        ("trainable parameters", f"{report['trainable_parameters']:,} of {report['total_parameters']:,}"),
+    ]:
+        table.add_row(label, value)
+    return table
+
+
 def selection_summary(report: dict, kind: str = "") -> str:
     """One line for a run selected on dev F1 (task adapters, baselines, fusions)."""
     best = report["best"] or {}

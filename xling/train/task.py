@@ -36,12 +36,14 @@ def read_data(options: TaskAdapterOptions) -> tuple[list, list, dict[str, list]]
     """Training and dev sentences (relabelled, limited), and each other language's training sentences."""
     sources = [options.train] if isinstance(options.train, str) else options.train
     train_data = relabel(
-        [s for source in sources for s in load_ner(source, "train")], options.drop_labels, options.label_map
+        [s for source in sources for s in load_ner(source, "train", scheme=options.scheme)],
+        options.drop_labels,
+        options.label_map,
     )[: options.train_limit]
-    dev_data = load_scored(options.dev, options.dev_limit, options.drop_labels, options.label_map)
+    dev_data = load_scored(options.dev, options.dev_limit, options.drop_labels, options.label_map, options.scheme)
     other_data: dict[str, list] = {}  # per language, its sources read one after the other
     for other, source in other_sources(options.also_train):
-        sentences = relabel(load_ner(source, "train"), options.drop_labels, options.label_map)
+        sentences = relabel(load_ner(source, "train", scheme=options.scheme), options.drop_labels, options.label_map)
         other_data.setdefault(check_lang(other), []).extend(sentences)
     if not train_data or not dev_data or not all(other_data.values()):
         raise XlingError("the training and dev data must each hold at least one sentence")

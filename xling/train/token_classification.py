@@ -10,9 +10,10 @@ import torch.nn.functional as F
 
 from xling.adapters import AdaptedModel
 from xling.adapters.composition import Setup
-from xling.data.conll import UNJUDGED, Sentence
+from xling.data.conll import Sentence
 from xling.data.decoding import DEFAULT_DECODER, check_decoder, decode
 from xling.data.labels import IGNORE
+from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
 from xling.tagging.align import STRIDE, window_labels, windows_for
 from xling.tagging.predict import max_window, pad_batch, predict_probabilities
