@@ -63,28 +63,46 @@ def test_saved_adapters_carry_a_model_card(trained_workspace):
     assert "masked-lm" in lang_card and "held-out perplexity" in lang_card and "--lang-adapter qu" in lang_card
 
 
-def test_push_then_load_by_hub_name_gives_the_same_tags(trained_workspace, hub):
+def push_pair(trained_workspace, prefix: str, *options: str) -> None:
+    """`xling push` of the workspace's ner-en and qu to org/PREFIXner-en and org/PREFIXlang-qu."""
     root, model_dir, _, _ = trained_workspace
     where = ["--model", str(model_dir), "-w", str(root / "ws")]
-    for adapter, repo in (("ner-en", "org/ner-en"), ("qu", "org/lang-qu")):
-        pushed = CliRunner().invoke(app, ["push", adapter, repo, "--token", "secret", *where])
+    for adapter, repo in (("ner-en", f"org/{prefix}ner-en"), ("qu", f"org/{prefix}lang-qu")):
+        pushed = CliRunner().invoke(app, ["push", adapter, repo, *options, *where])
         assert pushed.exit_code == 0, pushed.output
+
+
+def test_push_then_load_by_hub_name_gives_the_same_tags(trained_workspace, hub):
+    root, model_dir, _, _ = trained_workspace
+    push_pair(trained_workspace, "", "--token", "secret")
     assert hub.tokens == ["secret", "secret"]
     card = (hub.root / "org" / "ner-en" / "README.md").read_text()
     assert "--task-adapter hf:org/ner-en" in card and 'task_adapter="hf:org/ner-en"' in card
     assert {p.name for p in (hub.root / "org" / "ner-en").iterdir()} >= {"adapter_model.safetensors", "task.json"}
 
+    tags_as_local(root, model_dir, "hf:org/ner-en", "hf:org/lang-qu")
+
+
+def tags_as_local(root, model_dir, task: str, lang: str) -> None:
+    """The pulled task and language adapters tag as the workspace's own ner-en and qu do, scores and all."""
     texts = ["juan lima the city of qusqu", "maria of peru"]
-    local = Tagger.load(lang="qu", task_adapter="ner-en", model=str(model_dir), workspace=str(root / "ws"))
-    pulled = Tagger.load(
-        lang="qu",
-        task_adapter="hf:org/ner-en",
-        lang_adapter="hf:org/lang-qu",
-        model=str(model_dir),
-        workspace=str(root / "ws"),
-    )
-    assert [r.tags for r in pulled.tag_texts(texts)] == [r.tags for r in local.tag_texts(texts)]
-    assert [r.scores for r in pulled.tag_texts(texts)] == [r.scores for r in local.tag_texts(texts)]
+    where = {"model": str(model_dir), "workspace": str(root / "ws")}
+    local = Tagger.load(lang="qu", task_adapter="ner-en", **where).tag_texts(texts)
+    pulled = Tagger.load(lang="qu", task_adapter=task, lang_adapter=lang, **where).tag_texts(texts)
+    assert [(r.tags, r.scores) for r in pulled] == [(r.tags, r.scores) for r in local]
+
+
+def test_push_in_the_adapterhub_layout_loads_as_the_library_and_xling_read_it(trained_workspace, hub):
+    root, model_dir, _, _ = trained_workspace
+    push_pair(trained_workspace, "ah-", "--format", "adapterhub")
+    files = {p.name for p in (hub.root / "org" / "ah-ner-en").iterdir()}
+    assert {"adapter_config.json", "pytorch_adapter.bin", "head_config.json", "README.md"} <= files
+    assert "adapter_model.safetensors" not in files  # the library's layout, not xling's
+    card = (hub.root / "org" / "ah-ner-en" / "README.md").read_text()
+    assert "library_name: adapter-transformers" in card and 'model.load_adapter("org/ah-ner-en"' in card
+    assert "xling export" not in card  # nothing to export: the repository is in the library's layout
+    assert "library_name: xling" in (root / "ws" / "tinybert" / "task" / "ner-en" / "README.md").read_text()
+    tags_as_local(root, model_dir, "hf:org/ah-ner-en", "hf:org/ah-lang-qu")
 
 
 def test_hub_names_that_cannot_be_fetched_are_one_line_errors(trained_workspace, hub):
@@ -154,3 +172,54 @@ def test_the_cards_xling_snippets_run_as_written(trained_workspace, tmp_path):
     exec(python, scope)
     spans = scope["tagger"]("juan lima the city of qusqu")  # the same tagger from Python: the same entities
     assert [(x.start, x.end, x.label) for x in spans] == [(x["start"], x["end"], x["label"]) for x in line["entities"]]
+
+
+def hub_cache_entry(cache: Path, repo_id: str, folder: Path) -> None:
+    """`folder` as the Hub cache holds a downloaded repository (refs/main naming a snapshot), so that
+    `huggingface_hub.snapshot_download` finds it offline, as after a real download."""
+    import shutil
+
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    shutil.copytree(folder, repo / "snapshots" / commit)
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+
+
+def test_madx_with_published_adapterhub_language_adapters_runs_on_the_hub_path(tmp_path):
+    """The adapterhub-qu recipe's path on a tiny XLM-R: language adapters in the AdapterHub layout
+    (`pytorch_adapter.bin`) named `hf:AdapterHub/...`, fetched by huggingface_hub from its cache offline, an xling
+    task adapter trained on the English one, and zero-shot Quechua tagged through the Quechua one."""
+    from tests.tiny import run_xling, save_tiny_model, synthetic_conll
+
+    model = save_tiny_model("xlm-roberta", tmp_path / "tiny-xlmr")
+    train, dev = synthetic_conll(tmp_path / "train", 80, 1), synthetic_conll(tmp_path / "dev", 20, 2)
+    where = ["-m", str(model), "-w", str(tmp_path / "made")]
+    cache = tmp_path / "hub-cache"
+    for lang in ("en", "qu"):
+        made = run_xling("train-lang", lang, train, "--steps", "3", "--seq-len", "32", *where)
+        assert made.returncode == 0, made.stderr
+        exported = run_xling("export", lang, tmp_path / f"hub-{lang}", "--format", "adapterhub", *where)
+        assert exported.returncode == 0, exported.stderr
+        assert (tmp_path / f"hub-{lang}" / "pytorch_adapter.bin").is_file()
+        hub_cache_entry(cache, f"AdapterHub/tiny-xlmr-{lang}-wiki_pfeiffer", tmp_path / f"hub-{lang}")
+    offline = {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache)}
+    on_hub = ["-m", str(model), "-w", str(tmp_path / "ws")]
+    english = "hf:AdapterHub/tiny-xlmr-en-wiki_pfeiffer"
+    task = run_xling(
+        "train-task", "ner", "--lang", "en", "--lang-adapter", english, "--train", train, "--dev", dev, "--epochs",
+        "1", *on_hub, env=offline,
+    )  # fmt: skip
+    assert task.returncode == 0, task.stderr
+    quechua = ["--lang", "qu", "--lang-adapter", "hf:AdapterHub/tiny-xlmr-qu-wiki_pfeiffer", "-t", "ner-en"]
+    scored = run_xling("evaluate", "ner", dev, *quechua, *on_hub, "--json", env=offline)
+    assert scored.returncode == 0, scored.stderr
+    from_hub = json.loads(scored.stdout)
+    assert from_hub["setup"].startswith("Stack(") and 0 <= from_hub["f1"] <= 1
+    local = ["--lang", "qu", "--lang-adapter", str(tmp_path / "hub-qu"), "-t", "ner-en"]
+    from_folder = json.loads(run_xling("evaluate", "ner", dev, *local, *on_hub, "--json", env=offline).stdout)
+    assert from_folder["f1"] == from_hub["f1"]  # the same adapter, fetched or given as a folder
+    missing = run_xling(
+        "evaluate", "ner", dev, "--lang", "qu", "--lang-adapter", "hf:AdapterHub/nope", *on_hub, env=offline
+    )
+    assert missing.returncode == 1 and len(missing.stderr.strip().splitlines()) == 1

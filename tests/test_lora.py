@@ -200,3 +200,79 @@ def test_options_of_the_kind_not_chosen_are_refused_in_one_line():
     ):
         with pytest.raises(XlingError, match=message):
             build(TaskAdapterOptions, {**given, **values})
+
+
+def xling_logits(model_dir, directory, ids) -> torch.Tensor:
+    """The tagging logits of the task adapter (or PEFT folder) in `directory` on the bare base model."""
+    from xling.models import load_model
+
+    model = AdaptedModel(load_model(str(model_dir))[0])
+    name = load(model, directory)
+    model.set_active(name)
+    model.eval()
+    with torch.no_grad():
+        return model.heads[name](model(input_ids=ids, attention_mask=torch.ones_like(ids)))
+
+
+def test_a_lora_task_adapter_exports_to_peft_and_peft_gives_its_logits(copied_workspace, tmp_path):
+    peft = pytest.importorskip("peft")
+    from transformers import AutoModelForTokenClassification
+
+    from tests.tiny import run_xling
+
+    workspace, model_dir, model_root, dev = copied_workspace
+    where = ["--model", str(model_dir), "-w", str(workspace)]
+    trained = run_xling(
+        "train-task", "ner", "--lang", "en", "--train", dev, "--dev", dev, "--name", "ner-peft", "--no-lang-adapter",
+        "--adapter-kind", "lora", "--lora-targets", "query,key,value", "--lora-rank", "4", "--epochs", "2", *where,
+    )  # fmt: skip
+    assert trained.returncode == 0, trained.stderr
+    exported = run_xling("export", "ner-peft", tmp_path / "peft", "--format", "peft", *where)
+    assert exported.returncode == 0, exported.stderr
+    saved = json.loads((tmp_path / "peft" / "adapter_config.json").read_text())
+    assert saved["peft_type"] == "LORA" and saved["target_modules"] == ["query", "key", "value"]
+    labels = json.loads((tmp_path / "peft" / "config.json").read_text())["id2label"]
+    base = AutoModelForTokenClassification.from_pretrained(
+        model_dir, num_labels=len(labels), id2label={int(i): label for i, label in labels.items()}
+    )
+    theirs = peft.PeftModel.from_pretrained(base, tmp_path / "peft").eval()
+    ids = torch.randint(5, 80, (2, 12))
+    with torch.no_grad():
+        peft_logits = theirs(input_ids=ids, attention_mask=torch.ones_like(ids)).logits
+    torch.testing.assert_close(
+        peft_logits, xling_logits(model_dir, model_root / "task" / "ner-peft", ids), atol=1e-4, rtol=0
+    )
+    assert "library_name: peft" in (tmp_path / "peft" / "README.md").read_text()
+    tagged = run_xling(
+        "tag", "--lang", "en", "-t", tmp_path / "peft", "--no-lang-adapter", "-", *where, input="juan lima\n"
+    )
+    assert tagged.returncode == 0 and tagged.stdout.strip().replace("[", "").startswith("juan"), tagged.stderr
+
+
+def test_a_peft_lora_folder_loads_as_an_xling_lora_adapter_with_peft_s_logits(tmp_path):
+    peft = pytest.importorskip("peft")
+    from transformers import AutoModelForTokenClassification
+
+    from tests.tiny import run_xling, save_tiny_model
+
+    model_dir = save_tiny_model("bert", tmp_path / "tinybert")
+    labels = {0: "O", 1: "B-LOC", 2: "I-LOC"}
+    base = AutoModelForTokenClassification.from_pretrained(model_dir, num_labels=3, id2label=labels)
+    config = peft.LoraConfig(
+        task_type="TOKEN_CLS", r=4, lora_alpha=16, target_modules=["query", "value"], layers_to_transform=[1],
+        modules_to_save=["classifier"], init_lora_weights=False,  # B random too: the update is not zero
+    )  # fmt: skip
+    theirs = peft.get_peft_model(base, config).eval()
+    theirs.save_pretrained(tmp_path / "from-peft")
+    base.config.save_pretrained(tmp_path / "from-peft")  # the labels, as one shares a token-classification adapter
+    ids = torch.randint(5, 80, (2, 12))
+    with torch.no_grad():
+        peft_logits = theirs(input_ids=ids, attention_mask=torch.ones_like(ids)).logits
+    torch.testing.assert_close(xling_logits(model_dir, tmp_path / "from-peft", ids), peft_logits, atol=1e-4, rtol=0)
+    where = ["--model", str(model_dir), "-w", str(tmp_path / "ws"), "--no-lang-adapter"]
+    tagged = run_xling("tag", "--lang", "qu", "-t", tmp_path / "from-peft", "-", *where, input="qusqu llaqta\n")
+    assert tagged.returncode == 0, tagged.stderr
+    record = json.loads((tmp_path / "from-peft" / "adapter_config.json").read_text())
+    (tmp_path / "from-peft" / "adapter_config.json").write_text(json.dumps(record | {"target_modules": ["dense"]}))
+    refused = run_xling("tag", "--lang", "qu", "-t", tmp_path / "from-peft", "-", *where, input="qusqu\n")
+    assert refused.returncode == 1 and "PEFT options xling does not support: target_modules" in refused.stderr

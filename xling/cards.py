@@ -126,9 +126,11 @@ def card_rows(report: dict, role: Role, lang: str | None) -> list[tuple[str, str
     return rows
 
 
-def library_snippet(role: Role, spec: str, base: str | None, embedded: bool) -> str:
-    """Loading the adapter exported to `DIR` in the AdapterHub `adapters` library (a task adapter on a language
-    adapter in `LANG_DIR`, as a `pipeline()`), in code that runs as written once the names are filled in."""
+def library_snippet(role: Role, spec: str, base: str | None, embedded: bool, repo_id: str | None = None) -> str:
+    """Loading the adapter in the AdapterHub `adapters` library (a task adapter on a language adapter in
+    `LANG_DIR`, as a `pipeline()`), in code that runs as written once the names are filled in: from the Hub
+    repository `repo_id` it was pushed to in the library's layout, else from `DIR`, exported there."""
+    where = repo_id or "DIR"
     base_lines = EMBEDDED_BASE_LINES if embedded else [f'base = "{base or "BASE_DIR"}"']
     lines = [
         "from adapters import AutoAdapterModel",
@@ -139,11 +141,13 @@ def library_snippet(role: Role, spec: str, base: str | None, embedded: bool) -> 
         "model = AutoAdapterModel.from_pretrained(base)",
     ]
     if role is LANG:
-        lines += ['lang = model.load_adapter("DIR")']
+        lines += [f'lang = model.load_adapter("{where}")']
     else:
         lines += [
-            'lang = model.load_adapter("LANG_DIR")  # xling export LANG --format adapterhub LANG_DIR',
-            'task = model.load_adapter("DIR", set_active=True)  # set_active: config.id2label from the head',
+            'lang = model.load_adapter("ORG/LANG")  # xling push LANG ORG/LANG --format adapterhub'
+            if repo_id
+            else 'lang = model.load_adapter("LANG_DIR")  # xling export LANG --format adapterhub LANG_DIR',
+            f'task = model.load_adapter("{where}", set_active=True)  # set_active: config.id2label from the head',
             "model.set_active_adapters(Stack(lang, task))",
             "tokenizer = AutoTokenizer.from_pretrained(base)",
             "# first: each word's tag is its first sub-token's, as in xling",
@@ -151,7 +155,8 @@ def library_snippet(role: Role, spec: str, base: str | None, embedded: bool) -> 
             'print(ner("Qusqu llaqtaqa Perú suyupi kachkan ."))',
         ]
     body = "\n".join(lines)
-    return f"""In the AdapterHub `adapters` library: `xling export {spec} --format adapterhub DIR`, then
+    how = "" if repo_id else f": `xling export {spec} --format adapterhub DIR`, then"
+    return f"""In the AdapterHub `adapters` library{how}
 
 ```python
 {body}
@@ -159,8 +164,11 @@ def library_snippet(role: Role, spec: str, base: str | None, embedded: bool) -> 
 """
 
 
-def usage(role: Role, spec: str, lang: str | None, base: str | None, embedded: bool = False) -> str:
-    """Snippets that run as written: xling's command line and Python, and the `adapters` library."""
+def usage(
+    role: Role, spec: str, lang: str | None, base: str | None, embedded: bool = False, library_repo: str | None = None
+) -> str:
+    """Snippets that run as written: xling's command line and Python, and the `adapters` library (from
+    `library_repo` where the adapter was pushed in its layout)."""
     if role is LANG:
         command = f"xling train-task ner --lang {lang} --lang-adapter {spec} --train FILE --dev FILE"
         python = f'# under a task adapter: Tagger.load(lang="{lang}", lang_adapter="{spec}", task_adapter=TASK)'
@@ -168,7 +176,7 @@ def usage(role: Role, spec: str, lang: str | None, base: str | None, embedded: b
         option = "fusion" if role is FUSION else "task-adapter"
         command = f"xling tag --lang LANG --{option} {spec} FILE.txt  # LANG's language adapter goes below it"
         python = f'tagger = Tagger.load(lang="LANG", {"fusion" if role is FUSION else "task_adapter"}="{spec}")'
-    library = "" if role is FUSION else "\n" + library_snippet(role, spec, base, embedded)
+    library = "" if role is FUSION else "\n" + library_snippet(role, spec, base, embedded, library_repo)
     return f"""```bash
 # xling installs from a clone of its repository: pip install -e .
 {command}
@@ -237,19 +245,25 @@ def adapter_title(report: dict) -> str:
     return KINDS[kind].title if kind in KINDS else f"{kind} adapters"
 
 
-def model_card(report: dict, repo_id: str | None = None) -> str:
-    """A `README.md` for the adapter of a training report: Hub metadata, figures, use, limits, licences."""
+LAYOUTS = ("xling", "adapterhub")  # what a pushed repository holds: xling's own files, or the adapters library's
+
+
+def model_card(report: dict, repo_id: str | None = None, layout: str = "xling") -> str:
+    """A `README.md` for the adapter of a training report: Hub metadata, figures, use, limits, licences; its
+    library and snippets those of the `layout` pushed to `repo_id`."""
     role = card_role(report)
     lang, name = report.get("lang") or report.get("adapter"), report.get("name") or report.get("adapter")
     base = hub_id(report.get("model", ""))
     results = eval_results(report, role)
+    library_repo = repo_id if layout == "adapterhub" else None  # the adapters library loads it from there
     data = ModelCardData(
         model_name=name if results else None,
         language=[lang] if lang else None,
-        library_name="xling",
+        library_name="adapter-transformers" if layout == "adapterhub" else "xling",
         base_model=base,
         datasets=dataset_ids(data_sources(report) + [report.get("options", {}).get("dev") or ""]) or None,
-        tags=["xling", "adapters", "mad-x", "masked-lm" if role is LANG else "named-entity-recognition"],
+        tags=["xling", "adapter-transformers" if layout == "adapterhub" else "adapters", "mad-x"]
+        + ["masked-lm" if role is LANG else "named-entity-recognition"],
         pipeline_tag=None if role is LANG else "token-classification",
         metrics=None if role is LANG else ["seqeval"],
         eval_results=results,
@@ -266,7 +280,7 @@ A {role.word} adapter trained with xling: {adapter_title(report)} over a frozen 
 {evaluations_section(report)}
 ## Use it
 
-{usage(role, f"hf:{repo_id}" if repo_id else name, lang, base, is_embedded(report.get("model", "")))}
+{usage(role, f"hf:{repo_id}" if repo_id else name, lang, base, is_embedded(report.get("model", "")), library_repo)}
 ## Intended use and limitations
 
 {LIMITATIONS if role is not LANG else "A language adapter: it adapts the encoder to a language's text; it tags nothing by itself."}
@@ -331,6 +345,50 @@ xling tag --lang {lang} -m {name} text.txt
 ```
 
 (`{name}` the folder's path.) In Transformers it is a masked LM: `pipeline("fill-mask", model="{name}")`.
+
+## Licences
+
+{licences(report)}
+"""
+    return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}"))
+
+
+def peft_card(report: dict) -> str:
+    """A `README.md` for a LoRA task adapter exported to PEFT's format: Hub metadata and how PEFT loads it."""
+    base = hub_id(report.get("model", "")) or "BASE_MODEL"
+    labels = report.get("labels") or []
+    data = ModelCardData(
+        language=[report["lang"]] if report.get("lang") else None,
+        library_name="peft",
+        base_model=None if base == "BASE_MODEL" else base,
+        tags=["xling", "lora", "named-entity-recognition"],
+        pipeline_tag="token-classification",
+        license="apache-2.0",
+    )
+    note = (
+        f" It was trained on xling's embedded encoder, a 4-bit conversion of {base}: on the full-precision model its "
+        "scores may differ slightly."
+        if is_embedded(report.get("model", ""))
+        else ""
+    )
+    body = f"""# {report.get("name", "LoRA task adapter")}
+
+A LoRA task adapter trained with xling, in PEFT's format (`adapter_config.json`, `adapter_model.safetensors`; the
+labels in `config.json`).{note}
+
+```python
+import json
+from peft import PeftModel
+from transformers import AutoModelForTokenClassification
+
+labels = json.load(open("DIR/config.json"))["id2label"]
+base = AutoModelForTokenClassification.from_pretrained(
+    "{base}", num_labels={len(labels)}, id2label={{int(i): label for i, label in labels.items()}}
+)
+model = PeftModel.from_pretrained(base, "DIR")
+```
+
+In xling: `xling tag --lang {report.get("lang", "LANG")} -t DIR FILE`.
 
 ## Licences
 

@@ -1,5 +1,5 @@
-"""`xling export`: an adapter in another library's layout (`adapterhub`), or a whole tagger as an ONNX graph
-(`onnx`), from one options dataclass that the command line and Python share."""
+"""`xling export`: an adapter in another library's layout (`adapterhub`, `peft`), or a whole tagger as an ONNX
+graph (`onnx`), from one options dataclass that the command line and Python share."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 
 from xling.errors import XlingError
 from xling.options import opt
-from xling.roles import FUSION
+from xling.roles import FUSION, TASK_FILE
 from xling.tagging.spec import TaggerSpec
 from xling.workspace import LANG_ADAPTER_HELP, Workspace, is_hub_name, is_path
 
-FORMATS = ("adapterhub", "onnx")
+FORMATS = ("adapterhub", "peft", "onnx")
 
 
 @dataclass
@@ -22,8 +22,9 @@ class ExportOptions:
     )
     target: str = opt(help="The directory to write (written whole, or not at all).", argument=2)
     format: str = opt(
-        help="adapterhub: an adapter for the AdapterHub adapters library; onnx: the tagger Stack(LANG, ADAPTER) "
-        "as one ONNX graph for ONNX Runtime (xling tag --runtime onnx -t TARGET).",
+        help="adapterhub: an adapter for the AdapterHub adapters library; peft: a LoRA task adapter for Hugging "
+        "Face PEFT (PeftModel.from_pretrained); onnx: the tagger Stack(LANG, ADAPTER) as one ONNX graph for ONNX "
+        "Runtime (xling tag --runtime onnx -t TARGET).",
         choices=FORMATS,
     )
     overwrite: bool = opt(False, "Replace a directory an earlier export wrote.")
@@ -68,7 +69,7 @@ class ExportOptions:
             "int8": self.int8,
         }
         given = [name for name, value in onnx_only.items() if value]
-        if self.format == "adapterhub" and given:
+        if self.format in ("adapterhub", "peft") and given:
             raise XlingError(f"--{given[0].replace('_', '-')} is an option of --format onnx only")
         if self.format == "onnx" and not self.tagger.lang:
             raise XlingError("--format onnx needs --lang: the language of the text the tagger will read")
@@ -87,6 +88,16 @@ def export(options: ExportOptions) -> str:
         card = model_card(read_report(directory))
         export_adapterhub(directory, target, overwrite=options.overwrite, extra_files={CARD_FILE: card})
         return f"model.load_adapter({str(target)!r})"
+    if options.format == "peft":
+        from xling.adapters.lora.peft import export_peft
+        from xling.cards import CARD_FILE, peft_card, read_report
+
+        directory = workspace.adapter(options.adapter)
+        extra = {CARD_FILE: peft_card(read_report(directory))}
+        if (directory / TASK_FILE).is_file():  # xling reads it back as the task it is
+            extra[TASK_FILE] = (directory / TASK_FILE).read_text()
+        export_peft(directory, target, overwrite=options.overwrite, extra_files=extra)
+        return f"PeftModel.from_pretrained(AutoModelForTokenClassification.from_pretrained(BASE, ...), {str(target)!r})"
     return export_onnx_tagger(options, workspace)
 
 

@@ -21,6 +21,7 @@ class Role:
 
 
 LANG = Role("lang", "language", "language adapter", "xling train-lang {name} CORPUS")
+TASK_FILE = "task.json"  # in a task adapter's folder: the task it was trained for (`xling.trained_tasks`)
 TASK = Role("task", "task", "task adapter", "xling train-task ner --lang LANG --train FILE --dev FILE")
 FUSION = Role("fusion", "fusion", "fusion", "xling train-fusion ner --lang LANG --adapters A,B --train FILE --dev FILE")
 ROLES = (LANG, TASK, FUSION)

@@ -22,10 +22,8 @@ from xling.fileio import atomic_directory, read_json
 from xling.methods import METHODS, check_method
 from xling.models import load_model
 from xling.options import from_record
-from xling.roles import FUSION, TASK
+from xling.roles import FUSION, TASK, TASK_FILE
 from xling.workspace import check_lang
-
-TASK_FILE = "task.json"
 
 
 @dataclass
@@ -48,11 +46,28 @@ class TaskRecord:
 
 def read_task(directory: Path) -> TaskRecord:
     file = Path(directory) / TASK_FILE
+    if not file.is_file() and (peft := peft_task(Path(directory))) is not None:
+        return peft
     if not file.is_file():
         raise XlingError(
             f"no trained task at {directory}; train one with: xling train-task ner --lang LANG --train FILE --dev FILE"
         )
     return from_record(TaskRecord, read_json(file), str(file))
+
+
+def peft_task(directory: Path) -> TaskRecord | None:
+    """The task of a PEFT LoRA token-classification folder that says its labels (`config.json`), saved without
+    xling's record: its language is not known (`und`), and it tags without a language adapter."""
+    from xling.adapters.lora.peft import LABELS_FILE, is_peft
+
+    config = directory / "adapter_config.json"
+    record = read_json(config) if config.is_file() else {}
+    if not (isinstance(record, dict) and is_peft(record) and (directory / LABELS_FILE).is_file()):
+        return None
+    id2label = read_json(directory / LABELS_FILE).get("id2label") or {}
+    labels = [id2label[key] for key in sorted(id2label, key=int)] if isinstance(id2label, dict) else []
+    return from_record(TaskRecord, {"name": "peft", "task": "ner", "lang": "und", "method": "adapter",
+                                    "lang_adapter": None, "labels": labels}, str(directory / LABELS_FILE))  # fmt: skip
 
 
 def save_task(

@@ -17,6 +17,7 @@ from xling.adapters.adapterhub import is_adapterhub, load_adapterhub
 from xling.adapters.composition import check_name
 from xling.adapters.fusion import FusionConfig
 from xling.adapters.heads import build_head
+from xling.adapters.lora.peft import is_peft, load_peft
 from xling.adapters.model import AdaptedModel
 from xling.adapters.registry import KINDS, adapter_kind, kind_of
 from xling.adapters.weights import (
@@ -139,7 +140,7 @@ def _field(record: dict, key: str, kind: type, where: str):
 def load(
     model: AdaptedModel, directory: Path, name: str | None = None, head: bool = True, role: Role | None = None
 ) -> str:
-    """Load an adapter or fusion saved by xling (or an AdapterHub adapter) into `model`; returns its name.
+    """Load an adapter or fusion saved by xling (or an AdapterHub or PEFT adapter) into `model`; returns its name.
 
     `head=False` leaves a saved head out (a language adapter's masked-LM head serves training only); `role`: the
     role it must have been saved as (a task adapter is no language adapter)."""
@@ -147,6 +148,9 @@ def load(
     record = read_config(directory)
     if is_adapterhub(record):
         return load_adapterhub(model, directory, record, name, head)
+    if is_peft(record):
+        with naming(str(directory / CONFIG_FILE)):
+            return load_peft(model, directory, record, check_name(name or "peft"), head)
     where = str(directory / CONFIG_FILE)
     check_record(record, where, role)
     if is_pretrained(directory):  # a changed byte in the package would otherwise tag silently

@@ -15,7 +15,7 @@ from xling.workspace import Workspace
 def push_command(options: PushOptions):
     """Upload an adapter to the Hugging Face Hub; load it anywhere as hf:ORG/NAME."""
     adapter = Workspace(options.workspace, options.model).adapter(options.adapter)
-    url = push(adapter, options.repo_id, private=options.private, token=options.token)
+    url = push(adapter, options.repo_id, private=options.private, token=options.token, layout=options.format)
     Console(stderr=True).print(
         f"[green]pushed[/] {options.adapter} to {url}; use it as hf:{options.repo_id}", highlight=False
     )

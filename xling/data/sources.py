@@ -4,7 +4,9 @@
 `hf:NAME[:CONFIG[:SPLIT]]` (`hf:conll2003`, `hf:masakhane/masakhaner2:yor`, `hf:conll2003::test`), its tags
 read from the dataset's label names. Tags are read as the scheme they are in, detected or given (IOB1, IOB2, IOE,
 BIOES, BILUO, IO: `xling.data.schemes`), and brought to IOB2. A split is chosen by the caller (`train`,
-`validation`/`dev`, `test`) unless spelled out.
+`validation`/`dev`, `test`) unless spelled out. From Python, labelled data may also be in memory (`in_memory`): a
+`datasets.Dataset` with tokens and tags, or a list of sentences, each `(tokens, tags)`, `{"tokens", "tags"}` or a
+`Sentence`.
 """
 
 from __future__ import annotations
@@ -13,15 +15,76 @@ from pathlib import Path
 
 from xling.data.conll import Sentence, read_conll
 from xling.data.fetch import resolve
+from xling.data.fingerprints import sentences_digest
 from xling.data.hub_datasets import SPLIT_ALIASES, hub_dataset, sentences_from_dataset
 from xling.data.labels import relabel
+from xling.data.schemes import detect, misfit, to_iob2, unfit
 from xling.errors import XlingError
 
 
-def load_ner(source: str, split: str = "train", loader=None, scheme: str = "auto") -> list[Sentence]:
-    """Sentences from a CoNLL file, a catalogue name (`corpus:wikiann-qu/dev`), or a named hub dataset such as
-    `wikiann:qu` or `hf:conll2003`, in IOB2 from `scheme`; none at all is an error."""
-    sentences = _load_ner(resolve(source), split, loader, scheme)
+def in_memory(source) -> bool:
+    """Data given as Python objects rather than named: a `datasets.Dataset`, or a list of sentences (a list of
+    names is several sources)."""
+    if isinstance(source, str):
+        return False
+    return hasattr(source, "features") or (
+        isinstance(source, list | tuple) and not all(isinstance(s, str) for s in source)
+    )
+
+
+def data_name(source) -> object:
+    """What a run records of its data: a name as given; data in memory by what identifies it."""
+    if not in_memory(source):
+        return source
+    if hasattr(source, "features"):
+        return f"datasets.Dataset {getattr(source, '_fingerprint', '?')} ({len(source):,} rows)"
+    return f"{len(source):,} sentences in memory, digest {sentences_digest(_words(item) for item in source)}"
+
+
+def _words(item) -> list[str]:
+    tokens = item.tokens if isinstance(item, Sentence) else item.get("tokens") if isinstance(item, dict) else item
+    return [str(t) for t in (tokens[0] if isinstance(tokens, tuple) and len(tokens) == 2 else tokens)]
+
+
+def sentences_in(source, scheme: str = "auto") -> list[Sentence]:
+    """Labelled sentences given in memory (`in_memory`), in IOB2 from `scheme`."""
+    if hasattr(source, "features"):
+        return sentences_from_dataset(source, "the dataset", scheme)
+    rows = []
+    for number, item in enumerate(source, start=1):
+        if isinstance(item, Sentence):
+            tokens, tags = item.tokens, item.tags
+        elif isinstance(item, dict):
+            tokens, tags = item.get("tokens"), item.get("tags", item.get("ner_tags"))
+        elif isinstance(item, list | tuple) and len(item) == 2:
+            tokens, tags = item
+        else:
+            tokens = tags = None
+        if not (_strings(tokens) and _strings(tags) and len(tokens) == len(tags)):
+            raise XlingError(
+                f"sentence {number}: give (tokens, tags), {{'tokens': [...], 'tags': [...]}} or a Sentence, with one "
+                "tag (a string) per token"
+            )
+        rows.append((list(tokens), list(tags)))
+    found = detect(tag for _, tags in rows for tag in tags) if scheme == "auto" else scheme
+    for number, (_, tags) in enumerate(rows, start=1):
+        if (bad := unfit(tags, found)) is not None:
+            raise XlingError(f"sentence {number}: {misfit(tags[bad], found)}")
+    return [Sentence(tokens, to_iob2(tags, found)) for tokens, tags in rows]
+
+
+def _strings(values) -> bool:
+    return isinstance(values, list | tuple) and all(isinstance(v, str) for v in values)
+
+
+def load_ner(source, split: str = "train", loader=None, scheme: str = "auto") -> list[Sentence]:
+    """Sentences from a CoNLL file, a catalogue name (`corpus:wikiann-qu/dev`), a named hub dataset such as
+    `wikiann:qu` or `hf:conll2003`, or data in memory, in IOB2 from `scheme`; none at all is an error."""
+    if in_memory(source):
+        sentences = sentences_in(source, scheme)
+        source = "the data given"
+    else:
+        sentences = _load_ner(resolve(source), split, loader, scheme)
     if not sentences:
         raise XlingError(f"{source} holds no labelled sentences (a token and a tag per line, blank lines between)")
     return sentences

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from xling.data.conll import looks_like_conll, read_conll, read_lines
 from xling.data.fetch import resolve
+from xling.data.hub_datasets import TOKEN_COLUMNS
+from xling.data.sources import in_memory
 from xling.errors import XlingError
 
 
@@ -70,18 +72,33 @@ def file_lines(path: Path) -> list[str]:
     return list(pieces(line for _, line in read_lines(path)))
 
 
-def read_text(sources: list[str]) -> tuple[list[str], list[Path]]:
-    """Clean, deduplicated lines of all sources, and the files they came from."""
+def read_text(sources) -> tuple[list[str], list[Path]]:
+    """Clean, deduplicated lines of all sources, and the files they came from. From Python the text may be in
+    memory: a `datasets.Dataset` with a `text` column (or a tokens column), or a list of tokenised sentences."""
+    if in_memory(sources):
+        return clean(memory_lines(sources)), []
     files = expand_sources(sources)
-    seen: set[str] = set()
-    lines: list[str] = []
-    for path in files:
-        for line in file_lines(path):
-            line = unicodedata.normalize("NFC", line).strip()
-            if line and line not in seen:
-                seen.add(line)
-                lines.append(line)
-    return lines, files
+    return clean(line for path in files for line in file_lines(path)), files
+
+
+def clean(lines: Iterable[str]) -> list[str]:
+    """NFC, stripped, without empty or repeated lines."""
+    found = dict.fromkeys(unicodedata.normalize("NFC", line).strip() for line in lines)
+    return [line for line in found if line]
+
+
+def memory_lines(source) -> Iterator[str]:
+    if hasattr(source, "features"):
+        columns = [c for c in ("text", "sentence", *TOKEN_COLUMNS) if c in source.column_names]
+        if not columns:
+            raise XlingError(f"the dataset has no text or tokens column; its columns: {', '.join(source.column_names)}")
+        for value in source[columns[0]]:
+            yield from pieces([value if isinstance(value, str) else " ".join(value)])
+        return
+    for number, sentence in enumerate(source, start=1):
+        if not (isinstance(sentence, list | tuple) and all(isinstance(word, str) for word in sentence)):
+            raise XlingError(f"sentence {number}: give the text as a list of words (or a file, folder or corpus name)")
+        yield from pieces([" ".join(sentence)])
 
 
 def parallel_files(sources: list[str], source_lang: str, lang: str) -> list[tuple[Path, Path]]:

@@ -26,6 +26,7 @@ from xling.tagging.spec import TaggerSpec
 from xling.workspace import LANG_ADAPTER_HELP, check_lang
 
 MIN_WINDOW = 8  # sub-tokens: the special tokens and a few pieces of text
+TRACKERS = ("tensorboard", "wandb", "mlflow")  # accelerate's names
 
 
 @dataclass
@@ -46,8 +47,16 @@ class TrainConfig:
     encoder_dropout: bool = opt(True, "Dropout in the frozen encoder while adapters train (off: faster).")
     device: str = opt("auto", DEVICE_HELP)
     precision: str = opt("auto", PRECISION_HELP)
+    report_to: str | None = opt(
+        None,
+        "Log loss, learning rate and evaluations to tensorboard, wandb or mlflow (accelerate's trackers; TensorBoard "
+        "writes under WORKSPACE/MODEL/logs/).",
+        choices=TRACKERS,
+    )
 
     def __post_init__(self):
+        if self.report_to is not None and self.report_to not in TRACKERS:
+            raise XlingError(f"report-to must be one of {', '.join(TRACKERS)}, not {self.report_to!r}")
         for name in ("batch_size", "grad_accum", "eval_every", "checkpoint_every", "patience"):
             at_least(name, getattr(self, name), 1)
         at_least("steps", self.max_steps, 1)

@@ -12,6 +12,7 @@ from xling.adapters.heads import MaskedLMHead, MaskedLMHeadConfig
 from xling.adapters.registry import describe
 from xling.adapters.saving import save
 from xling.adapters.weights import read_weights
+from xling.data.sources import data_name, in_memory
 from xling.data.text import read_text
 from xling.errors import XlingError
 from xling.models import load_model, model_label, resolve_model_dir
@@ -96,7 +97,8 @@ def train_language_adapter(
 
     lines, files = read_text(options.corpus)
     if not lines:
-        raise XlingError(f"the corpus is empty: no text lines in {', '.join(options.corpus)}")
+        given = data_name(options.corpus) if in_memory(options.corpus) else ", ".join(options.corpus)
+        raise XlingError(f"the corpus is empty: no text lines in {given}")
     train_lines, held_out_lines = split_held_out(lines, options.held_out, options.training.seed)
     console.print(f"corpus: {len(lines):,} lines from {len(files)} file(s); {len(held_out_lines):,} held out")
 
@@ -129,7 +131,11 @@ def train_language_adapter(
         + (f"; softmax over {len(objective.vocab_ids):,} corpus pieces" if objective.vocab_ids is not None else "")
     )
     record = run_options(
-        options, "lang", lang=lang, corpus=[str(f) for f in files], adapter=describe(options.adapter.config)
+        options,
+        "lang",
+        lang=lang,
+        corpus=[str(f) for f in files] or data_name(options.corpus),
+        adapter=describe(options.adapter.config),
     )
     result = run.train(model, objective, options.training, record, counts, f"train-lang {name}", progress)
     evaluations = result.evaluations

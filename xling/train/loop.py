@@ -101,8 +101,8 @@ def process_state(device: str):
     return PartialState(cpu=device == "cpu")
 
 
-def make_accelerator(device: str, precision: str):
-    """The accelerator for a picked device and precision.
+def make_accelerator(device: str, precision: str, report_to: str | None = None, log_dir: Path | None = None):
+    """The accelerator for a picked device and precision, reporting to a tracker (`report_to`).
 
     bf16 runs under xling's own autocast (`_Run.autocast`): accelerate fixes its precision once per
     process, and one process may train at several (recipes, the Python API). fp16 needs accelerate's
@@ -110,7 +110,8 @@ def make_accelerator(device: str, precision: str):
     from accelerate import Accelerator
 
     process_state(device)
-    return Accelerator(cpu=device == "cpu", mixed_precision="fp16" if precision == "fp16" else "no")
+    mixed = "fp16" if precision == "fp16" else "no"
+    return Accelerator(cpu=device == "cpu", mixed_precision=mixed, log_with=report_to, project_dir=log_dir)
 
 
 def wait_for_everyone(state) -> None:
@@ -299,6 +300,7 @@ class _Run:
             **metrics,
         }
         self.evaluations.append(entry)
+        self.track({f"eval/{k}": v for k, v in metrics.items() if isinstance(v, int | float) and math.isfinite(v)})
         if self.main:
             with open(self.run_dir / LOG_FILE, "a") as log:
                 log.write(json.dumps(entry) + "\n")
@@ -311,6 +313,11 @@ class _Run:
             else:
                 state["stale"] += 1
         return entry
+
+    def track(self, values: dict[str, float]) -> None:
+        """Numbers for the tracker `--report-to` names, at this step (none named: nowhere)."""
+        if self.config.report_to:
+            self.accelerator.log(values, step=self.state["step"])
 
     def agreed(self, stopping: bool) -> bool:
         """Whether any process was told to stop: all stop after the same step (one stopping alone would leave the
@@ -393,19 +400,14 @@ def train(
     the main process evaluates and writes the run directory.
     """
     run_dir = Path(run_dir)
-    # `auto` picks by timing, which a busy machine can tip: a resumed run keeps the precision it started with
-    resumed = None if restart or config.precision != "auto" else saved_value(run_dir / "checkpoint", "precision")
-    device, precision, accelerator = _processes(config, resumed)
+    device, precision, accelerator = _prepare(config, run_dir, run_options, restart)
     main = accelerator.is_main_process
     progress = _Silent() if not main else progress or TextProgress()
-    if main:
-        _clear_run_dir(run_dir, restart)
-    wait_for_everyone(accelerator)
-    _check_run_options(run_dir, {**run_options, "train": asdict(config)}, write=main)
-    wait_for_everyone(accelerator)
     torch.manual_seed(config.seed + accelerator.process_index)  # dropout differs between processes, as between rows
     run = _Run(model, objective, config, run_dir, accelerator, precision, progress)
     run.resume(title)
+    if config.report_to:
+        accelerator.init_trackers(f"{run_dir.parent.name}-{run_dir.name.removesuffix('.partial')}", flat(run_options))
     state = run.state
     if state["step"] == 0 and objective.evaluate_at_start and not run.evaluations:
         run.evaluate()
@@ -428,6 +430,7 @@ def train(
                 progress.advance(
                     state["step"], f"{objective.describe(sum(running_loss) / len(running_loss))}  {rate:,.0f} tok/s"
                 )
+                run.track({"train/loss": loss, "train/learning_rate": run.scheduler.get_last_lr()[0]})
                 if state["step"] % eval_every == 0 or state["step"] == run.total:
                     run.evaluate()
                     if config.patience is not None and state["stale"] >= config.patience:
@@ -445,6 +448,8 @@ def train(
             raise
         finally:
             progress.stop()
+            if config.report_to:
+                accelerator.end_training()
     if objective.selects_best and run.best_weights is not None:
         with torch.no_grad():
             for name, param in run.trainable.items():
@@ -485,19 +490,47 @@ class _StopSignals:
             signal.signal(number, handler)
 
 
-def _processes(config: TrainConfig, resumed: str | None = None):
+def _prepare(config: TrainConfig, run_dir: Path, run_options: dict, restart: bool):
+    """The device, precision and accelerator of a run, with its folder cleared (`restart`) or checked against the
+    options it was started with."""
+    # `auto` picks by timing, which a busy machine can tip: a resumed run keeps the precision it started with
+    resumed = None if restart or config.precision != "auto" else saved_value(run_dir / "checkpoint", "precision")
+    log_dir = run_dir.parent.parent / "logs" if config.report_to else None
+    device, precision, accelerator = _processes(config, resumed, log_dir)
+    if accelerator.is_main_process:
+        _clear_run_dir(run_dir, restart)
+    wait_for_everyone(accelerator)
+    # where it reports is no part of what it trains with: a resumed run may report elsewhere
+    recorded = {key: value for key, value in asdict(config).items() if key != "report_to"}
+    _check_run_options(run_dir, {**run_options, "train": recorded}, write=accelerator.is_main_process)
+    wait_for_everyone(accelerator)
+    return device, precision, accelerator
+
+
+def _processes(config: TrainConfig, resumed: str | None = None, log_dir: Path | None = None):
     """The device, the precision (`resumed`: the one an interrupted run was in) and the accelerator of this run
     (one process, or each of a distributed run)."""
     device = pick_device(config.device)
     usable = resumed in ("fp32", "bf16") or (resumed == "fp16" and device == "cuda")
     precision = resumed if usable else pick_precision(config.precision, device)
-    accelerator = make_accelerator(device, precision)
+    accelerator = make_accelerator(device, precision, config.report_to, log_dir)
     if accelerator.num_processes > 1 and device == "cpu":
         # auto times bf16 in each process: all train in what the first one picked
         from accelerate.utils import broadcast_object_list
 
         precision = broadcast_object_list([precision])[0]
     return device, precision, accelerator
+
+
+def flat(record: dict, prefix: str = "") -> dict:
+    """A run's options as a tracker's hyperparameters: nested keys joined by `/`, lists and None as text."""
+    found = {}
+    for key, value in record.items():
+        if isinstance(value, dict):
+            found |= flat(value, f"{prefix}{key}/")
+        else:
+            found[f"{prefix}{key}"] = value if isinstance(value, int | float | str | bool) else str(value)
+    return found
 
 
 def _clear_run_dir(run_dir: Path, restart: bool) -> None:

@@ -13,13 +13,14 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 
 from xling import __version__
 from xling.adapters import AdaptedModel
 from xling.adapters.model import ParameterCount
 from xling.cards import CARD_FILE, model_card
+from xling.data.sources import data_name
 from xling.errors import XlingError
 from xling.fileio import EntryLock
 from xling.roles import Role
@@ -33,8 +34,13 @@ NOT_RECORDED = {"workspace", "overwrite", "restart", "training"}
 
 def run_options(options, kind: str, **resolved) -> dict:
     """What a run trains with, which a resumed run must share: the command's options, from its dataclass, with
-    the values the run resolved (its name, paths, labels, the adapter's config) in place of the options' own."""
-    recorded = {key: value for key, value in asdict(options).items() if key not in NOT_RECORDED}
+    the values the run resolved (its name, paths, labels, the adapter's config) in place of the options' own; data
+    given in memory is recorded by what identifies it."""
+    recorded = {
+        f.name: asdict(value) if is_dataclass(value := getattr(options, f.name)) else data_name(value)
+        for f in fields(options)
+        if f.name not in NOT_RECORDED
+    }
     return {"kind": kind, **recorded, **resolved}
 
 

@@ -1,0 +1,88 @@
+"""Data and trackers from Python: `datasets.Dataset`s and lists of sentences train as files do, and a run reports
+loss, learning rate and evaluations to accelerate's trackers (`--report-to`; TensorBoard here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xling.data.conll import read_conll
+from xling.data.sources import data_name, load_ner
+from xling.errors import XlingError
+from xling.train.config import LanguageAdapterOptions, TaskAdapterOptions, TrainConfig
+from xling.train.language import train_language_adapter
+from xling.train.task import train_task_adapter
+
+SHORT = TrainConfig(max_steps=3, batch_size=8, eval_every=None, learning_rate=5e-3, precision="fp32")
+
+
+def test_sentences_in_memory_read_as_a_file_does(trained_workspace):
+    _, _, train, _ = trained_workspace
+    from_file = read_conll(train)
+    as_pairs = [(s.tokens, s.tags) for s in from_file]
+    as_dicts = [{"tokens": s.tokens, "tags": s.tags} for s in from_file]
+    assert load_ner(as_pairs) == load_ner(as_dicts) == load_ner(from_file) == from_file
+    bioes = [(["juan", "perez"], ["B-PER", "E-PER"])]
+    assert load_ner(bioes)[0].tags == ["B-PER", "I-PER"]
+    with pytest.raises(XlingError, match="sentence 2: give"):
+        load_ner([(["a"], ["O"]), (["a", "b"], ["O"])])
+    assert data_name(as_pairs) == data_name(as_dicts) != data_name(as_pairs[:-1])
+
+
+def test_train_task_takes_a_dataset_and_records_what_identifies_it(trained_workspace, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    root, model_dir, train, dev = trained_workspace
+    sentences = read_conll(train)
+    names = sorted({tag for s in sentences for tag in s.tags})
+    features = datasets.Features(
+        {
+            "tokens": datasets.Sequence(datasets.Value("string")),
+            "ner_tags": datasets.Sequence(datasets.ClassLabel(names=names)),
+        }
+    )
+    rows = {"tokens": [s.tokens for s in sentences], "ner_tags": [[names.index(t) for t in s.tags] for s in sentences]}
+    dataset = datasets.Dataset.from_dict(rows, features=features)
+    where = dict(model=str(model_dir), workspace=str(tmp_path / "ws"), use_lang_adapter=False, training=SHORT)
+    report = train_task_adapter(TaskAdapterOptions(lang="en", train=dataset, dev=str(dev), **where))
+    assert report["train_sentences"] == len(sentences)
+    assert (
+        report["options"]["train"].startswith("datasets.Dataset ")
+        and f"{len(sentences):,} rows" in report["options"]["train"]
+    )
+    listed = [(s.tokens, s.tags) for s in sentences]
+    again = train_task_adapter(TaskAdapterOptions(lang="en", train=listed, dev=str(dev), name="listed", **where))
+    assert again["train_sentences"] == len(sentences) and "sentences in memory" in again["options"]["train"]
+
+
+def test_train_lang_takes_tokenised_sentences_and_a_text_dataset(trained_workspace, tmp_path):
+    datasets = pytest.importorskip("datasets")
+    _, model_dir, train, _ = trained_workspace
+    words = [s.tokens for s in read_conll(train)]
+    where = dict(model=str(model_dir), workspace=str(tmp_path / "ws"), seq_len=32, training=SHORT)
+    report = train_language_adapter(LanguageAdapterOptions(lang="qu", corpus=words, **where))
+    assert report["lines"]["train"] + report["lines"]["held_out"] == len({" ".join(w) for w in words})
+    assert "sentences in memory" in report["options"]["corpus"]
+    text = datasets.Dataset.from_dict({"text": [" ".join(w) for w in words]})
+    report = train_language_adapter(LanguageAdapterOptions(lang="en", corpus=text, **where))
+    assert report["options"]["corpus"].startswith("datasets.Dataset ")
+
+
+def test_report_to_tensorboard_logs_loss_learning_rate_and_dev_f1(trained_workspace, tmp_path):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    _, model_dir, train, dev = trained_workspace
+    training = TrainConfig(max_steps=4, batch_size=8, eval_every=2, learning_rate=5e-3, report_to="tensorboard")
+    where = dict(model=str(model_dir), workspace=str(tmp_path / "ws"), use_lang_adapter=False)
+    train_task_adapter(TaskAdapterOptions(lang="en", train=str(train), dev=str(dev), training=training, **where))
+    events = list((tmp_path / "ws" / Path(model_dir).name / "logs").rglob("events.out.tfevents.*"))
+    assert events, "no TensorBoard event file"
+    scalars = {}
+    for file in events:
+        accumulator = EventAccumulator(str(file))
+        accumulator.Reload()
+        for tag in accumulator.Tags()["scalars"]:
+            scalars[tag] = [event.step for event in accumulator.Scalars(tag)]
+    assert scalars["train/loss"] == [1, 2, 3, 4] and scalars["train/learning_rate"] == [1, 2, 3, 4]
+    assert scalars["eval/f1"] == [2, 4]

@@ -1,0 +1,145 @@
+"""LoRA task adapters in Hugging Face PEFT's own format: what `PeftModel.from_pretrained(model, DIR)` reads over
+`AutoModelForTokenClassification`, and what xling reads back from such a folder.
+
+PEFT's folder holds `adapter_config.json` (`peft_type: LORA`, `task_type: TOKEN_CLS`, the rank, alpha, dropout,
+target modules and layers) and `adapter_model.safetensors` with each update as
+`base_model.model.<prefix>.encoder.layer.<L>.attention.self.<target>.lora_A.weight` (and `lora_B`), the tagging
+head, a module to save, as `base_model.model.classifier.weight`. The labels, which PEFT leaves to the base model's
+config, go into `config.json` beside them (`id2label`), as a token-classification model's config has them. The
+arithmetic is the same: `W x + (alpha / r) B A x` on the projections named.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import torch
+
+from xling.adapters.heads import TaggingHead, TaggingHeadConfig
+from xling.adapters.lora.config import TARGETS, LoraConfig
+from xling.adapters.weights import CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE, load_fitting, read_weights
+from xling.errors import XlingError
+from xling.fileio import atomic_directory, read_json
+from xling.options import from_record, shown
+
+PEFT_WEIGHTS = "adapter_model.safetensors"
+LABELS_FILE = "config.json"  # a token-classification model's config: id2label and label2id
+UPDATE = re.compile(
+    r"^base_model\.model\.\w+\.encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.(lora_[AB])\.weight$"
+)
+HEAD = re.compile(r"^base_model\.model\.classifier\.(weight|bias)$")
+# PEFT options whose other values need what xling's LoRA does not do
+SUPPORTED = {"bias": "none", "use_dora": False, "use_rslora": False, "fan_in_fan_out": False, "lora_bias": False}
+
+
+def is_peft(record: dict) -> bool:
+    return "peft_type" in record
+
+
+def base_prefix(model_type: str) -> str:
+    """The name Transformers gives a family's encoder inside its task models (`bert`, `roberta`, `deberta`)."""
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING
+
+    return MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING[type(AutoConfig.for_model(model_type))].base_model_prefix
+
+
+def export_peft(directory: Path, target: Path, overwrite: bool = False, extra_files: dict[str, str] | None = None):
+    """Write the xling LoRA task adapter saved in `directory`, with its head, as PEFT saves one."""
+    directory = Path(directory)
+    record = read_json(directory / CONFIG_FILE)
+    if record.get("kind") != "lora" or not (directory / HEAD_WEIGHTS_FILE).is_file():
+        raise XlingError(f"{directory}: only LoRA task adapters export to PEFT, not {record.get('kind')} adapters")
+    config, base = record["config"], record["base_model"]
+    fingerprint = base["fingerprint"]
+    prefix = base_prefix(fingerprint["architecture"])
+    layers = [layer for layer in range(fingerprint["num_layers"]) if layer not in config["leave_out"]]
+    peft_config = {
+        "peft_type": "LORA",
+        "task_type": "TOKEN_CLS",
+        "r": config["rank"],
+        "lora_alpha": config["alpha"],
+        "lora_dropout": config["dropout"],
+        "target_modules": config["targets"],
+        "layers_to_transform": layers if config["leave_out"] else None,
+        "modules_to_save": ["classifier"],
+        "base_model_name_or_path": base.get("name") or None,
+        "inference_mode": True,
+        **SUPPORTED,
+    }
+    weights = {}
+    for key, tensor in read_weights(directory / WEIGHTS_FILE).items():
+        layer, update, part = re.fullmatch(r"updates\.(\d+)_(\w+)\.(lora_[AB])", key).groups()
+        weights[f"base_model.model.{prefix}.encoder.layer.{layer}.attention.self.{update}.{part}.weight"] = tensor
+    for key, tensor in read_weights(directory / HEAD_WEIGHTS_FILE).items():
+        weights[f"base_model.model.{key}"] = tensor
+    labels = read_json(directory / "head_config.json")["labels"]
+    labelled = {"id2label": dict(enumerate(labels)), "label2id": {label: i for i, label in enumerate(labels)}}
+    from safetensors.torch import save
+
+    with atomic_directory(Path(target), overwrite=overwrite, replaces=(CONFIG_FILE,)) as staging:
+        (staging / CONFIG_FILE).write_text(json.dumps(peft_config, indent=2) + "\n")
+        (staging / PEFT_WEIGHTS).write_bytes(save({k: v.contiguous() for k, v in weights.items()}, {"format": "pt"}))
+        (staging / LABELS_FILE).write_text(json.dumps(labelled, indent=2) + "\n")
+        for file_name, text in (extra_files or {}).items():
+            (staging / file_name).write_text(text, encoding="utf-8")
+    return Path(target)
+
+
+def config_from_peft(record: dict, directory: Path, num_layers: int) -> LoraConfig:
+    """xling's LoRA config for a PEFT LoRA config, or one line naming what xling does not support."""
+    where = str(directory / CONFIG_FILE)
+    if record.get("peft_type") != "LORA":
+        raise XlingError(f"{where}: a PEFT {shown(record.get('peft_type'))} adapter; xling reads PEFT's LoRA only")
+    unsupported = [f"{k}={shown(record[k])}" for k, v in SUPPORTED.items() if k in record and record[k] != v]
+    targets = record.get("target_modules")
+    targets = [targets] if isinstance(targets, str) else targets
+    if not isinstance(targets, list) or any(t not in TARGETS for t in targets):
+        unsupported.append(f"target_modules={shown(targets)} (xling adapts {', '.join(TARGETS)})")
+    if unsupported:
+        raise XlingError(f"{where}: PEFT options xling does not support: {', '.join(unsupported)}")
+    kept = record.get("layers_to_transform")
+    kept = list(range(num_layers)) if kept is None else [kept] if isinstance(kept, int) else kept
+    values = {
+        "rank": record.get("r", 8),
+        "alpha": record.get("lora_alpha", 8),
+        "dropout": record.get("lora_dropout", 0.0),
+        "targets": targets,
+        "leave_out": [layer for layer in range(num_layers) if layer not in kept],
+    }
+    return from_record(LoraConfig, values, where)
+
+
+def load_peft(model, directory: Path, record: dict, name: str, head: bool = True) -> str:
+    """A PEFT LoRA folder into `model` as xling's LoRA adapter `name`, with its classifier as the tagging head where
+    the folder holds one and says its labels (`config.json`)."""
+    config = config_from_peft(record, directory, model.num_layers)
+    state = read_weights(directory / PEFT_WEIGHTS)
+    updates, head_weights = {}, {}
+    for key, tensor in state.items():
+        if found := UPDATE.match(key):
+            updates[f"updates.{found.group(1)}_{found.group(2)}.{found.group(3)}"] = tensor
+        elif found := HEAD.match(key):
+            head_weights[f"classifier.{found.group(1)}"] = tensor
+    adapter = model.add_adapter(name, config)
+    try:
+        load_fitting(adapter, updates, f"{directory}: the LoRA updates")
+        if head and head_weights and (directory / LABELS_FILE).is_file():
+            model.add_head(name, peft_head(directory, head_weights, model.hidden_size))
+    except Exception:
+        model.delete(name)
+        raise
+    return name
+
+
+def peft_head(directory: Path, weights: dict[str, torch.Tensor], hidden_size: int) -> TaggingHead:
+    where = str(directory / LABELS_FILE)
+    id2label = read_json(directory / LABELS_FILE).get("id2label")
+    if not isinstance(id2label, dict) or sorted(map(str, id2label)) != sorted(str(i) for i in range(len(id2label))):
+        raise XlingError(f"{where}: id2label must name every label id 0..N-1")
+    labels = [id2label[key] for key in sorted(id2label, key=int)]
+    head = TaggingHead(hidden_size, from_record(TaggingHeadConfig, {"labels": labels}, where))
+    load_fitting(head, weights, f"{directory}: the classifier")
+    return head
