@@ -86,3 +86,20 @@ def test_report_to_tensorboard_logs_loss_learning_rate_and_dev_f1(trained_worksp
             scalars[tag] = [event.step for event in accumulator.Scalars(tag)]
     assert scalars["train/loss"] == [1, 2, 3, 4] and scalars["train/learning_rate"] == [1, 2, 3, 4]
     assert scalars["eval/f1"] == [2, 4]
+
+
+def test_a_tagger_maps_over_a_dataset_in_batches_as_the_docs_show(trained_workspace):
+    datasets = pytest.importorskip("datasets")
+    from xling import Tagger
+
+    root, model_dir, _, _ = trained_workspace
+    tagger = Tagger.load(lang="qu", task_adapter="ner-en", model=str(model_dir), workspace=str(root / "ws"))
+    texts = ["juan lima the city of qusqu", "maria of peru", "runa wasi"]
+    dataset = datasets.Dataset.from_dict({"id": ["a", "b", "c"], "text": texts})
+
+    def entities(batch):
+        return {"entities": [[span.to_dict() for span in spans] for spans in tagger(batch["text"])]}
+
+    tagged = dataset.map(entities, batched=True, batch_size=2)
+    assert tagged["id"] == ["a", "b", "c"]
+    assert tagged["entities"] == [[span.to_dict() for span in spans] for spans in tagger(texts)]

@@ -40,6 +40,7 @@ def test_two_processes_write_what_one_writes_line_for_line(trained_workspace, tm
     first, second = (tmp_path / "one.jsonl").read_text().splitlines(), (tmp_path / "two.jsonl").read_text().splitlines()
     assert len(first) == count and first == second
     assert [json.loads(line)["text"] for line in second] == source.read_text().splitlines()
+    assert [json.loads(line)["line"] for line in second] == list(range(1, count + 1))  # across blocks too
     assert not parts_dir(tmp_path / "two.jsonl").exists()
 
 

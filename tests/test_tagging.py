@@ -164,6 +164,31 @@ def run_tag(trained_workspace, *args, stdin=None):
     return run_xling("tag", *args, "--model", model_dir, "-w", root / "ws", input=stdin)
 
 
+def test_jsonl_records_carry_their_id_or_line_and_a_long_line_comes_back_whole(trained_workspace, tmp_path):
+    records = tmp_path / "in.jsonl"
+    rows = [{"id": "doc-7", "text": "juan lima the city", "source": "wiki"}, {"text": "maria of peru"}]
+    records.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n", encoding="utf-8")
+    done = run_tag(trained_workspace, str(records), "--lang", "qu", "--jsonl", "-f", "jsonl")
+    assert done.returncode == 0, done.stderr
+    out = [json.loads(line) for line in done.stdout.splitlines()]
+    assert list(out[0]) == ["id", "text", "entities", "source"] and out[0]["id"] == "doc-7"
+    assert out[0]["source"] == "wiki" and out[1]["line"] == 2 and out[1]["text"] == "maria of peru"
+    long_line = " ".join(["juan lima the city of qusqu maria of peru"] * 400)  # over 10,000 characters
+    plain = tmp_path / "in.txt"
+    plain.write_text(f"runa wasi\n{long_line}\n", encoding="utf-8")
+    done = run_tag(trained_workspace, str(plain), "--lang", "qu", "-f", "jsonl")
+    out = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["line"] for r in out] == [1, 2] and out[1]["text"] == long_line  # one record, not three pieces
+    assert out[1]["entities"] and all(long_line[e["start"] : e["end"]] == e["text"] for e in out[1]["entities"])
+    assert max(e["start"] for e in out[1]["entities"]) > 10_000  # offsets into the line, not into a piece
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "juan"}\n{"id": 3}\n', encoding="utf-8")
+    refused = run_tag(trained_workspace, str(bad), "--lang", "qu", "--jsonl")
+    assert refused.returncode == 1 and refused.stderr.strip() == (
+        f'error: {bad}:2: a JSON record needs "text", a string (and may have "id")'
+    )
+
+
 def test_tag_command_formats(trained_workspace, tmp_path):
     source = tmp_path / "in.txt"
     source.write_text("juan lima the city\n\nmaria of peru. runa wasi qusqu\n", encoding="utf-8")

@@ -7,8 +7,9 @@ A runtime supplies `labels`, `decoder`, `batch_size` and `word_probabilities(sen
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from itertools import count
 
 import numpy as np
@@ -16,8 +17,9 @@ import numpy as np
 from xling.data.conll import read_tokens
 from xling.data.decoding import decode
 from xling.data.iob2 import entities
-from xling.data.text import pieces
+from xling.data.text import line_pieces
 from xling.errors import XlingError
+from xling.fileio import parse_json
 from xling.tagging.reading import ready_chunks
 from xling.tagging.words import Token, joined, split_sentences, tokenize
 
@@ -46,13 +48,49 @@ class Span:
 
 @dataclass
 class TaggedText:
-    """One input text: its words with tags and probabilities, and the entity spans."""
+    """One input text: its words with tags and probabilities, and the entity spans; `about`, what the input said of
+    it (its line or sentence number, or a JSON record's id and other keys), which JSONL output carries."""
 
     text: str
     tokens: list[Token]
     tags: list[str]
     scores: list[float]
     spans: list[Span]
+    about: dict = field(default_factory=dict)
+
+
+def merged(parts: list[TaggedText], about: dict) -> TaggedText:
+    """The results of one text's pieces as one result, with offsets into the whole text."""
+    if len(parts) == 1:
+        return replace(parts[0], about=about)
+    whole = TaggedText("", [], [], [], [], about)
+    for part in parts:
+        offset = len(whole.text)
+        whole.text += part.text
+        whole.tokens += [Token(t.text, t.start + offset, t.end + offset) for t in part.tokens]
+        whole.tags += part.tags
+        whole.scores += part.scores
+        whole.spans += [replace(s, start=s.start + offset, end=s.end + offset) for s in part.spans]
+    return whole
+
+
+def line_records(lines: Iterable[tuple[int, str]], jsonl: bool, source: str) -> Iterator[tuple[dict, str]]:
+    """(what is said of it, text) of each numbered line: its number, or with `jsonl` the line's JSON record, its
+    `text` tagged and its `id` (else its line number) and other keys kept."""
+    for number, line in lines:
+        if not jsonl:
+            yield {"line": number}, line
+            continue
+        if not line.strip():
+            continue
+        try:
+            record = parse_json(line)
+        except (ValueError, RecursionError):
+            raise XlingError(f"{source}:{number}: not a JSON record") from None
+        if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+            raise XlingError(f'{source}:{number}: a JSON record needs "text", a string (and may have "id")')
+        kept = {key: value for key, value in record.items() if key not in ("text", "entities")}
+        yield ({} if "id" in record else {"line": number}) | kept, record["text"]
 
 
 def spans_from_tags(text: str, tokens: list[Token], tags: list[str], scores: list[float]) -> list[Span]:
@@ -88,15 +126,48 @@ class TextTagger(ABC):
             for p, words in zip(self.word_probabilities(sentences), sentences)
         ]
 
-    def tag_lines(self, lines: Iterable[str], paragraphs: bool = False, conll: bool = False) -> Iterator[TaggedText]:
-        """Lines of a file, streamed: one sentence each, running text (`paragraphs`), or pre-tokenised CoNLL
-        (`conll`: one result per sentence). A line longer than `MAX_LINE_CHARS` is tagged in pieces cut at
-        spaces, one result each."""
+    def tag_lines(
+        self, lines: Iterable[str], paragraphs: bool = False, conll: bool = False, jsonl: bool = False
+    ) -> Iterator[TaggedText]:
+        """Lines of a file, streamed: one sentence each, running text (`paragraphs`), JSON records (`jsonl`) or
+        pre-tokenised CoNLL (`conll`: one result per sentence). Each result says its line (`about`)."""
+        yield from self.tag_numbered(enumerate(lines, start=1), paragraphs, conll, jsonl)
+
+    def tag_numbered(
+        self,
+        lines: Iterable[tuple[int, str]],
+        paragraphs: bool = False,
+        conll: bool = False,
+        jsonl: bool = False,
+        source: str = "<input>",
+        streaming: bool = True,
+    ) -> Iterator[TaggedText]:
+        """`tag_lines` of numbered lines; a text longer than `MAX_LINE_CHARS` is tagged in pieces cut at spaces and
+        comes back whole. Without `streaming`, the lines are tagged as one read (a block of a file)."""
         if conll:
-            for chunk in self._reads(read_tokens(enumerate(lines, start=1))):
-                yield from self.tag_tokens(chunk)
-        else:
-            yield from self.pipe(pieces(lines), paragraphs=paragraphs)
+            sentences = enumerate(read_tokens(lines), start=1)
+            chunks = self._reads(sentences) if streaming else [list(sentences)]
+            for chunk in chunks:
+                tagged = self.tag_tokens([words for _, words in chunk])
+                yield from (replace(t, about={"sentence": n}) for (n, _), t in zip(chunk, tagged))
+            return
+        order: deque[tuple[dict, int]] = deque()  # each piece's record and how many pieces its text has
+
+        def texts() -> Iterator[str]:
+            for about, text in line_records(lines, jsonl, source):
+                parts = list(line_pieces(text))
+                for part in parts:
+                    order.append((about, len(parts)))
+                    yield part
+
+        results = self.pipe(texts(), paragraphs=paragraphs) if streaming else self.tag_texts(list(texts()), paragraphs)
+        parts: list[TaggedText] = []
+        for result in results:
+            about, count = order.popleft()
+            parts.append(result)
+            if len(parts) == count:
+                yield merged(parts, about)
+                parts = []
 
     def tag_tokens(self, sentences: list[list[str]]) -> list[TaggedText]:
         """Pre-tokenised sentences -> tagged texts, each the tokens joined by single spaces."""

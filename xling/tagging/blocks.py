@@ -1,7 +1,7 @@
 """Tagging a file into a file in blocks: resumable, and shared among processes that a launcher started
 (`torchrun --nproc-per-node N -m xling tag ...`, or `accelerate launch`), on CPU cores or GPUs.
 
-The input's results-to-be (its lines, or their pieces, or its CoNLL sentences) are read as a stream and cut
+The input's results-to-be (its lines, or its CoNLL sentences) are read as a stream and cut
 into blocks of `BLOCK`; block k is tagged by process k mod WORLD_SIZE, which writes it to
 `<output>.parts/<k>.<format>` at once (atomically) with its counts beside. When every block is written the
 first process joins them in input order into the output and removes the folder. A stopped run, started again
@@ -17,7 +17,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import timedelta
 from itertools import islice
 from pathlib import Path
@@ -25,7 +25,6 @@ from pathlib import Path
 from rich.console import Console
 
 from xling.data.conll import read_lines, read_tokens
-from xling.data.text import pieces
 from xling.errors import XlingError
 from xling.fileio import atomic_text_file, read_json, write_json_atomic, write_text_atomic
 from xling.tagging.options import TagOptions
@@ -52,10 +51,10 @@ LAUNCH_VARIABLES = (("RANK", 0), ("WORLD_SIZE", 1), ("LOCAL_RANK", 0))
 
 
 def units(path: Path, conll: bool) -> Iterator:
-    """What each result is tagged from: CoNLL sentences' tokens, or the lines (long ones in pieces)."""
+    """What each result is tagged from: CoNLL sentences' tokens, or the numbered lines."""
     if conll:
         return read_tokens(read_lines(path))
-    return pieces(line for _, line in read_lines(path))
+    return read_lines(path)
 
 
 def blocks(items: Iterable, size: int = BLOCK) -> Iterator[list]:
@@ -74,7 +73,8 @@ def job_of(options: TagOptions, path: Path) -> dict:
     fields = asdict(options) | {"output": None}
     fields["tagger"]["workspace"] = str(options.tagger.workspace)
     return {"input": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "block": BLOCK} | {
-        "options": hashlib.blake2b(json.dumps(fields, sort_keys=True).encode(), digest_size=10).hexdigest()
+        "units": "sentences" if options.conll else "lines",
+        "options": hashlib.blake2b(json.dumps(fields, sort_keys=True).encode(), digest_size=10).hexdigest(),
     }
 
 
@@ -109,7 +109,12 @@ def tag_blocks(
     for number, block in mine:
         # The whole block as one read: sorted by length together, its batches pad least (a fifth faster than
         # `pipe`'s growing reads, which are for the first results of a stream).
-        results = tagger.tag_tokens(block) if options.conll else tagger.tag_texts(block, options.paragraphs)
+        if options.conll:
+            tagged = tagger.tag_tokens(block)
+            results = [replace(r, about={"sentence": number * BLOCK + i}) for i, r in enumerate(tagged, start=1)]
+        else:
+            where = (options.paragraphs, False, options.jsonl, str(path))
+            results = list(tagger.tag_numbered(block, *where, streaming=False))
         text_file, counts_file = block_files(folder, number, output_format)
         write_text_atomic(text_file, render(results, output_format))
         write_json_atomic(counts_file, {"results": len(results), "entities": sum(len(r.spans) for r in results)})

@@ -66,8 +66,9 @@ def tag_file(options: TagOptions, console: Console, progress: Progress | None = 
         run_in_blocks(lambda: launched_tagger(options, launch), options, launch, console, progress)
         return
     tagger = launched_tagger(options, launch)
-    lines = stdin_lines() if path is None else (line for _, line in read_lines(path))
-    results = tagger.tag_lines(lines, options.paragraphs, options.conll)
+    lines = enumerate(stdin_lines(), start=1) if path is None else read_lines(path)
+    source = "<stdin>" if path is None else str(path)
+    results = tagger.tag_numbered(lines, options.paragraphs, options.conll, options.jsonl, source)
     if progress is not None and regular:
         results = progress(results, sum(1 for _ in units(path, options.conll)))
     write_results(results, options.output_format(), output, console)

@@ -19,7 +19,7 @@ FORMATS = ("pretty", "jsonl", "conll", "html")
 class TagOptions:
     input: str = opt(
         help=f"Text file to tag, or - for standard input (a line over {MAX_LINE_CHARS:,} characters is tagged in "
-        "pieces cut at spaces, one result each).",
+        "pieces cut at spaces, and comes back as one result).",
         argument=1,
     )
     tagger: TaggerSpec = opt(factory=TaggerSpec)
@@ -31,6 +31,9 @@ class TagOptions:
     output: str | None = opt(None, "Write here instead of standard output (written whole, or not at all).")
     paragraphs: bool = opt(False, "Lines are running text: split them into sentences first.")
     conll: bool = opt(False, "Input is pre-tokenised: a token per line, blank lines between sentences.")
+    jsonl: bool = opt(
+        False, 'Input is JSON lines, {"id": ..., "text": ...}: the id and any other keys come back with each result.'
+    )
 
     def output_file(self) -> str | None:
         """The file to write (None: standard output)."""
@@ -44,6 +47,8 @@ class TagOptions:
     def __post_init__(self):
         if self.format is not None and self.format not in FORMATS:
             raise XlingError(f"format must be one of {', '.join(FORMATS)}, not {self.format!r}")
+        if self.conll and self.jsonl:
+            raise XlingError("--conll and --jsonl: give one input format")
 
 
 @dataclass

@@ -37,11 +37,19 @@ def to_conll(results: Iterable[TaggedText]) -> str:
     return "".join("".join(f"{t.text}\t{tag}\n" for t, tag in zip(r.tokens, r.tags)) + "\n" for r in results)
 
 
+NUMBERS = ("id", "line", "sentence")  # what says which input a record is, first in it
+
+
 def to_jsonl(results: Iterable[TaggedText]) -> str:
-    return "".join(
-        json.dumps({"text": r.text, "entities": [s.to_dict() for s in r.spans]}, ensure_ascii=False) + "\n"
-        for r in results
-    )
+    """A record a result: its id (or line or sentence number), text and entities with offsets into the text, then
+    any other keys its input record had."""
+    lines = []
+    for r in results:
+        first = {key: r.about[key] for key in NUMBERS if key in r.about}
+        rest = {key: value for key, value in r.about.items() if key not in NUMBERS}
+        record = first | {"text": r.text, "entities": [s.to_dict() for s in r.spans]} | rest
+        lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+    return "".join(lines)
 
 
 # Control characters (ANSI escape sequences among them) could move the cursor or rewrite the terminal.
