@@ -110,18 +110,16 @@ def collect(budgets: list[int], workspace: str) -> dict:
     base = seed_results(0, workspace)
     points = []
     for budget in sorted(budgets):
-        runs = seed_results(budget, workspace)
-        if runs is None:
+        runs, encoder = seed_results(budget, workspace), encoder_record(budget, workspace) if budget else None
+        if runs is None and encoder is None:
             continue
-        rows = combine(runs)
-        if base is not None and budget:
+        rows = combine(runs) if runs else []  # an adapted encoder whose recipe has not finished: perplexity only
+        if base is not None and runs and budget:
             for position, row in enumerate(rows):
                 ours = [runs[seed][position]["sentence_counts"] for seed in runs]
                 theirs = [base[seed][position]["sentence_counts"] for seed in runs]
                 row["versus_budget_0"] = paired(ours, theirs)
-        points.append(
-            {"budget": budget, "encoder": encoder_record(budget, workspace) if budget else None, "rows": rows}
-        )
+        points.append({"budget": budget, "encoder": encoder, "rows": rows})
     return {"recipe": "adapted-encoder-qu", "mix": MIX, **made_where(), "points": points}
 
 
@@ -144,15 +142,20 @@ def plot(curve: dict, out: Path) -> None:
     left.set_xlabel("adaptation steps")
     left.set_ylabel("held-out perplexity (whole vocabulary)")
     left.legend(fontsize=8)
-    budgets = [point["budget"] for point in curve["points"]]
+    budgets, drawn = [point["budget"] for point in curve["points"]], False
     for label, legend in CURVES.items():
         rows = [next((r for r in point["rows"] if r["label"] == label), None) for point in curve["points"]]
         xs = [b for b, r in zip(budgets, rows) if r]
         means, sds = [100 * r["f1"] for r in rows if r], [100 * r["f1_std"] for r in rows if r]
-        right.errorbar(xs, means, yerr=sds, marker="o", markersize=3, capsize=3, label=legend)
+        if xs:
+            right.errorbar(xs, means, yerr=sds, marker="o", markersize=3, capsize=3, label=legend)
+            drawn = True
     right.set_xlabel("adaptation steps (0: the embedded encoder, xling's shipped head)")
     right.set_ylabel("F1 (mean ± sd over the seeds)")
-    right.legend(fontsize=8)
+    if drawn:
+        right.legend(fontsize=8)
+    else:
+        right.text(0.5, 0.5, "no recipe has finished on an encoder yet", ha="center", transform=right.transAxes)
     figure.suptitle("Adapting the encoder: perplexity, zero-shot Quechua (silver-dev) and English dev")
     figure.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)

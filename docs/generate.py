@@ -25,6 +25,7 @@ QUALITY = "runtimes/quality-qu.json"  # its F1 per runtime (also on the results 
 COLD_START = "cold-start/"  # `bench/cold_start.py`'s files, one per machine: their own table on the speed page
 ERRORS = "errors-qu/"  # `xling analyze errors` on each seed's zero-shot stack (recipes/lang-contribution-qu.toml)
 PROBES = "probes/probes.json"  # `bench/probes.py`: a table of its own on the results page
+ADAPTED = "adapted-encoder-qu/"  # `bench/encoder_curve.py`: adapting the encoder, per budget
 MLM_HEAD = "mlm-head/"  # `python -m xling.recipes.mlm_head`: the head's training, and perplexity curves under it
 # The README's table: (what, results file or files, row label). At most six rows. An active-learning row's label
 # is "<setting>, <answers> answers", scored on silver-dev.
@@ -117,7 +118,7 @@ def results_page(files: dict) -> str:
     records = {
         name: data
         for name, data in files.items()
-        if not name.startswith((ACTIVE, COLD_START, MLM_HEAD, ERRORS)) and name not in (SPEED, PROBES)
+        if not name.startswith((ACTIVE, COLD_START, MLM_HEAD, ERRORS, ADAPTED)) and name not in (SPEED, PROBES)
     }
     earlier = {name: data for name, data in records.items() if not kept_counts(data)}
     for name, data in records.items():
@@ -125,6 +126,7 @@ def results_page(files: dict) -> str:
             parts += record_section(name, data, "##")
     parts += learning_curves(files)
     parts += mlm_head_section(files)
+    parts += adapted_encoder_section(files)
     parts += errors_section(files)
     parts += probes_section(files)
     if earlier:
@@ -310,6 +312,46 @@ def mlm_head_section(files: dict) -> list[str]:
                 )
         parts += ["", "![Perplexity curves](img/mlm-head-curves.png)"]
     return parts
+
+
+def adapted_encoder_section(files: dict) -> list[str]:
+    """Adapting the encoder (`xling train-encoder`): each budget's held-out perplexities and, once its recipe has
+    run, zero-shot Quechua and English dev F1, paired against the embedded encoder (budget 0)."""
+    curve = files.get(f"{ADAPTED}curve.json")
+    if not curve:
+        return []
+    parts = [
+        "",
+        "## Adapting the encoder",
+        "",
+        f"`results/{ADAPTED}curve.json` (`python -m bench.encoder_curve`; {curve['machine']}, commit {curve['commit']}):"
+        " `xling train-encoder` (no-embeddings, batch 16) on Quechua text mixed with English and Spanish text and"
+        " the AmericasNLP Spanish-Quechua pairs, WikiANN-qu dev and silver-dev kept out; then"
+        " `recipes/adapted-encoder-qu.toml` on each encoder (three seeds). Perplexity is held-out, over the whole"
+        " vocabulary, before and after.",
+        "",
+        "| steps | mix (share of rows) | Quechua | English | Spanish | zero-shot and English F1 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for point in curve["points"]:
+        encoder = point["encoder"] or {}
+        mix = ", ".join(f"{m['name']} {100 * m['share']:.0f}%" for m in encoder.get("mix", [])) or "embedded encoder"
+        ppl = encoder.get("held_out_perplexity", {})
+        cells = [
+            f"{ppl[lang]['before']:,.0f} → {ppl[lang]['after']:,.0f}" if lang in ppl else ""
+            for lang in ("qu", "en", "es")
+        ]
+        scores = "; ".join(f"{row['label']}: {value(row)}{against_base(row)}" for row in point["rows"])
+        parts.append(f"| {point['budget']:,} | {mix} | {' | '.join(cells)} | {scores or 'recipe not run yet'} |")
+    parts += ["", "![Adapting the encoder](img/adapted-encoder-qu.png)"]
+    return parts
+
+
+def against_base(row: dict) -> str:
+    """A row's paired difference to the same row on the embedded encoder, where there is one."""
+    return (
+        f", against the embedded encoder {difference_cell(row['versus_budget_0'])}" if "versus_budget_0" in row else ""
+    )
 
 
 def _curve_cell(row: dict, evaluation: str) -> str:
