@@ -503,8 +503,8 @@ def test_a_very_long_line_is_cut_at_spaces_into_bounded_pieces_that_join_back():
     assert list(line_pieces("x" * (MAX_LINE_CHARS + 5))) == ["x" * MAX_LINE_CHARS, "xxxxx"]  # no space at all
 
 
-def test_tag_streams_a_long_line_in_pieces_with_one_result_each(tmp_path, trained_workspace):
-    from xling.data.text import MAX_LINE_CHARS, line_pieces
+def test_tag_tags_a_long_line_in_pieces_and_gives_it_back_as_one_record(tmp_path, trained_workspace):
+    from xling.data.text import MAX_LINE_CHARS
 
     root, model_dir, _, _ = trained_workspace
     line = " ".join(["juan lima qusqu runa"] * (3 * MAX_LINE_CHARS // 20))  # three pieces' worth
@@ -525,9 +525,10 @@ def test_tag_streams_a_long_line_in_pieces_with_one_result_each(tmp_path, traine
     )
     assert run.returncode == 0, run.stderr
     records = [json.loads(row) for row in (tmp_path / "out").read_text().splitlines()]
-    assert "".join(r["text"] for r in records[:-1]) == line and records[-1]["text"] == "Qusqu llaqta"
-    assert len(records) == len(list(line_pieces(line))) + 1 > 3
-    assert all(len(r["text"]) <= MAX_LINE_CHARS for r in records)
+    assert [r["text"] for r in records] == [line, "Qusqu llaqta"] and [r["line"] for r in records] == [1, 2]
+    assert len(line) > 2 * MAX_LINE_CHARS and all(
+        line[e["start"] : e["end"]] == e["text"] for e in records[0]["entities"]
+    )
 
 
 def test_ctrl_c_says_how_to_resume_and_exits_130(trained_workspace):
