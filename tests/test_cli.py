@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -217,3 +218,19 @@ def test_command_defaults_are_the_config_defaults():
 def test_an_analysis_without_what_it_needs_is_one_line():
     result = run_xling("analyze", "fusion", "data.conll", "--lang", "qu")
     assert result.returncode == 1 and result.stderr.strip() == "error: analyze fusion needs --fusion"
+
+
+def test_a_command_whose_extra_is_not_installed_names_the_extra_in_one_line(tmp_path):
+    missing = tmp_path / "missing"
+    missing.mkdir()
+    for module in ("flask", "matplotlib"):  # shadows the installed package, as if it were not there
+        (missing / f"{module}.py").write_text("raise ImportError('not installed')\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(missing), str(Path(__file__).parent.parent)])}
+    annotate = run_xling("annotate", "qu", "-w", tmp_path / "ws", env=env)
+    assert annotate.returncode == 1 and annotate.stderr.strip() == (
+        'error: xling annotate needs the annotate extra: pip install -e ".[annotate]" from a clone of xling '
+        "(flask is not installed)"
+    )
+    analyze = run_xling("analyze", "params", "-w", tmp_path / "ws", env=env)
+    assert analyze.returncode == 1 and 'needs the plots extra: pip install -e ".[plots]"' in analyze.stderr
+    assert len(analyze.stderr.strip().splitlines()) == 1

@@ -1,9 +1,12 @@
 """Package exports loaded on first use: `from xling.adapters import BottleneckConfig` then imports no torch,
-so the command line can read every option and its help without loading a model library."""
+so the command line can read every option and its help without loading a model library; and the modules of an
+optional extra, each asked for where it is needed."""
 
 from __future__ import annotations
 
 import importlib
+
+from xling.errors import XlingError
 
 
 def lazy_exports(table: dict[str, str]):
@@ -15,3 +18,14 @@ def lazy_exports(table: dict[str, str]):
         return getattr(importlib.import_module(table[name]), name)
 
     return __getattr__
+
+
+def require(module: str, extra: str, what: str):
+    """`module`, imported; where it is not installed, one line naming the extra that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise XlingError(
+            f'{what} needs the {extra} extra: pip install -e ".[{extra}]" from a clone of xling '
+            f"({module} is not installed)"
+        ) from None

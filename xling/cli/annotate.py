@@ -8,6 +8,7 @@ from rich.console import Console
 from xling.annotation.options import AnnotateOptions, ProjectOptions, SelectOptions
 from xling.cli.options import command
 from xling.cli.progress import counted_bar
+from xling.lazy import require
 
 console = Console(stderr=True)
 
@@ -30,6 +31,8 @@ def select_command(options: SelectOptions):
 def annotate_command(options: AnnotateOptions):
     """Label a session's sentences in the browser: a local page, keyboard first; every answer is saved at once,
     and the task adapter is retrained in the background as answers come."""
+    for module in ("flask", "markdown_it"):
+        require(module, "annotate", "xling annotate")
     from xling.annotation.server import serve
     from xling.annotation.session import Session, session_dir
     from xling.workspace import Workspace
