@@ -4,6 +4,7 @@ same entities, the workspace caches the export, and errors are one line."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 
 import numpy as np
@@ -259,7 +260,7 @@ def test_an_export_never_replaces_a_folder_it_did_not_write(exported, trained_wo
 
 
 def test_the_embedded_model_exports_from_its_light_encoder_and_tags_as_pytorch(tmp_path):
-    """The embedded default loads as the light encoder (`models/light.py`), never Transformers' BERT: its graph
+    """The embedded default loads as the light encoder (`models/light/`), never Transformers' BERT: its graph
     is written from that path, and ONNX Runtime then tags as PyTorch does."""
     line = "Qusqu llaqtaqa Perú suyupi kachkan.\n"
     done = run_xling("export", "ner-qu", tmp_path / "onnx", "--format", "onnx", "--lang", "qu", cwd=tmp_path)
@@ -268,3 +269,20 @@ def test_the_embedded_model_exports_from_its_light_encoder_and_tags_as_pytorch(t
     assert checks["fp32_max_logit_difference"] < 1e-3
     onnx = run_xling("tag", "--lang", "qu", "-t", tmp_path / "onnx", "--runtime", "onnx", "-", input=line, cwd=tmp_path)
     assert onnx.returncode == 0 and onnx.stdout == "[Qusqu](LOC) llaqtaqa [Perú suyupi](LOC) kachkan.\n"  # as torch
+
+
+def test_an_exported_folder_tags_without_importing_torch_or_transformers(exported):
+    """`pip install ".[onnx]"` and an exported folder: one line tagged by ONNX Runtime through the `tokenizers`
+    library alone (the folder's `tokenizer.json`), neither torch nor Transformers imported."""
+    script = (
+        "import sys\n"
+        "from xling.cli import main\n"
+        f"sys.argv = ['xling', 'tag', '--runtime', 'onnx', '-t', {str(exported)!r}, '--lang', 'qu', '-f', 'jsonl', '-']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "loaded = sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'transformers'})\n"
+        "print('imported:', loaded, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], input="juan lima the city\n", capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["text"] == "juan lima the city"
+    assert "imported: []" in done.stderr, done.stderr

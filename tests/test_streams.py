@@ -1,6 +1,6 @@
 """Inputs and outputs that are not regular files, bounds read with the options, and the machine's own failures:
 each is one line, and nothing is replaced that xling did not write. Commands that tag run through the embedded
-model's own path (`models/light.py`), with the adapters shipped with xling."""
+model's own path (`models/light/`), with the adapters shipped with xling."""
 
 from __future__ import annotations
 

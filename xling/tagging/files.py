@@ -17,6 +17,7 @@ from xling.fileio import check_output_file
 from xling.tagging.blocks import Launch, check_blocks, in_blocks, run_in_blocks, units
 from xling.tagging.options import TagOptions
 from xling.tagging.output import write_results
+from xling.workspace import is_path
 
 # Wraps the stream of results with a progress display, given how many there will be.
 Progress = Callable[[Iterable, int], Iterator]
@@ -38,7 +39,20 @@ def stdin_lines() -> Iterator[str]:
 
 
 def launched_tagger(options: TagOptions, launch: Launch):
-    """The tagger of `options`; among several launched processes, each on its own GPU where there are some."""
+    """The tagger of `options`; among several launched processes, each on its own GPU where there are some. An
+    exported ONNX folder tags without torch or Transformers."""
+    from xling.tagging.onnx_tagger import is_onnx_folder
+
+    spec = options.tagger
+    if (
+        spec.runtime == "onnx"
+        and spec.task_adapter
+        and is_path(spec.task_adapter)
+        and is_onnx_folder(spec.task_adapter)
+    ):
+        from xling.tagging.onnx_tagger import OnnxTagger
+
+        return OnnxTagger(spec.task_adapter, spec.precision, spec.batch_size, spec.decoder, spec.device)
     import torch
 
     from xling.tagging.tagger import Tagger  # torch loads here, not for --help

@@ -23,6 +23,7 @@ from xling.paths import cache_dir
 from xling.tagging import align
 from xling.tagging.align import Window, padded, predict_windows
 from xling.tagging.base import TextTagger, check_batch_size
+from xling.workspace import is_path
 
 CONFIG_FILE = "xling_onnx.json"
 GRAPH_FILES = {"fp32": "model.onnx", "int8": "model.int8.onnx"}
@@ -141,6 +142,27 @@ def session_for(path: Path, device: str, options=None):
         raise XlingError(f"{path}: ONNX Runtime cannot load it ({str(err).splitlines()[0][:200]})") from None
 
 
+def onnx_tokenizer(directory: Path):
+    """The export's tokenizer: from `tokenizer.json` alone where it has one (no torch, no Transformers: the ONNX
+    route's whole point), else through Transformers."""
+    if (directory / "tokenizer.json").is_file() and (directory / "tokenizer_config.json").is_file():
+        from xling.models.light.tokenizer import LightTokenizer
+
+        return LightTokenizer(directory)
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(directory))
+
+
+def exported_tagger(spec) -> OnnxTagger | None:
+    """The tagger of a `TaggerSpec` whose task adapter is a folder `xling export --format onnx` wrote (a bare name
+    means the workspace's), run by ONNX Runtime; None for any other spec."""
+    folder = spec.task_adapter
+    if spec.runtime != "onnx" or not folder or not is_path(folder) or not is_onnx_folder(folder):
+        return None
+    return OnnxTagger(folder, spec.precision, spec.batch_size, spec.decoder, spec.device)
+
+
 class OnnxTagger(TextTagger):
     """Tags with an exported graph; `precision` fp32 or int8 picks the graph."""
 
@@ -154,8 +176,6 @@ class OnnxTagger(TextTagger):
         decoder: str | None = None,
         device: str = "auto",
     ):
-        from transformers import AutoTokenizer
-
         self.directory = Path(directory).expanduser()
         if not is_onnx_folder(self.directory):
             raise XlingError(f"no exported ONNX tagger at {directory} ({CONFIG_FILE} missing)")
@@ -171,7 +191,7 @@ class OnnxTagger(TextTagger):
         if width != len(self.labels):
             raise XlingError(f"{self.directory / CONFIG_FILE}: {len(self.labels)} labels, but the graph scores {width}")
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(str(self.directory))
+            self.tokenizer = onnx_tokenizer(self.directory)
         except Exception as err:  # tokenizers and transformers raise plain Exceptions for a damaged file
             said = (str(err) or type(err).__name__).splitlines()[0][:200]
             raise XlingError(

@@ -23,11 +23,11 @@ from xling.models.stored_weights import quantize_int8
 from xling.pretrained import say_notice
 from xling.roles import LANG
 from xling.tagging.base import TextTagger, check_batch_size
-from xling.tagging.onnx_tagger import GRAPH_VERSION, OnnxTagger, export_key, is_onnx_folder
+from xling.tagging.onnx_tagger import GRAPH_VERSION, OnnxTagger, export_key, exported_tagger, is_onnx_folder
 from xling.tagging.predict import predict_probabilities
 from xling.tagging.spec import TaggerSpec
 from xling.trained_tasks import load_fusion_model, load_task_model
-from xling.workspace import Workspace, is_path
+from xling.workspace import Workspace
 
 
 class Tagger(TextTagger):
@@ -126,8 +126,8 @@ def onnx_tagger(cls, spec: TaggerSpec) -> OnnxTagger:
     """`Tagger.load(spec)` with `spec.runtime` onnx: an exported folder as it is, else the adapters' export in the
     workspace's cache (`<model>/onnx/<key>`, fp32 and int8), made on first use from the PyTorch tagger."""
     where = {"batch_size": spec.batch_size, "decoder": spec.decoder, "device": spec.device}
-    if spec.task_adapter and is_path(spec.task_adapter) and is_onnx_folder(spec.task_adapter):
-        return OnnxTagger(spec.task_adapter, spec.precision, **where)  # a bare name means the workspace
+    if (exported := exported_tagger(spec)) is not None:
+        return exported
     ws = Workspace(spec.workspace, spec.model)
     if spec.fusion:
         sources = [ws.fusion(spec.fusion), ws.model_dir / "task"]
