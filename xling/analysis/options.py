@@ -1,4 +1,4 @@
-"""The options of `xling analyze` (one dataclass for its four analyses, as for every command): the command
+"""The options of `xling analyze` (one dataclass for all its analyses, as for every command): the command
 line, recipe steps (`run = "analyze"`, `analysis = ...`) and `xling.analysis.reports.run_analysis` share it."""
 
 from __future__ import annotations
