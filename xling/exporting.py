@@ -8,7 +8,7 @@ from pathlib import Path
 
 from xling.errors import XlingError
 from xling.options import opt
-from xling.roles import FUSION, TASK_FILE
+from xling.roles import FUSION, task_record
 from xling.tagging.spec import TaggerSpec
 from xling.workspace import LANG_ADAPTER_HELP, Workspace, is_hub_name, is_path
 
@@ -93,9 +93,7 @@ def export(options: ExportOptions) -> str:
         from xling.cards import CARD_FILE, peft_card, read_report
 
         directory = workspace.adapter(options.adapter)
-        extra = {CARD_FILE: peft_card(read_report(directory))}
-        if (directory / TASK_FILE).is_file():  # xling reads it back as the task it is
-            extra[TASK_FILE] = (directory / TASK_FILE).read_text()
+        extra = {CARD_FILE: peft_card(read_report(directory))} | task_record(directory)
         export_peft(directory, target, overwrite=options.overwrite, extra_files=extra)
         return f"PeftModel.from_pretrained(AutoModelForTokenClassification.from_pretrained(BASE, ...), {str(target)!r})"
     return export_onnx_tagger(options, workspace)

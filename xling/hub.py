@@ -21,7 +21,7 @@ from xling.errors import XlingError, is_network_error
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import opt
 from xling.paths import WORKSPACE_HELP
-from xling.roles import TASK_FILE
+from xling.roles import TASK_FILE, task_record
 
 
 def _hub_error(err: Exception, what: str) -> Exception:
@@ -71,8 +71,7 @@ def push(directory: Path, repo_id: str, private: bool = False, token: str | None
             from xling.adapters.adapterhub import export_adapterhub
 
             # the task's record travels beside the library's files (which it ignores), so xling reads it as a task
-            task = {TASK_FILE: (directory / TASK_FILE).read_text()} if (directory / TASK_FILE).is_file() else {}
-            directory = export_adapterhub(directory, Path(staging) / name, extra_files=task)
+            directory = export_adapterhub(directory, Path(staging) / name, extra_files=task_record(directory))
         files = sorted(p for p in directory.rglob("*") if p.is_file() and p.name != CARD_FILE)
         operations = [CommitOperationAdd(str(p.relative_to(directory)), str(p)) for p in files]
         operations.append(CommitOperationAdd(CARD_FILE, card.encode("utf-8")))

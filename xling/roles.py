@@ -4,6 +4,7 @@ the workspace."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -21,9 +22,17 @@ class Role:
 
 
 LANG = Role("lang", "language", "language adapter", "xling train-lang {name} CORPUS")
-TASK_FILE = "task.json"  # in a task adapter's folder: the task it was trained for (`xling.trained_tasks`)
 TASK = Role("task", "task", "task adapter", "xling train-task ner --lang LANG --train FILE --dev FILE")
 FUSION = Role("fusion", "fusion", "fusion", "xling train-fusion ner --lang LANG --adapters A,B --train FILE --dev FILE")
 ROLES = (LANG, TASK, FUSION)
 # not an adapter: a whole encoder adapted by continued masked-LM training, a model folder that `-m` takes
 ENCODER = Role("encoder", "encoder", "adapted encoder", "xling train-encoder {name} CORPUS")
+
+TASK_FILE = "task.json"  # in a task adapter's folder: the task it was trained for (`xling.trained_tasks`)
+
+
+def task_record(directory: Path) -> dict[str, str]:
+    """A task adapter's `task.json` as a file to write beside it in another layout (the library ignores it, xling
+    reads the folder back as the task it is); nothing for another adapter."""
+    file = Path(directory) / TASK_FILE
+    return {TASK_FILE: file.read_text()} if file.is_file() else {}

@@ -15,6 +15,7 @@ from pathlib import Path
 from xling.adapters import AdaptedModel, Fuse
 from xling.adapters.composition import check_name
 from xling.adapters.saving import HEAD_CONFIG_FILE, load, load_head, save, write_head
+from xling.adapters.weights import CONFIG_FILE
 from xling.data.decoding import DEFAULT_DECODER, check_decoder
 from xling.data.labels import check_labels
 from xling.errors import XlingError
@@ -58,16 +59,14 @@ def read_task(directory: Path) -> TaskRecord:
 def peft_task(directory: Path) -> TaskRecord | None:
     """The task of a PEFT LoRA token-classification folder that says its labels (`config.json`), saved without
     xling's record: its language is not known (`und`), and it tags without a language adapter."""
-    from xling.adapters.lora.peft import LABELS_FILE, is_peft
+    from xling.adapters.lora.peft import LABELS_FILE, is_peft, peft_labels
 
-    config = directory / "adapter_config.json"
+    config = directory / CONFIG_FILE
     record = read_json(config) if config.is_file() else {}
     if not (isinstance(record, dict) and is_peft(record) and (directory / LABELS_FILE).is_file()):
         return None
-    id2label = read_json(directory / LABELS_FILE).get("id2label") or {}
-    labels = [id2label[key] for key in sorted(id2label, key=int)] if isinstance(id2label, dict) else []
-    return from_record(TaskRecord, {"name": "peft", "task": "ner", "lang": "und", "method": "adapter",
-                                    "lang_adapter": None, "labels": labels}, str(directory / LABELS_FILE))  # fmt: skip
+    task = {"name": "peft", "task": "ner", "lang": "und", "method": "adapter", "lang_adapter": None}
+    return from_record(TaskRecord, task | {"labels": peft_labels(directory)}, str(directory / LABELS_FILE))
 
 
 def save_task(

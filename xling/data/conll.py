@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from xling.data.schemes import detect, misfit, parts, to_iob2, unfit
+from xling.data.schemes import data_in_iob2, misfit, parts
 from xling.errors import XlingError
 
 TAG = re.compile(r"^(O|\?|[BIESLU]-\S+)$")  # what makes a file look like CoNLL (a bare IO type looks like a word)
@@ -109,11 +109,8 @@ def read_conll(path: Path, scheme: str = "auto") -> list[Sentence]:
         tags.append(tag)
         numbers.append(number)
     read = [sentence for sentence in read if sentence[0]]
-    found = detect(tag for _, tags, _ in read for tag in tags) if scheme == "auto" else scheme
-    for _, tags, numbers in read:
-        if (bad := unfit(tags, found)) is not None:
-            raise XlingError(f"{path}:{numbers[bad]}: {misfit(tags[bad], found)}")
-    return [Sentence(tokens, to_iob2(tags, found)) for tokens, tags, _ in read]
+    tags = data_in_iob2([tags for _, tags, _ in read], scheme, lambda s, t: f"{path}:{read[s][2][t]}")
+    return [Sentence(tokens, converted) for (tokens, _, _), converted in zip(read, tags)]
 
 
 def conll_text(sentences: list[Sentence]) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xling.data.conll import Sentence
-from xling.data.schemes import detect, misfit, to_iob2, unfit
+from xling.data.schemes import data_in_iob2
 from xling.errors import XlingError
 
 HUB_DATASETS = {"wikiann": "unimelb-nlp/wikiann"}
@@ -38,11 +38,8 @@ def sentences_from_dataset(dataset, source: str = "the dataset", scheme: str = "
         )
     names = _tag_names(features[tags])
     rows = [(list(row[tokens]), [names[t] for t in row[tags]] if names else list(row[tags])) for row in dataset]
-    found = detect(names or [tag for _, tags in rows for tag in tags]) if scheme == "auto" else scheme
-    for number, (_, tags) in enumerate(rows, start=1):
-        if (bad := unfit(tags, found)) is not None:
-            raise XlingError(f"{source}, row {number}: {misfit(tags[bad], found)}")
-    return [Sentence(words, to_iob2(tags, found)) for words, tags in rows]
+    converted = data_in_iob2([tags for _, tags in rows], scheme, lambda s, _: f"{source}, row {s + 1}", names)
+    return [Sentence(words, tags) for (words, _), tags in zip(rows, converted)]
 
 
 def hub_dataset(source: str) -> tuple[str, str | None, str]:

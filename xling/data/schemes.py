@@ -9,7 +9,7 @@ one given, is refused, never turned into a type of its own (`U-LOC` is not a typ
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from xling.errors import XlingError
 
@@ -82,10 +82,28 @@ def misfit(tag: str, scheme: str) -> str:
 
 def to_iob2(tags: list[str], scheme: str = "auto") -> list[str]:
     """One sentence's tags in IOB2, read as `scheme` (auto: detected from these tags alone; data sets are detected
-    whole by their readers). A tag that does not fit is refused."""
+    whole: `data_in_iob2`). A tag that does not fit is refused."""
     scheme = detect(tags) if scheme == "auto" else scheme
     if (bad := unfit(tags, scheme)) is not None:
         raise XlingError(misfit(tags[bad], scheme))
+    return _converted(tags, scheme)
+
+
+def data_in_iob2(
+    tag_lists: list[list[str]], scheme: str, where: Callable[[int, int], str], names: list[str] | None = None
+) -> list[list[str]]:
+    """A data set's sentences' tags in IOB2, read as `scheme` or, with auto, as the scheme of all of them (of its
+    label `names`, where it has them); the first tag that does not fit is refused in one line beginning with
+    `where(sentence, tag)`, the place it is at."""
+    found = detect(names or (tag for tags in tag_lists for tag in tags)) if scheme == "auto" else scheme
+    for sentence, tags in enumerate(tag_lists):
+        if (bad := unfit(tags, found)) is not None:
+            raise XlingError(f"{where(sentence, bad)}: {misfit(tags[bad], found)}")
+    return [_converted(tags, found) for tags in tag_lists]
+
+
+def _converted(tags: list[str], scheme: str) -> list[str]:
+    """IOB2 of tags that fit `scheme`."""
     out, open_type = [], None  # open_type: the type of an entity the next tag may continue
     for tag in tags:
         found = parts(tag)

@@ -18,7 +18,7 @@ from xling.data.fetch import resolve
 from xling.data.fingerprints import sentences_digest
 from xling.data.hub_datasets import SPLIT_ALIASES, hub_dataset, sentences_from_dataset
 from xling.data.labels import relabel
-from xling.data.schemes import detect, misfit, to_iob2, unfit
+from xling.data.schemes import data_in_iob2
 from xling.errors import XlingError
 
 
@@ -42,6 +42,7 @@ def data_name(source) -> object:
 
 
 def _words(item) -> list[str]:
+    """The words of a sentence given in memory, labelled (`sentences_in`'s shapes) or not (a list of words)."""
     tokens = item.tokens if isinstance(item, Sentence) else item.get("tokens") if isinstance(item, dict) else item
     return [str(t) for t in (tokens[0] if isinstance(tokens, tuple) and len(tokens) == 2 else tokens)]
 
@@ -66,11 +67,8 @@ def sentences_in(source, scheme: str = "auto") -> list[Sentence]:
                 "tag (a string) per token"
             )
         rows.append((list(tokens), list(tags)))
-    found = detect(tag for _, tags in rows for tag in tags) if scheme == "auto" else scheme
-    for number, (_, tags) in enumerate(rows, start=1):
-        if (bad := unfit(tags, found)) is not None:
-            raise XlingError(f"sentence {number}: {misfit(tags[bad], found)}")
-    return [Sentence(tokens, to_iob2(tags, found)) for tokens, tags in rows]
+    converted = data_in_iob2([tags for _, tags in rows], scheme, lambda s, _: f"sentence {s + 1}")
+    return [Sentence(tokens, tags) for (tokens, _), tags in zip(rows, converted)]
 
 
 def _strings(values) -> bool:

@@ -194,9 +194,8 @@ class XlingNER:
         meta = json.loads(meta_file.read_text(encoding="utf-8"))
         others = [r for r in meta.get("requirements", []) if Requirement(r).name != "xling"]
         meta["requirements"] = [f"xling[spacy]>={__version__},<{next_minor(__version__)}", *others]
-        note = REQUIREMENT_NOTE
-        if note not in meta.get("notes", ""):
-            meta["notes"] = f"{meta.get('notes', '')}\n\n{note}".strip()
+        if REQUIREMENT_NOTE not in meta.get("notes", ""):
+            meta["notes"] = f"{meta.get('notes', '')}\n\n{REQUIREMENT_NOTE}".strip()
         meta_file.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
     def from_disk(self, path: str | Path, exclude: Iterable[str] = ()) -> XlingNER:

@@ -134,12 +134,17 @@ def load_peft(model, directory: Path, record: dict, name: str, head: bool = True
     return name
 
 
+def peft_labels(directory: Path) -> list[str]:
+    """The labels `config.json` beside a PEFT folder names (`id2label`), in id order."""
+    record = read_json(directory / LABELS_FILE)
+    id2label = record.get("id2label") if isinstance(record, dict) else None
+    if not isinstance(id2label, dict) or sorted(map(str, id2label)) != sorted(str(i) for i in range(len(id2label))):
+        raise XlingError(f"{directory / LABELS_FILE}: id2label must name every label id 0..N-1")
+    return [id2label[key] for key in sorted(id2label, key=int)]
+
+
 def peft_head(directory: Path, weights: dict[str, torch.Tensor], hidden_size: int) -> TaggingHead:
     where = str(directory / LABELS_FILE)
-    id2label = read_json(directory / LABELS_FILE).get("id2label")
-    if not isinstance(id2label, dict) or sorted(map(str, id2label)) != sorted(str(i) for i in range(len(id2label))):
-        raise XlingError(f"{where}: id2label must name every label id 0..N-1")
-    labels = [id2label[key] for key in sorted(id2label, key=int)]
-    head = TaggingHead(hidden_size, from_record(TaggingHeadConfig, {"labels": labels}, where))
+    head = TaggingHead(hidden_size, from_record(TaggingHeadConfig, {"labels": peft_labels(directory)}, where))
     load_fitting(head, weights, f"{directory}: the classifier")
     return head
