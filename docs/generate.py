@@ -23,6 +23,7 @@ ACTIVE = "active-qu/"  # the active-learning simulation's files, one per setting
 SPEED = "runtimes/speed.json"  # `bench/runtimes.py`'s timings: a table of their own on the speed page
 QUALITY = "runtimes/quality-qu.json"  # its F1 per runtime (also on the results page)
 COLD_START = "cold-start/"  # `bench/cold_start.py`'s files, one per machine: their own table on the speed page
+SERVE = "serve/"  # `bench/serve_load.py`'s, the same
 ERRORS = "errors-qu/"  # `xling analyze errors` on each seed's zero-shot stack (recipes/lang-contribution-qu.toml)
 PROBES = "probes/probes.json"  # `bench/probes.py`: a table of its own on the results page
 ADAPTED = "adapted-encoder-qu/"  # `bench/encoder_curve.py`: adapting the encoder, per budget
@@ -118,7 +119,7 @@ def results_page(files: dict) -> str:
     records = {
         name: data
         for name, data in files.items()
-        if not name.startswith((ACTIVE, COLD_START, MLM_HEAD, ERRORS, ADAPTED)) and name not in (SPEED, PROBES)
+        if not name.startswith((ACTIVE, COLD_START, SERVE, MLM_HEAD, ERRORS, ADAPTED)) and name not in (SPEED, PROBES)
     }
     earlier = {name: data for name, data in records.items() if not kept_counts(data)}
     for name, data in records.items():
@@ -409,6 +410,28 @@ def cold_start_table(files: dict) -> str:
     return "\n".join(rows)
 
 
+def serve_table(files: dict) -> str:
+    """`bench/serve_load.py`: `xling serve` under concurrent clients against one at a time, and the same tagger's
+    batching alone (no HTTP) as the ceiling."""
+    rows = [
+        "| machine | clients | requests/s | p50 ms | p99 ms | errors | model calls | against one client "
+        "| the model alone, no HTTP |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, data in files.items():
+        if name.startswith(SERVE):
+            for run, against, alone in (
+                (data["one_at_a_time"], "1x", "1x"),
+                (data["concurrent"], f"{data['speedup']:.2f}x", f"{data['model_alone']['ratio']:.2f}x"),
+            ):
+                rows.append(
+                    f"| {data['machine']} | {run['clients']} | {run['requests_per_second']:.1f} | {run['p50_ms']:.0f} "
+                    f"| {run['p99_ms']:.0f} | {run['errors']} of {run['requests']} "
+                    f"| {run['model_calls']} | {against} | {alone} |"
+                )
+    return "\n".join(rows)
+
+
 def cli_reference() -> str:
     """`typer xling.cli.app utils docs`: typer's generator over the real app."""
     command = [
@@ -466,9 +489,13 @@ def generated() -> dict[Path, str]:
         ROOT / "docs" / "results.md": results_page(files),
         ROOT / "README.md": with_section(ROOT / "README.md", "what-to-expect", expect_table(files)),
         ROOT / "docs" / "speed.md": with_section(
-            with_section(ROOT / "docs" / "speed.md", "runtimes", runtime_table(files)),
-            "cold-start",
-            cold_start_table(files),
+            with_section(
+                with_section(ROOT / "docs" / "speed.md", "runtimes", runtime_table(files)),
+                "cold-start",
+                cold_start_table(files),
+            ),
+            "serve",
+            serve_table(files),
         ),
         ROOT / "corpora" / "README.md": with_section(ROOT / "corpora" / "README.md", "corpora", corpora_table()),
         ROOT / "docs" / "sharing.md": with_section(

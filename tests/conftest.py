@@ -5,6 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# Each xdist worker computes on its share of the cores, and so do the processes its tests start: two workers of
+# two torch threads each on 2 cores wait on each other's threads, several times slower. Set before torch loads.
+if (workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT")) and "OMP_NUM_THREADS" not in os.environ:
+    os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // int(workers)))
+
 import pytest
 from hypothesis import HealthCheck, settings
 

@@ -24,6 +24,7 @@ from xling.data.conll import read_conll
 from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
 from xling.tagging.spec import TaggerSpec
+from xling.web import Address
 from xling.workspace import Workspace
 
 
@@ -265,7 +266,7 @@ def test_with_a_token_every_request_but_the_static_files_must_carry_it(tmp_path)
     from xling.annotation.server import create_app
 
     directory = make_session(tmp_path)
-    options = AnnotateOptions(session="qu", host="0.0.0.0", token="s3cret", retrain=False)
+    options = AnnotateOptions(session="qu", address=Address(host="0.0.0.0", token="s3cret"), retrain=False)
     api = create_app(Session(directory), options).test_client()
     assert api.get("/api/state").status_code == 403
     assert api.get("/?token=wrong").status_code == 403
@@ -273,7 +274,7 @@ def test_with_a_token_every_request_but_the_static_files_must_carry_it(tmp_path)
     assert api.get("/?token=s3cret").status_code == 200
     assert api.get("/static/annotate.js").status_code == 200
     with pytest.raises(XlingError, match="--token"):
-        AnnotateOptions(session="qu", host="0.0.0.0")
+        AnnotateOptions(session="qu", address=Address(host="0.0.0.0"))
 
 
 # ---- a killed server ------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from xling.annotation.options import AnnotateOptions
 from xling.annotation.server import MAX_BODY, create_app
 from xling.annotation.session import ANSWERS_FILE, Session
 from xling.errors import XlingError
+from xling.web import Address
 
 ANSWER = {"item": "s1", "spans": [{"start": 0, "end": 1, "label": "PER"}], "judged": None}
 
@@ -53,7 +54,7 @@ def test_another_host_is_refused_so_a_rebound_name_reads_nothing(served_session,
 
 def test_the_host_given_with_host_is_answered_too(tmp_path):
     directory = make_session(tmp_path)
-    options = AnnotateOptions(session="qu", host="10.1.2.3", token="s3cret", retrain=False)
+    options = AnnotateOptions(session="qu", address=Address(host="10.1.2.3", token="s3cret"), retrain=False)
     api = page_client(create_app(Session(directory), options), directory)
     assert api.get("/api/state?token=s3cret", headers={"Host": "10.1.2.3:8321"}).status_code == 200
     assert api.get("/api/state?token=s3cret", headers={"Host": "attacker.example"}).status_code == 403
@@ -103,7 +104,7 @@ def test_the_page_carries_its_token_and_a_same_origin_change_goes_through(served
 @pytest.mark.parametrize("port", [0, -1, 65536, 70000])
 def test_a_port_out_of_range_is_refused(port):
     with pytest.raises(XlingError, match="port must be from 1 to 65535"):
-        AnnotateOptions(session="qu", port=port)
+        AnnotateOptions(session="qu", address=Address(port=port))
 
 
 def test_a_second_server_on_one_session_is_refused_naming_the_first(tmp_path):

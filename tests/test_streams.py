@@ -118,7 +118,7 @@ def test_a_lone_surrogate_in_json_is_refused():
 def test_a_port_in_use_and_an_unknown_host_are_one_line(tmp_path):
     import socket
 
-    from xling.annotation.server import check_address
+    from xling.web import check_address
 
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

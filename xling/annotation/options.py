@@ -15,6 +15,7 @@ from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import MAX_SEED, at_least, at_most, opt, shown
 from xling.paths import WORKSPACE_HELP
 from xling.tagging.spec import TaggerSpec
+from xling.web import Address
 from xling.workspace import check_lang, check_name
 
 
@@ -82,9 +83,10 @@ MAX_ID = 64  # characters of a request's id, a tab's id or a person's name
 @dataclass
 class AnnotateOptions:
     session: str = opt(help="The annotation session to label (made by xling select).", argument=1)
-    host: str = opt("127.0.0.1", "Address to serve on; any other than this machine's own needs --token.")
-    port: int = opt(8321, "Port to serve on.")
-    token: str | None = opt(None, "A secret the page's address must carry (required with another --host).")
+    address: Address = opt(
+        factory=Address,
+        overrides={"token": {"help": "A secret the page's address must carry (required with another --host)."}},
+    )
     retrain_every: int | None = opt(
         25, "Retrain the task adapter in the background after this many new answers, then select the next batch."
     )
@@ -112,8 +114,6 @@ class AnnotateOptions:
     model: str = opt(DEFAULT_MODEL, MODEL_HELP)
 
     def __post_init__(self):
-        if not 1 <= self.port <= 65535:
-            raise XlingError(f"port must be from 1 to 65535, not {self.port}")
         at_least("retrain_every", self.retrain_every, 1)
         at_least("epochs", self.epochs, 1)
         at_least("round_sample", self.round_sample, 1)
@@ -131,8 +131,6 @@ class AnnotateOptions:
             raise XlingError(
                 "--annotator names a one-person session; with --overlap several people answer: leave it out"
             )
-        if self.host not in ("127.0.0.1", "localhost", "::1") and not self.token:
-            raise XlingError(f"serving on {self.host} lets others reach the page: give --token SECRET as well")
 
 
 # The evaluation splits of Quechua: a projected file never holds one of their sentences.

@@ -26,15 +26,12 @@ from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
 from xling.fileio import read_jsonl
 from xling.options import from_record
+from xling.web import Refused
 
 
-class AnswerError(XlingError):
+class AnswerError(Refused):
     """A request the session cannot take; `status` is the HTTP status the page gets, `details` what else it needs
     to offer a choice (a conflict's answers)."""
-
-    def __init__(self, message: str, status: int = 422, details: dict | None = None):
-        super().__init__(message)
-        self.status, self.details = status, details or {}
 
 
 def new_id() -> str:

@@ -19,10 +19,9 @@
 An answer is on disk before its request returns. After every `retrain_every` new answers the task adapter is
 retrained in a child process (`xling.annotation.retrain`) and its next batch joins the queue.
 
-Any web page the annotator opens can send requests to 127.0.0.1, so (as Jupyter and TensorBoard do) the server
-answers only a `Host` it serves on (no DNS rebinding), and a request that changes the session must be JSON, carry
-the session's page token (written into the page, which no other origin can read) and come from no other
-`Origin`; bodies are small and shallow. Every request of the page names its session (`X-Xling-Session`): a tab
+Every request passes the checks of `xling.web` (the Host it serves on, the --token, JSON only, no other
+`Origin`), and a request that changes the session must also carry the session's page token (written into the
+page, which no other origin can read); bodies are small and shallow. Every request of the page names its session (`X-Xling-Session`): a tab
 of another session once served at this address gets 410. One server per session: two would each keep their own
 view.
 """
@@ -32,11 +31,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import re
 import secrets
-import socket
 from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from flask import Flask, Response, jsonify, request
 
@@ -46,13 +43,11 @@ from xling.annotation.retrain import Retrainer
 from xling.annotation.session import Session
 from xling.data.conll import conll_text
 from xling.errors import XlingError
-from xling.fileio import EntryLock, parse_json
+from xling.fileio import EntryLock
+from xling.web import Refused, json_body, server_on
+from xling.web import refusal as web_refusal
 
 STATIC = Path(__file__).parent / "static"
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
-# A Host header: a name or IPv4 address, or an IPv6 one in brackets, and a port; nothing else (no user@, no path)
-HOST_HEADER = re.compile(r"(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::([0-9]{1,5}))?")
-ANY_ADDRESS = ("0.0.0.0", "::", "")  # serving on every interface: only the --token guards it
 MAX_BODY = 64 * 1024  # bytes; an answer is well under 4 KiB
 PAGE_TOKEN_FILE = "page-token"
 DEFAULT_GUIDELINES = "guidelines-ner.md"
@@ -78,54 +73,15 @@ def page_token(directory: Path) -> str:
     return token
 
 
-def host_named(header: str) -> str | None:
-    """The host a Host header names, lower-cased, without brackets or port; None for one that is not `host[:port]`.
-    Compared here rather than by werkzeug's `host_is_trusted`, whose 3.1.9 cuts a trusted `[::1]` at its colon."""
-    matched = HOST_HEADER.fullmatch(header.lower())
-    if matched is None or int(matched[2] or 0) > 65535:
-        return None
-    return matched[1].strip("[]")
-
-
 def refusal(options: AnnotateOptions, token: str) -> str | None:
-    """Why this request is refused (403), or None: another Host, no access token, or a change from elsewhere."""
-    trusted = {*LOCAL_HOSTS, options.host.lower().strip("[]")}
-    if options.host not in ANY_ADDRESS and host_named(request.host) not in trusted:
-        return f"this server answers only {options.host}, not {request.host!r}"
-    if options.token and not request.path.startswith("/static/"):  # the page's script and style are no secret
-        given = request.headers.get("X-Xling-Token") or request.args.get("token") or ""
-        if not hmac.compare_digest(given.encode(), options.token.encode()):
-            return "this page needs its token: open the address xling annotate printed"
-    if request.method in ("GET", "HEAD", "OPTIONS"):
-        return None
-    own = f"{request.scheme}://{request.host}".lower()
-    origin = request.headers.get("Origin") or _origin_of(request.headers.get("Referer"))
-    if origin is not None and origin.lower() != own:
-        return f"a request from {origin} cannot change this session"
+    """Why this request is refused (403), or None: the web checks (the page's script and style need no access
+    token: they are no secret), then a change without the page's token."""
+    reason = web_refusal(options.address, request, exempt=request.path.startswith("/static/"))
+    if reason or request.method in ("GET", "HEAD", "OPTIONS"):
+        return reason
     if not hmac.compare_digest(request.headers.get(PAGE_TOKEN_HEADER, "").encode(), token.encode()):
         return "this request lacks the page's token: reload the page"
     return None
-
-
-def _origin_of(referer: str | None) -> str | None:
-    if not referer:
-        return None
-    parts = urlsplit(referer)
-    return f"{parts.scheme}://{parts.netloc}"
-
-
-def json_body():
-    """The request's JSON, refused in one line (4xx) if it is not JSON, too large (Flask's 413) or nested too
-    deeply for Python's parser; its shape is the records' to check."""
-    if request.mimetype != "application/json":
-        raise AnswerError("send JSON (Content-Type: application/json)", 415)
-    data = request.get_data(cache=False)
-    try:
-        return parse_json(data) if data.strip() else None
-    except RecursionError:
-        raise AnswerError("the JSON is nested too deeply", 400) from None
-    except (ValueError, UnicodeDecodeError) as err:
-        raise AnswerError(f"the body is not JSON: {err}", 400) from None
 
 
 def read_guidelines(options: AnnotateOptions) -> str:
@@ -206,7 +162,7 @@ def team_routes(app: Flask, session: Session, options: AnnotateOptions) -> None:
 
     @app.post("/api/adjudicate")
     def adjudicate():
-        body = json_body()
+        body = json_body(request)
         settled = session.adjudicate(body, reviewer(options, body))
         return jsonify(settled=settled, progress=progress_of(session, options))
 
@@ -220,7 +176,7 @@ def answer_routes(app: Flask, session: Session, options: AnnotateOptions, retrai
 
     @app.post("/api/answer")
     def answer():
-        body = json_body()
+        body = json_body(request)
         who = person(options, body)
         taken = session.record(body, who, options.overlap)
         queue, progress = [item.id for item in stream(session, options, who)], progress_of(session, options)
@@ -229,7 +185,7 @@ def answer_routes(app: Flask, session: Session, options: AnnotateOptions, retrai
 
     @app.post("/api/undo")
     def undo():
-        body = json_body()  # JSON only: a plain form cannot be sent here from another site
+        body = json_body(request)  # JSON only: a plain form cannot be sent here from another site
         undone = session.undo(body, person(options, body))
         return jsonify(**undone, progress=progress_of(session, options))
 
@@ -261,8 +217,8 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
         reason = refusal(options, token)
         return (jsonify(error=reason), 403) if reason else None
 
-    @app.errorhandler(AnswerError)
-    def refused(err: AnswerError):
+    @app.errorhandler(Refused)
+    def refused(err: Refused):
         return jsonify(error=str(err), **err.details), err.status
 
     @app.errorhandler(413)
@@ -308,34 +264,15 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
     return app
 
 
-def check_address(host: str, port: int) -> None:
-    """The address can be served on: the host is known and the port free (OSError otherwise)."""
-    family, kind, protocol, _, address = socket.getaddrinfo(
-        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
-    with socket.socket(family, kind, protocol) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server will
-        probe.bind(address)
-
-
 def serve(options: AnnotateOptions, session: Session, announce) -> None:
     """Serve until interrupted (werkzeug's threaded server: one person, a few tabs); one server per session."""
-    from werkzeug.serving import make_server
-
     busy = f"session {session.directory.name!r} is already served by xling annotate ({{holder}}); open that page"
     lock = EntryLock(session.directory / "server", "session", busy=busy + ", or stop that server first")
     try:
-        try:
-            check_address(options.host, options.port)  # werkzeug says a port in use in its own words, and exits
-            server = make_server(options.host, options.port, create_app(session, options), threaded=True)
-        except OSError as err:
-            raise XlingError(
-                f"cannot serve on {options.host} port {options.port}: {err.strerror or err}; give another --host or --port"
-            ) from None
-        host = f"[{options.host}]" if ":" in options.host else options.host
-        address = f"http://{host}:{server.port}/"
+        server = server_on(options.address, create_app(session, options))
+        address = options.address.url(server.port)
         lock.note(f"pid {os.getpid()} at {address}")
-        announce(address + (f"?token={options.token}" if options.token else ""))
+        announce(address + (f"?token={options.address.token}" if options.address.token else ""))
         server.serve_forever()
     finally:
         lock.release()

@@ -42,6 +42,7 @@ COMMANDS = {
     "evaluate": ("xling.cli.evaluate", "evaluate_command"),
     "compare": ("xling.cli.evaluate", "compare_command"),
     "tag": ("xling.cli.tag", "tag"),
+    "serve": ("xling.cli.tag", "serve_command"),
     "select": ("xling.cli.annotate", "select_command"),
     "annotate": ("xling.cli.annotate", "annotate_command"),
     "project": ("xling.cli.annotate", "project_command"),

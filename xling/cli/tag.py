@@ -1,4 +1,5 @@
-"""`xling tag`: the thin command over `xling.tagging.files.tag_file`, its options from `TagOptions`."""
+"""`xling tag` and `xling serve`: thin commands over `xling.tagging.files.tag_file` and
+`xling.tagging.serving.serve`, their options from `TagOptions` and `ServeOptions`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from rich.console import Console
 
 from xling.cli.options import command
 from xling.cli.progress import counted_bar
-from xling.tagging.options import TagOptions
+from xling.lazy import require
+from xling.tagging.options import ServeOptions, TagOptions
 
 
 @command(TagOptions)
@@ -26,3 +28,16 @@ def tag(options: TagOptions):
         Console(highlight=False, soft_wrap=True, stderr=options.output is not None),
         (lambda results, total: counted_bar(results, total, "tagging", status)) if shown else None,
     )
+
+
+@command(ServeOptions)
+def serve_command(options: ServeOptions):
+    """Tag text over HTTP: POST {"inputs": TEXT or [TEXT, ...]} to the address it prints, get entities as
+    Transformers' token-classification pipeline gives them. Concurrent requests are tagged together; only this
+    machine can connect unless --host and --token say otherwise."""
+    require("flask", "serve", "xling serve")
+    from xling.tagging.serving import serve
+
+    status = Console(stderr=True)
+    serve(options, lambda address: status.print(f"serving at {address} (Ctrl+C stops)"))  # until Ctrl+C
+    status.print("stopped")

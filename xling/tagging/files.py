@@ -17,6 +17,7 @@ from xling.fileio import check_output_file
 from xling.tagging.blocks import Launch, check_blocks, in_blocks, run_in_blocks, units
 from xling.tagging.options import TagOptions
 from xling.tagging.output import write_results
+from xling.tagging.spec import TaggerSpec
 from xling.workspace import is_path
 
 # Wraps the stream of results with a progress display, given how many there will be.
@@ -39,11 +40,20 @@ def stdin_lines() -> Iterator[str]:
 
 
 def launched_tagger(options: TagOptions, launch: Launch):
-    """The tagger of `options`; among several launched processes, each on its own GPU where there are some. An
-    exported ONNX folder tags without torch or Transformers."""
+    """The tagger of `options`; among several launched processes, each on its own GPU where there are some."""
+    spec = options.tagger
+    if launch.world > 1 and spec.device in ("auto", "cuda") and spec.runtime == "torch":
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.set_device(launch.local_rank % torch.cuda.device_count())
+    return load_tagger(spec)
+
+
+def load_tagger(spec: TaggerSpec):
+    """The tagger `spec` names; an exported ONNX folder tags without importing torch or Transformers."""
     from xling.tagging.onnx_tagger import is_onnx_folder
 
-    spec = options.tagger
     if (
         spec.runtime == "onnx"
         and spec.task_adapter
@@ -53,13 +63,9 @@ def launched_tagger(options: TagOptions, launch: Launch):
         from xling.tagging.onnx_tagger import OnnxTagger
 
         return OnnxTagger(spec.task_adapter, spec.precision, spec.batch_size, spec.decoder, spec.device)
-    import torch
-
     from xling.tagging.tagger import Tagger  # torch loads here, not for --help
 
-    if launch.world > 1 and options.tagger.device in ("auto", "cuda") and torch.cuda.is_available():
-        torch.cuda.set_device(launch.local_rank % torch.cuda.device_count())
-    return Tagger.load(options.tagger)
+    return Tagger.load(spec)
 
 
 def tag_file(options: TagOptions, console: Console, progress: Progress | None = None) -> None:

@@ -1,4 +1,4 @@
-"""The options of `xling tag` and `xling evaluate`: one dataclass each that the command line, recipes and the
+"""The options of `xling tag`, `xling serve` and `xling evaluate`: one dataclass each that the command line, recipes and the
 Python API share, the tagger's own nested as a `TaggerSpec` (no torch: `--help` reads them)."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from xling.data.labels import parse_label_map
 from xling.data.schemes import SCHEME_HELP, SCHEMES, check_scheme
 from xling.data.text import MAX_LINE_CHARS
 from xling.errors import XlingError
-from xling.options import MAX_SAMPLES, at_least, at_most, comma_list, opt
+from xling.options import MAX_BATCH, MAX_SAMPLES, at_least, at_most, comma_list, opt
 from xling.tagging.spec import TaggerSpec
+from xling.web import Address
 
 FORMATS = ("pretty", "jsonl", "conll", "html")
 
@@ -49,6 +50,22 @@ class TagOptions:
             raise XlingError(f"format must be one of {', '.join(FORMATS)}, not {self.format!r}")
         if self.conll and self.jsonl:
             raise XlingError("--conll and --jsonl: give one input format")
+
+
+@dataclass
+class ServeOptions:
+    tagger: TaggerSpec = opt(factory=TaggerSpec)
+    address: Address = opt(factory=lambda: Address(port=8322))
+    max_batch: int = opt(64, "Texts tagged in one model call at most: concurrent requests' texts go in together.")
+    wait_ms: float = opt(
+        20.0, "Milliseconds to wait for more requests after one, while several clients are sending (0: never)."
+    )
+
+    def __post_init__(self):
+        at_least("max_batch", self.max_batch, 1)
+        at_most("max_batch", self.max_batch, MAX_BATCH)
+        if not 0 <= self.wait_ms <= 1000:
+            raise XlingError(f"wait-ms must be from 0 to 1000, not {self.wait_ms}")
 
 
 @dataclass

@@ -88,12 +88,19 @@ class LightTokenizer:
                 shutil.copy(self.directory / name, Path(directory) / name)
 
 
+def source_stamp(directory: Path) -> list[int]:
+    """The size and modification time of `directory`'s tokenizer.json: a cache made from another is stale."""
+    status = (directory / "tokenizer.json").stat()
+    return [status.st_size, status.st_mtime_ns]
+
+
 class PieceVocabulary:
     """A Unigram tokenizer's pieces and scores as plain data, beside its pipeline without them (`SKELETON`): both
     cached next to `tokenizer.json` on first use, and read in a few hundredths of a second."""
 
     SKELETON, PIECES, SCORES = "tokenizer-skeleton.json", "tokenizer-pieces.bin", "tokenizer-scores.npy"
     SPECIAL = 4  # the first pieces (<s>, <pad>, </s>, <unk>), which keep their ids in every subset
+    SOURCE = "xling_source"  # the skeleton's key for the size and time of the tokenizer.json it was cached from
 
     def __init__(self, skeleton, pieces: list[str], scores: np.ndarray, unk_id: int):
         self.skeleton, self.pieces, self.scores, self.unk_id = skeleton, pieces, scores, unk_id
@@ -109,9 +116,12 @@ class PieceVocabulary:
         from tokenizers import Tokenizer
 
         files = [directory / name for name in (cls.SKELETON, cls.PIECES, cls.SCORES)]
-        if not all(f.is_file() for f in files) and not cls.cache(directory):
-            return None
-        spec = json.loads(files[0].read_text(encoding="utf-8"))
+        spec = json.loads(files[0].read_text(encoding="utf-8")) if all(f.is_file() for f in files) else {}
+        if spec.pop(cls.SOURCE, None) != source_stamp(directory):  # none yet, or of another tokenizer.json
+            if not cls.cache(directory):
+                return None
+            spec = json.loads(files[0].read_text(encoding="utf-8"))
+            spec.pop(cls.SOURCE)
         pieces = files[1].read_bytes().decode("utf-8").split("\0")
         # Added tokens (<s>, <mask>) split words before the pre-tokenizer, and beyond the first pieces would take
         # other ids in a subset: text holding one goes through the whole tokenizer.
@@ -129,6 +139,7 @@ class PieceVocabulary:
     def cache(cls, directory: Path) -> bool:
         from xling.fileio import write_text_atomic
 
+        stamp = source_stamp(directory)  # before reading: a file replaced meanwhile is cached again next time
         spec = read_json(directory / "tokenizer.json")
         model = spec.get("model", {})
         if (
@@ -146,7 +157,7 @@ class PieceVocabulary:
             os.replace(directory / f".{cls.SCORES}.{os.getpid()}", directory / cls.SCORES)
             write_text_atomic(directory / cls.PIECES, "\0".join(pieces))
             model["vocab"] = model["vocab"][: cls.SPECIAL]
-            write_text_atomic(directory / cls.SKELETON, json.dumps(spec))
+            write_text_atomic(directory / cls.SKELETON, json.dumps(spec | {cls.SOURCE: stamp}))
         except OSError:  # a read-only model folder: the whole tokenizer serves
             return False
         return True

@@ -1,0 +1,171 @@
+"""`xling serve`: requests' texts tagged together, answers in the pipeline's shape, the web checks on every
+request, and the command itself on the embedded model."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from tests.test_annotation import free_port
+from xling.data.text import MAX_LINE_CHARS
+from xling.tagging.options import ServeOptions
+from xling.tagging.serving import MAX_TEXTS, Batcher, create_app, tagging_function
+from xling.tagging.spec import TaggerSpec
+from xling.web import Address
+
+
+def test_requests_that_come_while_the_model_runs_are_tagged_together_in_order():
+    calls, running, release = [], threading.Event(), threading.Event()
+
+    def tag(texts):
+        calls.append(list(texts))
+        running.set()
+        release.wait(5)
+        return [text.upper() for text in texts]
+
+    batcher = Batcher(tag, size=64, wait=0.0).start()
+    answers = {}
+
+    def ask(texts):
+        answers[texts[0]] = batcher.submit(texts)
+
+    first = threading.Thread(target=ask, args=(["a"],))
+    first.start()
+    running.wait(5)  # the model is busy with "a": what comes now waits, and goes in together
+    others = [threading.Thread(target=ask, args=([f"b{i}", f"c{i}"],)) for i in range(4)]
+    for thread in others:
+        thread.start()
+    while batcher.jobs.qsize() < 4:
+        time.sleep(0.01)
+    release.set()
+    for thread in [first, *others]:
+        thread.join(5)
+    batcher.close()
+    assert (
+        calls[0] == ["a"] and len(calls) == 2 and sorted(calls[1]) == sorted(f"{x}{i}" for i in range(4) for x in "bc")
+    )
+    assert answers == {"a": ["A"], **{f"b{i}": [f"B{i}", f"C{i}"] for i in range(4)}}
+    assert (batcher.batches, batcher.texts) == (2, 9)
+
+
+def test_a_failed_batch_fails_its_callers_and_the_next_one_is_served():
+    def tag(texts):
+        if "bad" in texts:
+            raise ValueError("cannot")
+        return texts
+
+    batcher = Batcher(tag, size=8, wait=0.0).start()
+    with pytest.raises(ValueError, match="cannot"):
+        batcher.submit(["bad"])
+    assert batcher.submit(["good"]) == ["good"]
+    batcher.close()
+
+
+@pytest.fixture(scope="module")
+def served(trained_workspace):
+    """The tiny workspace's `Stack(qu, ner-en)` behind the app (Flask's test client, no socket), and its tagger."""
+    from xling.tagging.files import load_tagger
+
+    root, model_dir, _, _ = trained_workspace
+    spec = TaggerSpec(lang="qu", task_adapter="ner-en", model=str(model_dir), workspace=str(root / "ws"))
+    options = ServeOptions(tagger=spec)
+    tagger = load_tagger(spec)
+    batcher = Batcher(tagging_function(tagger), options.max_batch, 0.0).start()
+    app = create_app(tagger, options, batcher)
+    yield app.test_client(), tagger
+    batcher.close()
+
+
+def post(client, body, **headers):
+    return client.post("/", data=json.dumps(body), headers={"Content-Type": "application/json", **headers})
+
+
+def test_a_text_and_a_list_come_back_in_the_pipelines_shape_as_the_tagger_tags_them(served):
+    client, tagger = served
+    texts = ["Lima llaqtapi Qusqu suyupi", "Maria Lima Peru", "x"]
+    expected = [[span.to_pipeline_dict() for span in spans] for spans in tagger(texts)]
+    assert any(expected), "the tiny tagger finds no entity: the comparison would prove nothing"
+    single = post(client, {"inputs": texts[0]})
+    assert single.status_code == 200 and single.get_json() == expected[0]
+    listed = post(client, {"inputs": texts})
+    assert listed.get_json() == expected
+    assert all(
+        set(entity) == {"entity_group", "score", "word", "start", "end"} for e in listed.get_json() for entity in e
+    )
+    about = client.get("/").get_json()
+    assert about["labels"] == tagger.labels and about["texts"] >= 4
+
+
+def test_a_text_longer_than_a_line_comes_back_whole_with_offsets_into_it(served):
+    client, tagger = served
+    words = "Lima llaqtapi Qusqu suyupi Maria Peru ".split()
+    text = " ".join(words[i % len(words)] for i in range(MAX_LINE_CHARS // 4))
+    assert len(text) > MAX_LINE_CHARS
+    found = post(client, {"inputs": text}).get_json()
+    assert found and max(e["end"] for e in found) > MAX_LINE_CHARS
+    assert all(text[e["start"] : e["end"]] == e["word"] for e in found)
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status", "said"),
+    [
+        ({"inputs": 3}, {}, 422, "inputs"),
+        ({"inputs": []}, {}, 422, "inputs"),
+        ({"inputs": ["a", 1]}, {}, 422, "strings"),
+        ({"inputs": ["a"] * (MAX_TEXTS + 1)}, {}, 413, f"at most {MAX_TEXTS}"),
+        ({"inputs": "a" * (1024 * 1024)}, {}, 413, "over 1024 KiB"),
+        ({"inputs": "a"}, {"Host": "evil.example:8322"}, 403, "answers only 127.0.0.1"),
+        ({"inputs": "a"}, {"Origin": "http://evil.example"}, 403, "evil.example"),
+        ({"inputs": "a"}, {"Content-Type": "text/plain"}, 415, "send JSON"),
+    ],
+)
+def test_a_request_outside_the_bounds_is_refused_in_one_line(served, body, headers, status, said):
+    client, _ = served
+    answer = post(client, body, **headers)
+    assert answer.status_code == status, answer.get_data(as_text=True)
+    assert said in answer.get_json()["error"] and "\n" not in answer.get_json()["error"]
+
+
+def test_on_every_interface_each_request_needs_the_token(served):
+    _, tagger = served
+    options = ServeOptions(tagger=TaggerSpec(lang="qu"), address=Address(host="0.0.0.0", token="s3cret-token"))
+    batcher = Batcher(tagging_function(tagger), 8, 0.0).start()
+    client = create_app(tagger, options, batcher).test_client()
+    assert post(client, {"inputs": "Lima"}, Host="10.0.0.5:8322").status_code == 403
+    assert (
+        post(client, {"inputs": "Lima"}, **{"Host": "10.0.0.5:8322", "X-Xling-Token": "s3cret-token"}).status_code
+        == 200
+    )
+    batcher.close()
+    with pytest.raises(Exception, match="--token"):
+        Address(host="0.0.0.0")
+
+
+def test_xling_serve_tags_with_the_embedded_models_shipped_pair_and_stops_on_ctrl_c(tmp_path):
+    port = free_port()
+    command = [sys.executable, "-m", "xling", "serve", "--lang", "qu", "--port", str(port), "-w", str(tmp_path / "ws")]
+    server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        said = [server.stderr.readline() for _ in range(1)]
+        while f"http://127.0.0.1:{port}/" not in said[-1] and said[-1] and len(said) < 50:
+            said.append(server.stderr.readline())  # notices of the adapters loaded come first
+        assert f"http://127.0.0.1:{port}/" in said[-1], "".join(said) + server.stderr.read()
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/",
+            json.dumps({"inputs": ["Lima llaqtapi tiyan.", "Qusqu llaqta Perú suyupi."]}).encode(),
+            {"Content-Type": "application/json"},
+        )
+        found = json.load(urllib.request.urlopen(request, timeout=60))
+        assert len(found) == 2 and {e["word"] for e in found[0] + found[1]} & {"Lima", "Qusqu", "Perú"}
+        server.send_signal(signal.SIGINT)
+        assert server.wait(30) == 0
+        assert "stopped" in server.stderr.read()
+    finally:
+        server.kill()

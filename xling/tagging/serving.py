@@ -1,0 +1,190 @@
+"""`xling serve`: a tagger behind HTTP, the texts of concurrent requests tagged together in model batches.
+
+    GET  /        what is served: the model, the adapters' setup, the labels, the batches run so far
+    POST /        {"inputs": TEXT} -> [{entity_group, score, word, start, end}, ...] (the shape of Transformers'
+                  token-classification pipeline and of the Hub's inference API); {"inputs": [TEXT, ...]} -> a list
+                  of such lists, in order
+
+The main thread runs the model (torch's CPU kernels ran at half speed from another thread, 2 cores, PyTorch
+2.14), the requests are answered in threads of their own: each request's texts join a queue, and the main thread
+tags what has come (waiting `wait_ms` for more after the first) as one call, so that sixteen clients sending a
+sentence each cost a few model batches, not sixteen. A text over `MAX_LINE_CHARS` is tagged in pieces and comes back whole, its offsets into
+the text. The checks of `xling.web` guard every request; the body is at most `MAX_BODY`.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+
+from xling.errors import XlingError
+from xling.tagging.base import TaggedText, TextTagger
+from xling.tagging.options import ServeOptions
+from xling.web import Refused, json_body, refusal, server_on
+
+MAX_BODY = 1024 * 1024  # bytes: a few hundred sentences
+MAX_TEXTS = 256  # texts in one request
+
+
+class Batcher:
+    """Tags the texts of many callers as one list: `submit` blocks its caller until its own results are ready,
+    while the thread in `run` gathers what the others submitted meanwhile (up to `size` texts) into one call."""
+
+    def __init__(self, tag: Callable[[list[str]], list[TaggedText]], size: int, wait: float):
+        self.tag, self.size, self.wait = tag, size, wait
+        self.jobs: queue.Queue[tuple[list[str], Future] | None] = queue.Queue()
+        self.batches = self.texts = 0
+        self.busy = False  # the last call gathered several jobs: more are likely to come within `wait`
+        self.lock, self.closed = threading.Lock(), False
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> Batcher:
+        """`run` in a thread of its own."""
+        self.thread = threading.Thread(target=self.run, name="xling-batcher", daemon=True)
+        self.thread.start()
+        return self
+
+    def submit(self, texts: list[str]) -> list[TaggedText]:
+        done: Future = Future()
+        with self.lock:
+            if self.closed:
+                raise Refused("the server is stopping", 503)
+            self.jobs.put((texts, done))
+        return done.result()
+
+    def close(self) -> None:
+        """No job is taken after this call; `run` returns once those before it are done."""
+        with self.lock:
+            self.closed = True
+            self.jobs.put(None)
+        if self.thread is not None:
+            self.thread.join()
+
+    def _gather(self, first: tuple[list[str], Future]) -> tuple[list[tuple[list[str], Future]], bool]:
+        """The first job and those that come within `wait` of it (none after it when the last call had one job
+        only), up to `size` texts; and whether to stop after."""
+        jobs, count, deadline = [first], len(first[0]), time.monotonic() + (self.wait if self.busy else 0.0)
+        while count < self.size:
+            try:
+                job = self.jobs.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if job is None:
+                return jobs, True
+            jobs.append(job)
+            count += len(job[0])
+        return jobs, False
+
+    def run(self) -> None:
+        """Tag the jobs as they come, until `close`."""
+        while (first := self.jobs.get()) is not None:
+            jobs, stop = self._gather(first)
+            self.busy = len(jobs) > 1
+            try:
+                results = self.tag([text for texts, _ in jobs for text in texts])
+            except Exception as err:  # noqa: BLE001 - the callers answer it; the thread serves on
+                for _, done in jobs:
+                    done.set_exception(err)
+            except BaseException:  # Ctrl+C in the middle of a call: its callers are told, not left waiting
+                for _, done in jobs:
+                    done.set_exception(Refused("the server is stopping", 503))
+                raise
+            else:
+                self.batches, self.texts = self.batches + 1, self.texts + len(results)
+                start = 0
+                for texts, done in jobs:
+                    done.set_result(results[start : start + len(texts)])
+                    start += len(texts)
+            if stop:
+                return
+
+
+def tagging_function(tagger: TextTagger) -> Callable[[list[str]], list[TaggedText]]:
+    """Texts -> results, one each: a long text in pieces merged back, as `xling tag` does a line."""
+    return lambda texts: list(tagger.tag_numbered(enumerate(texts, start=1), streaming=False))
+
+
+def inputs_of(body) -> tuple[list[str], bool]:
+    """The texts a request's body asks for, and whether it sent one text (not a list); refused in one line."""
+    inputs = body.get("inputs") if isinstance(body, dict) else None
+    if isinstance(inputs, str):
+        return [inputs], True
+    if isinstance(inputs, list) and inputs and all(isinstance(text, str) for text in inputs):
+        if len(inputs) > MAX_TEXTS:
+            raise Refused(f"at most {MAX_TEXTS} texts a request, not {len(inputs)}: send them in several", 413)
+        return inputs, False
+    raise Refused('send {"inputs": TEXT} or {"inputs": [TEXT, ...]}, the texts strings', 422)
+
+
+def create_app(tagger: TextTagger, options: ServeOptions, batcher: Batcher):
+    from flask import Flask, jsonify, request
+
+    app = Flask("xling.serve")
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
+    app.json.ensure_ascii = False  # UTF-8 text as it is, as the Hub's API answers
+
+    @app.before_request
+    def guard():
+        reason = refusal(options.address, request)
+        return (jsonify(error=reason), 403) if reason else None
+
+    @app.errorhandler(Refused)
+    def refused(err: Refused):
+        return jsonify(error=str(err)), err.status
+
+    @app.errorhandler(413)
+    def too_large(_):
+        return jsonify(error=f"the request is over {MAX_BODY // 1024} KiB"), 413
+
+    @app.errorhandler(500)
+    def failed(err):
+        return jsonify(error=f"tagging failed: {getattr(err, 'original_exception', None) or err}"), 500
+
+    @app.get("/")
+    def about():
+        return jsonify(
+            model=options.tagger.model,
+            lang=options.tagger.lang,
+            setup=str(getattr(tagger, "setup", None)),
+            runtime=tagger.runtime,
+            labels=tagger.labels,
+            batches=batcher.batches,
+            texts=batcher.texts,
+        )
+
+    @app.post("/")
+    def tag():
+        texts, single = inputs_of(json_body(request))
+        try:
+            results = batcher.submit(texts)
+        except XlingError as err:
+            raise Refused(str(err), 422) from None
+        found = [[span.to_pipeline_dict() for span in result.spans] for result in results]
+        return jsonify(found[0] if single else found)
+
+    return app
+
+
+def serve(options: ServeOptions, announce: Callable[[str], None]) -> None:
+    """Load the tagger, then serve until interrupted: the requests in threads, the model in this one."""
+    from xling.tagging.files import load_tagger
+
+    options.tagger.check_now()
+    tagger = load_tagger(options.tagger)
+    batcher = Batcher(tagging_function(tagger), options.max_batch, options.wait_ms / 1000)
+    server = server_on(options.address, create_app(tagger, options, batcher))
+    threading.Thread(target=server.serve_forever, name="xling-http", daemon=True).start()
+    token = options.address.token
+    try:
+        announce(options.address.url(server.port) + (f"?token={token}" if token else ""))
+        batcher.run()  # until Ctrl+C
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()  # no new connection; the requests that have come are answered
+        batcher.close()
+        batcher.run()
+        server.server_close()
