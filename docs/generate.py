@@ -24,6 +24,7 @@ SPEED = "runtimes/speed.json"  # `bench/runtimes.py`'s timings: a table of their
 QUALITY = "runtimes/quality-qu.json"  # its F1 per runtime (also on the results page)
 COLD_START = "cold-start/"  # `bench/cold_start.py`'s files, one per machine: their own table on the speed page
 SERVE = "serve/"  # `bench/serve_load.py`'s, the same
+CORPUS_MAP = "corpus-map/"  # `bench/corpus_map.py`'s: lines/s of the corpus recipes, read as they are
 ERRORS = "errors-qu/"  # `xling analyze errors` on each seed's zero-shot stack (recipes/lang-contribution-qu.toml)
 PROBES = "probes/probes.json"  # `bench/probes.py`: a table of its own on the results page
 ADAPTED = "adapted-encoder-qu/"  # `bench/encoder_curve.py`: adapting the encoder, per budget
@@ -119,7 +120,8 @@ def results_page(files: dict) -> str:
     records = {
         name: data
         for name, data in files.items()
-        if not name.startswith((ACTIVE, COLD_START, SERVE, MLM_HEAD, ERRORS, ADAPTED)) and name not in (SPEED, PROBES)
+        if not name.startswith((ACTIVE, COLD_START, SERVE, CORPUS_MAP, MLM_HEAD, ERRORS, ADAPTED))
+        and name not in (SPEED, PROBES)
     }
     earlier = {name: data for name, data in records.items() if not kept_counts(data)}
     for name, data in records.items():

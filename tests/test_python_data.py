@@ -103,3 +103,32 @@ def test_a_tagger_maps_over_a_dataset_in_batches_as_the_docs_show(trained_worksp
     tagged = dataset.map(entities, batched=True, batch_size=2)
     assert tagged["id"] == ["a", "b", "c"]
     assert tagged["entities"] == [[span.to_dict() for span in spans] for spans in tagger(texts)]
+
+
+def test_ray_data_maps_one_tagger_per_actor_as_the_docs_show(trained_workspace, tmp_path):
+    import ray
+
+    from xling import Tagger
+
+    root, model_dir, _, _ = trained_workspace
+    where = {"lang": "qu", "task_adapter": "ner-en", "model": str(model_dir), "workspace": str(root / "ws")}
+    texts = ["juan lima the city of qusqu", "maria of peru", "runa wasi", "qusqu llaqta lima"]
+    (tmp_path / "quechua.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
+
+    class Entities:
+        def __init__(self):
+            self.tagger = Tagger.load(**where)
+
+        def __call__(self, batch):
+            spans = self.tagger(list(batch["text"]))
+            return batch | {"entities": [[span.to_dict() for span in found] for found in spans]}
+
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)  # two actors and the reading tasks
+    try:
+        data = ray.data.read_text(str(tmp_path / "quechua.txt"))
+        rows = data.map_batches(Entities, compute=ray.data.ActorPoolStrategy(size=2), batch_size=2).take_all()
+    finally:
+        ray.shutdown()
+    expected = {text: [span.to_dict() for span in spans] for text, spans in zip(texts, Tagger.load(**where)(texts))}
+    assert any(expected.values())
+    assert {row["text"]: [dict(e) for e in row["entities"]] for row in rows} == expected

@@ -181,6 +181,14 @@ def test_jsonl_records_carry_their_id_or_line_and_a_long_line_comes_back_whole(t
     assert [r["line"] for r in out] == [1, 2] and out[1]["text"] == long_line  # one record, not three pieces
     assert out[1]["entities"] and all(long_line[e["start"] : e["end"]] == e["text"] for e in out[1]["entities"])
     assert max(e["start"] for e in out[1]["entities"]) > 10_000  # offsets into the line, not into a piece
+    book = " ".join(["juan lima the city of qusqu maria of peru"] * 1700)  # over 64 KiB: read in pieces
+    (tmp_path / "book.txt").write_text(f"{book}\nruna\n", encoding="utf-8")
+    (tmp_path / "book.jsonl").write_text(json.dumps({"id": "b", "text": book}) + "\n", encoding="utf-8")
+    for source, given in (("book.txt", []), ("book.jsonl", ["--jsonl"])):  # into a file: tagged block by block
+        done = run_tag(trained_workspace, tmp_path / source, "--lang", "qu", *given, "-o", tmp_path / f"{source}.jsonl")
+        assert done.returncode == 0, done.stderr
+        out = [json.loads(line) for line in (tmp_path / f"{source}.jsonl").read_text().splitlines()]
+        assert out[0]["text"] == book and len(out) == (1 if given else 2) and out[0]["entities"][-1]["end"] > 65_536
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "juan"}\n{"id": 3}\n', encoding="utf-8")
     refused = run_tag(trained_workspace, str(bad), "--lang", "qu", "--jsonl")

@@ -12,7 +12,7 @@ scoring refuses them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +52,20 @@ def read_lines(path: Path):
                 yield number, _decoded(carry, path, number)
     except OSError as err:
         raise XlingError(f"cannot read {path}: {err.strerror}") from None
+
+
+def whole_lines(numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+    """`read_lines`' numbered lines with a long line's pieces joined again: for tagging, where a line's result is
+    one record (and so held whole anyway), not for training text."""
+    number, parts = None, []
+    for line_number, text in numbered:
+        if line_number != number and parts:
+            yield number, "".join(parts)
+            parts = []
+        number = line_number
+        parts.append(text)
+    if parts:
+        yield number, "".join(parts)
 
 
 def _character_end(data: bytes) -> int:

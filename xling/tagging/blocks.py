@@ -24,7 +24,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from xling.data.conll import read_lines, read_tokens
+from xling.data.conll import read_lines, read_tokens, whole_lines
 from xling.errors import XlingError
 from xling.fileio import atomic_text_file, read_json, write_json_atomic, write_text_atomic
 from xling.tagging.options import TagOptions
@@ -51,10 +51,11 @@ LAUNCH_VARIABLES = (("RANK", 0), ("WORLD_SIZE", 1), ("LOCAL_RANK", 0))
 
 
 def units(path: Path, conll: bool) -> Iterator:
-    """What each result is tagged from: CoNLL sentences' tokens, or the numbered lines."""
+    """What each result is tagged from: CoNLL sentences' tokens, or the numbered lines (a long one whole, so
+    that no block boundary cuts it)."""
     if conll:
         return read_tokens(read_lines(path))
-    return read_lines(path)
+    return whole_lines(read_lines(path))
 
 
 def blocks(items: Iterable, size: int = BLOCK) -> Iterator[list]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from xling.data.conll import read_lines
+from xling.data.conll import read_lines, whole_lines
 from xling.errors import XlingError
 from xling.fileio import check_output_file
 from xling.tagging.blocks import Launch, check_blocks, in_blocks, run_in_blocks, units
@@ -86,7 +86,7 @@ def tag_file(options: TagOptions, console: Console, progress: Progress | None = 
         run_in_blocks(lambda: launched_tagger(options, launch), options, launch, console, progress)
         return
     tagger = launched_tagger(options, launch)
-    lines = enumerate(stdin_lines(), start=1) if path is None else read_lines(path)
+    lines = enumerate(stdin_lines(), start=1) if path is None else whole_lines(read_lines(path))
     source = "<stdin>" if path is None else str(path)
     results = tagger.tag_numbered(lines, options.paragraphs, options.conll, options.jsonl, source)
     if progress is not None and regular:
