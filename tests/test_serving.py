@@ -169,3 +169,12 @@ def test_xling_serve_tags_with_the_embedded_models_shipped_pair_and_stops_on_ctr
         assert "stopped" in server.stderr.read()
     finally:
         server.kill()
+
+
+def test_a_request_after_the_server_began_to_stop_is_told_so(served):
+    _, tagger = served
+    batcher = Batcher(tagging_function(tagger), 8, 0.0)
+    batcher.close()  # as Ctrl+C does
+    client = create_app(tagger, ServeOptions(tagger=TaggerSpec(lang="qu")), batcher).test_client()
+    answer = post(client, {"inputs": "Lima"})
+    assert answer.status_code == 503 and answer.get_json()["error"] == "the server is stopping"

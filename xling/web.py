@@ -41,9 +41,12 @@ class Address:
         if self.host not in LOCAL_HOSTS and not self.token:
             raise XlingError(f"serving on {self.host} lets others reach it: give --token SECRET as well")
 
-    def url(self, port: int | None = None) -> str:
+    def url(self, port: int | None = None, with_token: bool = False) -> str:
+        """The address to open (`port`: the one the server got); `with_token`, the secret in it, as it is
+        announced (never as it is written down)."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{port or self.port}/"
+        secret = f"?token={self.token}" if with_token and self.token else ""
+        return f"http://{host}:{port or self.port}/{secret}"
 
 
 class Refused(XlingError):
@@ -79,7 +82,7 @@ def refusal(address: Address, request, exempt: bool = False) -> str | None:
     own = f"{request.scheme}://{request.host}".lower()
     origin = request.headers.get("Origin") or _origin_of(request.headers.get("Referer"))
     if origin is not None and origin.lower() != own:
-        return f"a request from {origin} cannot change this session"
+        return f"a request from {origin} is refused here: only this server's own pages may send one"
     return None
 
 

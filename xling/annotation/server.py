@@ -272,7 +272,7 @@ def serve(options: AnnotateOptions, session: Session, announce) -> None:
         server = server_on(options.address, create_app(session, options))
         address = options.address.url(server.port)
         lock.note(f"pid {os.getpid()} at {address}")
-        announce(address + (f"?token={options.address.token}" if options.address.token else ""))
+        announce(options.address.url(server.port, with_token=True))
         server.serve_forever()
     finally:
         lock.release()

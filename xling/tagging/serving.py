@@ -160,6 +160,8 @@ def create_app(tagger: TextTagger, options: ServeOptions, batcher: Batcher):
         texts, single = inputs_of(json_body(request))
         try:
             results = batcher.submit(texts)
+        except Refused:  # already says its status (503: stopping)
+            raise
         except XlingError as err:
             raise Refused(str(err), 422) from None
         found = [[span.to_pipeline_dict() for span in result.spans] for result in results]
@@ -177,9 +179,8 @@ def serve(options: ServeOptions, announce: Callable[[str], None]) -> None:
     batcher = Batcher(tagging_function(tagger), options.max_batch, options.wait_ms / 1000)
     server = server_on(options.address, create_app(tagger, options, batcher))
     threading.Thread(target=server.serve_forever, name="xling-http", daemon=True).start()
-    token = options.address.token
     try:
-        announce(options.address.url(server.port) + (f"?token={token}" if token else ""))
+        announce(options.address.url(server.port, with_token=True))
         batcher.run()  # until Ctrl+C
     except KeyboardInterrupt:
         pass
