@@ -18,7 +18,6 @@ from xling.tagging.blocks import Launch, check_blocks, in_blocks, run_in_blocks,
 from xling.tagging.options import TagOptions
 from xling.tagging.output import write_results
 from xling.tagging.spec import TaggerSpec
-from xling.workspace import is_path
 
 # Wraps the stream of results with a progress display, given how many there will be.
 Progress = Callable[[Iterable, int], Iterator]
@@ -52,17 +51,10 @@ def launched_tagger(options: TagOptions, launch: Launch):
 
 def load_tagger(spec: TaggerSpec):
     """The tagger `spec` names; an exported ONNX folder tags without importing torch or Transformers."""
-    from xling.tagging.onnx_tagger import is_onnx_folder
+    from xling.tagging.onnx_tagger import exported_tagger
 
-    if (
-        spec.runtime == "onnx"
-        and spec.task_adapter
-        and is_path(spec.task_adapter)
-        and is_onnx_folder(spec.task_adapter)
-    ):
-        from xling.tagging.onnx_tagger import OnnxTagger
-
-        return OnnxTagger(spec.task_adapter, spec.precision, spec.batch_size, spec.decoder, spec.device)
+    if (exported := exported_tagger(spec)) is not None:
+        return exported
     from xling.tagging.tagger import Tagger  # torch loads here, not for --help
 
     return Tagger.load(spec)
