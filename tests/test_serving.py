@@ -4,6 +4,7 @@ request, and the command itself on the embedded model."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -151,7 +152,8 @@ def test_on_every_interface_each_request_needs_the_token(served):
 def test_xling_serve_tags_with_the_embedded_models_shipped_pair_and_stops_on_ctrl_c(tmp_path):
     port = free_port()
     command = [sys.executable, "-m", "xling", "serve", "--lang", "qu", "--port", str(port), "-w", str(tmp_path / "ws")]
-    server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    # faulthandler: should it abort as it exits, its stderr says in which thread
+    server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=os.environ | {"PYTHONFAULTHANDLER": "1"})
     try:
         said = [server.stderr.readline() for _ in range(1)]
         while f"http://127.0.0.1:{port}/" not in said[-1] and said[-1] and len(said) < 50:
@@ -165,8 +167,8 @@ def test_xling_serve_tags_with_the_embedded_models_shipped_pair_and_stops_on_ctr
         found = json.load(urllib.request.urlopen(request, timeout=60))
         assert len(found) == 2 and {e["word"] for e in found[0] + found[1]} & {"Lima", "Qusqu", "Perú"}
         server.send_signal(signal.SIGINT)
-        assert server.wait(30) == 0
-        assert "stopped" in server.stderr.read()
+        code, last_words = server.wait(30), server.stderr.read()
+        assert code == 0 and "stopped" in last_words, f"exit code {code}: {last_words}"
     finally:
         server.kill()
 

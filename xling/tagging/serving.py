@@ -178,7 +178,9 @@ def serve(options: ServeOptions, announce: Callable[[str], None]) -> None:
     tagger = load_tagger(options.tagger)
     batcher = Batcher(tagging_function(tagger), options.max_batch, options.wait_ms / 1000)
     server = server_on(options.address, create_app(tagger, options, batcher))
-    threading.Thread(target=server.serve_forever, name="xling-http", daemon=True).start()
+    # not a daemon: joined below, so that no thread but this one is left as the interpreter exits
+    http = threading.Thread(target=server.serve_forever, name="xling-http")
+    http.start()
     try:
         announce(options.address.url(server.port, with_token=True))
         batcher.run()  # until Ctrl+C
@@ -188,4 +190,4 @@ def serve(options: ServeOptions, announce: Callable[[str], None]) -> None:
         server.shutdown()  # no new connection; the requests that have come are answered
         batcher.close()
         batcher.run()
-        server.server_close()
+        http.join()  # werkzeug's serve_forever closes the server as it returns, after the requests in progress
