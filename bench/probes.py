@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bench.recipe_validation import recipe_text
+from xling.adapters.files import CONFIG_FILE
 
 TIMEOUT = 120  # seconds for one command
 BIG = str(2**64)  # beyond any seed
@@ -203,7 +204,7 @@ def streams_and_bounds(folder: Path) -> list[tuple[str, str, list[str], str | No
         ("bounds", "--steps 10^20", [*task, "--steps", "1" + "0" * 20], "at most", ""),
         ("bounds", "--max-len 10^9", [*task, "--max-len", "1000000000"], "at most", ""),
         ("bounds", "--label-map LOC=B-X", [*task, "--label-map", "LOC=B-X"], "entity types", ""),
-        ("adapters", "adapter_config.json with auto_map", ["tag", "-", "--lang", "qu", "-t", foreign_keys(folder), *ws],
+        ("adapters", "xling_adapter.json with auto_map", ["tag", "-", "--lang", "qu", "-t", foreign_keys(folder), *ws],
          "does not write", "runa\n"),
         ("adapters", "--lang-adapter given a task adapter", ["tag", "-", "--lang", "qu", "--lang-adapter", shipped_task(), *ws],
          "not a language adapter", "runa\n"),
@@ -238,7 +239,7 @@ def foreign_keys(folder: Path) -> str:
     copy = folder / "foreign-ner"
     shutil.copytree(shipped_task(), copy)
     (copy / "pretrained.json").unlink()
-    config = copy / "adapter_config.json"
+    config = copy / CONFIG_FILE
     record = json.loads(config.read_text()) | {"auto_map": {"AutoModel": "x.Y"}, "trust_remote_code": True}
     config.write_text(json.dumps(record))
     return f"./{copy.name}"

@@ -260,7 +260,7 @@ def test_save_then_load_reproduces_outputs_bit_for_bit(tmp_path):
     assert torch.equal(fresh.heads["ner"].eval()(expected_stack), expected_logits)
     assert fresh.heads["ner"].labels == ["O", "B-PER", "I-PER"]
     files = sorted(p.name for p in (tmp_path / "ner").iterdir())
-    assert files == ["adapter_config.json", "adapter_model.safetensors", "head_config.json", "head_model.safetensors"]
+    assert files == ["head_config.json", "head_model.safetensors", "xling_adapter.json", "xling_adapter.safetensors"]
 
 
 def test_mismatched_base_model_is_refused_before_loading(tmp_path):

@@ -53,7 +53,7 @@ def _free_port() -> int:
 
 def _weights(workspace: Path) -> dict[str, torch.Tensor]:
     task = workspace / TASK
-    return {**load_file(task / "adapter_model.safetensors"), **load_file(task / "head_model.safetensors")}
+    return {**load_file(task / "xling_adapter.safetensors"), **load_file(task / "head_model.safetensors")}
 
 
 def _rows(directory: Path, rank: int) -> list[int]:

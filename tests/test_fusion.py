@@ -59,7 +59,7 @@ def fused(trained_workspace):
 def test_fusion_is_trained_over_frozen_adapters_and_reloads_exactly(fused):
     report, root, model_dir, dev = fused
     assert report["name"] == "ner-fusion-qu" and report["adapters"] == ["ner-en", "ner-es"]
-    saved = json.loads((root / "ws" / "tinybert" / "fusion" / "ner-fusion-qu" / "adapter_config.json").read_text())
+    saved = json.loads((root / "ws" / "tinybert" / "fusion" / "ner-fusion-qu" / "xling_adapter.json").read_text())
     assert saved["kind"] == "fusion" and saved["adapters"] == ["ner-en", "ner-es"]
     result = evaluate(
         EvaluationOptions(

@@ -78,7 +78,7 @@ def test_push_then_load_by_hub_name_gives_the_same_tags(trained_workspace, hub):
     assert hub.tokens == ["secret", "secret"]
     card = (hub.root / "org" / "ner-en" / "README.md").read_text()
     assert "--task-adapter hf:org/ner-en" in card and 'task_adapter="hf:org/ner-en"' in card
-    assert {p.name for p in (hub.root / "org" / "ner-en").iterdir()} >= {"adapter_model.safetensors", "task.json"}
+    assert {p.name for p in (hub.root / "org" / "ner-en").iterdir()} >= {"xling_adapter.safetensors", "task.json"}
 
     tags_as_local(root, model_dir, "hf:org/ner-en", "hf:org/lang-qu")
 
@@ -97,7 +97,7 @@ def test_push_in_the_adapterhub_layout_loads_as_the_library_and_xling_read_it(tr
     push_pair(trained_workspace, "ah-", "--format", "adapterhub")
     files = {p.name for p in (hub.root / "org" / "ah-ner-en").iterdir()}
     assert {"adapter_config.json", "pytorch_adapter.bin", "head_config.json", "README.md"} <= files
-    assert "adapter_model.safetensors" not in files  # the library's layout, not xling's
+    assert not {"xling_adapter.json", "xling_adapter.safetensors"} & files  # the library's layout, not xling's
     card = (hub.root / "org" / "ah-ner-en" / "README.md").read_text()
     assert "library_name: adapter-transformers" in card and 'model.load_adapter("org/ah-ner-en"' in card
     assert "xling export" not in card  # nothing to export: the repository is in the library's layout

@@ -215,8 +215,8 @@ def test_train_lang_saves_adapter_head_report_and_log(tmp_path, tiny_dir):
     saved = Path(report["saved_to"])
     assert saved == tmp_path / "ws" / "tinybert" / "lang" / "qu"
     assert {p.name for p in saved.iterdir()} == {
-        "adapter_config.json",
-        "adapter_model.safetensors",
+        "xling_adapter.json",
+        "xling_adapter.safetensors",
         "head_config.json",
         "head_model.safetensors",
         "report.json",
@@ -224,7 +224,7 @@ def test_train_lang_saves_adapter_head_report_and_log(tmp_path, tiny_dir):
         "README.md",  # the model card
     }
     assert not (saved.parent / "qu.partial").exists()
-    config = json.loads((saved / "adapter_config.json").read_text())
+    config = json.loads((saved / "xling_adapter.json").read_text())
     assert (
         config["config"]["placement"] == "pfeiffer"
         and config["config"]["reduction_factor"] == 2
@@ -268,7 +268,7 @@ def test_the_shipped_head_is_loaded_and_frozen_while_the_adapter_trains(tmp_path
     )
     # the adapter alone trained: its parameters, not the head's, are the trainable ones
     assert report["trainable_parameters"] == sum(
-        t.numel() for t in load_file(str(saved / "adapter_model.safetensors")).values()
+        t.numel() for t in load_file(str(saved / "xling_adapter.safetensors")).values()
     )
 
 
@@ -310,8 +310,8 @@ def test_resume_after_crash_finishes_like_an_uninterrupted_run(tmp_path, tiny_di
     monkeypatch.setattr(MaskedLMObjective, "prepare", original)
     resumed = train_language_adapter(_options(tmp_path / "b", tiny_dir, corpus))
 
-    a = load_file(Path(uninterrupted["saved_to"]) / "adapter_model.safetensors")
-    b = load_file(Path(resumed["saved_to"]) / "adapter_model.safetensors")
+    a = load_file(Path(uninterrupted["saved_to"]) / "xling_adapter.safetensors")
+    b = load_file(Path(resumed["saved_to"]) / "xling_adapter.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert resumed["held_out_perplexity_after"] == uninterrupted["held_out_perplexity_after"]
     log = [
@@ -373,7 +373,7 @@ def test_kill_9_then_rerun_resumes(tmp_path, tiny_dir):
     result = run_cli(*args)
     assert result.returncode == 0, result.stderr
     assert "resuming" in result.stderr
-    assert (tmp_path / "ws" / "tinybert" / "lang" / "qu" / "adapter_model.safetensors").is_file()
+    assert (tmp_path / "ws" / "tinybert" / "lang" / "qu" / "xling_adapter.safetensors").is_file()
     assert step_at_kill
 
 

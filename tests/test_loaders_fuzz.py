@@ -113,10 +113,10 @@ def saved_adapters(tmp_path_factory) -> Path:
 
 
 ADAPTER_FILES = [
-    ("ner", "adapter_config.json", ()),
+    ("ner", "xling_adapter.json", ()),
     ("ner", "head_config.json", ()),
-    ("lo", "adapter_config.json", ()),
-    ("fusion", "adapter_config.json", ("ner", "other")),
+    ("lo", "xling_adapter.json", ()),
+    ("fusion", "xling_adapter.json", ("ner", "other")),
     ("hub-ner", "adapter_config.json", ()),
     ("hub-ner", "head_config.json", ()),
     ("hub-lo", "adapter_config.json", ()),
@@ -143,9 +143,9 @@ def test_any_adapter_file_loads_or_is_refused_naming_it(saved_adapters, tmp_path
 @pytest.mark.parametrize("folder", ["ner", "hub-lo"])
 def test_a_saved_name_that_is_no_adapter_name_is_refused_naming_the_file(saved_adapters, tmp_path, folder):
     target = shutil.copytree(saved_adapters / folder, tmp_path / folder)
-    record = json.loads((target / "adapter_config.json").read_text())
-    (target / "adapter_config.json").write_text(json.dumps(record | {"name": "a b"}))
-    with pytest.raises(XlingError, match=f"{target / 'adapter_config.json'}: invalid adapter name 'a b'"):
+    config = target / ("adapter_config.json" if folder.startswith("hub-") else "xling_adapter.json")
+    config.write_text(json.dumps(json.loads(config.read_text()) | {"name": "a b"}))
+    with pytest.raises(XlingError, match=f"{config}: invalid adapter name 'a b'"):
         load(adapted()[0], target)
 
 

@@ -61,22 +61,31 @@ def test_lora_over_a_bottleneck_language_adapter_trains_only_its_own_weights():
 
 
 def test_lora_saves_and_loads_bit_for_bit_and_tells_its_kind(tmp_path):
+    from peft import PeftConfig
+
     model, batch = adapted()
     perturb(model.add_adapter("qu", BottleneckConfig.preset("madx-lang")))
     perturb(model.add_adapter("ner", LoraConfig(rank=2, alpha=4, leave_out=[1])))
     expected = outputs(model, batch, Stack("qu", "ner"))
     save(model, "qu", tmp_path / "qu")
     save(model, "ner", tmp_path / "ner")
-    record = json.loads((tmp_path / "ner" / "adapter_config.json").read_text())
+    record = json.loads((tmp_path / "ner" / "xling_adapter.json").read_text())
     assert record["kind"] == "lora" and record["config"]["rank"] == 2 and record["config"]["leave_out"] == [1]
+    # no file that PEFT or AdapterHub would read as theirs: PEFT's own loader finds no config in the folder
+    assert not (tmp_path / "ner" / "adapter_config.json").exists()
+    with pytest.raises(ValueError, match="adapter_config.json"):
+        PeftConfig.from_pretrained(str(tmp_path / "ner"))
     assert not any(key.startswith("1_") for key in model.adapters["ner"].updates)
     fresh, _ = adapted()
     load(fresh, tmp_path / "qu")
     load(fresh, tmp_path / "ner")
     assert torch.equal(outputs(fresh, batch, Stack("qu", "ner")), expected)
     record["kind"] = "prefix"
-    (tmp_path / "ner" / "adapter_config.json").write_text(json.dumps(record))
+    (tmp_path / "ner" / "xling_adapter.json").write_text(json.dumps(record))
     with pytest.raises(XlingError, match="unknown adapter kind 'prefix'; xling has bottleneck, lora"):
+        load(adapted()[0], tmp_path / "ner")
+    (tmp_path / "ner" / "xling_adapter.json").rename(tmp_path / "ner" / "adapter_config.json")
+    with pytest.raises(XlingError, match="adapter_config.json is neither PEFT's .* nor AdapterHub's"):
         load(adapted()[0], tmp_path / "ner")
 
 
@@ -161,7 +170,7 @@ def test_train_task_with_lora_from_the_command_line_tags_in_a_stack_with_quechua
         ],
     )
     assert trained.exit_code == 0, trained.output
-    record = json.loads((model_root / "task" / "ner-lora" / "adapter_config.json").read_text())
+    record = json.loads((model_root / "task" / "ner-lora" / "xling_adapter.json").read_text())
     assert record["kind"] == "lora" and record["config"]["rank"] == 4 and record["config"]["alpha"] == 8
     report = json.loads((model_root / "task" / "ner-lora" / "report.json").read_text())
     assert report["options"]["adapter"]["kind"] == "lora"

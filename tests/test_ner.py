@@ -191,17 +191,17 @@ def task_options(setup_dirs, **overrides):
 
 def test_train_task_stacks_on_frozen_lang_adapter_and_selects_best(setup_dirs):
     root = setup_dirs[0]
-    lang_before = load_file(root / "ws" / "tinybert" / "lang" / "en" / "adapter_model.safetensors")
+    lang_before = load_file(root / "ws" / "tinybert" / "lang" / "en" / "xling_adapter.safetensors")
     report = train_task_adapter(task_options(setup_dirs, name="ner-check"))
     saved = Path(report["saved_to"])
     assert saved == root / "ws" / "tinybert" / "task" / "ner-check"
     task = json.loads((saved / "task.json").read_text())
     assert task["method"] == "adapter" and task["labels"] == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
-    assert json.loads((saved / "adapter_config.json").read_text())["config"]["reduction_factor"] == 8
+    assert json.loads((saved / "xling_adapter.json").read_text())["config"]["reduction_factor"] == 8
     log = [json.loads(line) for line in (saved / "train_log.jsonl").read_text().splitlines()]
     assert report["best"]["f1"] == max(e["f1"] for e in log)
     assert report["best"]["f1"] > 0.5  # the synthetic entities are easy to learn
-    lang_after = load_file(root / "ws" / "tinybert" / "lang" / "en" / "adapter_model.safetensors")
+    lang_after = load_file(root / "ws" / "tinybert" / "lang" / "en" / "xling_adapter.safetensors")
     assert all(torch.equal(lang_before[k], lang_after[k]) for k in lang_before)
     result = evaluate(
         EvaluationOptions(

@@ -72,19 +72,19 @@ def test_a_shipped_weights_file_with_one_byte_changed_is_refused_at_load(tmp_pat
 
     package = tmp_path / "pretrained"
     shutil.copytree(PRETRAINED_ROOT, package)
-    weights = package / EMBEDDED_NAME / "task" / "ner-en" / "adapter_model.safetensors"
+    weights = package / EMBEDDED_NAME / "task" / "ner-en" / "xling_adapter.safetensors"
     data = bytearray(weights.read_bytes())
     data[-1] ^= 1  # the last byte of a weight: the file still reads
     weights.write_bytes(bytes(data))
     monkeypatch.setattr(xling.pretrained, "PRETRAINED_ROOT", package)
-    with pytest.raises(XlingError, match="adapter_model.safetensors is not the file its pretrained.json names"):
+    with pytest.raises(XlingError, match="xling_adapter.safetensors is not the file its pretrained.json names"):
         Tagger.load("qu", task_adapter="ner-en", workspace=str(tmp_path / "empty"))
 
 
 def test_a_task_adapter_given_as_a_language_adapter_is_refused_naming_its_file(tmp_path):
     done = run_xling("tag", "--lang", "qu", "--lang-adapter", shipped("task/ner-en"), "-", input=LINE, cwd=tmp_path)
     assert done.returncode == 1 and "unexpected" not in done.stderr
-    assert "ner-en/adapter_config.json is a task adapter, not a language adapter" in done.stderr
+    assert "ner-en/xling_adapter.json is a task adapter, not a language adapter" in done.stderr
 
 
 @pytest.mark.parametrize("key", ["auto_map", "trust_remote_code", "model_type"])
@@ -95,12 +95,12 @@ def test_an_adapter_config_with_keys_xling_does_not_write_is_refused_naming_the_
     copy = workspace.adapter_dir(TASK, "ner-x")
     shutil.copytree(shipped("task/ner-en"), copy)
     (copy / "pretrained.json").unlink()  # a workspace's own copy
-    config = json.loads((copy / "adapter_config.json").read_text())
-    (copy / "adapter_config.json").write_text(json.dumps(config | {key: "x"}))
-    with pytest.raises(XlingError, match=f"adapter_config.json has keys xling does not write \\('{key}'\\)"):
+    config = json.loads((copy / "xling_adapter.json").read_text())
+    (copy / "xling_adapter.json").write_text(json.dumps(config | {key: "x"}))
+    with pytest.raises(XlingError, match=f"xling_adapter.json has keys xling does not write \\('{key}'\\)"):
         Tagger.load("qu", task_adapter="ner-x", workspace=str(tmp_path / "ws"))
     config["base_model"]["hidden_size"] = 384  # beside the base model's fingerprint
-    (copy / "adapter_config.json").write_text(json.dumps(config))
+    (copy / "xling_adapter.json").write_text(json.dumps(config))
     with pytest.raises(XlingError, match="keys xling does not write \\('hidden_size'\\)"):
         Tagger.load("qu", task_adapter="ner-x", workspace=str(tmp_path / "ws"))
 
@@ -110,7 +110,7 @@ def test_fp16_is_shipped_only_where_its_tags_equal_fp32s_on_every_silver_dev_sen
         record = read_record(shipped(name))
         agreed = all(c["equal"] == c["sentences"] > 0 for c in record.fp16_check)
         assert record.stored_in == ("fp16" if agreed else "fp32")
-        weights = shipped(name) / "adapter_model.safetensors"
+        weights = shipped(name) / "xling_adapter.safetensors"
         from safetensors import safe_open
 
         with safe_open(str(weights), "pt") as f:

@@ -300,7 +300,7 @@ def test_a_damaged_adapter_config_is_refused_naming_the_file(copied_workspace, d
 
     workspace, model_dir, model_root, dev = copied_workspace
     change, message = DAMAGES[damage]
-    config = model_root / "lang" / "qu" / "adapter_config.json"
+    config = model_root / "lang" / "qu" / "xling_adapter.json"
     _edit_config(config, change)
     with pytest.raises(XlingError) as refused:
         Tagger.load(lang="qu", task_adapter="ner-en", model=str(model_dir), workspace=str(workspace))
@@ -312,10 +312,10 @@ def test_a_damaged_adapter_config_is_refused_naming_the_file(copied_workspace, d
 
 def test_init_from_a_damaged_task_adapter_is_one_line(copied_workspace):
     workspace, model_dir, model_root, dev = copied_workspace
-    _edit_config(model_root / "task" / "ner-en" / "adapter_config.json", DAMAGES["reduction factor as text"][0])
+    _edit_config(model_root / "task" / "ner-en" / "xling_adapter.json", DAMAGES["reduction factor as text"][0])
     command = ["train-task", "ner", "--lang", "en", "--train", dev, "--dev", dev, "--name", "again"]
     run = run_xling(*command, "--init-from", "ner-en", "-m", model_dir, "-w", workspace)
-    one_line_error(run, "ner-en/adapter_config.json", "'reduction_factor' takes a number")
+    one_line_error(run, "ner-en/xling_adapter.json", "'reduction_factor' takes a number")
 
 
 # ---- damaged or shared runs -----------------------------------------------------------------------------

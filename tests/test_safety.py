@@ -63,21 +63,21 @@ def test_overwrite_replaces_only_what_xling_saved(tmp_path):
     target.mkdir()
     (target / "notes.txt").write_text("mine")
     with pytest.raises(XlingError, match="exists and is not one of xling's"):
-        with atomic_directory(target, overwrite=True, replaces=("adapter_config.json",)) as staging:
-            (staging / "adapter_config.json").write_text("{}")
+        with atomic_directory(target, overwrite=True, replaces=("xling_adapter.json",)) as staging:
+            (staging / "xling_adapter.json").write_text("{}")
     assert [p.name for p in target.iterdir()] == ["notes.txt"]
-    (target / "adapter_config.json").write_text("{}")
-    with atomic_directory(target, overwrite=True, replaces=("adapter_config.json",)) as staging:
-        (staging / "adapter_config.json").write_text('{"new": 1}')
-    assert [p.name for p in target.iterdir()] == ["adapter_config.json"]
+    (target / "xling_adapter.json").write_text("{}")
+    with atomic_directory(target, overwrite=True, replaces=("xling_adapter.json",)) as staging:
+        (staging / "xling_adapter.json").write_text('{"new": 1}')
+    assert [p.name for p in target.iterdir()] == ["xling_adapter.json"]
 
 
 def test_a_save_cleans_up_what_a_killed_save_left(tmp_path):
     stale = tmp_path / ".ner-en.partial-x1y2"
     stale.mkdir()
-    (stale / "adapter_model.safetensors").write_bytes(b"half")
+    (stale / "xling_adapter.safetensors").write_bytes(b"half")
     with atomic_directory(tmp_path / "ner-en") as staging:
-        (staging / "adapter_config.json").write_text("{}")
+        (staging / "xling_adapter.json").write_text("{}")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ner-en"]
 
 
@@ -141,14 +141,14 @@ def torch_nan_like(tensor):
 @pytest.mark.parametrize(
     "file_name, how, message",
     [
-        ("adapter_model.safetensors", "truncate", r"adapter_model.safetensors is damaged or not a weights file"),
-        ("adapter_model.safetensors", "reshape", r"adapter_model.safetensors does not match its config"),
-        ("adapter_model.safetensors", "nan", r"adapter_model.safetensors holds non-finite weights"),
+        ("xling_adapter.safetensors", "truncate", r"xling_adapter.safetensors is damaged or not a weights file"),
+        ("xling_adapter.safetensors", "reshape", r"xling_adapter.safetensors does not match its config"),
+        ("xling_adapter.safetensors", "nan", r"xling_adapter.safetensors holds non-finite weights"),
         ("head_model.safetensors", "delete", r"head_model.safetensors is missing"),
         ("head_config.json", "delete", r"the task's head is missing \(head_config.json\)"),
         ("head_config.json", "bad json", r"head_config.json is not valid JSON"),
         ("task.json", "bad json", r"task.json is not valid JSON"),
-        ("adapter_config.json", "no fingerprint", r"adapter_config.json has no base-model fingerprint"),
+        ("xling_adapter.json", "no fingerprint", r"xling_adapter.json has no base-model fingerprint"),
     ],
 )
 def test_a_damaged_task_adapter_is_refused_in_one_line(copied_workspace, file_name, how, message):
@@ -160,7 +160,7 @@ def test_a_damaged_task_adapter_is_refused_in_one_line(copied_workspace, file_na
 
 def test_the_command_line_says_it_in_one_line(copied_workspace, tmp_path):
     workspace, model_dir, model_root, _ = copied_workspace
-    _damage(model_root / "task" / "ner-en", "adapter_model.safetensors", "nan")
+    _damage(model_root / "task" / "ner-en", "xling_adapter.safetensors", "nan")
     (tmp_path / "in.txt").write_text("Qusqu llaqta\n")
     run = run_xling(
         "tag", str(tmp_path / "in.txt"), "--lang", "qu", "-t", "ner-en", "-m", str(model_dir), "-w", str(workspace)

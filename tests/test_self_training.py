@@ -81,10 +81,10 @@ def test_self_training_rounds_resume_and_refuse_to_overwrite(tmp_path, trained_w
     assert report["chosen_round"] == chosen["round"]
     final = tasks / "ner-qu-self"
     assert json.loads((final / "self_training.json").read_text()) == report
-    assert (final / "adapter_model.safetensors").read_bytes() == (
-        tasks / chosen["adapter"] / "adapter_model.safetensors"
+    assert (final / "xling_adapter.safetensors").read_bytes() == (
+        tasks / chosen["adapter"] / "xling_adapter.safetensors"
     ).read_bytes()
-    for file in ("adapter_config.json", "task.json", "report.json"):
+    for file in ("xling_adapter.json", "task.json", "report.json"):
         assert json.loads((final / file).read_text())["name"] == "ner-qu-self"
     assert 'task_adapter="ner-qu-self"' in (final / "README.md").read_text()
     tagger = Tagger.load(lang="qu", task_adapter="ner-qu-self", model=str(model_dir), workspace=str(workspace))
@@ -92,11 +92,11 @@ def test_self_training_rounds_resume_and_refuse_to_overwrite(tmp_path, trained_w
     with pytest.raises(XlingError, match="already exists.*--overwrite"):
         self_train(options)
     # An interrupted run (round 1 saved, the last round not) goes on where it stopped.
-    round1 = (tasks / "ner-qu-self-round1" / "adapter_config.json").stat().st_mtime_ns
+    round1 = (tasks / "ner-qu-self-round1" / "xling_adapter.json").stat().st_mtime_ns
     shutil.rmtree(final)
     shutil.rmtree(tasks / "ner-qu-self-round2")
     again = self_train(options)
-    assert (tasks / "ner-qu-self-round1" / "adapter_config.json").stat().st_mtime_ns == round1
+    assert (tasks / "ner-qu-self-round1" / "xling_adapter.json").stat().st_mtime_ns == round1
     assert again["rounds"][0] == report["rounds"][0]
 
 

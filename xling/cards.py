@@ -8,6 +8,7 @@ from pathlib import Path
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from xling import __version__
+from xling.adapters.files import CONFIG_FILE
 from xling.adapters.registry import KINDS
 from xling.data.hub_datasets import hub_dataset_id
 from xling.fileio import read_json
@@ -24,7 +25,7 @@ def read_report(directory: Path) -> dict:
     directory = Path(directory)
     if (directory / REPORT_FILE).is_file():
         return read_json(directory / REPORT_FILE)
-    config = read_json(directory / "adapter_config.json")
+    config = read_json(directory / CONFIG_FILE)
     return {"name": config.get("name", directory.name), **config.get("metadata", {})}
 
 

@@ -16,6 +16,7 @@ from huggingface_hub import CommitOperationAdd, HfApi, snapshot_download
 from huggingface_hub.errors import HfHubHTTPError
 
 from xling import __version__
+from xling.adapters.files import CONFIG_FILE
 from xling.cards import CARD_FILE, LAYOUTS, model_card, read_report
 from xling.errors import XlingError, is_network_error
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
@@ -62,8 +63,8 @@ def push(directory: Path, repo_id: str, private: bool = False, token: str | None
     """Upload an adapter directory to model repository `repo_id` (created if new) in `layout`, its card naming the
     repository; returns the commit's URL."""
     directory = Path(directory)
-    if not (directory / "adapter_config.json").is_file() and not (directory / TASK_FILE).is_file():
-        raise XlingError(f"{directory} is not an adapter xling saved (no adapter_config.json or task.json)")
+    if not (directory / CONFIG_FILE).is_file() and not (directory / TASK_FILE).is_file():
+        raise XlingError(f"{directory} is not an adapter xling saved (no {CONFIG_FILE} or {TASK_FILE})")
     card = model_card(read_report(directory), repo_id, layout)
     api, name = HfApi(token=token), directory.name
     with tempfile.TemporaryDirectory() as staging:

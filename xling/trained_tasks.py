@@ -14,8 +14,8 @@ from pathlib import Path
 
 from xling.adapters import AdaptedModel, Fuse
 from xling.adapters.composition import check_name
+from xling.adapters.files import FOREIGN_CONFIG_FILE
 from xling.adapters.saving import HEAD_CONFIG_FILE, load, load_head, save, write_head
-from xling.adapters.weights import CONFIG_FILE
 from xling.data.decoding import DEFAULT_DECODER, check_decoder
 from xling.data.labels import check_labels
 from xling.errors import XlingError
@@ -61,7 +61,7 @@ def peft_task(directory: Path) -> TaskRecord | None:
     xling's record: its language is not known (`und`), and it tags without a language adapter."""
     from xling.adapters.lora.peft import LABELS_FILE, is_peft, peft_labels
 
-    config = directory / CONFIG_FILE
+    config = directory / FOREIGN_CONFIG_FILE
     record = read_json(config) if config.is_file() else {}
     if not (isinstance(record, dict) and is_peft(record) and (directory / LABELS_FILE).is_file()):
         return None
@@ -109,7 +109,7 @@ def load_fusion_model(model_spec: str, workspace, name: str, inference_only: boo
     from xling.adapters.saving import read_config
 
     directory = workspace.fusion(name)
-    record = read_config(directory)
+    _, record = read_config(directory)
     encoder, tokenizer = load_model(model_spec, inference_only=inference_only)
     model = AdaptedModel(encoder)
     for adapter in record["adapters"]:

@@ -15,19 +15,11 @@ from pathlib import Path
 import torch
 
 from xling.adapters.composition import check_name
+from xling.adapters.files import CONFIG_FILE, FOREIGN_CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE
 from xling.adapters.heads import TaggingHead, TaggingHeadConfig
 from xling.adapters.model import AdaptedModel
 from xling.adapters.registry import KINDS, adapter_kind
-from xling.adapters.weights import (
-    CONFIG_FILE,
-    HEAD_CONFIG_FILE,
-    HEAD_WEIGHTS_FILE,
-    WEIGHTS_FILE,
-    check_base_model,
-    load_fitting,
-    read_weights,
-    write_weights,
-)
+from xling.adapters.weights import check_base_model, load_fitting, read_weights, write_weights
 from xling.errors import XlingError, naming
 from xling.fileio import atomic_directory, read_json, write_json_atomic
 from xling.models.families import FAMILIES
@@ -141,7 +133,7 @@ def load_adapterhub(
     model: AdaptedModel, directory: Path, record: dict, name: str | None = None, head: bool = True
 ) -> str:
     """An AdapterHub adapter, with its tagging head when it has one (unless `head` is off)."""
-    where = str(directory / CONFIG_FILE)
+    where = str(directory / FOREIGN_CONFIG_FILE)
     raw = typed(record, "config", dict, None, where)
     if raw is None:
         raise XlingError(f"{where}: 'config' must be the adapter's settings (a JSON object)")
@@ -204,8 +196,10 @@ def export_adapterhub(
         XLING_BASE_MODEL: base,
     }
     weights = {conversion.weight_name_to(k, name): v for k, v in read_weights(directory / WEIGHTS_FILE).items()}
-    with atomic_directory(Path(target), overwrite=overwrite, replaces=(CONFIG_FILE,)) as staging:
-        write_json_atomic(staging / CONFIG_FILE, {"config": conversion.config_to(record["config"], directory), **about})
+    with atomic_directory(Path(target), overwrite=overwrite, replaces=(FOREIGN_CONFIG_FILE,)) as staging:
+        write_json_atomic(
+            staging / FOREIGN_CONFIG_FILE, {"config": conversion.config_to(record["config"], directory), **about}
+        )
         write_weights(staging / "pytorch_adapter.bin", weights)  # what `load_adapter` reads by default
         write_weights(staging / "adapter.safetensors", weights)  # what it reads with use_safetensors=True
         for file_name, text in (extra_files or {}).items():

@@ -31,7 +31,7 @@ def check_layers(indices: list[int], layers: int) -> None:
 
 @dataclass(frozen=True)
 class AdapterKind:
-    name: str  # `kind` in adapter_config.json and the `adapter_kind` option's value (an identifier: a field name)
+    name: str  # `kind` in xling_adapter.json and the `adapter_kind` option's value (an identifier: a field name)
     title: str  # what it is, for people (model cards)
     config: type  # its config dataclass: to_dict, from_dict(data, where), preset(name, **changes),
     # check_fits(hidden_size, layers): sizes bounded by the model, checked before any weight is allocated

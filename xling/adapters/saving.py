@@ -1,7 +1,7 @@
 """Save and load adapters, fusions and their heads: one directory each.
 
-A directory holds `adapter_config.json` (kind, config, xling version, base model name
-and fingerprint) and `adapter_model.safetensors`; a task adapter's head adds
+A directory holds `xling_adapter.json` (kind, config, xling version, base model name
+and fingerprint) and `xling_adapter.safetensors`; a task adapter's head adds
 `head_config.json` and `head_model.safetensors`. Loading checks the fingerprint
 against the model before any weight is touched.
 """
@@ -15,22 +15,13 @@ import torch
 from xling import __version__
 from xling.adapters.adapterhub import is_adapterhub, load_adapterhub
 from xling.adapters.composition import check_name
+from xling.adapters.files import CONFIG_FILE, FOREIGN_CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE
 from xling.adapters.fusion import FusionConfig
 from xling.adapters.heads import build_head
 from xling.adapters.lora.peft import is_peft, load_peft
 from xling.adapters.model import AdaptedModel
 from xling.adapters.registry import KINDS, adapter_kind, kind_of
-from xling.adapters.weights import (
-    CONFIG_FILE,
-    HEAD_CONFIG_FILE,
-    HEAD_WEIGHTS_FILE,
-    WEIGHTS_FILE,
-    check_base_model,
-    load_fitting,
-    read_weights,
-    uninitialised,
-    write_weights,
-)
+from xling.adapters.weights import check_base_model, load_fitting, read_weights, uninitialised, write_weights
 from xling.errors import XlingError, naming
 from xling.fileio import atomic_directory, read_json, write_json_atomic
 from xling.options import shown
@@ -39,7 +30,7 @@ from xling.roles import Role
 
 
 def _record(model: AdaptedModel, kind: str, name: str, metadata: dict | None, **fields) -> dict:
-    """adapter_config.json: what was saved, by which xling, for which base model."""
+    """xling_adapter.json: what was saved, by which xling, for which base model."""
     return {
         "kind": kind,
         "name": name,
@@ -50,7 +41,7 @@ def _record(model: AdaptedModel, kind: str, name: str, metadata: dict | None, **
     }
 
 
-# What xling writes into adapter_config.json: any other key (`auto_map`, `trust_remote_code`) is not xling's
+# What xling writes into xling_adapter.json: any other key (`auto_map`, `trust_remote_code`) is not xling's
 RECORD_KEYS = {"kind", "name", "config", "adapters", "xling_version", "base_model", "metadata"}
 BASE_MODEL_KEYS = {"name", "fingerprint"}
 
@@ -70,14 +61,17 @@ def check_record(record: dict, where: str, role: Role | None) -> None:
         raise XlingError(f"{where} is a {found} adapter, not a {role.title}: give a {role.title} here")
 
 
-def read_config(path: Path) -> dict:
-    config_file = Path(path) / CONFIG_FILE
-    if not config_file.is_file():
-        raise XlingError(f"no adapter at {path} ({CONFIG_FILE} missing)")
+def read_config(path: Path) -> tuple[Path, dict]:
+    """The config file of the adapter at `path` (xling's, else PEFT's or AdapterHub's) and its record."""
+    for config_file in (Path(path) / CONFIG_FILE, Path(path) / FOREIGN_CONFIG_FILE):
+        if config_file.is_file():
+            break
+    else:
+        raise XlingError(f"no adapter at {path} (no {CONFIG_FILE}, nor PEFT's or AdapterHub's {FOREIGN_CONFIG_FILE})")
     record = read_json(config_file)
     if not isinstance(record, dict):
         raise XlingError(f"{config_file} is not an adapter config (a JSON object)")
-    return record
+    return config_file, record
 
 
 def write_head(directory: Path, head: torch.nn.Module) -> None:
@@ -137,6 +131,18 @@ def _field(record: dict, key: str, kind: type, where: str):
     return record[key]
 
 
+def load_foreign(model: AdaptedModel, directory: Path, record: dict, name: str | None, head: bool) -> str:
+    """An AdapterHub or PEFT adapter (their `adapter_config.json`) into `model`; returns its name."""
+    if is_adapterhub(record):
+        return load_adapterhub(model, directory, record, name, head)
+    if is_peft(record):
+        with naming(str(directory / FOREIGN_CONFIG_FILE)):
+            return load_peft(model, directory, record, check_name(name or "peft"), head)
+    raise XlingError(
+        f"{directory / FOREIGN_CONFIG_FILE} is neither PEFT's (peft_type) nor AdapterHub's (config, version): not loaded"
+    )
+
+
 def load(
     model: AdaptedModel, directory: Path, name: str | None = None, head: bool = True, role: Role | None = None
 ) -> str:
@@ -145,13 +151,10 @@ def load(
     `head=False` leaves a saved head out (a language adapter's masked-LM head serves training only); `role`: the
     role it must have been saved as (a task adapter is no language adapter)."""
     directory = Path(directory)
-    record = read_config(directory)
-    if is_adapterhub(record):
-        return load_adapterhub(model, directory, record, name, head)
-    if is_peft(record):
-        with naming(str(directory / CONFIG_FILE)):
-            return load_peft(model, directory, record, check_name(name or "peft"), head)
-    where = str(directory / CONFIG_FILE)
+    config_file, record = read_config(directory)
+    if config_file.name == FOREIGN_CONFIG_FILE:
+        return load_foreign(model, directory, record, name, head)
+    where = str(config_file)
     check_record(record, where, role)
     if is_pretrained(directory):  # a changed byte in the package would otherwise tag silently
         check_shipped_files(directory)

@@ -13,13 +13,9 @@ import torch
 from safetensors.torch import load_file
 from safetensors.torch import save as safetensors_bytes
 
+from xling.adapters.files import CONFIG_FILE
 from xling.errors import XlingError
 from xling.models.embedded import EMBEDDED_NAME, UPSTREAM_ID
-
-CONFIG_FILE = "adapter_config.json"
-WEIGHTS_FILE = "adapter_model.safetensors"
-HEAD_CONFIG_FILE = "head_config.json"
-HEAD_WEIGHTS_FILE = "head_model.safetensors"
 
 
 def read_weights(file: Path) -> dict[str, torch.Tensor]:

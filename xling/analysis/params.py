@@ -7,10 +7,11 @@ from pathlib import Path
 
 from safetensors import safe_open
 
+from xling.adapters.files import HEAD_WEIGHTS_FILE, WEIGHTS_FILE
 from xling.roles import LANG, ROLES
 from xling.workspace import Workspace
 
-WEIGHT_FILES = ("adapter_model.safetensors", "head_model.safetensors")
+WEIGHT_FILES = (WEIGHTS_FILE, HEAD_WEIGHTS_FILE)
 
 
 def count_file(path: Path) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from xling.adapters.files import CONFIG_FILE
 from xling.data.catalog import PREFIX, load_catalog
 from xling.data.fetch import FetchError, resolve
 from xling.data.hub_datasets import hub_dataset_id
@@ -16,7 +17,7 @@ from xling.errors import XlingError
 from xling.fileio import read_json
 from xling.recipes.kinds import KEYS, RUNS, Adapter, produces, requires, step_options, trains
 from xling.recipes.reading import STEPS_FILE, Recipe, Step
-from xling.roles import Role
+from xling.roles import TASK_FILE, Role
 from xling.workspace import Workspace, inside, is_hub_name, is_path, no_link
 
 PATH_KEYS = {"corpus", "train", "dev", "data", "input", "parallel"}
@@ -170,7 +171,7 @@ def output_file(step: Step, recipe: Recipe, workspace: Workspace) -> Path | None
 
 def _adapter_file(workspace: Workspace, role: Role, name: str) -> Path:
     directory = workspace.adapter_dir(role, name)
-    return directory / "task.json" if (directory / "task.json").is_file() else directory / "adapter_config.json"
+    return directory / TASK_FILE if (directory / TASK_FILE).is_file() else directory / CONFIG_FILE
 
 
 def rerun_reason(step: Step, recipe: Recipe, workspace: Workspace, ran_with: dict) -> str | None:

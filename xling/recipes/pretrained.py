@@ -27,7 +27,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from xling.adapters.weights import CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE, read_weights
+from xling.adapters.files import CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE
+from xling.adapters.weights import read_weights
 from xling.cards import CARD_FILE, catalogued, model_card, read_report
 from xling.data.fingerprints import FINGERPRINTS_FILE, read_fingerprints
 from xling.data.sources import load_ner

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from xling.adapters.weights import CONFIG_FILE
+from xling.adapters.files import CONFIG_FILE
 from xling.cards import CARD_FILE, model_card
 from xling.data.conll import Sentence, conll_text, read_conll
 from xling.data.iob2 import entity_types, type_counts

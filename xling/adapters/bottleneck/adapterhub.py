@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from xling.adapters.bottleneck.config import BottleneckConfig
-from xling.adapters.weights import CONFIG_FILE
+from xling.adapters.files import FOREIGN_CONFIG_FILE
 from xling.errors import XlingError
 from xling.options import from_record, shown, typed
 
@@ -33,7 +33,7 @@ _PLACEMENTS = {
 
 
 def config_from(raw: dict, directory: Path) -> BottleneckConfig:
-    where = str(directory / CONFIG_FILE)
+    where = str(directory / FOREIGN_CONFIG_FILE)
     unsupported = [f"{k}={shown(raw[k])}" for k, v in _REQUIRED.items() if k in raw and raw[k] != v]
     key = tuple(typed(raw, name, bool, None, where) for name in ("mh_adapter", "output_adapter", "original_ln_before"))
     if key not in _PLACEMENTS:

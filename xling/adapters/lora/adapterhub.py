@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from xling.adapters.files import FOREIGN_CONFIG_FILE
 from xling.adapters.lora.config import LoraConfig
-from xling.adapters.weights import CONFIG_FILE
 from xling.errors import XlingError
 from xling.options import from_record, shown, typed
 
@@ -28,7 +28,7 @@ _REQUIRED = {
 
 def config_from(raw: dict, directory: Path) -> LoraConfig:
     """xling's config for the library's LoRA config."""
-    where = str(directory / CONFIG_FILE)
+    where = str(directory / FOREIGN_CONFIG_FILE)
     matrices = typed(raw, "attn_matrices", list[str], ["q", "v"], where)
     unsupported = [f"{k}={shown(raw[k])}" for k, v in _REQUIRED.items() if k in raw and raw[k] != v]
     unsupported += [f"attn_matrices={shown(m)}" for m in matrices if m not in _MATRICES]

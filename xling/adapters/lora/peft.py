@@ -17,9 +17,10 @@ from pathlib import Path
 
 import torch
 
+from xling.adapters.files import CONFIG_FILE, FOREIGN_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE
 from xling.adapters.heads import TaggingHead, TaggingHeadConfig
 from xling.adapters.lora.config import TARGETS, LoraConfig
-from xling.adapters.weights import CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE, load_fitting, read_weights
+from xling.adapters.weights import load_fitting, read_weights
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json
 from xling.options import from_record, shown
@@ -79,8 +80,8 @@ def export_peft(directory: Path, target: Path, overwrite: bool = False, extra_fi
     labelled = {"id2label": dict(enumerate(labels)), "label2id": {label: i for i, label in enumerate(labels)}}
     from safetensors.torch import save
 
-    with atomic_directory(Path(target), overwrite=overwrite, replaces=(CONFIG_FILE,)) as staging:
-        (staging / CONFIG_FILE).write_text(json.dumps(peft_config, indent=2) + "\n")
+    with atomic_directory(Path(target), overwrite=overwrite, replaces=(FOREIGN_CONFIG_FILE,)) as staging:
+        (staging / FOREIGN_CONFIG_FILE).write_text(json.dumps(peft_config, indent=2) + "\n")
         (staging / PEFT_WEIGHTS).write_bytes(save({k: v.contiguous() for k, v in weights.items()}, {"format": "pt"}))
         (staging / LABELS_FILE).write_text(json.dumps(labelled, indent=2) + "\n")
         for file_name, text in (extra_files or {}).items():
@@ -90,7 +91,7 @@ def export_peft(directory: Path, target: Path, overwrite: bool = False, extra_fi
 
 def config_from_peft(record: dict, directory: Path, num_layers: int) -> LoraConfig:
     """xling's LoRA config for a PEFT LoRA config, or one line naming what xling does not support."""
-    where = str(directory / CONFIG_FILE)
+    where = str(directory / FOREIGN_CONFIG_FILE)
     if record.get("peft_type") != "LORA":
         raise XlingError(f"{where}: a PEFT {shown(record.get('peft_type'))} adapter; xling reads PEFT's LoRA only")
     unsupported = [f"{k}={shown(record[k])}" for k, v in SUPPORTED.items() if k in record and record[k] != v]
