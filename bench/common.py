@@ -15,7 +15,8 @@ from xling.data.text import read_text
 from xling.device import autocast
 from xling.options import defaults
 from xling.train.cpu import cpu_training
-from xling.train.loop import make_optimizer, store_frozen_weights, training_mode
+from xling.train.frozen import store_frozen_weights, training_mode
+from xling.train.loop import make_optimizer
 
 REPO = Path(__file__).resolve().parent.parent
 

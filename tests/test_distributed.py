@@ -163,7 +163,7 @@ def test_accelerate_launch_cpu_with_several_processes_says_what_works(tmp_path):
 
 def test_more_processes_than_gpus_are_refused_in_one_line(monkeypatch):
     from xling.errors import XlingError
-    from xling.train.loop import process_state
+    from xling.train.processes import process_state
 
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
@@ -174,7 +174,7 @@ def test_more_processes_than_gpus_are_refused_in_one_line(monkeypatch):
 def test_a_process_of_its_own_takes_each_runs_device():
     from accelerate import PartialState
 
-    from xling.train.loop import process_state
+    from xling.train.processes import process_state
 
     PartialState(cpu=False)  # as a run on a GPU leaves it
     assert process_state("cpu")._cpu  # accelerate alone would keep the first state, or refuse cpu=True

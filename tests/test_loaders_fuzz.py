@@ -170,11 +170,11 @@ def test_any_task_record_loads_or_is_refused_naming_it(trained_workspace, tmp_pa
 
 
 def test_any_run_record_resumes_or_is_refused_naming_it(tmp_path):
-    from xling.train.loop import RUN_FILE, _check_run_options
+    from xling.train.run_folder import RUN_FILE, check_run_options
 
     options = {"lr": 0.001, "epochs": 3, "train": ["a.conll"], "name": "ner-en"}
     (tmp_path / RUN_FILE).write_text(json.dumps(options))
-    fuzz(tmp_path / RUN_FILE, lambda: _check_run_options(tmp_path, options, write=False))
+    fuzz(tmp_path / RUN_FILE, lambda: check_run_options(tmp_path, options, write=False))
 
 
 def test_any_checkpoint_state_loads_or_is_refused_naming_it(tmp_path):

@@ -105,8 +105,8 @@ def test_frozen_weights_stored_in_bf16_change_nothing_autocast_computes(tmp_path
     masked-LM logits stay the same to the bit, and the residual stream stays fp32, as when tagging."""
     from xling.adapters import AdaptedModel, BottleneckConfig
     from xling.models import load_model
+    from xling.train.frozen import store_frozen_weights
     from xling.train.language import mlm_head
-    from xling.train.loop import store_frozen_weights
 
     model_dir = save_tiny_model("bert", tmp_path / "tinybert")
     model = AdaptedModel(load_model(str(model_dir))[0])

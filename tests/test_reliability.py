@@ -325,7 +325,7 @@ def interrupted_run(workspace, model_dir, train, dev):
     """A task-adapter run (`again`) stopped by Ctrl-C at step 3, its checkpoint left in `again.partial`."""
     from xling.options import build
     from xling.train.config import TaskAdapterOptions
-    from xling.train.loop import TextProgress
+    from xling.train.progress import TextProgress
     from xling.train.task import train_task_adapter
 
     class Interrupt(TextProgress):

@@ -53,7 +53,7 @@ def counted_bar(items: Iterable, total: int, title: str, console: Console) -> It
 
 
 class TrainingBar:
-    """The training loop's progress (`xling.train.loop.TrainingProgress`) as a rich bar with notes above it."""
+    """The training loop's progress (`xling.train.progress.TrainingProgress`) as a rich bar with notes above it."""
 
     def __init__(self, console: Console):
         self.console = console

@@ -24,7 +24,7 @@ from xling.train.config import FusionOptions, LanguageAdapterOptions, SelfTraini
 from xling.workspace import Workspace
 
 if TYPE_CHECKING:
-    from xling.train.loop import TrainingProgress
+    from xling.train.progress import TrainingProgress
 
 
 def later(path: str) -> Callable:

@@ -30,7 +30,7 @@ from xling.roles import TASK
 from xling.scoring.bootstrap import interval
 from xling.scoring.cells import interval_cell
 from xling.tagging.evaluate import leakage_warning
-from xling.train.loop import TrainingProgress
+from xling.train.progress import TrainingProgress
 from xling.workspace import Workspace
 
 

@@ -31,8 +31,8 @@ from xling.provenance import source_commit
 from xling.roles import ENCODER
 from xling.train.config import EncoderOptions, mixed_sources
 from xling.train.language import mlm_head, split_held_out, unigram_bias
-from xling.train.loop import TrainingProgress
 from xling.train.mlm import BlockMix, MaskedLMObjective, pack_blocks, pack_pairs, temperature_shares
+from xling.train.progress import TrainingProgress
 from xling.train.run import TrainingRun, run_options
 from xling.workspace import Workspace, check_lang
 

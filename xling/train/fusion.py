@@ -21,7 +21,7 @@ from xling.methods import METHODS
 from xling.models import load_model
 from xling.roles import FUSION, LANG, TASK
 from xling.train.config import FusionOptions
-from xling.train.loop import TrainingProgress
+from xling.train.progress import TrainingProgress
 from xling.train.run import TrainingRun, run_options
 from xling.train.token_classification import TaggingObjective
 from xling.trained_tasks import read_task

@@ -14,34 +14,27 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
-import signal
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 import torch
 
 from xling.adapters import AdaptedModel
-from xling.adapters.heads import MaskedLMHead
 from xling.data.labels import IGNORE
-from xling.device import autocast, pick_device, pick_precision
+from xling.device import autocast
 from xling.errors import XlingError
-from xling.fileio import parse_json
-from xling.models.stored_weights import lower_linear_weights
-from xling.options import printable
-from xling.train.checkpoint import load_checkpoint, save_checkpoint, saved_value
+from xling.train.checkpoint import load_checkpoint, save_checkpoint
 from xling.train.config import TrainConfig
 from xling.train.cpu import cpu_training
-
-LOG_FILE = "log.jsonl"
-RUN_FILE = "run.json"
+from xling.train.frozen import store_frozen_weights, training_mode
+from xling.train.processes import flat
+from xling.train.progress import Silent, TextProgress, TrainingProgress
+from xling.train.run_folder import LOG_FILE, damaged, prepare, read_log
+from xling.train.signals import StopSignals
 
 
 class Objective(Protocol):
@@ -79,51 +72,6 @@ class TrainResult:
     precision: str = "fp32"  # what the model computed in
 
 
-def process_state(device: str):
-    """accelerate's state of this process for a picked device: a process of its own, or one of those that
-    torchrun or accelerate launch started.
-
-    accelerate sets its state once per process and then refuses another device or precision (or keeps
-    the CPU silently), yet a process of its own may train on a GPU, then on the CPU (recipes, the Python
-    API): until processes are joined in a group, its state is made afresh each time (what accelerate's own
-    tests do between runs)."""
-    from accelerate import PartialState
-    from accelerate.state import AcceleratorState
-
-    local_processes = int(os.environ.get("LOCAL_WORLD_SIZE", 1))  # set by both launchers
-    if device == "cuda" and local_processes > (gpus := torch.cuda.device_count()):
-        raise XlingError(
-            f"{local_processes} processes were started on a machine with {gpus} GPU(s), and DDP needs a GPU for "
-            f"each: start {gpus} (--nproc_per_node / --num_processes), or pass --device cpu to train CPU processes"
-        )
-    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
-        AcceleratorState._reset_state(reset_partial_state=True)
-    return PartialState(cpu=device == "cpu")
-
-
-def make_accelerator(device: str, precision: str, report_to: str | None = None, log_dir: Path | None = None):
-    """The accelerator for a picked device and precision, reporting to a tracker (`report_to`).
-
-    bf16 runs under xling's own autocast (`_Run.autocast`): accelerate fixes its precision once per
-    process, and one process may train at several (recipes, the Python API). fp16 needs accelerate's
-    gradient scaler, so it is accelerate's setting."""
-    from accelerate import Accelerator
-
-    process_state(device)
-    mixed = "fp16" if precision == "fp16" else "no"
-    return Accelerator(cpu=device == "cpu", mixed_precision=mixed, log_with=report_to, project_dir=log_dir)
-
-
-def wait_for_everyone(state) -> None:
-    """Wait until every process gets here. accelerate's barrier (`state.wait_for_everyone()`) names this
-    process's GPU even when CPU processes train over gloo, which fails on a machine with fewer GPUs than
-    processes; a barrier on the CPU names none."""
-    if state.num_processes > 1 and state.device.type == "cpu":
-        torch.distributed.barrier()
-    else:
-        state.wait_for_everyone()
-
-
 class _LossModule(torch.nn.Module):
     """The model and its objective's loss as one module, so that DDP sees the whole forward pass."""
 
@@ -148,79 +96,6 @@ def _shard(batch: dict[str, torch.Tensor], rank: int, world: int) -> dict[str, t
 
 def _trainable(model: AdaptedModel) -> dict[str, torch.nn.Parameter]:
     return {n: p for n, p in model.named_parameters() if p.requires_grad}
-
-
-def _damaged(run_dir: Path, what: str) -> XlingError:
-    return XlingError(f"the interrupted run in {run_dir} is damaged ({what}); add --restart to start over")
-
-
-def _check_run_options(run_dir: Path, options: dict, write: bool) -> None:
-    run_file = run_dir / RUN_FILE
-    if run_file.is_file():
-        try:
-            previous = parse_json(run_file.read_text())
-        except (ValueError, UnicodeDecodeError, RecursionError):  # ValueError: also NaN, a 4,300-digit integer
-            raise _damaged(run_dir, f"{RUN_FILE} is not valid JSON") from None
-        if not isinstance(previous, dict):
-            raise _damaged(run_dir, f"{RUN_FILE} is not a JSON object of options")
-        if previous != options:
-            changed = sorted(k for k in set(previous) | set(options) if previous.get(k) != options.get(k))
-            raise XlingError(
-                f"an interrupted run in {run_dir} used other options ({printable(', '.join(map(str, changed)))}); "
-                "rerun with the same options to resume, or add --restart to start over"
-            )
-    elif write:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        run_file.write_text(json.dumps(options, indent=2, sort_keys=True) + "\n")
-
-
-def _read_log(run_dir: Path, up_to_step: int, write: bool) -> list[dict]:
-    """The log's evaluations up to the checkpoint's step; a last line cut short by a kill is dropped."""
-    log = run_dir / LOG_FILE
-    lines = [line for line in log.read_text().splitlines() if line.strip()] if log.is_file() else []
-    entries = []
-    for number, line in enumerate(lines, start=1):
-        try:
-            entry = parse_json(line)
-        except (ValueError, RecursionError):
-            if number == len(lines):
-                break
-            raise _damaged(run_dir, f"{LOG_FILE} line {number} is not valid JSON") from None
-        if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):
-            raise _damaged(run_dir, f"{LOG_FILE} line {number} is not an evaluation record")
-        entries.append(entry)
-    entries = [e for e in entries if e["step"] <= up_to_step]
-    if write:
-        log.write_text("".join(json.dumps(e) + "\n" for e in entries))
-    return entries
-
-
-class TrainingProgress(Protocol):
-    """Where the loop reports: a progress bar in the command line (`xling.cli.progress`), text otherwise."""
-
-    def start(self, title: str, total: int, done: int) -> None: ...
-
-    def advance(self, done: int, info: str) -> None: ...
-
-    def note(self, text: str) -> None: ...
-
-    def stop(self) -> None: ...
-
-
-class TextProgress:
-    """Notes as plain lines on stderr, no bar: the default outside the command line."""
-
-    def start(self, title: str, total: int, done: int) -> None:
-        pass
-
-    def advance(self, done: int, info: str) -> None:
-        pass
-
-    def note(self, text: str) -> None:
-        print(text, file=sys.stderr)
-
-    def stop(self) -> None:
-        pass
 
 
 class _Run:
@@ -259,7 +134,7 @@ class _Run:
         try:
             saved = load_checkpoint(self.run_dir / "checkpoint")
         except XlingError as err:
-            raise _damaged(self.run_dir, str(err)) from None
+            raise damaged(self.run_dir, str(err)) from None
         if saved is not None:
             try:
                 with torch.no_grad():
@@ -268,7 +143,7 @@ class _Run:
                 self.optimizer.load_state_dict(saved["optimizer"])
                 self.scheduler.load_state_dict(saved["scheduler"])
             except (KeyError, RuntimeError, ValueError, TypeError) as err:
-                raise _damaged(
+                raise damaged(
                     self.run_dir, f"its checkpoint does not fit this model: {str(err).splitlines()[0]}"
                 ) from None
             if self.main:  # the other processes keep their own dropout streams
@@ -278,7 +153,7 @@ class _Run:
             self.state = saved["state"]
             self.best_weights = saved.get("best_weights")
             self.progress.note(f"resuming {title} from step {self.state['step']} of {self.total} ({self.run_dir})")
-        self.evaluations = _read_log(self.run_dir, self.state["step"], write=self.main)
+        self.evaluations = read_log(self.run_dir, self.state["step"], write=self.main)
         # `wrapped` runs the training forward (DDP under a launcher); evaluation uses `model` itself.
         self.wrapped, self.optimizer = self.accelerator.prepare(_LossModule(self.model, self.objective), self.optimizer)
 
@@ -400,9 +275,9 @@ def train(
     the main process evaluates and writes the run directory.
     """
     run_dir = Path(run_dir)
-    device, precision, accelerator = _prepare(config, run_dir, run_options, restart)
+    device, precision, accelerator = prepare(config, run_dir, run_options, restart)
     main = accelerator.is_main_process
-    progress = _Silent() if not main else progress or TextProgress()
+    progress = Silent() if not main else progress or TextProgress()
     torch.manual_seed(config.seed + accelerator.process_index)  # dropout differs between processes, as between rows
     run = _Run(model, objective, config, run_dir, accelerator, precision, progress)
     run.resume(title)
@@ -417,7 +292,7 @@ def train(
     boundary_rng = torch.get_rng_state()
     training_mode(model, config.encoder_dropout)
     progress.start(title, run.total, state["step"])
-    with cpu_training(model.encoder, device), _StopSignals() as stop:
+    with cpu_training(model.encoder, device), StopSignals() as stop:
         try:
             while state["step"] < run.total:
                 step_start = time.perf_counter()
@@ -459,124 +334,10 @@ def train(
     )
 
 
-class _StopSignals:
-    """Ctrl-C and SIGTERM stop training at the end of the step under way, not inside it: a step cut short would
-    leave a batch drawn but never trained, or weights updated for a step not yet counted, and the checkpoint would
-    not be the state of any uninterrupted run. A second signal stops at once. Signals a process ignores (a
-    background job's SIGINT) stay ignored; outside the main thread nothing is installed."""
-
-    def __enter__(self):
-        self.received: int | None = None
-        self.previous = {}
-        if threading.current_thread() is threading.main_thread():
-            for number in (signal.SIGINT, signal.SIGTERM):
-                if signal.getsignal(number) is not signal.SIG_IGN:
-                    self.previous[number] = signal.signal(number, self._handle)
-        return self
-
-    def _handle(self, number, frame) -> None:
-        if self.received is not None:
-            raise KeyboardInterrupt
-        self.received = number
-
-    def act(self) -> None:
-        """Leave as the signal would have: Ctrl-C as KeyboardInterrupt, SIGTERM with its exit status."""
-        if self.received == signal.SIGTERM:
-            raise SystemExit(128 + signal.SIGTERM)
-        raise KeyboardInterrupt
-
-    def __exit__(self, *exc) -> None:
-        for number, handler in self.previous.items():
-            signal.signal(number, handler)
-
-
-def _prepare(config: TrainConfig, run_dir: Path, run_options: dict, restart: bool):
-    """The device, precision and accelerator of a run, with its folder cleared (`restart`) or checked against the
-    options it was started with."""
-    # `auto` picks by timing, which a busy machine can tip: a resumed run keeps the precision it started with
-    resumed = None if restart or config.precision != "auto" else saved_value(run_dir / "checkpoint", "precision")
-    log_dir = run_dir.parent.parent / "logs" if config.report_to else None
-    device, precision, accelerator = _processes(config, resumed, log_dir)
-    if accelerator.is_main_process:
-        _clear_run_dir(run_dir, restart)
-    wait_for_everyone(accelerator)
-    # where it reports is no part of what it trains with: a resumed run may report elsewhere
-    recorded = {key: value for key, value in asdict(config).items() if key != "report_to"}
-    _check_run_options(run_dir, {**run_options, "train": recorded}, write=accelerator.is_main_process)
-    wait_for_everyone(accelerator)
-    return device, precision, accelerator
-
-
-def _processes(config: TrainConfig, resumed: str | None = None, log_dir: Path | None = None):
-    """The device, the precision (`resumed`: the one an interrupted run was in) and the accelerator of this run
-    (one process, or each of a distributed run)."""
-    device = pick_device(config.device)
-    usable = resumed in ("fp32", "bf16") or (resumed == "fp16" and device == "cuda")
-    precision = resumed if usable else pick_precision(config.precision, device)
-    accelerator = make_accelerator(device, precision, config.report_to, log_dir)
-    if accelerator.num_processes > 1 and device == "cpu":
-        # auto times bf16 in each process: all train in what the first one picked
-        from accelerate.utils import broadcast_object_list
-
-        precision = broadcast_object_list([precision])[0]
-    return device, precision, accelerator
-
-
-def flat(record: dict, prefix: str = "") -> dict:
-    """A run's options as a tracker's hyperparameters: nested keys joined by `/`, lists and None as text."""
-    found = {}
-    for key, value in record.items():
-        if isinstance(value, dict):
-            found |= flat(value, f"{prefix}{key}/")
-        else:
-            found[f"{prefix}{key}"] = value if isinstance(value, int | float | str | bool) else str(value)
-    return found
-
-
-def _clear_run_dir(run_dir: Path, restart: bool) -> None:
-    """With `restart`, discard an interrupted run; a run folder that is a link is never followed (it could lead
-    out of the workspace): refused, or with `restart` removed (the link, not what it points to)."""
-    if run_dir.is_symlink():
-        if not restart:
-            raise XlingError(f"{run_dir} is a symbolic link, which xling does not follow; remove it or add --restart")
-        run_dir.unlink()
-    if restart and run_dir.exists():
-        shutil.rmtree(run_dir)
-
-
 def make_optimizer(params, learning_rate: float, weight_decay: float = 0.0) -> torch.optim.Optimizer:
     # fused: one kernel over all parameters; the per-parameter loop took 0.93 s a step for a full
     # fine-tuning's 117 M parameters on 2 CPU cores, fused 0.05 s
     return torch.optim.AdamW(params, lr=learning_rate, weight_decay=weight_decay, fused=True)
-
-
-def store_frozen_weights(model: AdaptedModel, precision: str) -> None:
-    """Under bf16, frozen Linear weights are stored in bf16, in place: autocast would cast them to the same
-    values at every call. Embeddings and LayerNorms stay fp32, as when tagging: stored in bf16 they would
-    carry the whole residual stream in bf16, and the task adapter would learn from other numbers than it
-    meets later. What trains stays fp32 (master weights, optimiser state)."""
-    if precision == "bf16":
-        # not the heads: a frozen pretrained head is saved with the adapter, and must be saved as it was loaded
-        for part in (model.encoder, model.adapters, model.fusions):
-            lower_linear_weights(part, torch.bfloat16, frozen_only=True)
-        for head in model.heads.values():
-            if isinstance(head, MaskedLMHead) and not head.embeddings.weight.requires_grad:
-                head.store_decoder(torch.bfloat16)  # the embedding matrix as the masked-LM decoder's weight
-
-
-def training_mode(model: AdaptedModel, encoder_dropout: bool) -> None:
-    """Training mode; without `encoder_dropout` a frozen encoder stays in eval mode: its dropout draws a
-    random mask over every activation (a fifth of a task-adapter step on a CPU) to regularise what trains."""
-    model.train()
-    if not encoder_dropout and not any(p.requires_grad for p in model.encoder.parameters()):
-        model.encoder.eval()
-
-
-class _Silent(TextProgress):
-    """The other processes of a distributed run say nothing."""
-
-    def note(self, text: str) -> None:
-        pass
 
 
 def _skip(batches: Iterator[dict], count: int) -> Iterator[dict]:

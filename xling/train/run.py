@@ -25,7 +25,9 @@ from xling.errors import XlingError
 from xling.fileio import EntryLock
 from xling.roles import Role
 from xling.train.config import TrainConfig
-from xling.train.loop import LOG_FILE, Objective, TrainingProgress, TrainResult, train
+from xling.train.loop import Objective, TrainResult, train
+from xling.train.progress import TrainingProgress
+from xling.train.run_folder import LOG_FILE
 from xling.workspace import Workspace
 
 # Where and whether to save, and the loop's settings (recorded on their own): not part of what a run trains with.

@@ -36,7 +36,8 @@ from xling.roles import TASK
 from xling.tagging.tagger import Tagger
 from xling.tagging.words import tokenize
 from xling.train.config import SelfTrainingOptions, TaskAdapterOptions, other_sources
-from xling.train.loop import TrainingProgress, process_state, wait_for_everyone
+from xling.train.processes import process_state, wait_for_everyone
+from xling.train.progress import TrainingProgress
 from xling.train.run import refuse_to_replace
 from xling.train.task import train_task_adapter
 from xling.trained_tasks import TASK_FILE

@@ -25,7 +25,7 @@ from xling.models import load_model
 from xling.options import defaults
 from xling.roles import LANG, TASK
 from xling.train.config import TaskAdapterOptions, other_sources
-from xling.train.loop import TrainingProgress
+from xling.train.progress import TrainingProgress
 from xling.train.run import TrainingRun, run_options
 from xling.train.token_classification import TaggingObjective
 from xling.trained_tasks import TaskRecord, load_task_model, save_task
