@@ -8,6 +8,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import pytest
+
 from xling.annotation.options import AnnotateOptions
 from xling.annotation.server import create_app
 from xling.annotation.session import Session
@@ -17,6 +19,13 @@ def chromium_paths() -> tuple[str, str] | None:
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     driver = shutil.which("chromedriver")
     return (browser, driver) if browser and driver else None
+
+
+# the one mark of every test that drives the browser
+needs_chromium = pytest.mark.skipif(
+    chromium_paths() is None,
+    reason="chromium and chromium-driver are not installed (apt install chromium chromium-driver)",
+)
 
 
 @contextmanager

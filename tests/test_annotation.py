@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser import needs_chromium
 from xling.annotation.batches import start_session, write_batch
 from xling.annotation.options import AnnotateOptions, SelectOptions
 from xling.annotation.session import ANSWERS_FILE, Session, session_dir
@@ -343,12 +344,11 @@ def test_session_options_round_trip_through_session_json(tmp_path):
 # ---- a real browser -------------------------------------------------------------------------------------------
 
 
+@needs_chromium
 def test_a_person_labels_two_sentences_with_the_keyboard_only_in_chromium(tmp_path):
-    from tests.browser import chromium, chromium_paths, press, served, shift_right, shown_text, wait_for
-
-    if chromium_paths() is None:
-        pytest.skip("chromium and chromium-driver are not installed (apt install chromium chromium-driver)")
     from selenium.webdriver.common.keys import Keys
+
+    from tests.browser import chromium, press, served, shift_right, shown_text, wait_for
 
     directory = make_session(tmp_path)
     session = Session(directory)
@@ -389,12 +389,11 @@ def test_a_person_labels_two_sentences_with_the_keyboard_only_in_chromium(tmp_pa
     assert len(latencies) >= 9  # every key press was measured (bench/annotate_latency.py reports them)
 
 
+@needs_chromium
 def test_spans_mode_in_chromium_accepts_rejects_and_fixes_one_span_at_a_time(tmp_path):
-    from tests.browser import chromium, chromium_paths, press, served, shift_right, wait_for
-
-    if chromium_paths() is None:
-        pytest.skip("chromium and chromium-driver are not installed (apt install chromium chromium-driver)")
     from selenium.webdriver.common.keys import Keys
+
+    from tests.browser import chromium, press, served, shift_right, wait_for
 
     directory = make_session(tmp_path, mode="spans")
     with (

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tests.browser import needs_chromium
 from tests.test_annotation import make_session
 from xling.annotation.batches import write_batch
 from xling.annotation.options import AnnotateOptions
@@ -14,13 +15,13 @@ from xling.annotation.session import ROUNDS_FILE, Session
 from xling.data.conll import read_conll
 from xling.fileio import read_jsonl
 
+pytestmark = needs_chromium
+
 
 @pytest.fixture
 def browser():
-    from tests.browser import chromium, chromium_paths
+    from tests.browser import chromium
 
-    if chromium_paths() is None:
-        pytest.skip("chromium and chromium-driver are not installed (apt install chromium chromium-driver)")
     with chromium() as driver:
         yield driver
 
@@ -369,11 +370,9 @@ def test_two_profiles_never_share_a_sentence_a_new_profile_shows_the_persons_his
 ):
     from selenium.webdriver.common.keys import Keys
 
-    from tests.browser import chromium, chromium_paths, press, served, wait_for
+    from tests.browser import chromium, press, served, wait_for
     from xling.annotation import team
 
-    if chromium_paths() is None:
-        pytest.skip("chromium and chromium-driver are not installed (apt install chromium chromium-driver)")
     monkeypatch.setattr(team, "HOLD", 2)  # four sentences: two each
     directory = make_session(tmp_path)
 
@@ -425,11 +424,9 @@ def test_two_profiles_never_share_a_sentence_a_new_profile_shows_the_persons_his
 def test_with_overlap_both_answers_survive_a_new_batch_and_a_restart_in_two_profiles(tmp_path):
     from selenium.webdriver.common.keys import Keys
 
-    from tests.browser import chromium, chromium_paths, press, served, wait_for
+    from tests.browser import chromium, press, served, wait_for
     from tests.test_annotation import free_port
 
-    if chromium_paths() is None:
-        pytest.skip("chromium and chromium-driver are not installed (apt install chromium chromium-driver)")
     directory = make_session(tmp_path)
     options, port = AnnotateOptions(session="qu", retrain=False, overlap=1.0), free_port()
 

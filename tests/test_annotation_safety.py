@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.browser import needs_chromium
 from tests.test_annotation import free_port, make_session, page_client, start_server
 from xling.annotation.options import AnnotateOptions
 from xling.annotation.server import MAX_BODY, create_app
@@ -309,11 +310,10 @@ def attacker_site():
     server.shutdown()
 
 
+@needs_chromium
 def test_in_chromium_a_page_of_another_origin_neither_reads_nor_changes_the_session(tmp_path, attacker_site):
-    from tests.browser import chromium, chromium_paths, served, wait_for
+    from tests.browser import chromium, served, wait_for
 
-    if chromium_paths() is None:
-        pytest.skip("chromium and chromium-driver are not installed (apt install chromium chromium-driver)")
     directory = make_session(tmp_path)
     session = Session(directory)
     pages, attacker = attacker_site

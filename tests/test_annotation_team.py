@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser import needs_chromium
 from tests.test_annotation import make_session, page_client
 from xling.annotation.options import AnnotateOptions
 from xling.annotation.records import Answer
@@ -190,13 +191,12 @@ def test_bad_request_ids_and_versions_are_refused_in_one_line(team, field, value
     assert not (directory / ANSWERS_FILE).exists() or not log(directory)
 
 
+@needs_chromium
 def test_in_chromium_two_tabs_race_and_the_stale_one_is_asked_not_obeyed(tmp_path):
-    from tests.browser import chromium, chromium_paths, press, served, wait_for
-
-    if chromium_paths() is None:
-        pytest.skip("chromium and chromium-driver are not installed (apt install chromium chromium-driver)")
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
+
+    from tests.browser import chromium, press, served, wait_for
 
     directory = make_session(tmp_path)
     with (
