@@ -15,6 +15,7 @@ import xling.hub
 from xling import Tagger
 from xling.cli.app import app
 from xling.errors import XlingError
+from xling.reports import RunReport
 
 
 class LocalHub:
@@ -141,13 +142,13 @@ def test_export_command_writes_an_adapterhub_directory(trained_workspace, tmp_pa
 
 
 def test_model_card_names_hub_datasets_and_the_embedded_models_upstream():
-    report = {"name": "ner-en", "lang": "en", "model": "e5-small", "labels": ["O", "B-PER", "I-PER"]}
-    report |= {"best": {"f1": 0.8, "precision": 0.8, "recall": 0.8}, "steps": 10, "computed_in": "fp32"}
-    report["options"] = {
+    record = {"name": "ner-en", "role": "task", "lang": "en", "model": "e5-small", "labels": ["O", "B-PER", "I-PER"]}
+    record |= {"best": {"f1": 0.8, "precision": 0.8, "recall": 0.8}, "steps": 10, "computed_in": "fp32"}
+    record["options"] = {
         "train": ["wikiann:en:train", "local-file-that-stays-unnamed"],
         "dev": "hf:conll2003::validation",
     }
-    card = xling.cards.model_card(report, "org/ner-en")
+    card = xling.cards.model_card(RunReport.from_record(record, "report.json"), "org/ner-en")
     assert "base_model: intfloat/multilingual-e5-small" in card
     assert "datasets:\n- conll2003\n- unimelb-nlp/wikiann\n" in card and "local-file" not in card
     assert "value: 0.8" in card and "xling tag --lang LANG --task-adapter hf:org/ner-en" in card

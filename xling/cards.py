@@ -8,36 +8,18 @@ from pathlib import Path
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from xling import __version__
-from xling.adapters.files import CONFIG_FILE
 from xling.adapters.registry import KINDS
 from xling.data.hub_datasets import hub_dataset_id
-from xling.fileio import read_json
 from xling.models.embedded import EMBEDDED_ALIASES, embedded_identity
 from xling.models.loading import hub_id
-from xling.roles import FUSION, LANG, TASK, Role
+from xling.reports import RunReport
+from xling.roles import FUSION, LANG, Role
 
 CARD_FILE = "README.md"
-REPORT_FILE = "report.json"
 
 
-def read_report(directory: Path) -> dict:
-    """The training report saved beside an adapter; a bare one from its config if it has none."""
-    directory = Path(directory)
-    if (directory / REPORT_FILE).is_file():
-        return read_json(directory / REPORT_FILE)
-    config = read_json(directory / CONFIG_FILE)
-    return {"name": config.get("name", directory.name), **config.get("metadata", {})}
-
-
-def card_role(report: dict) -> Role:
-    """What the report's adapter is for (reports say "language" as `kind`, saved metadata as `role`)."""
-    if LANG.word in (report.get("kind"), report.get("role")):
-        return LANG
-    return FUSION if "adapters" in report else TASK
-
-
-def data_sources(report: dict) -> list[str]:
-    options = report.get("options", {})
+def data_sources(report: RunReport) -> list[str]:
+    options = report.options
     trained_on = options.get("corpus") or options.get("train") or []
     mixed_in = [item.partition("=")[2] for item in options.get("also", [])] + list(options.get("parallel", []))
     return ([trained_on] if isinstance(trained_on, str) else list(trained_on)) + mixed_in
@@ -67,9 +49,9 @@ def dataset_ids(sources: list[str]) -> list[str]:
     return sorted(d for d in found if d)
 
 
-def eval_results(report: dict, role: Role) -> list[EvalResult] | None:
-    best, dev = report.get("best") or {}, report.get("options", {}).get("dev")
-    if role is LANG or "f1" not in best or not dev:
+def eval_results(report: RunReport) -> list[EvalResult] | None:
+    best, dev = report.best or {}, report.options.get("dev")
+    if report.role is LANG or "f1" not in best or not dev:
         return None
     result = EvalResult(
         task_type="token-classification",
@@ -99,30 +81,34 @@ def base_model_text(spec: str) -> str:
     return embedded_identity() if is_embedded(spec) else (hub_id(spec) or Path(spec or "?").name)
 
 
-def card_rows(report: dict, role: Role, lang: str | None) -> list[tuple[str, str]]:
-    options, best = report.get("options", {}), report.get("best") or {}
+def shown_or_unknown(value) -> str:
+    return "?" if value is None else str(value)
+
+
+def card_rows(report: RunReport) -> list[tuple[str, str]]:
+    options, best, role = report.options, report.best or {}, report.role
     sources = ", ".join(dict.fromkeys(public_name(s) for s in data_sources(report))) or "?"
     rows = [
         ("kind", f"{role.word} adapter"),
-        ("base model", base_model_text(report.get("model", ""))),
-        ("language", lang or "?"),
+        ("base model", base_model_text(report.model or "")),
+        ("language", report.lang or "?"),
     ]
     if role is LANG:
-        before, after = report.get("held_out_perplexity_before"), report.get("held_out_perplexity_after")
-        rows += [("text", f"{sources} ({report.get('lines', {}).get('train', '?')} lines)")]
+        before, after = report.held_out_perplexity_before, report.held_out_perplexity_after
+        rows += [("text", f"{sources} ({(report.lines or {}).get('train', '?')} lines)")]
         if before is not None and after is not None:
             rows += [("held-out perplexity", f"{before:.1f} before, {after:.1f} after")]
     else:
-        rows += [("training data", f"{sources} ({report.get('train_sentences', '?')} sentences)")]
+        rows += [("training data", f"{sources} ({shown_or_unknown(report.train_sentences)} sentences)")]
         if "f1" in best:
             f1 = f"{100 * best['f1']:.1f} (P {100 * best['precision']:.1f}, R {100 * best['recall']:.1f})"
             dev = public_name(options["dev"]) if options.get("dev") else "dev"
             rows += [(f"dev F1 on {dev} (seqeval, strict IOB2)", f1)]
-        rows += [("labels", ", ".join(report.get("labels", [])) or "?"), ("decoder", options.get("decoder", "viterbi"))]
-    seed = report.get("training", {}).get("seed", "?")
+        rows += [("labels", ", ".join(report.labels or []) or "?"), ("decoder", options.get("decoder", "viterbi"))]
+    seed = report.training.get("seed", "?")
     rows += [
-        ("budget", f"{report.get('steps', '?')} steps, seed {seed}, computed in {report.get('computed_in', '?')}"),
-        ("xling", report.get("xling_version", __version__)),
+        ("budget", f"{shown_or_unknown(report.steps)} steps, seed {seed}, computed in {report.computed_in or '?'}"),
+        ("xling", report.xling_version or __version__),
     ]
     return rows
 
@@ -205,7 +191,7 @@ CITATION = """- Pfeiffer, Vulić, Gurevych, Ruder. MAD-X: An Adapter-Based Frame
 - xling: named-entity recognition for low-resource languages with MAD-X adapters (Apache-2.0)."""
 
 
-def licences(report: dict) -> str:
+def licences(report: RunReport) -> str:
 
     data = []
     for source in dict.fromkeys(public_name(s) for s in data_sources(report)):
@@ -213,20 +199,20 @@ def licences(report: dict) -> str:
         data.append(f"{source}: {corpus.licence}" if corpus and corpus.licence else f"{source}: see its own licence")
     base = (
         "MIT (intfloat/multilingual-e5-small)"
-        if hub_id(report.get("model", "")) == "intfloat/multilingual-e5-small"
+        if hub_id(report.model or "") == "intfloat/multilingual-e5-small"
         else "see the base model's card"
     )
     lines = ["- xling's code: Apache-2.0", f"- base model: {base}", *(f"- data, {d}" for d in data)]
     return "\n".join(lines)
 
 
-def evaluations_section(report: dict) -> str:
+def evaluations_section(report: RunReport) -> str:
     """What the recipe that trained the adapter measured with it (none for an adapter trained alone)."""
-    if not report.get("evaluations"):
+    if not report.evaluations:
         return ""
     lines = [
         "",
-        f"## Evaluations (recipe {report.get('recipe', '?')})",
+        f"## Evaluations (recipe {report.recipe or '?'})",
         "",
         "seqeval strict IOB2 F1. This adapter's own seed, and the mean ± sd over the recipe's seeds, each seed",
         "with adapters of its own.",
@@ -234,35 +220,33 @@ def evaluations_section(report: dict) -> str:
         "| evaluation | data | setup | F1, this adapter | F1 over the seeds |",
         "|---|---|---|---|---|",
     ]
-    for e in report["evaluations"]:
+    for e in report.evaluations:
         over = f"{100 * e['f1_mean']:.1f} ± {100 * e['f1_std']:.1f} (seeds {e['seeds']})" if "seeds" in e else ""
         lines.append(f"| {e['label']} | {public_name(e['data'])} | `{e['setup']}` | {100 * e['f1']:.1f} | {over} |")
     return "\n".join(lines) + "\n"
 
 
-def adapter_title(report: dict) -> str:
-    """What kind of adapter a report's run trained (reports before LoRA name no kind: bottleneck)."""
-    kind = ((report.get("options") or {}).get("adapter") or {}).get("kind", "bottleneck")
+def adapter_title(report: RunReport) -> str:
+    """What kind of adapter a report's run trained."""
+    kind = report.adapter_kind
     return KINDS[kind].title if kind in KINDS else f"{kind} adapters"
 
 
 LAYOUTS = ("xling", "adapterhub")  # what a pushed repository holds: xling's own files, or the adapters library's
 
 
-def model_card(report: dict, repo_id: str | None = None, layout: str = "xling") -> str:
+def model_card(report: RunReport, repo_id: str | None = None, layout: str = "xling") -> str:
     """A `README.md` for the adapter of a training report: Hub metadata, figures, use, limits, licences; its
     library and snippets those of the `layout` pushed to `repo_id`."""
-    role = card_role(report)
-    lang, name = report.get("lang") or report.get("adapter"), report.get("name") or report.get("adapter")
-    base = hub_id(report.get("model", ""))
-    results = eval_results(report, role)
+    role, lang, name, base = report.role, report.lang, report.name, hub_id(report.model or "")
+    results = eval_results(report)
     library_repo = repo_id if layout == "adapterhub" else None  # the adapters library loads it from there
     data = ModelCardData(
         model_name=name if results else None,
         language=[lang] if lang else None,
         library_name="adapter-transformers" if layout == "adapterhub" else "xling",
         base_model=base,
-        datasets=dataset_ids(data_sources(report) + [report.get("options", {}).get("dev") or ""]) or None,
+        datasets=dataset_ids(data_sources(report) + [report.options.get("dev") or ""]) or None,
         tags=["xling", "adapter-transformers" if layout == "adapterhub" else "adapters", "mad-x"]
         + ["masked-lm" if role is LANG else "named-entity-recognition"],
         pipeline_tag=None if role is LANG else "token-classification",
@@ -270,7 +254,7 @@ def model_card(report: dict, repo_id: str | None = None, layout: str = "xling") 
         eval_results=results,
         license="apache-2.0",
     )
-    table = "\n".join(f"| {key} | {value} |" for key, value in card_rows(report, role, lang))
+    table = "\n".join(f"| {key} | {value} |" for key, value in card_rows(report))
     body = f"""# {name}
 
 A {role.word} adapter trained with xling: {adapter_title(report)} over a frozen {base or "encoder"}.
@@ -281,7 +265,7 @@ A {role.word} adapter trained with xling: {adapter_title(report)} over a frozen 
 {evaluations_section(report)}
 ## Use it
 
-{usage(role, f"hf:{repo_id}" if repo_id else name, lang, base, is_embedded(report.get("model", "")), library_repo)}
+{usage(role, f"hf:{repo_id}" if repo_id else name, lang, base, is_embedded(report.model or ""), library_repo)}
 ## Intended use and limitations
 
 {LIMITATIONS if role is not LANG else "A language adapter: it adapts the encoder to a language's text; it tags nothing by itself."}
@@ -297,19 +281,19 @@ A {role.word} adapter trained with xling: {adapter_title(report)} over a frozen 
     return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}"))
 
 
-def encoder_card(report: dict) -> str:
+def encoder_card(report: RunReport) -> str:
     """A `README.md` for an encoder `xling train-encoder` adapted: Hub metadata, its mix, perplexities, use."""
-    base = hub_id(report.get("model", ""))
+    base, mixed = hub_id(report.model or ""), report.mix or []
     mix = "\n".join(
         f"| {m['name']}{' (translation pairs)' if m['translation_pairs'] else ''} | "
         f"{', '.join(dict.fromkeys(public_name(s) for s in m['data']))} | {m['train']:,} | "
         f"{100 * m['share']:.1f}% |"
-        for m in report["mix"]
+        for m in mixed
     )
     perplexity = "\n".join(
-        f"| {lang} | {p['before']:,.1f} | {p['after']:,.1f} |" for lang, p in report["held_out_perplexity"].items()
+        f"| {lang} | {p['before']:,.1f} | {p['after']:,.1f} |" for lang, p in (report.held_out_perplexity or {}).items()
     )
-    languages = sorted({part for m in report["mix"] for part in m["name"].split("-")})
+    languages = sorted({part for m in mixed for part in m["name"].split("-")})
     data = ModelCardData(
         language=languages,
         library_name="transformers",
@@ -319,13 +303,13 @@ def encoder_card(report: dict) -> str:
         pipeline_tag="fill-mask",
         license="apache-2.0",
     )
-    name, lang = report["name"], report["lang"]
+    name, lang = report.name, report.lang
     body = f"""# {name}
 
-{base_model_text(report.get("model", ""))}, adapted to {lang} by continued masked-LM training with xling
-({report["method"]}: {report["steps"]} steps, seed {report["training"]["seed"]}, computed in
-{report["computed_in"]}, mix temperature {report["temperature"]}; xling {report["xling_version"]}, commit
-{report.get("commit") or "unknown"}).
+{base_model_text(report.model or "")}, adapted to {lang} by continued masked-LM training with xling
+({report.method}: {report.steps} steps, seed {report.training["seed"]}, computed in
+{report.computed_in}, mix temperature {report.temperature}; xling {report.xling_version}, commit
+{report.commit or "unknown"}).
 
 | source | data | training lines or pairs | share of the rows |
 |---|---|---|---|
@@ -354,12 +338,12 @@ xling tag --lang {lang} -m {name} text.txt
     return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}"))
 
 
-def peft_card(report: dict) -> str:
+def peft_card(report: RunReport) -> str:
     """A `README.md` for a LoRA task adapter exported to PEFT's format: Hub metadata and how PEFT loads it."""
-    base = hub_id(report.get("model", "")) or "BASE_MODEL"
-    labels = report.get("labels") or []
+    base = hub_id(report.model or "") or "BASE_MODEL"
+    labels = report.labels or []
     data = ModelCardData(
-        language=[report["lang"]] if report.get("lang") else None,
+        language=[report.lang] if report.lang else None,
         library_name="peft",
         base_model=None if base == "BASE_MODEL" else base,
         tags=["xling", "lora", "named-entity-recognition"],
@@ -369,10 +353,10 @@ def peft_card(report: dict) -> str:
     note = (
         f" It was trained on xling's embedded encoder, a 4-bit conversion of {base}: on the full-precision model its "
         "scores may differ slightly."
-        if is_embedded(report.get("model", ""))
+        if is_embedded(report.model or "")
         else ""
     )
-    body = f"""# {report.get("name", "LoRA task adapter")}
+    body = f"""# {report.name}
 
 A LoRA task adapter trained with xling, in PEFT's format (`adapter_config.json`, `adapter_model.safetensors`; the
 labels in `config.json`).{note}
@@ -389,7 +373,7 @@ base = AutoModelForTokenClassification.from_pretrained(
 model = PeftModel.from_pretrained(base, "DIR")
 ```
 
-In xling: `xling tag --lang {report.get("lang", "LANG")} -t DIR FILE`.
+In xling: `xling tag --lang {report.lang or "LANG"} -t DIR FILE`.
 
 ## Licences
 

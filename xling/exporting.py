@@ -82,7 +82,8 @@ def export(options: ExportOptions) -> str:
     target = Path(options.target)
     if options.format == "adapterhub":
         from xling.adapters.adapterhub import export_adapterhub
-        from xling.cards import CARD_FILE, model_card, read_report
+        from xling.cards import CARD_FILE, model_card
+        from xling.reports import read_report
 
         directory = workspace.adapter(options.adapter)
         card = model_card(read_report(directory))
@@ -90,7 +91,8 @@ def export(options: ExportOptions) -> str:
         return f"model.load_adapter({str(target)!r})"
     if options.format == "peft":
         from xling.adapters.lora.peft import export_peft
-        from xling.cards import CARD_FILE, peft_card, read_report
+        from xling.cards import CARD_FILE, peft_card
+        from xling.reports import read_report
 
         directory = workspace.adapter(options.adapter)
         extra = {CARD_FILE: peft_card(read_report(directory))} | task_record(directory)

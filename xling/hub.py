@@ -17,11 +17,12 @@ from huggingface_hub.errors import HfHubHTTPError
 
 from xling import __version__
 from xling.adapters.files import CONFIG_FILE
-from xling.cards import CARD_FILE, LAYOUTS, model_card, read_report
+from xling.cards import CARD_FILE, LAYOUTS, model_card
 from xling.errors import XlingError, is_network_error
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import opt
 from xling.paths import WORKSPACE_HELP
+from xling.reports import read_report
 from xling.roles import TASK_FILE, task_record
 
 

@@ -276,7 +276,7 @@ def from_record(cls, data, where: str):
         return cls(
             **{
                 key: from_record(nested[key], value, f"{where}: {key}")
-                if key in nested
+                if key in nested and not isinstance(value, nested[key])  # an instance already: as it is
                 else check_type(key, value, hint)
                 for key, value in data.items()
                 for hint in [hints[key]]

@@ -29,7 +29,7 @@ from safetensors.torch import save_file
 
 from xling.adapters.files import CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE
 from xling.adapters.weights import read_weights
-from xling.cards import CARD_FILE, catalogued, model_card, read_report
+from xling.cards import CARD_FILE, catalogued, model_card
 from xling.data.fingerprints import FINGERPRINTS_FILE, read_fingerprints
 from xling.data.sources import load_ner
 from xling.fileio import atomic_directory, file_sha256, read_json, write_json_atomic
@@ -37,6 +37,7 @@ from xling.models import model_label
 from xling.models.loading import DEFAULT_MODEL
 from xling.pretrained import PRETRAINED_ROOT, RECORD_FILE, PretrainedRecord, Score, read_record
 from xling.provenance import source_commit
+from xling.reports import REPORT_FILE, read_report
 from xling.roles import LANG, TASK
 from xling.tagging.evaluate import evaluate
 from xling.tagging.options import EvaluationOptions
@@ -55,7 +56,7 @@ SETUPS = {
 }
 CHECKED = [("qu", "ner-qu"), ("qu", "ner-en"), ("en", "ner-en")]  # every shipped adapter takes part in one
 KEPT = {LANG: (CONFIG_FILE, WEIGHTS_FILE), TASK: (CONFIG_FILE, WEIGHTS_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE)}
-COPIED = {LANG: ("report.json",), TASK: (TASK_FILE, FINGERPRINTS_FILE, "report.json")}
+COPIED = {LANG: (REPORT_FILE,), TASK: (TASK_FILE, FINGERPRINTS_FILE, REPORT_FILE)}
 
 
 def copy_adapter(source: Path, target: Path, role, dtype: torch.dtype) -> None:
@@ -65,7 +66,7 @@ def copy_adapter(source: Path, target: Path, role, dtype: torch.dtype) -> None:
         if name.endswith(".safetensors"):
             weights = {k: v.to(dtype) if v.is_floating_point() else v for k, v in read_weights(source / name).items()}
             save_file({k: v.contiguous() for k, v in weights.items()}, str(target / name))
-        elif name == "report.json":
+        elif name == REPORT_FILE:
             write_json_atomic(target / name, without_local_paths(read_json(source / name)))
         elif name == TASK_FILE:  # the language adapter it was trained over, by name rather than by path
             record = read_json(source / name)
@@ -171,8 +172,8 @@ def write_record(staged_ws: Path, role, name: str, fp16: bool, checks: list[dict
     target = staged_ws / model_label(DEFAULT_MODEL) / role.name / name
     report = read_report(target)  # its corpora by catalogue name, as the recipe gave them
     step = recipe_steps()[name]
-    report.setdefault("options", {})["corpus" if role is LANG else "train"] = step.get("corpus") or step.get("train")
-    write_json_atomic(target / "report.json", report)
+    report.options["corpus" if role is LANG else "train"] = step.get("corpus") or step.get("train")
+    write_json_atomic(target / REPORT_FILE, report.to_record())
     scores = [score(staged_ws, lang, task, data) for lang, task, data in SETUPS[name]]
     files = {f.name: file_sha256(f) for f in sorted(target.iterdir()) if f.is_file()}
     record = PretrainedRecord(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from xling.cards import CARD_FILE, REPORT_FILE, model_card, read_report
+from xling.cards import CARD_FILE, model_card
 from xling.data.fetch import resolve
 from xling.errors import XlingError
 from xling.fileio import read_json, write_json_atomic, write_text_atomic
@@ -26,6 +26,7 @@ from xling.recipes.planning import (
 )
 from xling.recipes.reading import STEPS_FILE, Recipe, Step, read_recipe
 from xling.recipes.results import combine, provenance, results_table, rich_results
+from xling.reports import REPORT_FILE, read_report
 from xling.roles import TASK
 from xling.scoring.bootstrap import interval
 from xling.scoring.cells import interval_cell
@@ -115,8 +116,8 @@ def record_evaluations(runs: list[Recipe], rows: list[dict]) -> None:
                 continue
             evaluations = [evaluation_record(row, seed) for row in rows if f"'{made[1]}'" in row["setup"]]
             if evaluations:
-                report = read_report(directory) | {"recipe": run.name, "evaluations": evaluations}
-                write_json_atomic(directory / REPORT_FILE, report)
+                report = replace(read_report(directory), recipe=run.name, evaluations=evaluations)
+                write_json_atomic(directory / REPORT_FILE, report.to_record())
                 write_text_atomic(directory / CARD_FILE, model_card(report))
 
 

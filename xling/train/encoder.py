@@ -141,7 +141,7 @@ def train_encoder(
     workspace = Workspace(options.workspace, options.model)
     name = options.name or f"{model_label(options.model)}-{lang}"
     target, run_dir = workspace.adapter_dir(ENCODER, name), workspace.run_dir(ENCODER, name)
-    run = TrainingRun(ENCODER.title, target, run_dir, options.overwrite, options.restart)
+    run = TrainingRun(ENCODER, target, run_dir, options.overwrite, options.restart)
     sources = read_sources(options, lang)
     encoder, tokenizer = load_model(options.model)
     mix, shares = build_mix(sources, tokenizer, options)
@@ -172,14 +172,14 @@ def train_encoder(
     recorded = {"sources": [{"name": s.name, "files": s.files} for s in sources]}
     training = replace(options.training, learning_rate=options.learning_rate)
     result = run.train(model, objective, training, run_options(options, "encoder", **recorded), counts, name, progress)
-    report = run.report(name=name, lang=lang, kind=ENCODER.word, **encoder_record(options, sources, mix, shares))
-    report |= perplexities(result.evaluations, lang)
+    described = encoder_record(options, sources, mix, shares) | perplexities(result.evaluations, lang)
+    report = run.report(name=name, lang=lang, **described)
     merge_updates(model.encoder)
     head_state = {key: value.float() for key, value in head.state_dict().items()}
     return run.save(
         report,
         lambda folder, extra: write_model_folder(encoder, tokenizer, head_state, folder, options.overwrite, extra),
-        card=encoder_card(report),
+        card=encoder_card,
     )
 
 

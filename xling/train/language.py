@@ -140,10 +140,9 @@ def train_language_adapter(
     result = run.train(model, objective, options.training, record, counts, f"train-lang {name}", progress)
     evaluations = result.evaluations
     report = run.report(
-        adapter=name,
+        name=name,
         lang=lang,
         mlm_head="pretrained" if head.config.from_checkpoint else "fresh",
-        kind=LANG.word,
         model=options.model,
         corpus_files=[str(f) for f in files],
         lines={"train": len(train_lines), "held_out": len(held_out_lines)},

@@ -23,6 +23,7 @@ from xling.cards import CARD_FILE, model_card
 from xling.data.sources import data_name
 from xling.errors import XlingError
 from xling.fileio import EntryLock
+from xling.reports import REPORT_FILE, RunReport
 from xling.roles import Role
 from xling.train.config import TrainConfig
 from xling.train.loop import Objective, TrainResult, train
@@ -53,7 +54,7 @@ def refuse_to_replace(target: Path, what: str, overwrite: bool) -> None:
 
 @dataclass
 class TrainingRun:
-    what: str  # what it trains, for messages: "language adapter", "task adapter", "fusion"
+    role: Role  # what it trains: its report's role, and messages' words ("language adapter")
     target: Path  # where the finished adapter goes
     run_dir: Path  # where the run keeps its checkpoints and log
     overwrite: bool = False
@@ -63,10 +64,10 @@ class TrainingRun:
     @classmethod
     def in_workspace(cls, workspace: Workspace, role: Role, name: str, overwrite: bool, restart: bool) -> TrainingRun:
         """The run of adapter `name` in its role (lang, task, fusion), trained and saved in the workspace."""
-        return cls(role.title, workspace.adapter_dir(role, name), workspace.run_dir(role, name), overwrite, restart)
+        return cls(role, workspace.adapter_dir(role, name), workspace.run_dir(role, name), overwrite, restart)
 
     def __post_init__(self):
-        refuse_to_replace(self.target, self.what, self.overwrite)
+        refuse_to_replace(self.target, self.role.title, self.overwrite)
         self.lock: EntryLock | None = None
 
     def release(self) -> None:
@@ -86,46 +87,53 @@ class TrainingRun:
         self.options, self.config, self.counts = options, config, counts
         # Held from the first write to the run directory to the save; by the first process for all of them.
         if os.environ.get("RANK", "0") == "0":
-            self.lock = EntryLock(self.target, self.what)
+            self.lock = EntryLock(self.target, self.role.title)
         try:
-            refuse_to_replace(self.target, self.what, self.overwrite)  # again: another run may have saved it since
+            # again: another run may have saved it since
+            refuse_to_replace(self.target, self.role.title, self.overwrite)
             self.result = train(model, objective, config, self.run_dir, options, title, progress, restart=self.restart)
         except BaseException:
             self.release()
             raise
         return self.result
 
-    def report(self, **fields) -> dict:
-        """The run's report: what the caller describes, then what every run shares."""
+    def report(self, name: str, **fields) -> RunReport:
+        """The run's report: what the caller describes (the fields of its role), then what every run shares."""
         result = self.result
-        return {
+        return RunReport(
+            name=name,
+            role=self.role,
             **fields,
-            "xling_version": __version__,
-            "steps": result.steps,
-            "stopped_early": result.stopped_early,
-            "training_seconds": round(result.seconds, 1),
-            "computed_in": result.precision,
-            "total_seconds": round(time.perf_counter() - self.started, 1),
-            "best": result.best,
-            "trainable_parameters": self.counts.trainable,
-            "total_parameters": self.counts.total,
-            "options": self.options,
-            "training": asdict(self.config),
-        }
+            xling_version=__version__,
+            steps=result.steps,
+            stopped_early=result.stopped_early,
+            training_seconds=round(result.seconds, 1),
+            computed_in=result.precision,
+            total_seconds=round(time.perf_counter() - self.started, 1),
+            best=result.best,
+            trainable_parameters=self.counts.trainable,
+            total_parameters=self.counts.total,
+            options=self.options,
+            training=asdict(self.config),
+        )
 
-    def save(self, report: dict, write: Callable[[Path, dict[str, str]], None], card: str | None = None) -> dict:
-        """`write(target, extra_files)` saves the adapter (main process only) with its model card (by default an
-        adapter's); the run directory then goes."""
+    def save(
+        self,
+        report: RunReport,
+        write: Callable[[Path, dict[str, str]], None],
+        card: Callable[[RunReport], str] = model_card,
+    ) -> dict:
+        """`write(target, extra_files)` saves the adapter (main process only) with its report and model card (by
+        default an adapter's); the run directory then goes. Returns the report's record, where it was saved in it."""
         try:
             if self.result.is_main_process:
                 extra = {
-                    "report.json": json.dumps(report, indent=2) + "\n",
+                    REPORT_FILE: json.dumps(report.to_record(), indent=2) + "\n",
                     "train_log.jsonl": (self.run_dir / LOG_FILE).read_text(),
-                    CARD_FILE: card or model_card(report),
+                    CARD_FILE: card(report),
                 }
                 write(self.target, extra)
                 shutil.rmtree(self.run_dir, ignore_errors=True)
         finally:
             self.release()
-        report["saved_to"] = str(self.target)
-        return report
+        return report.to_record() | {"saved_to": str(self.target)}

@@ -32,6 +32,7 @@ from xling.data.text import read_text
 from xling.device import pick_device
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json, write_json_atomic, write_text_atomic
+from xling.reports import REPORT_FILE, read_report
 from xling.roles import TASK
 from xling.tagging.tagger import Tagger
 from xling.tagging.words import tokenize
@@ -141,15 +142,15 @@ def self_train(
         target = workspace.adapter_dir(TASK, f"{name}-round{number}")
         if options.overwrite or not target.is_dir():  # else finished by an earlier, interrupted run
             train_round(number, labeller, sentences, options, context)
-        report = read_json(target / "report.json")
+        report = read_report(target)
         rounds.append(
             {
                 "round": number,
                 "adapter": target.name,
                 "labelled_by": labeller,
                 "kept": len(read_conll(target / "pseudo_labels.conll")),
-                "trained_on": report["train_sentences"],  # with the --labelled sentences
-                "best": report["best"],
+                "trained_on": report.train_sentences,  # with the --labelled sentences
+                "best": report.best,
             }
         )
         labeller = target.name
@@ -190,8 +191,8 @@ def copy_round(source: Path, final: Path, summary: dict, overwrite: bool) -> Non
         shutil.copytree(source, staging, dirs_exist_ok=True)
         for file in (CONFIG_FILE, TASK_FILE):
             write_json_atomic(staging / file, {**read_json(staging / file), "name": name})
-        report = read_json(staging / "report.json")
-        report = {**report, "name": name, "options": {**report["options"], "name": name}, "saved_to": str(final)}
-        write_json_atomic(staging / "report.json", report)
+        report = read_report(staging)
+        report = replace(report, name=name, options={**report.options, "name": name}, saved_to=str(final))
+        write_json_atomic(staging / REPORT_FILE, report.to_record())
         write_text_atomic(staging / CARD_FILE, model_card(report))
         write_json_atomic(staging / "self_training.json", summary)

@@ -6,7 +6,7 @@ from rich.table import Table
 
 
 def language_report_table(report: dict) -> Table:
-    table = Table(title=f"language adapter {report['adapter']}", show_header=False)
+    table = Table(title=f"language adapter {report['name']}", show_header=False)
     for label, value in [
         ("saved to", report["saved_to"]),
         ("steps", f"{report['steps']:,}"),

@@ -1,0 +1,63 @@
+"""`report.json` is one typed record: every run writes its role, and a report is read by its fields, or refused in
+one line that names the file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from xling.errors import XlingError
+from xling.fileio import write_json_atomic
+from xling.pretrained import PRETRAINED_ROOT
+from xling.reports import REPORT_FILE, RunReport, read_report
+from xling.roles import FUSION, LANG, TASK
+
+
+def test_every_training_run_writes_its_role_and_the_report_reads_back_as_it_was(trained_workspace):
+    root, model_dir, _, _ = trained_workspace
+    workspace = root / "ws" / model_dir.name
+    for role, name in ((LANG, "qu"), (TASK, "ner-en")):
+        file = workspace / role.name / name / REPORT_FILE
+        record = json.loads(file.read_text())
+        assert record["role"] == role.name and record["name"] == name
+        report = read_report(file.parent)
+        assert report.role is role and report.to_record() == record
+    assert read_report(workspace / "task" / "ner-en").labels[0] == "O"
+
+
+def test_the_shipped_adapters_reports_name_their_role():
+    folders = sorted(p.parent for p in PRETRAINED_ROOT.glob(f"*/*/*/{REPORT_FILE}"))
+    assert len(folders) == 4
+    for folder in folders:
+        report = read_report(folder)
+        assert report.role.name == folder.parent.name and report.name == folder.name and report.lang
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"role": "language"}, "role must be one of lang, task, fusion, encoder, not 'language'"),
+        ({"adapter": "qu"}, "unknown settings 'adapter'"),
+        ({"steps": "ten"}, "option 'steps' takes a whole number, not 'ten'"),
+    ],
+)
+def test_a_report_of_another_shape_is_refused_in_one_line_naming_its_file(tmp_path, change, message):
+    write_json_atomic(tmp_path / REPORT_FILE, {"name": "qu", "role": "lang", "steps": 10} | change)
+    with pytest.raises(XlingError) as refused:
+        read_report(tmp_path)
+    assert str(tmp_path / REPORT_FILE) in str(refused.value) and message in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_an_adapter_without_a_report_is_described_by_its_saved_config(tmp_path):
+    for folder, config, role in (
+        ("lang-qu", {"kind": "bottleneck", "name": "qu", "metadata": {"role": "language"}}, LANG),
+        ("ner", {"kind": "lora", "name": "ner", "metadata": {"role": "task", "lang": "en"}}, TASK),
+        ("fused", {"kind": "fusion", "name": "fused", "adapters": ["a", "b"]}, FUSION),
+    ):
+        (tmp_path / folder).mkdir()
+        write_json_atomic(tmp_path / folder / "xling_adapter.json", config)
+        report = read_report(tmp_path / folder)
+        assert (report.name, report.role) == (config["name"], role)
+        assert RunReport.from_record(report.to_record(), "again") == report

@@ -1,0 +1,99 @@
+"""`report.json`: what a training run trained, on what and how well, saved beside what it trained and read back by
+model cards, pushes, exports and recipes as one typed record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from xling.adapters.files import CONFIG_FILE
+from xling.errors import XlingError
+from xling.fileio import read_json
+from xling.options import from_record, shown
+from xling.roles import ENCODER, FUSION, LANG, ROLES, TASK, Role
+
+REPORT_FILE = "report.json"
+ROLE_NAMED = {role.name: role for role in (*ROLES, ENCODER)}
+ALWAYS_WRITTEN = {"best"}  # null for a run that chose no step: written as null, not left out
+
+
+@dataclass
+class RunReport:
+    """One run's report. Every run writes `name`, `role` and what all runs share (xling's version, steps, time,
+    precision, parameters, the options and training settings it ran with); each role adds its own fields."""
+
+    name: str
+    role: Role
+    lang: str | None = None
+    model: str | None = None
+    xling_version: str | None = None
+    steps: int | None = None
+    stopped_early: bool | None = None
+    training_seconds: float | None = None
+    computed_in: str | None = None  # fp32, bf16 or fp16
+    total_seconds: float | None = None
+    best: dict | None = None  # the chosen step's dev scores (task adapters and fusions)
+    trainable_parameters: int | None = None
+    total_parameters: int | None = None
+    options: dict = field(default_factory=dict)  # what the run trained with, as a resumed run must share it
+    training: dict = field(default_factory=dict)  # the loop's settings
+    saved_to: str | None = None
+    # task adapters and fusions
+    task: str | None = None
+    method: str | None = None
+    lang_adapter: str | None = None
+    labels: list[str] | None = None
+    train_sentences: int | None = None
+    also_train_sentences: dict[str, int] | None = None
+    dev_sentences: int | None = None
+    adapters: list[str] | None = None  # a fusion's task adapters
+    # language adapters
+    mlm_head: str | None = None  # pretrained or fresh
+    corpus_files: list[str] | None = None
+    lines: dict[str, int] | None = None  # train and held_out
+    tokens_seen: int | None = None
+    held_out_perplexity_before: float | None = None
+    held_out_perplexity_after: float | None = None
+    vocab_from_corpus: bool | None = None
+    # adapted encoders
+    base_model: str | None = None
+    temperature: float | None = None
+    mix: list[dict] | None = None
+    commit: str | None = None
+    held_out_perplexity: dict[str, dict[str, float]] | None = None  # per language: before and after
+    # what a recipe measured with a task adapter it trained
+    recipe: str | None = None
+    evaluations: list[dict] | None = None
+
+    @classmethod
+    def from_record(cls, record, where: str) -> RunReport:
+        """A report from its JSON object, keys and types checked, its role one of xling's; errors name `where`."""
+        if isinstance(record, dict) and "role" in record:
+            if (role := ROLE_NAMED.get(record["role"])) is None:
+                known = ", ".join(ROLE_NAMED)
+                raise XlingError(f"{where}: role must be one of {known}, not {shown(record['role'])}")
+            record = {**record, "role": role}
+        return from_record(cls, record, where)
+
+    def to_record(self) -> dict:
+        """The JSON object written: the role by name, fields a run leaves unset left out."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        kept = {k: v for k, v in values.items() if v is not None or k in ALWAYS_WRITTEN}
+        return kept | {"role": self.role.name}
+
+    @property
+    def adapter_kind(self) -> str:
+        """The kind of adapter the run trained (bottleneck, lora), as its options recorded it."""
+        return (self.options.get("adapter") or {}).get("kind", "bottleneck")
+
+
+def read_report(directory: Path) -> RunReport:
+    """The training report saved beside an adapter; one with its name and role alone from its saved config when it
+    has none (an adapter imported from another library)."""
+    directory = Path(directory)
+    if (directory / REPORT_FILE).is_file():
+        return RunReport.from_record(read_json(directory / REPORT_FILE), str(directory / REPORT_FILE))
+    config = read_json(directory / CONFIG_FILE) if (directory / CONFIG_FILE).is_file() else {}
+    metadata = config.get("metadata") or {}
+    role = FUSION if config.get("kind") == "fusion" else LANG if metadata.get("role") == LANG.word else TASK
+    return RunReport(name=config.get("name", directory.name), role=role, lang=metadata.get("lang"))
