@@ -81,8 +81,8 @@ def main() -> None:
         total = time.perf_counter() - started
     parts = {
         "round": total,
-        "training and scoring": record["seconds"],
-        "selecting the next batch": record["total_seconds"] - record["seconds"],
+        "training and scoring": record.seconds,
+        "selecting the next batch": record.total_seconds - record.seconds,
     }
     sample = defaults(AnnotateOptions).round_sample
     setup = (

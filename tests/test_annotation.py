@@ -521,24 +521,24 @@ def test_a_round_keeps_the_better_of_its_adapter_and_the_sessions_so_a_worse_rou
     monkeypatch.setattr(retrain, "_dev_f1", lambda session, dev, adapter: judged_on.add(dev) or planted[adapter])
     planted = {"ner-en": 0.4, "ner-qu-annotated-candidate": 0.3}  # round 1 scores below the starting adapter
     first = retrain_round(session.directory, options)
-    assert first["sentences"] == 6 and first["train_sentences"] == 6 and not first["kept"]
-    assert first["adapter"] == "ner-en" and first["f1"] == 0.3 and first["previous_f1"] == 0.4
+    assert first.sentences == 6 and first.train_sentences == 6 and not first.kept
+    assert first.adapter == "ner-en" and first.f1 == 0.3 and first.previous_f1 == 0.4
     tasks = workspace / model_dir.name / "task"
     assert not (tasks / "ner-qu-annotated").exists() and not (tasks / "ner-qu-annotated-candidate").exists()
     again = Session(session.directory)
-    assert [r["round"] for r in again.rounds()] == [0, 1] and again.rounds()[0]["f1"] == 0.4
+    assert [r.round for r in again.rounds()] == [0, 1] and again.rounds()[0].f1 == 0.4
     assert again.headers[1]["adapter"] == "ner-en" and len(again.queue()) == 6  # chosen with the better adapter
     planted["ner-qu-annotated-candidate"] = 0.5
-    assert retrain_round(session.directory, options)["kept"]
+    assert retrain_round(session.directory, options).kept
     saved = {f.name: f.read_bytes() for f in (tasks / "ner-qu-annotated").iterdir()}
     records = [f for f in (tasks / "ner-qu-annotated").iterdir() if f.suffix in (".json", ".md")]
     assert records and not [f.name for f in records if b"-candidate" in f.read_bytes()]  # its own name
     assert json.loads((tasks / "ner-qu-annotated" / "task.json").read_text())["name"] == "ner-qu-annotated"
     planted |= {"ner-qu-annotated": 0.5, "ner-qu-annotated-candidate": 0.45}  # a planted worse round
     third = retrain_round(session.directory, options)
-    assert not third["kept"] and third["adapter"] == "ner-qu-annotated"
+    assert not third.kept and third.adapter == "ner-qu-annotated"
     assert {f.name: f.read_bytes() for f in (tasks / "ner-qu-annotated").iterdir()} == saved  # never changed
-    assert [r["round"] for r in Session(session.directory).rounds()] == [0, 1, 2, 3]
+    assert [r.round for r in Session(session.directory).rounds()] == [0, 1, 2, 3]
     # keep-or-drop is judged on the half of dev that the candidate's epoch was not chosen on
     assert judged_on == {str(session.directory / retrain.JUDGE_FILE)}
     choose, judge = (read_conll(session.directory / f) for f in (retrain.CHOOSE_FILE, retrain.JUDGE_FILE))

@@ -185,11 +185,18 @@ def test_a_malformed_body_on_any_route_is_a_400_and_changes_nothing(served_sessi
 def test_a_damaged_round_line_is_skipped_and_named_so_the_page_still_loads(served_session):
     app, directory = served_session
     good = {"round": 0, "sentences": 0, "f1": 0.5, "adapter": "ner-en"}
-    (directory / "rounds.jsonl").write_text(json.dumps(good) + "\n{not json\n[1]\n")
+    lines = [good, "{not json", [1], {"round": "one", "sentences": 3}, {"failed": "out of memory"}]
+    (directory / "rounds.jsonl").write_text("".join(f"{json.dumps(r) if r != lines[1] else r}\n" for r in lines))
     state = page_client(app, directory).get("/api/state")
     assert state.status_code == 200
     assert state.get_json()["retraining"]["rounds"] == [good]
-    assert state.get_json()["warnings"] == [f"{directory / 'rounds.jsonl'}:2: a damaged line"]
+    file = directory / "rounds.jsonl"
+    assert state.get_json()["warnings"] == [
+        f"{file}:2: a damaged line",
+        f"{file}:3: expected a JSON object of Round settings, not list",
+        f"{file}:4: option 'round' takes a whole number, not 'one'",
+        f"{file}:5: missing settings sentences",
+    ]
 
 
 @pytest.mark.parametrize(

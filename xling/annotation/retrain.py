@@ -20,7 +20,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from xling.annotation.options import AnnotateOptions
-from xling.annotation.session import ROUNDS_FILE, Session
+from xling.annotation.rounds import ROUNDS_FILE, FailedRound, Round, ran
+from xling.annotation.session import Session
 from xling.data.conll import Sentence, conll_text
 from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
@@ -74,7 +75,7 @@ ROUND_LOCK = "round"  # <session>/round.lock, held by the process running a roun
 CANDIDATE_SUFFIX = "-candidate"  # a round trains here; the session's adapter is replaced only by a better one
 
 
-def retrain_round(directory: Path, options: AnnotateOptions) -> dict:
+def retrain_round(directory: Path, options: AnnotateOptions) -> Round:
     """Train, score against the session's adapter on the same dev, keep the better, select the next batch; the
     round's record, also appended to `rounds.jsonl` (after round 0, the starting adapter, on the first round)."""
     busy = "a retraining round of this session is already running (pid {holder})"
@@ -85,7 +86,7 @@ def retrain_round(directory: Path, options: AnnotateOptions) -> dict:
         lock.release()
 
 
-def _round(session: Session, options: AnnotateOptions) -> dict:
+def _round(session: Session, options: AnnotateOptions) -> Round:
     from xling.annotation.select import select
     from xling.train.task import train_task_adapter
 
@@ -113,30 +114,28 @@ def _round(session: Session, options: AnnotateOptions) -> dict:
     f1, best_f1 = (_dev_f1(session, judge_file, adapter) for adapter in (name + CANDIDATE_SUFFIX, incumbent))
     kept = f1 > best_f1  # only a gain: on a small dev set a tie says nothing for the new adapter
     _settle(workspace, name, kept)
-    rounds, progress = [r for r in session.rounds() if "failed" not in r], session.progress()
+    rounds, progress = ran(session.rounds()), session.progress()
     dev_label = f"{len(judge)} sentences of " + (options.dev or "the held-out answers") + " no epoch was chosen on"
     if not rounds:  # round 0: where the session started, on the first round's dev
-        append_jsonl(
-            directory / ROUNDS_FILE,
-            {"round": 0, "sentences": 0, "words": 0, "f1": best_f1, "adapter": start, "dev": dev_label},
-        )
-    record = {
-        "round": rounds[-1]["round"] + 1 if rounds else 1,
-        "sentences": progress["answered"],
-        "words": progress["words"],
-        "train_sentences": len(train),
-        "dev": dev_label,
-        "f1": f1,
-        "previous_f1": best_f1,
-        "kept": kept,
-        "adapter": name if kept else incumbent,
-        "seconds": round(time.time() - started, 1),
-    }
+        start_round = Round(0, sentences=0, words=0, f1=best_f1, adapter=start, dev=dev_label)
+        append_jsonl(directory / ROUNDS_FILE, start_round.to_record())
+    record = Round(
+        round=rounds[-1].round + 1 if rounds else 1,
+        sentences=progress["answered"],
+        words=progress["words"],
+        train_sentences=len(train),
+        dev=dev_label,
+        f1=f1,
+        previous_f1=best_f1,
+        kept=kept,
+        adapter=name if kept else incumbent,
+        seconds=round(time.time() - started, 1),
+    )
     sample = min(filter(None, (session.options.max_sentences, options.round_sample)))
-    chosen_by = replace(spec, task_adapter=record["adapter"])
+    chosen_by = replace(spec, task_adapter=record.adapter)
     next_batch, size = select(replace(session.options, tagger=chosen_by, max_sentences=sample))
-    record |= {"next_batch": next_batch.name, "next_items": size, "total_seconds": round(time.time() - started, 1)}
-    append_jsonl(directory / ROUNDS_FILE, record)
+    record = replace(record, next_batch=next_batch.name, next_items=size, total_seconds=round(time.time() - started, 1))
+    append_jsonl(directory / ROUNDS_FILE, record.to_record())
     return record
 
 
@@ -195,8 +194,8 @@ class Retrainer:
         with self.lock:
             answered, logged = self.session.progress()["answered"], self.session.rounds()
             # counted from the last round, or the last failed one: that is tried again only after new answers
-            new = answered - (logged[-1]["sentences"] if logged else 0)
-            failed = bool(logged) and "failed" in logged[-1]
+            new = answered - (logged[-1].sentences if logged else 0)
+            failed = bool(logged) and isinstance(logged[-1], FailedRound)
             enough_dev = bool(self.options.dev) or answered >= 2 * DEV_SHARE
             early = left is not None and left <= HEADROOM and new > 0 and enough_dev and not failed
             if self.running or not (new >= self.options.retrain_every or early):
@@ -215,30 +214,30 @@ class Retrainer:
             lines = (self.session.directory / "retrain.log").read_text(errors="replace").strip().splitlines()
             said = next((line for line in reversed(lines) if line.startswith("error: ")), None)
             failed = said.removeprefix("error: ") if said else f"exit status {code}: see retrain.log"
-            append_jsonl(self.session.directory / ROUNDS_FILE, {"failed": failed, "sentences": answered})
+            append_jsonl(self.session.directory / ROUNDS_FILE, FailedRound(failed, answered).to_record())
         self.session.load_batches()  # the round's next batch replaces the rest of the queue
 
     def status(self) -> dict:
         running, logged = self.running, self.session.rounds()
-        rounds = [r for r in logged if "failed" not in r]
-        last = next((r for r in reversed(rounds) if r.get("total_seconds")), None)
+        rounds = ran(logged)
+        last = next((r for r in reversed(rounds) if r.total_seconds), None)
         return {
             "running": running,
             "elapsed": round(time.time() - self.started, 1) if running and self.started else None,
-            "estimate": last["total_seconds"] if last else None,
-            "failed": logged[-1]["failed"] if logged and "failed" in logged[-1] else None,
+            "estimate": last.total_seconds if last else None,
+            "failed": logged[-1].failed if logged and isinstance(logged[-1], FailedRound) else None,
             "every": self.options.retrain_every if self.options.retrain else None,
             "adapter": adapter_name(self.session, self.options),
-            "rounds": rounds,
+            "rounds": [r.to_record() for r in rounds],
             "use": self.use(rounds),
             "advice": self.advice(rounds),
         }
 
-    def advice(self, rounds: list[dict]) -> str | None:
+    def advice(self, rounds: list[Round]) -> str | None:
         """What the page says once rounds stop beating where the session started: what the answers hold."""
-        tried = [r for r in rounds if r["round"] > 0]
-        start = next((r["f1"] for r in rounds if r["round"] == 0), None)
-        if len(tried) < 2 or start is None or any(r["f1"] > start for r in tried):
+        tried = [r for r in rounds if r.round > 0]
+        start = next((r.f1 for r in rounds if r.round == 0), None)
+        if len(tried) < 2 or start is None or any(r.f1 is not None and r.f1 > start for r in tried):
             return None
         progress = self.session.progress()
         names, answered = sum(progress["entities"].values()), progress["answered"]
@@ -247,13 +246,13 @@ class Retrainer:
             said += "; too few to learn from: a pool that holds more names (xling select corpus:wikiann-qu/silver-pool) teaches more"
         return said
 
-    def use(self, rounds: list[dict]) -> str | None:
+    def use(self, rounds: list[Round]) -> str | None:
         """The command that tags with the session's adapter (the best round's), workspace included."""
         if not rounds:
             return None
         spec = self.session.options.tagger
         where = f" -w {shlex.quote(spec.workspace)}" if spec.workspace else ""
-        return f"xling tag --lang {spec.lang} -t {rounds[-1]['adapter']}{where} FILE"
+        return f"xling tag --lang {spec.lang} -t {rounds[-1].adapter}{where} FILE"
 
 
 def command(directory: Path, options: AnnotateOptions) -> list[str]:

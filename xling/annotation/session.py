@@ -26,17 +26,17 @@ from xling.annotation.records import (
     origin,
     read_events,
 )
+from xling.annotation.rounds import ROUNDS_FILE, FailedRound, Round, read_rounds
 from xling.data.conll import Sentence, conll_text
 from xling.data.iob2 import type_counts
 from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
-from xling.fileio import append_jsonl, read_json, read_jsonl, write_text_atomic
+from xling.fileio import append_jsonl, read_json, write_text_atomic
 from xling.options import from_record
 from xling.workspace import Workspace, check_name, no_link
 
 ANSWERS_FILE = "answers.jsonl"
 GOLD_FILE = "gold.conll"
-ROUNDS_FILE = "rounds.jsonl"
 HISTORY = 50  # answers a page of a person's history lists
 
 
@@ -251,9 +251,9 @@ class Session:
             "events": len(self.events),
         }
 
-    def rounds(self) -> list[dict]:
+    def rounds(self) -> list[Round | FailedRound]:
         """The rounds' lines; one damaged (by hand, or a disk that filled) is skipped and named in `warnings`."""
         damaged: list[str] = []
-        rounds = [r for r in read_jsonl(self.directory / ROUNDS_FILE, damaged) if isinstance(r, dict)]
+        rounds = read_rounds(self.directory / ROUNDS_FILE, damaged)
         self.warnings = sorted(set(self.warnings) | set(damaged))
-        return [r for r in rounds if "failed" in r or isinstance(r.get("round"), int)]
+        return rounds
