@@ -16,6 +16,8 @@ ROUND_SECONDS = "8"  # long enough for a killed server to be started again durin
 
 
 def stub_round(directory: Path, seconds: float) -> None:
+    from dataclasses import replace
+
     from xling.annotation.batches import write_batch
     from xling.annotation.retrain import ROUND_LOCK
     from xling.annotation.session import ROUNDS_FILE, Session
@@ -26,9 +28,7 @@ def stub_round(directory: Path, seconds: float) -> None:
         f.write(f"{os.getpid()}\n")
     time.sleep(seconds)
     session = Session(directory)
-    unanswered = [item.to_dict() for item in session.queue()]
-    items = [{key: value for key, value in item.items() if key != "batch"} for item in unanswered]
-    write_batch(directory, session.headers[0] | {"adapter": "stub"}, items)
+    write_batch(directory, replace(session.headers[0], adapter="stub"), session.queue())
     record = {"round": 1, "sentences": session.progress()["answered"], "f1": 0.5, "adapter": "stub", "kept": True}
     append_jsonl(directory / ROUNDS_FILE, record | {"total_seconds": seconds})
     lock.release()

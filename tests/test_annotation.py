@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser import needs_chromium
-from xling.annotation.batches import start_session, write_batch
+from xling.annotation.batches import BatchHeader, Item, read_batches, start_session, write_batch
 from xling.annotation.options import AnnotateOptions, SelectOptions
 from xling.annotation.session import ANSWERS_FILE, Session, session_dir
 from xling.annotation.strategies import Best, Candidate, entity_spans, pick, rate, sequence_uncertainty
@@ -148,9 +148,14 @@ def make_session(workspace: Path, mode: str = "correct", name: str = "qu") -> Pa
             {"id": key, "text": text, "words": words, "tags": tags, "probabilities": [0.7] * len(tags), "focus": focus}
             | {"score": 0.5}
         )
-    header = {"strategy": "entity", "mode": mode, "adapter": "ner-en", "types": ["LOC", "ORG", "PER"], "created": 0}
-    write_batch(directory, header, items)
+    header = BatchHeader(strategy="entity", mode=mode, adapter="ner-en", types=["LOC", "ORG", "PER"], created=0)
+    write_batch(directory, header, [Item(**item) for item in items])
     return directory
+
+
+def add_batch(directory: Path, items: list[dict]) -> Path:
+    """A batch like the session's first, of `items` as a batch file holds them."""
+    return write_batch(directory, read_batches(directory).headers[0], [Item(**item) for item in items])
 
 
 def test_answers_are_replayed_from_the_append_only_file_and_undo_takes_back_the_last(tmp_path):
@@ -440,7 +445,7 @@ def test_select_queues_pre_tagged_sentences_and_never_an_answered_one_again(tiny
     workspace, model_dir, corpus, _ = tiny_session
     session = Session.open(Workspace(str(workspace), str(model_dir)), "qu")
     first = session.queue()
-    assert len(first) == 6 and session.headers[0]["adapter"] == "ner-en"
+    assert len(first) == 6 and session.headers[0].adapter == "ner-en"
     assert session.types == ["LOC", "PER"]
     assert all(len(item.tags) == len(item.words) == len(item.probabilities) for item in first)
     options = SelectOptions(
@@ -455,13 +460,13 @@ def test_select_queues_pre_tagged_sentences_and_never_an_answered_one_again(tiny
     path, size = select(replace(options, strategy="uncertainty", max_sentences=8))
     assert len(tagged) == 8  # of the corpus's sentences, a random 8 are tagged
     second = Session(session.directory)
-    assert path.name == "0002.jsonl" and size == 6 and second.headers[1]["strategy"] == "uncertainty"
+    assert path.name == "0002.jsonl" and size == 6 and second.headers[1].strategy == "uncertainty"
     queued = [item.id for item in second.queue()]  # the new batch replaces what was left of the first
     assert len(queued) == 6 and not set(queued) & {item.id for item in first[:3]}  # never an answered one again
     scores = [item.score for item in second.queue()]
     assert scores == sorted(scores, reverse=True)  # best first
     # the files the first batch read are the session's: a later round reads them wherever it is started from
-    assert second.headers[0]["corpus"] == second.headers[1]["corpus"] == [str(corpus.resolve())]
+    assert second.headers[0].corpus == second.headers[1].corpus == [str(corpus.resolve())]
     corpus.rename(corpus.with_name("moved"))
     try:
         with pytest.raises(XlingError, match=f"the session's corpus file {corpus.resolve()} is gone"):
@@ -527,7 +532,7 @@ def test_a_round_keeps_the_better_of_its_adapter_and_the_sessions_so_a_worse_rou
     assert not (tasks / "ner-qu-annotated").exists() and not (tasks / "ner-qu-annotated-candidate").exists()
     again = Session(session.directory)
     assert [r.round for r in again.rounds()] == [0, 1] and again.rounds()[0].f1 == 0.4
-    assert again.headers[1]["adapter"] == "ner-en" and len(again.queue()) == 6  # chosen with the better adapter
+    assert again.headers[1].adapter == "ner-en" and len(again.queue()) == 6  # chosen with the better adapter
     planted["ner-qu-annotated-candidate"] = 0.5
     assert retrain_round(session.directory, options).kept
     saved = {f.name: f.read_bytes() for f in (tasks / "ner-qu-annotated").iterdir()}

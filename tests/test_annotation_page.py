@@ -8,8 +8,7 @@ import json
 import pytest
 
 from tests.browser import needs_chromium
-from tests.test_annotation import make_session
-from xling.annotation.batches import write_batch
+from tests.test_annotation import add_batch, make_session
 from xling.annotation.options import AnnotateOptions
 from xling.annotation.session import ROUNDS_FILE, Session
 from xling.data.conll import read_conll
@@ -52,7 +51,7 @@ def test_a_person_labels_with_the_mouse_and_then_by_touch_on_a_phone_sized_windo
     directory = make_session(tmp_path)
     header, *items = read_jsonl(directory / "batches" / "0001.jsonl")
     items[0]["probabilities"] = [0.9, 0.9, 0.4, 0.9]  # the LOC on "Limapi" is a doubtful suggestion
-    write_batch(directory, {k: v for k, v in header.items() if k != "batch"}, items)
+    add_batch(directory, items)
     with served(Session(directory), AnnotateOptions(session="qu", retrain=False, annotator="Ana")) as address:
         browser.get(address)
         wait_for(browser, "window.xlingPage.item && window.xlingPage.item.id === 's1'")
@@ -440,7 +439,7 @@ def test_with_overlap_both_answers_survive_a_new_batch_and_a_restart_in_two_prof
                 "window.xlingPage.pending.length === 0 && window.xlingPage.item && window.xlingPage.item.id === 's2'",
             )
         header, *items = read_jsonl(directory / "batches" / "0001.jsonl")  # a round's new batch, then a restart
-        write_batch(directory, {k: v for k, v in header.items() if k != "batch"}, [items[2] | {"id": "n1"}])
+        add_batch(directory, [items[2] | {"id": "n1"}])
         with served(Session(directory), options, port) as address:
             open_as(beto, address, "Beto")
             wait_for(beto, "window.xlingPage.item")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser import needs_chromium
-from tests.test_annotation import make_session, page_client
+from tests.test_annotation import add_batch, make_session, page_client
 from xling.annotation.options import AnnotateOptions
 from xling.annotation.records import Answer
 from xling.annotation.session import ANSWERS_FILE, Session
@@ -93,15 +93,12 @@ def test_two_named_people_without_overlap_are_never_given_the_same_sentence(tmp_
     """Each person holds up to HOLD sentences, claimed as their queue is read, and nobody else is shown them,
     across a restart; a holder silent for HOLD_SECONDS lets them go."""
     from xling.annotation import team as routing
-    from xling.annotation.batches import write_batch
     from xling.annotation.server import create_app
 
     monkeypatch.setattr(routing, "HOLD", 3)
     directory = make_session(tmp_path)
     header, *items = [json.loads(line) for line in (directory / "batches" / "0001.jsonl").read_text().splitlines()]
-    write_batch(
-        directory, {k: v for k, v in header.items() if k != "batch"}, [items[0] | {"id": f"m{n}"} for n in range(8)]
-    )
+    add_batch(directory, [items[0] | {"id": f"m{n}"} for n in range(8)])
 
     def people():
         client = page_client(create_app(Session(directory), AnnotateOptions(session="qu", retrain=False)), directory)
@@ -126,9 +123,7 @@ def test_two_named_people_without_overlap_are_never_given_the_same_sentence(tmp_
     by_person = {p: {e["item"] for e in log(directory) if e["annotator"] == p} for p in ("Ana", "Beto")}
     assert not by_person["Ana"] & by_person["Beto"] and len(by_person["Ana"]) == 4
     monkeypatch.setattr(routing, "HOLD_SECONDS", 0)  # Beto away: what he holds goes to whoever asks
-    write_batch(
-        directory, {k: v for k, v in header.items() if k != "batch"}, [items[0] | {"id": f"n{n}"} for n in range(4)]
-    )
+    add_batch(directory, [items[0] | {"id": f"n{n}"} for n in range(4)])
     ana, beto = people()
     assert [i["id"] for i in beto.get("/api/state").get_json()["queue"]] == ["n0", "n1", "n2"]
     assert [i["id"] for i in ana.get("/api/state").get_json()["queue"]] == ["n0", "n1", "n2"]
@@ -283,9 +278,7 @@ def test_a_server_killed_during_a_round_is_restarted_and_waits_for_that_round_in
         server.wait()
     assert len((directory / "launches").read_text().splitlines()) == 1  # one round ran
     assert [r["round"] for r in done["retraining"]["rounds"]] == [1] and not done["retraining"]["running"]
-    assert [item["id"] for item in done["queue"]] == ["s3", "s4"] and Session(directory).headers[-1][
-        "adapter"
-    ] == "stub"
+    assert [item["id"] for item in done["queue"]] == ["s3", "s4"] and Session(directory).headers[-1].adapter == "stub"
 
 
 def test_a_failed_round_shows_one_line_a_person_can_act_on(tmp_path):
@@ -384,13 +377,12 @@ def test_two_tabs_racing_on_every_item_lose_and_duplicate_nothing(tmp_path):
     is a 409 naming the answer in force, and the log holds each accepted answer once."""
     import threading
 
-    from xling.annotation.batches import write_batch
     from xling.annotation.server import create_app
 
     directory = make_session(tmp_path)
     header, *items = [json.loads(line) for line in (directory / "batches" / "0001.jsonl").read_text().splitlines()]
     many = [item | {"id": f"m{n}"} for n in range(50) for item in items[:1]]
-    write_batch(directory, {k: v for k, v in header.items() if k != "batch"}, many)
+    add_batch(directory, many)
     app = create_app(Session(directory), AnnotateOptions(session="qu", retrain=False, annotator="Ana"))
     outcomes = {"tab-a": [], "tab-b": []}
 
@@ -515,7 +507,6 @@ def rounds_launched(tmp_path, monkeypatch, sentences: int) -> tuple[list, Path, 
     import sys
 
     from xling.annotation import retrain
-    from xling.annotation.batches import write_batch
 
     launched = []
     monkeypatch.setattr(
@@ -524,7 +515,7 @@ def rounds_launched(tmp_path, monkeypatch, sentences: int) -> tuple[list, Path, 
     directory = make_session(tmp_path)
     header, *items = [json.loads(line) for line in (directory / "batches" / "0001.jsonl").read_text().splitlines()]
     batch = [items[0] | {"id": f"m{n}"} for n in range(sentences)]
-    write_batch(directory, {k: v for k, v in header.items() if k != "batch"}, batch)
+    add_batch(directory, batch)
     dev = tmp_path / "dev.conll"
     dev.write_text("Juan B-PER\nrimarqan O\n\nLima B-LOC\n\n")
     return launched, directory, dev
@@ -573,7 +564,6 @@ def test_when_rounds_do_not_beat_the_start_the_page_says_what_the_answers_hold(t
 
 
 def test_with_overlap_an_answered_once_sentence_stays_owed_across_a_new_batch_and_a_restart(tmp_path):
-    from xling.annotation.batches import write_batch
     from xling.annotation.server import create_app
 
     directory = make_session(tmp_path)
@@ -581,7 +571,7 @@ def test_with_overlap_an_answered_once_sentence_stays_owed_across_a_new_batch_an
     api = page_client(create_app(Session(directory), options), directory)
     api.post("/api/answer", json=answer("s1", PER, "a1", "tab-a", annotator="Ana"))
     header, *items = [json.loads(line) for line in (directory / "batches" / "0001.jsonl").read_text().splitlines()]
-    write_batch(directory, {k: v for k, v in header.items() if k != "batch"}, [items[2] | {"id": "n1"}])  # a round's
+    add_batch(directory, [items[2] | {"id": "n1"}])  # a round's
     restarted = page_client(create_app(Session(directory), options), directory)
     beto = [i["id"] for i in restarted.get("/api/state?annotator=Beto").get_json()["queue"]]
     assert beto == ["n1", "s1"]  # the new batch, then what Beto still owes from the last
@@ -641,15 +631,12 @@ def _with(options: AnnotateOptions, reviewer: str) -> AnnotateOptions:
 
 def test_claims_lapse_once_a_tab_is_idle_and_an_idle_tab_claims_nothing_of_a_new_batch(tmp_path, monkeypatch):
     from xling.annotation import team as routing
-    from xling.annotation.batches import write_batch
     from xling.annotation.server import create_app
 
     monkeypatch.setattr(routing, "HOLD", 3)
     directory = make_session(tmp_path)
     header, *items = [json.loads(line) for line in (directory / "batches" / "0001.jsonl").read_text().splitlines()]
-    write_batch(
-        directory, {k: v for k, v in header.items() if k != "batch"}, [items[0] | {"id": f"m{n}"} for n in range(6)]
-    )
+    add_batch(directory, [items[0] | {"id": f"m{n}"} for n in range(6)])
     client = page_client(create_app(Session(directory), AnnotateOptions(session="qu", retrain=False)), directory)
     ana, beto = Person(client, "Ana"), Person(client, "Beto")
     assert [i["id"] for i in ana.get("/api/state?idle=1").get_json()["queue"]] == []  # away: claims nothing

@@ -9,7 +9,7 @@ by the session:
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from xling.annotation.options import SelectOptions
@@ -19,6 +19,23 @@ from xling.options import from_record
 
 BATCHES = "batches"
 SESSION_FILE = "session.json"
+
+
+@dataclass
+class BatchHeader:
+    """A batch file's first line: how its items were chosen (strategy, mode, the adapter that tagged them), the
+    entity types to label, when, and the corpus files it read (a later batch reads the same ones)."""
+
+    strategy: str
+    mode: str
+    adapter: str
+    types: list[str]
+    created: float
+    corpus: list[str] | None = None
+    batch: int = 0  # its number: set when it is written
+
+    def to_record(self) -> dict:
+        return {key: value for key, value in asdict(self).items() if value is not None}
 
 
 @dataclass
@@ -33,7 +50,11 @@ class Item:
     probabilities: list[float]
     focus: dict | None
     score: float
-    batch: int
+    batch: int = 0  # the number of its batch: set from the header when read
+
+    def to_line(self) -> dict:
+        """The item as its batch file holds it (its batch is the header's)."""
+        return {key: value for key, value in asdict(self).items() if key != "batch"}
 
     def tokens(self) -> list[str]:
         return [self.text[start:end] for start, end in self.words]
@@ -46,27 +67,26 @@ class Item:
 class Batches:
     """Every batch of a session: the headers in order, every item by id, and the newest batch's ids, best first."""
 
-    headers: list[dict]
+    headers: list[BatchHeader]
     items: dict[str, Item]
     newest: list[str]
 
     @property
     def types(self) -> list[str]:
-        return sorted({t for header in self.headers for t in header["types"]})
+        return sorted({t for header in self.headers for t in header.types})
 
 
 def read_batches(directory: Path) -> Batches:
     """Every batch file, checked: a damaged one stops the reading in one line naming the file and line."""
     headers, items, newest = [], {}, []
     for path in sorted((directory / BATCHES).glob("*.jsonl")):
-        header, *lines = read_jsonl(path) or [None]
-        if not isinstance(header, dict) or not isinstance(header.get("batch"), int):
+        first, *lines = read_jsonl(path) or [None]
+        if not isinstance(first, dict) or "batch" not in first:
             raise XlingError(f"{path}:1: not a batch header; move the file aside")
-        if not isinstance(header.get("types"), list) or not all(isinstance(t, str) for t in header["types"]):
-            raise XlingError(f"{path}:1: the header's types must be a list of names; move the file aside")
+        header = from_record(BatchHeader, first, f"{path}:1")
         headers.append(header)
         read = [
-            from_record(Item, line | {"batch": header["batch"]} if isinstance(line, dict) else line, f"{path}:{n}")
+            from_record(Item, line | {"batch": header.batch} if isinstance(line, dict) else line, f"{path}:{n}")
             for n, line in enumerate(lines, start=2)
         ]
         items |= {item.id: item for item in read}
@@ -74,11 +94,11 @@ def read_batches(directory: Path) -> Batches:
     return Batches(headers, items, newest)
 
 
-def write_batch(directory: Path, header: dict, items: list[dict]) -> Path:
-    """The next batch file, written whole or not at all."""
+def write_batch(directory: Path, header: BatchHeader, items: list[Item]) -> Path:
+    """The next batch file, written whole or not at all, the header numbered."""
     number = len(list((directory / BATCHES).glob("*.jsonl"))) + 1
     path = directory / BATCHES / f"{number:04d}.jsonl"
-    lines = [{**header, "batch": number}, *items]
+    lines = [replace(header, batch=number).to_record(), *(item.to_line() for item in items)]
     write_text_atomic(path, "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
     return path
 

@@ -97,7 +97,7 @@ def _round(session: Session, options: AnnotateOptions) -> Round:
     choose_file, judge_file = str(directory / CHOOSE_FILE), str(directory / JUDGE_FILE)
     spec = session.options.tagger
     where = {"model": spec.model, "workspace": spec.workspace}
-    name, start = adapter_name(session, options), session.headers[0]["adapter"]
+    name, start = adapter_name(session, options), session.headers[0].adapter
     workspace = Workspace(spec.workspace, spec.model)
     incumbent = name if workspace.adapter_dir(TASK, name).is_dir() else start
     train_task_adapter(

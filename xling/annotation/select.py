@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from xling.annotation.batches import start_session, write_batch
+from xling.annotation.batches import BatchHeader, Item, start_session, write_batch
 from xling.annotation.options import SelectOptions
 from xling.annotation.session import Session, session_dir
 from xling.annotation.strategies import STRATEGIES, Best, Candidate, pick, rate
@@ -37,7 +37,7 @@ def sentence_id(text: str) -> str:
 def corpus_files(options: SelectOptions, session: Session) -> list[Path]:
     """The session's corpus files, as its first batch found them: a later batch (a round run by a server
     restarted from another terminal, with other environment variables) reads the same files."""
-    recorded = session.headers[0].get("corpus") if session.headers else None
+    recorded = session.headers[0].corpus if session.headers else None
     if recorded is None:
         return [path.resolve() for path in expand_sources([options.corpus])]
     missing = [file for file in recorded if not Path(file).is_file()]
@@ -142,24 +142,24 @@ def select(options: SelectOptions, progress: Progress | None = None, tagger=None
             f"no sentences left to select in {options.corpus} (of {options.min_words}-{options.max_words} words)"
         )
     labels = tagger.labels
-    header = {
-        "strategy": options.strategy,
-        "mode": options.mode,
-        "adapter": tagger.head,
-        "types": sorted(entity_types(labels)),
-        "created": round(time.time(), 3),
-        "corpus": [str(file) for file in files],
-    }
+    header = BatchHeader(
+        strategy=options.strategy,
+        mode=options.mode,
+        adapter=tagger.head,
+        types=sorted(entity_types(labels)),
+        created=round(time.time(), 3),
+        corpus=[str(file) for file in files],
+    )
     items = [
-        {
-            "id": c.key,
-            "text": c.text,
-            "words": c.words,
-            "tags": c.tags,
-            "probabilities": [round(p, 4) for p in c.probabilities],
-            "focus": c.focus.to_dict() if c.focus and options.mode == "spans" else None,
-            "score": round(c.score, 6),
-        }
+        Item(
+            id=c.key,
+            text=c.text,
+            words=c.words,
+            tags=c.tags,
+            probabilities=[round(p, 4) for p in c.probabilities],
+            focus=c.focus.to_dict() if c.focus and options.mode == "spans" else None,
+            score=round(c.score, 6),
+        )
         for c in picked
     ]
     return write_batch(directory, header, items), len(items)
