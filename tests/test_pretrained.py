@@ -4,6 +4,7 @@ of them (fp16 tags, F1 on silver-dev, the sentences they were trained on) holds.
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -39,7 +40,7 @@ def test_the_four_adapters_and_the_head_are_shipped_within_15_mb_with_the_files_
         check_shipped_files(shipped(name))
         record, card = read_record(shipped(name)), (shipped(name) / CARD_FILE).read_text()
         assert all(digest in card for digest in record.files.values())
-        assert record.data and all(d["source"] and d["licence"] for d in record.data)
+        assert record.data and all(d.source and d.licence for d in record.data)
         assert not (shipped(name) / "head_config.json").is_file() or name.startswith("task/")  # no masked-LM head
 
 
@@ -174,3 +175,21 @@ def test_the_shipped_weights_score_what_their_records_say_and_flag_their_trainin
     assert result["seen_in_training"] == 0
     seen = evaluate(EvaluationOptions(data="corpus:wikiann-qu/train", tagger=spec))["seen_in_training"]
     assert seen == 100 and len(read_fingerprints(shipped("task/ner-qu"))) > 1000
+
+
+@pytest.mark.parametrize(
+    "change, said",
+    [
+        ({"role": "tasks"}, "role must be one of lang, task, fusion, encoder, head, not 'tasks'"),
+        ({"scores": [{"data": "dev", "setup": "Stack(qu, ner-qu)", "f1": 0.5}]}, "scores: missing settings"),
+        ({"data": [{"corpus": "corpus:x", "source": 3, "licence": None}]}, "option 'source' takes text"),
+    ],
+)
+def test_a_shipped_record_of_another_shape_is_refused_naming_its_file(tmp_path, change, said):
+    from xling.pretrained import PRETRAINED_ROOT, RECORD_FILE, read_record
+
+    shipped = json.loads((PRETRAINED_ROOT / "multilingual-e5-small" / "task" / "ner-qu" / RECORD_FILE).read_text())
+    (tmp_path / RECORD_FILE).write_text(json.dumps(shipped | change))
+    with pytest.raises(XlingError) as refused:
+        read_record(tmp_path)
+    assert str(tmp_path / RECORD_FILE) in str(refused.value) and said in str(refused.value)

@@ -7,13 +7,12 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from xling.adapters.files import CONFIG_FILE
-from xling.errors import XlingError
 from xling.fileio import read_json
-from xling.options import from_record, shown
-from xling.roles import ENCODER, FUSION, LANG, ROLES, TASK, Role
+from xling.options import from_record
+from xling.roles import ENCODER, FUSION, LANG, ROLES, TASK, Role, role_named
 
 REPORT_FILE = "report.json"
-ROLE_NAMED = {role.name: role for role in (*ROLES, ENCODER)}
+RUN_ROLES = (*ROLES, ENCODER)  # what a training run trains
 ALWAYS_WRITTEN = {"best"}  # null for a run that chose no step: written as null, not left out
 
 
@@ -69,10 +68,7 @@ class RunReport:
     def from_record(cls, record, where: str) -> RunReport:
         """A report from its JSON object, keys and types checked, its role one of xling's; errors name `where`."""
         if isinstance(record, dict) and "role" in record:
-            if (role := ROLE_NAMED.get(record["role"])) is None:
-                known = ", ".join(ROLE_NAMED)
-                raise XlingError(f"{where}: role must be one of {known}, not {shown(record['role'])}")
-            record = {**record, "role": role}
+            record = {**record, "role": role_named(record["role"], where, RUN_ROLES)}
         return from_record(cls, record, where)
 
     def to_record(self) -> dict:

@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from xling.errors import XlingError
+from xling.options import shown
+
 
 @dataclass(frozen=True)
 class Role:
@@ -27,6 +30,18 @@ FUSION = Role("fusion", "fusion", "fusion", "xling train-fusion ner --lang LANG 
 ROLES = (LANG, TASK, FUSION)
 # not an adapter: a whole encoder adapted by continued masked-LM training, a model folder that `-m` takes
 ENCODER = Role("encoder", "encoder", "adapted encoder", "xling train-encoder {name} CORPUS")
+# shipped for an encoder that has none: the masked-LM head language adapters train under
+HEAD = Role("head", "masked-LM head", "masked-LM head", "python -m xling.recipes.mlm_head")
+NAMED = {role.name: role for role in (*ROLES, ENCODER, HEAD)}
+
+
+def role_named(name, where: str, among: tuple[Role, ...] = tuple(NAMED.values())) -> Role:
+    """The role `among` those given that a record names, or one line naming `where` and those roles."""
+    found = next((role for role in among if role.name == name), None)
+    if found is None:
+        raise XlingError(f"{where}: role must be one of {', '.join(r.name for r in among)}, not {shown(name)}")
+    return found
+
 
 TASK_FILE = "task.json"  # in a task adapter's folder: the task it was trained for (`xling.trained_tasks`)
 

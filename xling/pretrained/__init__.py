@@ -12,12 +12,13 @@ error. `recipes/pretrained.toml` trains them and `python -m xling.recipes.pretra
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from xling.errors import XlingError
 from xling.fileio import file_sha256, read_json
 from xling.options import from_record
+from xling.roles import Role, role_named
 
 PRETRAINED_ROOT = Path(__file__).parent
 RECORD_FILE = "pretrained.json"
@@ -36,27 +37,51 @@ class Score:
 
 
 @dataclass
+class CorpusRecord:
+    """A corpus the shipped weights were trained on: its catalogue name, public source and licence."""
+
+    corpus: str
+    source: str | None
+    licence: str | None
+
+
+NESTED = {"scores": Score, "data": CorpusRecord}  # the record's lists of records
+
+
+@dataclass
 class PretrainedRecord:
     """`pretrained.json`: how a shipped adapter was made, how well it tags, and the hashes of its files."""
 
     name: str
-    role: str
+    role: Role
     recipe: str
     seed: int
     commit: str
     stored_in: str  # fp16 or fp32
     files: dict[str, str]  # file name -> sha256
-    data: list[dict] = field(default_factory=list)  # each corpus: name, source, licence
-    scores: list[dict] = field(default_factory=list)  # each a Score
+    data: list[CorpusRecord] = field(default_factory=list)
+    scores: list[Score] = field(default_factory=list)
     fp16_check: list[dict] = field(default_factory=list)  # per setup: silver-dev sentences fp16 tags as fp32 does
     perplexity: dict[str, float] = field(default_factory=dict)  # a masked-LM head: held-out, per language
 
-    def __post_init__(self):
-        self.evaluations = [from_record(Score, s, f"{RECORD_FILE} of {self.name}: scores") for s in self.scores]
+    @classmethod
+    def from_record(cls, record, where: str) -> PretrainedRecord:
+        """The record of a JSON object, its role, scores and corpora read as theirs; errors name `where`."""
+        if isinstance(record, dict):
+            record = dict(record)
+            if "role" in record:
+                record["role"] = role_named(record["role"], where)
+            for key, kind in NESTED.items():
+                if isinstance(record.get(key), list):
+                    record[key] = [from_record(kind, value, f"{where}: {key}") for value in record[key]]
+        return from_record(cls, record, where)
+
+    def to_record(self) -> dict:
+        return asdict(self) | {"role": self.role.name}
 
     def headline(self) -> Score | None:
         """The score the one-line notice gives: silver-dev's if there is one."""
-        found = [s for s in self.evaluations if s.data.endswith("silver-dev")] or self.evaluations
+        found = [s for s in self.scores if s.data.endswith("silver-dev")] or self.scores
         return found[0] if found else None
 
 
@@ -79,7 +104,7 @@ def is_pretrained(directory: Path) -> bool:
 
 def read_record(directory: Path) -> PretrainedRecord:
     file = Path(directory) / RECORD_FILE
-    return from_record(PretrainedRecord, read_json(file), str(file))
+    return PretrainedRecord.from_record(read_json(file), str(file))
 
 
 def listed(model_label: str) -> list[tuple[str, str, Path]]:

@@ -33,7 +33,8 @@ from xling.models import load_model, model_label
 from xling.models.loading import DEFAULT_MODEL
 from xling.pretrained import MLM_HEAD_FILE, PRETRAINED_ROOT, RECORD_FILE, PretrainedRecord
 from xling.provenance import made_where, source_commit
-from xling.recipes.pretrained import corpus_records
+from xling.recipes.pretrained import corpus_records, corpus_table
+from xling.roles import HEAD as HEAD_ROLE
 from xling.train.config import MaskingConfig, TrainConfig
 from xling.train.language import split_held_out, unigram_bias
 from xling.train.loop import train
@@ -150,7 +151,7 @@ def ship(workdir: Path, recipe: HeadRecipe) -> Path:
         save_file(weights, str(target / MLM_HEAD_FILE))
         record = PretrainedRecord(
             name=HEAD,
-            role="head",
+            role=HEAD_ROLE,
             recipe="python -m xling.recipes.mlm_head",
             seed=recipe.seed,
             commit=source_commit() or "unknown",
@@ -159,14 +160,14 @@ def ship(workdir: Path, recipe: HeadRecipe) -> Path:
             data=data,
             perplexity=report["held_out_perplexity"],
         )
-        write_json_atomic(target / RECORD_FILE, asdict(record))
+        write_json_atomic(target / RECORD_FILE, record.to_record())
         (target / CARD_FILE).write_text(head_card(record, report), encoding="utf-8")
     return folder
 
 
 def head_card(record: PretrainedRecord, report: dict) -> str:
     perplexity = "\n".join(f"| {lang} | {value:,.1f} |" for lang, value in record.perplexity.items())
-    data = "\n".join(f"| {d['corpus']} | {d['source']} | {d['licence']} |" for d in record.data)
+    data = corpus_table(record.data)
     steps = report["recipe"]["steps"]
     return f"""# Masked-LM head for {model_label(report["recipe"]["model"])}
 

@@ -21,7 +21,6 @@ try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
-from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -35,7 +34,7 @@ from xling.data.sources import load_ner
 from xling.fileio import atomic_directory, file_sha256, read_json, write_json_atomic
 from xling.models import model_label
 from xling.models.loading import DEFAULT_MODEL
-from xling.pretrained import PRETRAINED_ROOT, RECORD_FILE, PretrainedRecord, Score, read_record
+from xling.pretrained import PRETRAINED_ROOT, RECORD_FILE, CorpusRecord, PretrainedRecord, Score, read_record
 from xling.provenance import source_commit
 from xling.reports import REPORT_FILE, read_report
 from xling.roles import LANG, TASK
@@ -127,7 +126,7 @@ def recipe_steps() -> dict[str, dict]:
     return {saves[step["run"]](step): step for step in steps if step["run"] in saves}
 
 
-def data_record(name: str) -> list[dict]:
+def data_record(name: str) -> list[CorpusRecord]:
     """The corpora an adapter was trained on (those of the adapter it continues first), each with its public
     source and licence from the catalogue."""
     step = recipe_steps()[name]
@@ -136,14 +135,19 @@ def data_record(name: str) -> list[dict]:
     return inherited + corpus_records([sources] if isinstance(sources, str) else sources)
 
 
-def corpus_records(sources: list[str]) -> list[dict]:
+def corpus_records(sources: list[str]) -> list[CorpusRecord]:
     """Each `corpus:` name with its public source and licence from the catalogue."""
     found = []
     for source in sources:
         corpus = catalogued(source)
         split = source.split("/", 1)[1] if "/" in source else None
-        found.append({"corpus": source, "source": corpus.public_source(split), "licence": corpus.licence})
+        found.append(CorpusRecord(source, corpus.public_source(split), corpus.licence))
     return found
+
+
+def corpus_table(data: list[CorpusRecord]) -> str:
+    """The rows of a card's table of corpora: name, public source, licence."""
+    return "\n".join(f"| {d.corpus} | {d.source} | {d.licence} |" for d in data)
 
 
 def build(source_workspace: Path, model: str = DEFAULT_MODEL) -> Path:
@@ -178,17 +182,17 @@ def write_record(staged_ws: Path, role, name: str, fp16: bool, checks: list[dict
     files = {f.name: file_sha256(f) for f in sorted(target.iterdir()) if f.is_file()}
     record = PretrainedRecord(
         name=name,
-        role=role.name,
+        role=role,
         recipe=RECIPE,
         seed=SEED,
         commit=source_commit() or "unknown",
         stored_in="fp16" if fp16 else "fp32",
         files=files,
         data=data_record(name),
-        scores=[asdict(s) for s in scores],
+        scores=scores,
         fp16_check=checks,
     )
-    write_json_atomic(target / RECORD_FILE, asdict(record))
+    write_json_atomic(target / RECORD_FILE, record.to_record())
     card = model_card(read_report(target)) + shipped_section(read_record(target), read_fingerprints(target))
     (target / CARD_FILE).write_text(card, encoding="utf-8")
 
@@ -198,10 +202,10 @@ def shipped_section(record: PretrainedRecord, prints: set[str] | None) -> str:
     scores = "\n".join(
         f"| `{s.setup}` | {s.data} | {100 * s.f1:.1f} [{100 * s.f1_interval[0]:.1f}, {100 * s.f1_interval[1]:.1f}] "
         f"| {s.sentences} |"
-        for s in record.evaluations
+        for s in record.scores
     )
     checks = "; ".join(f"`{c['setup']}` {c['equal']} of {c['sentences']}" for c in record.fp16_check)
-    data = "\n".join(f"| {d['corpus']} | {d['source']} | {d['licence']} |" for d in record.data)
+    data = corpus_table(record.data)
     files = "\n".join(f"| {name} | `{digest}` |" for name, digest in record.files.items())
     trained_on = f"{len(prints):,} sentences (`{FINGERPRINTS_FILE}`)" if prints is not None else "not applicable"
     return f"""
