@@ -134,6 +134,9 @@ def test_a_workspace_adapter_of_the_same_name_wins(tmp_path):
     shutil.copytree(shipped("task/ner-en"), workspace.adapter_dir(TASK, "ner-en"))
     # the workspace's own ner-en comes before the shipped ner-qu
     assert workspace.task_adapter_name("ner", "qu") == "ner-en"
+    assert workspace.roots == [workspace.model_dir, shipped("task").parent]  # own, then shipped: one list
+    assert workspace.find(TASK, "ner-en") == workspace.adapter_dir(TASK, "ner-en")
+    assert workspace.adapter("ner-qu") == workspace.find(TASK, "ner-qu") == shipped("task/ner-qu")
     for role, name in ((TASK, "ner-qu"), (LANG, "qu")):
         shutil.copytree(shipped(f"{role}/{name}"), workspace.adapter_dir(role, name))
     tagger = Tagger.load("qu", workspace=str(tmp_path / "ws"))
@@ -142,6 +145,8 @@ def test_a_workspace_adapter_of_the_same_name_wins(tmp_path):
         "lang": workspace.adapter_dir(LANG, "qu"),
     }
     assert workspace.lang_adapter("en") == shipped("lang/en")  # a name it does not hold
+    # under a shipped task adapter, the shipped language adapter it was trained over
+    assert workspace.lang_adapter("qu", under=shipped("task/ner-en")) == shipped("lang/qu")
 
 
 def test_no_adapter_for_a_language_names_the_workspace_the_shipped_ones_and_the_demos(tmp_path, monkeypatch):

@@ -239,7 +239,7 @@ def test_trailing_whitespace_after_the_tag_and_a_byte_order_mark_are_read_as_not
 
 
 def test_language_codes_are_case_insensitive(copied_workspace):
-    from xling.workspace import check_lang
+    from xling.names import check_lang
 
     assert [check_lang(c) for c in ("QU", "Quz-PE", "en")] == ["qu", "quz-PE", "en"]
     workspace, model_dir, _, _ = copied_workspace

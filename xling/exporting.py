@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xling.errors import XlingError
+from xling.names import is_hub_name, is_path
 from xling.options import opt
 from xling.roles import FUSION, task_record
 from xling.tagging.spec import TaggerSpec
-from xling.workspace import LANG_ADAPTER_HELP, Workspace, is_hub_name, is_path
+from xling.workspace import LANG_ADAPTER_HELP, Workspace
 
 FORMATS = ("adapterhub", "peft", "onnx")
 

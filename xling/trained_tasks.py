@@ -22,9 +22,9 @@ from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json
 from xling.methods import METHODS, check_method
 from xling.models import load_model
+from xling.names import check_lang
 from xling.options import from_record
 from xling.roles import FUSION, TASK, TASK_FILE
-from xling.workspace import check_lang
 
 
 @dataclass

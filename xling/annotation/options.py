@@ -12,11 +12,12 @@ from xling.annotation.strategies import MODES, STRATEGIES
 from xling.errors import XlingError
 from xling.fileio import check_output_name
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
+from xling.names import check_lang
 from xling.options import MAX_SEED, at_least, at_most, opt, shown
 from xling.paths import WORKSPACE_HELP
 from xling.tagging.spec import TaggerSpec
 from xling.web import Address
-from xling.workspace import check_lang, check_name
+from xling.workspace import check_name
 
 
 def _one_of(name: str, value: str, choices: tuple[str, ...]) -> None:

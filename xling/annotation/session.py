@@ -32,8 +32,9 @@ from xling.data.iob2 import type_counts
 from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
 from xling.fileio import append_jsonl, read_json, write_text_atomic
+from xling.names import no_link
 from xling.options import from_record
-from xling.workspace import Workspace, check_name, no_link
+from xling.workspace import Workspace, check_name
 
 ANSWERS_FILE = "answers.jsonl"
 GOLD_FILE = "gold.conll"

@@ -15,10 +15,11 @@ from xling.data.fetch import FetchError, resolve
 from xling.data.hub_datasets import hub_dataset_id
 from xling.errors import XlingError
 from xling.fileio import read_json
+from xling.names import inside, is_hub_name, is_path, no_link
 from xling.recipes.kinds import KEYS, RUNS, Adapter, produces, requires, step_options, trains
 from xling.recipes.reading import STEPS_FILE, Recipe, Step
 from xling.roles import TASK_FILE, Role
-from xling.workspace import Workspace, inside, is_hub_name, is_path, no_link
+from xling.workspace import Workspace
 
 PATH_KEYS = {"corpus", "train", "dev", "data", "input", "parallel"}
 RESULTS_PREFIX = "results:"  # `results:FILE`: a file an earlier step of the recipe wrote among its results

@@ -8,8 +8,8 @@ from pathlib import Path
 from xling.data.catalog import tomllib
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL
+from xling.names import file_name
 from xling.options import check_type
-from xling.workspace import file_name
 
 RUN_LEVEL = {"model", "workspace", "overwrite", "restart"}  # set by the recipe and `xling run`, not by steps
 COMMON_KEYS = {"title", "run"}  # a step's own keys; every other key is the command's option

@@ -18,12 +18,12 @@ from xling.data.decoding import check_decoder
 from xling.data.labels import check_labels
 from xling.errors import XlingError
 from xling.fileio import read_json
+from xling.names import is_path
 from xling.options import from_record
 from xling.paths import cache_dir
 from xling.tagging import align
 from xling.tagging.align import Window, padded, predict_windows
 from xling.tagging.base import TextTagger, check_batch_size
-from xling.workspace import is_path
 
 CONFIG_FILE = "xling_onnx.json"
 GRAPH_FILES = {"fp32": "model.onnx", "int8": "model.int8.onnx"}

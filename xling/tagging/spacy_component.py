@@ -41,13 +41,14 @@ from xling.device import check_device, check_precision
 from xling.errors import XlingError, naming
 from xling.fileio import read_json
 from xling.models.loading import DEFAULT_MODEL
+from xling.names import check_lang, is_path
 from xling.options import from_record
 from xling.roles import ROLES, TASK
 from xling.tagging.base import check_batch_size
 from xling.tagging.spec import TaggerSpec
 from xling.tagging.tagger import Tagger
 from xling.tagging.words import split_sentences
-from xling.workspace import Workspace, check_lang, is_path
+from xling.workspace import Workspace
 
 SAVED = "xling.json"
 WORKSPACE = "workspace"  # the component folder's own workspace, holding copies of the adapters it tags with

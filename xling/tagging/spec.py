@@ -4,16 +4,19 @@ analyze) nests it as its `tagger` options, and `Tagger.load(spec)` builds it (no
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from xling.data.decoding import SAVED_DECODER_HELP, check_decoder
 from xling.data.labels import TASKS
 from xling.device import DEVICE_HELP, INFERENCE_PRECISION_HELP, check_device, check_precision
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
+from xling.names import check_lang, is_hub_name
 from xling.options import MAX_BATCH, at_least, at_most, opt
 from xling.paths import WORKSPACE_HELP
+from xling.roles import FUSION, TASK, Role
 from xling.tagging.onnx_tagger import RUNTIME_HELP, check_onnx_precision, check_runtime
-from xling.workspace import LANG_ADAPTER_HELP, Workspace, check_lang, is_hub_name
+from xling.workspace import LANG_ADAPTER_HELP, Workspace
 
 
 @dataclass
@@ -61,13 +64,24 @@ class TaggerSpec:
         recipe reads its steps' options before its earlier steps train what they name. Hub names are fetched (and
         checked) when they load; the language adapter a task takes by default, when it is known to need one."""
         ws = Workspace(self.workspace, self.model)
-        named = []
-        if self.fusion:
-            named.append((ws.fusion, self.fusion))
-        elif self.lang is not None or self.task_adapter:
-            named.append((ws.task, ws.task_adapter_name(self.task, self.lang, self.task_adapter)))
+        if self.fusion or self.lang is not None or self.task_adapter:
+            self.top_adapter(ws, fetch=False)
         if self.use_lang_adapter and self.lang_adapter:
-            named.append((ws.lang_adapter, self.lang_adapter))
-        for find, name in named:
-            if not is_hub_name(name):
-                find(name)
+            self.lang_adapter_dir(ws, fetch=False)
+
+    def top_adapter(self, ws: Workspace, fetch: bool = True) -> tuple[Role, Path | None]:
+        """The fusion the spec names, else its task adapter (named, or the workspace's choice for `lang`), with its
+        directory: a Hub name's is None unless `fetch`."""
+        if self.fusion:
+            role, name = FUSION, self.fusion
+        else:
+            role, name = TASK, ws.task_adapter_name(self.task, self.lang, self.task_adapter)
+        if is_hub_name(name) and not fetch:
+            return role, None
+        return role, (ws.fusion if role is FUSION else ws.task)(name)
+
+    def lang_adapter_dir(self, ws: Workspace, under: Path | None = None, fetch: bool = True) -> Path | None:
+        """The language adapter's directory: `lang_adapter`, else `lang`'s (`under` a shipped task adapter, the
+        shipped one); a Hub name's is None unless `fetch`."""
+        name = self.lang_adapter or self.lang
+        return None if is_hub_name(name) and not fetch else ws.lang_adapter(name, under=under)

@@ -21,7 +21,7 @@ from xling.errors import XlingError
 from xling.methods import METHODS
 from xling.models.stored_weights import quantize_int8
 from xling.pretrained import say_notice
-from xling.roles import LANG
+from xling.roles import FUSION, LANG
 from xling.tagging.base import TextTagger, check_batch_size
 from xling.tagging.onnx_tagger import GRAPH_VERSION, OnnxTagger, export_key, exported_tagger, is_onnx_folder
 from xling.tagging.predict import predict_probabilities
@@ -75,21 +75,20 @@ class Tagger(TextTagger):
         device = pick_device(spec.device)
         pick_precision(spec.precision, device)  # refused before anything loads
         ws = Workspace(spec.workspace, spec.model)
-        directories = {}  # what the tagger was loaded from, for a copy that travels (the spaCy component's)
-        if spec.fusion:
+        role, directory = spec.top_adapter(ws)
+        directories = {role.name: directory}  # what the tagger was loaded from, for a copy that travels (spaCy's)
+        if role is FUSION:
             loaded, tokenizer, head, setup = load_fusion_model(spec.model, ws, spec.fusion, inference_only=True)
             decoder = spec.decoder or DEFAULT_DECODER
-            directories["fusion"] = ws.fusion(spec.fusion)
             fused = {adapter: ws.task(adapter) for adapter in setup.children}
             trained = list(fused.values())
         else:
-            directory = directories["task"] = ws.task(ws.task_adapter_name(spec.task, spec.lang, spec.task_adapter))
             loaded, tokenizer, record = load_task_model(spec.model, directory, inference_only=True)
             head, setup = record.name, (record.name if METHODS[record.method].adapters else None)
             trained, fused = [directory], {}
             decoder = spec.decoder or check_decoder(record.decoder)
         if setup is not None and spec.use_lang_adapter:
-            directories["lang"] = ws.lang_adapter(spec.lang_adapter or spec.lang, under=directories.get("task"))
+            directories["lang"] = spec.lang_adapter_dir(ws, under=directories.get("task"))
             setup = Stack(load(loaded, directories["lang"], name=f"lang-{spec.lang}", head=False, role=LANG), setup)
         loaded.set_active(setup)
         loaded.to(device)

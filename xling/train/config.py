@@ -20,10 +20,11 @@ from xling.device import DEVICE_HELP, PRECISION_HELP, check_device, check_precis
 from xling.errors import XlingError
 from xling.methods import METHODS, check_method
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
+from xling.names import check_lang
 from xling.options import MAX_BATCH, MAX_SEED, MAX_STEPS, MAX_WINDOW, at_least, at_most, comma_list, opt, positive
 from xling.paths import WORKSPACE_HELP
 from xling.tagging.spec import TaggerSpec
-from xling.workspace import LANG_ADAPTER_HELP, check_lang
+from xling.workspace import LANG_ADAPTER_HELP
 
 MIN_WINDOW = 8  # sub-tokens: the special tokens and a few pieces of text
 TRACKERS = ("tensorboard", "wandb", "mlflow")  # accelerate's names

@@ -27,6 +27,7 @@ from xling.errors import XlingError
 from xling.models import load_model, model_label
 from xling.models.embedded import EMBEDDED_ALIASES, embedded_identity
 from xling.models.folders import write_model_folder
+from xling.names import check_lang
 from xling.provenance import source_commit
 from xling.roles import ENCODER
 from xling.train.config import EncoderOptions, mixed_sources
@@ -34,7 +35,7 @@ from xling.train.language import mlm_head, split_held_out, unigram_bias
 from xling.train.mlm import BlockMix, MaskedLMObjective, pack_blocks, pack_pairs, temperature_shares
 from xling.train.progress import TrainingProgress
 from xling.train.run import TrainingRun, run_options
-from xling.workspace import Workspace, check_lang
+from xling.workspace import Workspace
 
 
 @dataclass

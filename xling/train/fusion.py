@@ -19,13 +19,14 @@ from xling.data.sources import load_ner, load_scored
 from xling.errors import XlingError
 from xling.methods import METHODS
 from xling.models import load_model
+from xling.names import check_lang
 from xling.roles import FUSION, LANG, TASK
 from xling.train.config import FusionOptions
 from xling.train.progress import TrainingProgress
 from xling.train.run import TrainingRun, run_options
 from xling.train.token_classification import TaggingObjective
 from xling.trained_tasks import read_task
-from xling.workspace import Workspace, check_lang
+from xling.workspace import Workspace
 
 
 def train_fusion(

@@ -16,13 +16,14 @@ from xling.data.sources import data_name, in_memory
 from xling.data.text import read_text
 from xling.errors import XlingError
 from xling.models import load_model, model_label, resolve_model_dir
+from xling.names import check_lang
 from xling.pretrained import shipped_mlm_head
 from xling.roles import LANG
 from xling.train.config import DEFAULT_MLM_HEAD, LanguageAdapterOptions
 from xling.train.mlm import MaskedLMObjective, pack_blocks, pretrained_mlm_head
 from xling.train.progress import TrainingProgress
 from xling.train.run import TrainingRun, run_options
-from xling.workspace import Workspace, check_lang
+from xling.workspace import Workspace
 
 
 def split_held_out(lines: list[str], share: float, seed: int) -> tuple[list[str], list[str]]:

@@ -32,6 +32,7 @@ from xling.data.text import read_text
 from xling.device import pick_device
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json, write_json_atomic, write_text_atomic
+from xling.names import check_lang
 from xling.reports import REPORT_FILE, read_report
 from xling.roles import TASK
 from xling.tagging.tagger import Tagger
@@ -42,7 +43,7 @@ from xling.train.progress import TrainingProgress
 from xling.train.run import refuse_to_replace
 from xling.train.task import train_task_adapter
 from xling.trained_tasks import TASK_FILE
-from xling.workspace import Workspace, check_lang
+from xling.workspace import Workspace
 
 
 def select_confident(

@@ -22,6 +22,7 @@ from xling.data.sources import in_memory, load_ner, load_scored
 from xling.errors import XlingError
 from xling.methods import METHODS, Method
 from xling.models import load_model
+from xling.names import check_lang
 from xling.options import defaults
 from xling.roles import LANG, TASK
 from xling.train.config import TaskAdapterOptions, other_sources
@@ -29,7 +30,7 @@ from xling.train.progress import TrainingProgress
 from xling.train.run import TrainingRun, run_options
 from xling.train.token_classification import TaggingObjective
 from xling.trained_tasks import TaskRecord, load_task_model, save_task
-from xling.workspace import Workspace, check_lang
+from xling.workspace import Workspace
 
 
 def read_data(options: TaskAdapterOptions) -> tuple[list, list, dict[str, list]]:
