@@ -244,6 +244,21 @@ def test_any_fingerprints_file_loads_or_is_refused_naming_it(trained_workspace, 
     fuzz(task / FINGERPRINTS_FILE, lambda: read_fingerprints(task))
 
 
+def test_any_training_report_reads_or_is_refused_naming_it(trained_workspace, tmp_path):
+    from xling.reports import REPORT_FILE, read_report
+
+    root, model_dir, _, _ = trained_workspace
+    task = shutil.copytree(root / "ws" / model_dir.name / "task" / "ner-en", tmp_path / "ner-en")
+    fuzz(task / REPORT_FILE, lambda: read_report(task))
+
+
+def test_any_shipped_record_reads_or_is_refused_naming_it(tmp_path):
+    from xling.pretrained import PRETRAINED_ROOT, read_record
+
+    task = shutil.copytree(PRETRAINED_ROOT / "multilingual-e5-small" / "task" / "ner-qu", tmp_path / "ner-qu")
+    fuzz(task / "pretrained.json", lambda: read_record(task))
+
+
 # ---- the annotation session's logs, the ONNX tokenizer, compare's inputs, recipes ------------------------------
 
 
