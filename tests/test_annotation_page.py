@@ -375,7 +375,7 @@ def test_two_profiles_never_share_a_sentence_a_new_profile_shows_the_persons_his
     monkeypatch.setattr(team, "HOLD", 2)  # four sentences: two each
     directory = make_session(tmp_path)
 
-    Session(directory).record({"item": "s4", "spans": [], "judged": None, "annotator": "Cusi"})  # a team's session
+    Session(directory).record({"item": "s4", "spans": [], "judged": None}, "Cusi")  # a team's session
     options = AnnotateOptions(session="qu", retrain=False)
     with served(Session(directory), options) as address, chromium() as ana, chromium() as beto:
         open_as(ana, address, "Ana")

@@ -14,6 +14,7 @@ from xling.annotation.options import AnnotateOptions
 from xling.annotation.records import Answer
 from xling.annotation.session import ANSWERS_FILE, Session
 from xling.data.conll import read_conll
+from xling.errors import XlingError
 
 PER = [{"start": 0, "end": 1, "label": "PER"}]
 LOC = [{"start": 2, "end": 3, "label": "LOC"}]
@@ -159,17 +160,21 @@ def test_the_history_lists_the_persons_last_answers_in_every_browser_and_an_edit
     assert read_conll(directory / "gold.conll")[0].tags == ["B-PER", "O", "B-LOC", "O"]
 
 
-def test_a_log_written_before_answer_ids_replays_as_it_did(tmp_path):
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ({"item": "s1", "spans": PER, "judged": None, "time": 1}, "a logged answer carries its id"),
+        ({"id": "u1", "undo": True, "item": "s2", "time": 3}, "'undo' takes text, not True"),
+        ({"id": "u1", "undo": "a1", "time": 3}, "missing settings item"),
+    ],
+)
+def test_a_log_line_without_its_id_or_item_is_refused_naming_the_file_and_line(tmp_path, line, said):
     directory = make_session(tmp_path)
-    lines = [
-        {"item": "s1", "spans": PER, "judged": None, "time": 1},
-        {"item": "s2", "spans": [], "judged": None, "time": 2},
-        {"undo": True, "item": "s2", "time": 3},
-    ]
-    (directory / ANSWERS_FILE).write_text("".join(json.dumps(line) + "\n" for line in lines))
-    session = Session(directory)
-    assert list(session.answers) == ["s1"] and session.versions == {"s1": 1, "s2": 2}
-    assert session.undo({})["undone"]["item"] == "s1" and not Session(directory).answers
+    first = {"id": "a1", "item": "s2", "spans": [], "judged": None, "time": 2}
+    (directory / ANSWERS_FILE).write_text(json.dumps(first) + "\n" + json.dumps(line) + "\n")
+    with pytest.raises(XlingError) as refused:
+        Session(directory)
+    assert f"{directory / ANSWERS_FILE}:2: " in str(refused.value) and said in str(refused.value)
 
 
 @pytest.mark.parametrize(
@@ -312,6 +317,7 @@ def test_a_failed_round_shows_one_line_a_person_can_act_on(tmp_path):
 def test_agreement_on_a_planted_two_person_session_is_the_value_computed_by_hand(tmp_path):
     directory = make_session(tmp_path)
     session = Session(directory)
+    session.overlap = 1.0  # every sentence answered by two people, as `xling annotate --overlap 1` serves it
     given = {
         ("s1", "Ana"): PER + LOC,  # Juan PER, Limapi LOC
         ("s1", "Beto"): PER,
@@ -319,7 +325,7 @@ def test_agreement_on_a_planted_two_person_session_is_the_value_computed_by_hand
         ("s3", "Beto"): [{"start": 0, "end": 2, "label": "ORG"}],  # "Maria Punupi" an organisation
     }
     for number, ((item, person), spans) in enumerate(given.items()):
-        session.record(answer(item, spans, f"r{number}", f"tab-{person}") | {"annotator": person}, overlap=1.0)
+        session.record(answer(item, spans, f"r{number}", f"tab-{person}"), person)
     # entities: Ana 4, Beto 2, shared 1 (Juan PER): F1 = 2 x 1 / (4 + 2) = 1/3.
     # words (7): agreeing on Juan, rimarqan, ".", tiyan: observed 4/7; Ana's tags B-PER 2, O 3, B-LOC 2 and
     # Beto's B-PER 1, O 4, B-ORG 1, I-ORG 1: chance (2 x 1 + 3 x 4) / 49 = 2/7; kappa = (4/7 - 2/7) / (5/7) = 0.4

@@ -259,12 +259,11 @@ def read_records(path: Path, cls: type, damaged: list[str] | None = None) -> lis
 
 def from_record(cls, data, where: str):
     """A config dataclass from a saved JSON record, its keys and value types checked: an error names `where`. A
-    nested config is a nested object; a record written before it was nested (its keys at the top) reads too."""
+    nested config is a nested object."""
     if not isinstance(data, dict):
         raise XlingError(f"{where}: expected a JSON object of {cls.__name__} settings, not {type(data).__name__}")
     hints, known = type_hints(cls), {f.name for f in fields(cls)}
     nested = {name: hint for name, hint in hints.items() if name in known and is_dataclass(hint)}
-    data = _gathered(data, nested, known)
     unknown = set(data) - known
     if unknown:
         raise XlingError(f"{where}: unknown settings {shown(', '.join(sorted(map(str, unknown))))}")
@@ -282,17 +281,6 @@ def from_record(cls, data, where: str):
                 for hint in [hints[key]]
             }
         )
-
-
-def _gathered(data: dict, nested: Mapping[str, type], known: set[str]) -> dict:
-    """`data` with the keys of a nested config that it holds at the top (and the outer config has not), where it
-    holds no object of that config, moved into one."""
-    data = dict(data)
-    for name, config in nested.items():
-        inner = {f.name for f in fields(config)} - known
-        if name not in data and (moved := {key: data.pop(key) for key in list(data) if key in inner}):
-            data[name] = moved
-    return data
 
 
 def at_least(name: str, value, low) -> None:

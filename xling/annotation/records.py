@@ -159,7 +159,7 @@ class Skip(Given):
 
 @dataclass(kw_only=True)
 class Undo(Record):
-    undo: str | bool  # True: a log written before ids (the last answer in force, anyone's)
+    undo: str  # the id of the answer taken back
 
 
 @dataclass(kw_only=True)
@@ -195,14 +195,14 @@ def _start(span: dict) -> int:
 
 
 def event_from_record(record: dict, line: int, items: dict[str, Item], types: list[str]) -> Event:
-    """A line of `answers.jsonl`, typed; a line written before answers had ids is named by its place, one
-    before undo had an item by none."""
+    """A line of `answers.jsonl`, typed: each carries the id it was given."""
     where = f"line {line + 1}"
     if not isinstance(record, dict):
         raise AnswerError(f"{where}: send a JSON object", 400)
-    record = {"id": f"line-{line + 1}"} | record
+    if not isinstance(record.get("id"), str):
+        raise AnswerError(f"{where}: a logged answer carries its id", 400)
     if "undo" in record:
-        event = Undo.read({"item": ""} | record, where)
+        event = Undo.read(record, where)
     elif "adjudicate" in record:
         event = Adjudication.read(record, where)
     else:

@@ -134,7 +134,7 @@ def progress_of(session: Session, options: AnnotateOptions) -> dict:
     """The session's progress, how many sentences anyone has still to answer (`waiting`: in a shared session a
     person's own stream holds only their share of them), and how many of those one person has answered and a
     second is still to (`halfway`, with --overlap)."""
-    waiting = session.queue(None, options.overlap)
+    waiting = session.queue(None)
     halfway = sum(1 for item in waiting if item.id in session.slots)
     return session.progress() | {"waiting": len(waiting), "halfway": halfway}
 
@@ -142,7 +142,7 @@ def progress_of(session: Session, options: AnnotateOptions) -> dict:
 def stream(session: Session, options: AnnotateOptions, who: str, claim: bool = True) -> list:
     """The sentences `who` is to answer: the whole queue in a one-person session, else their own stream (`claim`
     False: without claiming more, for a tab whose person is away)."""
-    return session.queue(None if options.annotator else who, options.overlap, claim)
+    return session.queue(None if options.annotator else who, claim)
 
 
 def team_routes(app: Flask, session: Session, options: AnnotateOptions) -> None:
@@ -178,7 +178,7 @@ def answer_routes(app: Flask, session: Session, options: AnnotateOptions, retrai
     def answer():
         body = json_body(request)
         who = person(options, body)
-        taken = session.record(body, who, options.overlap)
+        taken = session.record(body, who)
         queue, progress = [item.id for item in stream(session, options, who)], progress_of(session, options)
         retrainer.maybe_start(progress["waiting"])  # what anyone has left: a person's own stream holds only HOLD
         return jsonify(taken=taken, queue=queue, progress=progress, retraining=retrainer.status())
@@ -203,6 +203,7 @@ def create_app(session: Session, options: AnnotateOptions) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY
     retrainer = Retrainer(session, options)
     app.config["retrainer"] = retrainer
+    session.overlap = options.overlap  # the session's fact from here on: its queues and answers read it
     token = page_token(session.directory)
     # The page's stored answers are kept under the session's id, and the page sends it with every request: a tab
     # of another session once served at this address is told so (410), never given this one's sentences.

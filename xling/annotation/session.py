@@ -57,6 +57,7 @@ class Session:
         if not file.is_file():
             raise XlingError(f"no annotation session in {directory}; start one with: xling select CORPUS --lang LANG")
         self.options = from_record(SelectOptions, read_json(file), str(file))
+        self.overlap = 0.0  # the share of items two people answer: `xling annotate --overlap`, set by its server
         self.load_batches()
         damaged: list[str] = []  # claims.jsonl's damaged lines: left out and shown on the page
         self.routing = team.Routing(directory, damaged)
@@ -83,11 +84,7 @@ class Session:
             self.ids[event.id] = event
             self.versions[event.item] = self.versions.get(event.item, 0) + 1
             slots = histories.setdefault(event.item, {})
-            if isinstance(event, Undo) and event.undo is True:  # a log from before ids: anyone's last answer
-                in_force = [h for hs in histories.values() for h in hs.values() if h]
-                if in_force:
-                    max(in_force, key=lambda history: history[-1].line).pop()
-            elif isinstance(event, Undo):
+            if isinstance(event, Undo):
                 for history in slots.values():
                     history[:] = [a for a in history if a.id != event.undo]
             elif isinstance(event, Given):
@@ -106,13 +103,13 @@ class Session:
         """The person is at their tab now (pressing keys): their claims hold on."""
         self.routing.present[annotator] = time.time()
 
-    def queue(self, annotator: str | None = None, overlap: float = 0.0, claim: bool = True) -> list[Item]:
+    def queue(self, annotator: str | None = None, claim: bool = True) -> list[Item]:
         """The items this person has still to answer, best first: the newest batch's (a round's batch replaces
         what was left of the one before, so the page works on the newest adapter's choices), then the overlap
         items of earlier batches still waiting for a second answer. A named person gets their own stream, topped
         up with new claims unless `claim` is False."""
         with self.lock:
-            older = [k for k in self.slots if k not in self.newest and team.answered_twice(k, overlap)]
+            older = [k for k in self.slots if k not in self.newest and team.answered_twice(k, self.overlap)]
             candidates = self.newest + [k for k in older if k in self.items]
             if annotator is None:
                 return [self.items[k] for k in candidates if not team.done(self.slots.get(k, {}), None)]
@@ -120,23 +117,23 @@ class Session:
                 annotator,
                 candidates,
                 lambda k: not team.done(self.slots.get(k, {}), annotator),
-                lambda k: team.answered_twice(k, overlap),
+                lambda k: team.answered_twice(k, self.overlap),
                 self.last_answer,
                 claim,
             )
             return [self.items[k] for k in stream]
 
-    def record(self, request, annotator: str | None = None, overlap: float = 0.0) -> dict:
+    def record(self, request, annotator: str | None = None) -> dict:
         """Check an answer (or skip), write it to disk, then take it; returns the item's new version. A retry (an
         id already taken) changes nothing, nor does an answer with the labels already in force; an answer to a
-        version answered since is refused unless it replaces. `annotator`: the person's name (the server says
-        whose answers a request may carry); `overlap`: the share of items two people answer."""
+        version answered since is refused unless it replaces. `annotator`: who answers, as the server resolved
+        it (a name the request carries is not read again)."""
         answer = given_from_record(request, self.items, self.types)
         with self.lock:
             if answer.id in self.ids:
                 return {"item": answer.item, "version": self.versions[answer.item]}
-            answer.annotator, answer.time = annotator or answer.annotator, now()  # the server's clock
-            answer.slot = answer.annotator if answer.annotator and team.answered_twice(answer.item, overlap) else ""
+            answer.annotator, answer.time = annotator, now()  # the server's clock
+            answer.slot = annotator if annotator and team.answered_twice(answer.item, self.overlap) else ""
             current = self.versions.get(answer.item, 0)
             in_force = self.slots.get(answer.item, {}).get(answer.slot)
             if isinstance(answer, Answer) and in_force is not None and answer.same_labels(in_force):
@@ -151,7 +148,8 @@ class Session:
             return {"item": answer.item, "version": self.versions[answer.item]}
 
     def undo(self, request, annotator: str | None = None) -> dict:
-        """Take back the latest answer in force that this person (else the request's tab, else anyone) gave: the
+        """Take back the latest answer in force that `annotator` (as the server resolved it; else the request's
+        tab, else anyone) gave: the
         reply says what was taken back, what is in force for that item now and the item itself, so that a page
         shows what was restored. A retried request (its id already taken) takes back no more."""
         if not isinstance(request, dict):
@@ -162,12 +160,14 @@ class Session:
                 earlier = self.ids[given["id"]]
                 undone = self.ids.get(earlier.undo) if isinstance(earlier, Undo) else None
                 return self._undone(undone)
-            person = annotator or given.get("annotator")
-            own = [a for a in self.in_force() if team.given_by(a, person, given.get("tab"))]
+            own = [a for a in self.in_force() if team.given_by(a, annotator, given.get("tab"))]
             if not own:
                 return self._undone(None)
             last = max(own, key=lambda answer: answer.line)
-            self._write(Undo(item=last.item, undo=last.id, **given | ({"annotator": person} if person else {})))
+            sender = {k: v for k, v in given.items() if k != "annotator"} | (
+                {"annotator": annotator} if annotator else {}
+            )
+            self._write(Undo(item=last.item, undo=last.id, **sender))
             return self._undone(last)
 
     def _undone(self, undone: Given | None) -> dict:
