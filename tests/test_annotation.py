@@ -185,15 +185,13 @@ def test_spans_mode_leaves_unjudged_words_out_and_a_cut_last_line_is_dropped(tmp
     assert list(Session(directory).answers) == ["s3", "s1"]
 
 
-def test_a_session_recorded_before_the_tagger_options_were_nested_still_opens(tmp_path):
+def test_a_session_record_with_the_tagger_options_at_the_top_is_refused_naming_the_file(tmp_path):
     directory = make_session(tmp_path)
     record = json.loads((directory / "session.json").read_text())
-    flat = {k: v for k, v in record.items() if k != "tagger"} | record["tagger"]  # the layout of earlier versions
+    flat = {k: v for k, v in record.items() if k != "tagger"} | record["tagger"]  # not nested: not xling's layout
     (directory / "session.json").write_text(json.dumps(flat))
-    options = Session(directory).options
-    assert (
-        options.tagger == TaggerSpec(**record["tagger"]) and options.tagger.lang == "qu" and options.mode == "correct"
-    )
+    with pytest.raises(XlingError, match=r"session\.json: unknown settings 'batch_size, decoder"):
+        Session(directory)
 
 
 def test_a_session_continues_only_with_its_language_and_corpus(tmp_path):
