@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from tests.tiny import run_xling
-from xling.annotation.alignment import argmax_links, name_links, same_name
-from xling.annotation.options import ProjectOptions
-from xling.annotation.projection import carry, project
 from xling.data.conll import read_conll
 from xling.errors import XlingError
+from xling.projection.alignment import argmax_links, name_links, same_name
+from xling.projection.options import ProjectOptions
+from xling.projection.project import carry, project
 from xling.tagging.spec import TaggerSpec
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from xling.annotation.options import AnnotateOptions, ProjectOptions, SelectOptions
+from xling.annotation.options import AnnotateOptions, SelectOptions
 from xling.cli.options import command
 from xling.cli.progress import counted_bar
 from xling.lazy import require
+from xling.projection.options import ProjectOptions
 
 console = Console(stderr=True)
 
@@ -51,7 +52,7 @@ def annotate_command(options: AnnotateOptions):
 def project_command(options: ProjectOptions):
     """Carry entity labels over from a tagged translation: tag the source side of parallel text, align its words
     to the target side, and write the target sentences whose entities all crossed as silver CoNLL."""
-    from xling.annotation.projection import project
+    from xling.projection.project import project
 
     report = project(options, console)
     carried = sum(f.get("carried_by_name", 0) + f.get("carried_by_vectors", 0) for f in report["files"])

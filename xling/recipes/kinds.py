@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from xling.analysis.options import AnalyzeOptions
-from xling.annotation.options import ProjectOptions
 from xling.errors import XlingError
 from xling.methods import METHODS
 from xling.options import build, defaults, options_of
+from xling.projection.options import ProjectOptions
 from xling.recipes.reading import RUN_LEVEL, Recipe, Step
 from xling.roles import FUSION, LANG, TASK, Role
 from xling.tagging.options import EvaluationOptions, TagOptions
@@ -158,7 +158,7 @@ class Projection(Tagging):
         return output / "report.json"  # the folder is written whole or not at all, its report with it
 
     def perform(self, options: ProjectOptions, context: StepContext) -> None:
-        from xling.annotation.projection import project
+        from xling.projection.project import project
 
         project(options, context.console)
 

@@ -1,7 +1,7 @@
 """`xling project`: Quechua training labels carried over from a tagged translation (annotation projection).
 
 The source side of a parallel corpus (Spanish, say) is tagged by a source task adapter; each entity is carried
-to the words of the target side it aligns to (`xling.annotation.alignment`: names spelled alike first, then
+to the words of the target side it aligns to (`xling.projection.alignment`: names spelled alike first, then
 mutual best matches of the encoder's word vectors). A sentence is kept only when every entity of its source
 crossed over to one contiguous target span that starts with a capital, as the entity does; a fixed share of the
 pairs without entities is kept too, all O, and a fixed share of what is kept goes to a dev file for choosing epochs.
@@ -19,8 +19,6 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 
-from xling.annotation.alignment import argmax_links, cosine, name_links
-from xling.annotation.options import ProjectOptions
 from xling.data.conll import Sentence, conll_text
 from xling.data.fingerprints import fingerprint
 from xling.data.iob2 import entities
@@ -28,6 +26,8 @@ from xling.data.overlap import sentences_of
 from xling.data.text import parallel_files, read_parallel
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, write_json_atomic
+from xling.projection.alignment import argmax_links, cosine, name_links
+from xling.projection.options import ProjectOptions
 from xling.tagging.words import tokenize
 
 
