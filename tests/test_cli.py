@@ -117,6 +117,7 @@ WITHOUT_OPTIONS = {"models list", "corpora list"}  # nothing to choose: they sho
 
 def test_every_command_takes_the_options_of_its_dataclass_and_runs_them_as_a_recipe_step_would():
     """One table: each command's options are its dataclass's (those a recipe step's keys are), no more, no less."""
+    from xling.analysis.options import ANALYSES
     from xling.options import defaults, options_of
     from xling.recipes.kinds import RUNS
 
@@ -137,6 +138,10 @@ def test_every_command_takes_the_options_of_its_dataclass_and_runs_them_as_a_rec
         assert shown == set(options_of(defaults(cls))), (name, shown ^ set(options_of(defaults(cls))))
         assert name not in RUNS or RUNS[name].options is cls, name  # a recipe step of this kind: the same options
     assert analyses | {"analysis"} == set(options_of(defaults(RUNS["analyze"].options)))
+    # one subcommand per registered analysis, showing the options its record names
+    assert {name.removeprefix("analyze ") for name in made if name.startswith("analyze ")} == set(ANALYSES)
+    for analysis in ANALYSES.values():
+        assert set(commands[f"analyze {analysis.name}"].callback.options_shown) == set(analysis.shown)
 
 
 def recording_app(cls):

@@ -5,6 +5,7 @@ optional extra, each asked for where it is needed."""
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 
 from xling.errors import XlingError
 
@@ -18,6 +19,17 @@ def lazy_exports(table: dict[str, str]):
         return getattr(importlib.import_module(table[name]), name)
 
     return __getattr__
+
+
+def later(path: str) -> Callable:
+    """The function `module:name`, imported at its first call: validating a recipe (`--dry-run`) or reading a
+    command's options needs none of what training, tagging and scoring import (torch, seqeval)."""
+
+    def call(*args, **kwargs):
+        module, name = path.split(":")
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    return call
 
 
 def require(module: str, extra: str, what: str):

@@ -12,10 +12,11 @@ from xling.analysis.ablation import layer_ablation
 from xling.analysis.confidence import tagger_confidence
 from xling.analysis.errors import KINDS, tagger_errors
 from xling.analysis.fusion import fusion_attention
-from xling.analysis.options import AnalyzeOptions
+from xling.analysis.options import ANALYSES, AnalyzeOptions
 from xling.analysis.params import parameter_table
 from xling.analysis.plots import heatmap, rates_by_bin
 from xling.fileio import check_output_file, write_json_atomic
+from xling.lazy import later
 from xling.roles import LANG
 from xling.tagging.tagger import Tagger
 from xling.workspace import Workspace
@@ -76,6 +77,10 @@ def ablation_report(o: AnalyzeOptions, console: Console) -> dict:
     return result
 
 
+def ablation_summary(result: dict, o: AnalyzeOptions) -> str:
+    return f"F1 with all adapters {100 * result['f1']:.1f}"
+
+
 def confidence_report(o: AnalyzeOptions, console: Console) -> dict:
     tagger, data, output = tagger_for(o), o.data, o.output_path
     result = {
@@ -97,7 +102,7 @@ def confidence_report(o: AnalyzeOptions, console: Console) -> dict:
     return result
 
 
-def confidence_table(result: dict) -> Table:
+def confidence_table(result: dict, o: AnalyzeOptions | None = None) -> Table:
     """Right / predicted entities per type and bin, and the words tagged O that are inside a gold entity."""
     table = Table(title=f"{result['setup']} on {result['data']} ({result['sentences']:,} sentences)")
     table.add_column("probability")
@@ -135,7 +140,7 @@ def errors_report(o: AnalyzeOptions, console: Console) -> dict:
     return result
 
 
-def errors_table(result: dict) -> Table:
+def errors_table(result: dict, o: AnalyzeOptions | None = None) -> Table:
     """Each class of entity with its count and share, an example of each error, and the edge words."""
     table = Table(title=f"{result['setup']} on {result['data']} ({result['sentences']:,} sentences)")
     for column in ("entities", "count", "share", "for example"):
@@ -157,8 +162,8 @@ def params_report(o: AnalyzeOptions, console: Console) -> dict:
     return parameter_table(Workspace(o.tagger.workspace, o.tagger.model), sum(p.numel() for p in encoder.parameters()))
 
 
-def params_table(result: dict, model: str) -> Table:
-    table = Table(title=f"Added parameters over {model} ({result['base_parameters']:,})")
+def params_table(result: dict, o: AnalyzeOptions) -> Table:
+    table = Table(title=f"Added parameters over {o.tagger.model} ({result['base_parameters']:,})")
     for column in ("kind", "name", "adapter", "head", "share of base"):
         table.add_column(column, justify="left" if column in ("kind", "name") else "right")
     for row in result["rows"]:
@@ -175,15 +180,12 @@ def params_table(result: dict, model: str) -> Table:
     return table
 
 
-REPORTS = {
-    "fusion": fusion_report,
-    "ablation": ablation_report,
-    "confidence": confidence_report,
-    "errors": errors_report,
-    "params": params_report,
-}
-
-
 def run_analysis(options: AnalyzeOptions, console: Console) -> dict:
     """The analysis `options.analysis` (what `xling analyze` and a recipe's analyze step run)."""
-    return REPORTS[options.analysis](options, console)
+    return later(ANALYSES[options.analysis].report)(options, console)
+
+
+def summary(options: AnalyzeOptions, result: dict):
+    """What is printed of an analysis's result (its table or line), None for one that prints nothing more."""
+    shown = ANALYSES[options.analysis].summary
+    return later(shown)(result, options) if shown else None

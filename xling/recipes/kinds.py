@@ -3,7 +3,6 @@ it needs, and how it runs. Every method takes the step's options and, where it n
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,8 +11,9 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from xling.analysis.options import AnalyzeOptions
+from xling.analysis.options import ANALYSES, AnalyzeOptions
 from xling.errors import XlingError
+from xling.lazy import later
 from xling.methods import METHODS
 from xling.options import build, defaults, options_of
 from xling.projection.options import ProjectOptions
@@ -25,17 +25,6 @@ from xling.workspace import Workspace
 
 if TYPE_CHECKING:
     from xling.train.progress import TrainingProgress
-
-
-def later(path: str) -> Callable:
-    """The function `module:name`, imported at its first call: validating a recipe (`--dry-run`) needs none of
-    what training and scoring import (torch, seqeval)."""
-
-    def call(*args, **kwargs):
-        module, name = path.split(":")
-        return getattr(importlib.import_module(module), name)(*args, **kwargs)
-
-    return call
 
 
 Adapter = tuple[Role, str]  # (role, name): (LANG, "qu"), (TASK, "ner-en"), (FUSION, ...)
@@ -163,18 +152,19 @@ class Projection(Tagging):
         project(options, context.console)
 
 
-class Analysis(Tagging):
+class AnalysisStep(Tagging):
     writes = True
 
     def perform(self, options: AnalyzeOptions, context: StepContext) -> None:
-        from xling.analysis.reports import params_table, run_analysis
+        from xling.analysis.reports import run_analysis, summary
 
-        result = run_analysis(options, context.console)
-        if options.analysis == "params":
-            Console().print(params_table(result, context.recipe.model))
+        shown = summary(options, run_analysis(options, context.console))
+        if shown is not None:
+            Console().print(shown)
 
     def needs(self, options: AnalyzeOptions, context: StepContext) -> list[Adapter]:
-        return [] if options.analysis == "params" else super().needs(options, context)
+        """What it tags with; nothing for an analysis that tags nothing (params)."""
+        return super().needs(options, context) if ANALYSES[options.analysis].needs else []
 
 
 RUNS: dict[str, RunKind] = {
@@ -198,7 +188,7 @@ RUNS: dict[str, RunKind] = {
     ),
     "evaluate": Evaluation(EvaluationOptions),
     "tag": TagFile(TagOptions),
-    "analyze": Analysis(AnalyzeOptions),
+    "analyze": AnalysisStep(AnalyzeOptions),
     "project": Projection(ProjectOptions),
 }
 
