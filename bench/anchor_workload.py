@@ -43,11 +43,12 @@ from xling.roles import LANG, TASK
 from xling.tagging.align import Window, length_batches, windows_for
 from xling.tagging.predict import max_window, pad_batch
 from xling.tagging.tagger import Tagger
-from xling.train.config import LanguageAdapterOptions, MaskingConfig, TaskAdapterOptions
+from xling.train.config import MaskingConfig, TaskAdapterOptions
 from xling.train.language import mlm_head, unigram_bias
 from xling.train.loop import make_optimizer
 from xling.train.mlm import MaskedLMObjective
 from xling.train.task import _train_without_adapters
+from xling.train.text_config import LanguageAdapterOptions
 from xling.train.token_classification import TaggingObjective
 from xling.trained_tasks import TaskRecord, save_task
 from xling.workspace import Workspace

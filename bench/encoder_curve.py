@@ -23,7 +23,8 @@ from xling.provenance import made_where
 from xling.recipes.planning import results_dir
 from xling.recipes.reading import read_recipe
 from xling.recipes.results import combine
-from xling.train.config import EncoderOptions, TrainConfig
+from xling.train.config import TrainConfig
+from xling.train.text_config import EncoderOptions
 from xling.workspace import Workspace
 
 REPO = Path(__file__).resolve().parent.parent

@@ -16,11 +16,12 @@ from xling.adapters import AdaptedModel, BottleneckConfig
 from xling.data.labels import IGNORE
 from xling.device import autocast, pick_precision
 from xling.models import load_model
-from xling.train.config import ENCODER_METHODS, EncoderOptions, LanguageAdapterOptions, MaskingConfig
+from xling.train.config import MaskingConfig
 from xling.train.encoder import set_trainable
 from xling.train.language import mlm_head
 from xling.train.loop import make_optimizer
 from xling.train.mlm import MaskedLMObjective, pack_blocks
+from xling.train.text_config import ENCODER_METHODS, EncoderOptions, LanguageAdapterOptions
 
 BATCH, SEQ = 8, 128
 

@@ -36,7 +36,7 @@ ZERO_SHOT = {
 def paths_off() -> None:
     """The generic path: no CPU training context, no row split."""
     import xling.train.loop as loop
-    from xling.adapters.model import PASS_COST_TOKENS
+    from xling.adapters.row_split import PASS_COST_TOKENS
 
     loop.cpu_training = lambda encoder, device: contextlib.nullcontext()
     PASS_COST_TOKENS.pop("cpu", None)

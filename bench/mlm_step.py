@@ -21,10 +21,11 @@ from xling.adapters import AdaptedModel, BottleneckConfig
 from xling.data.labels import IGNORE
 from xling.device import autocast
 from xling.models import load_model, resolve_model_dir
-from xling.train.config import LanguageAdapterOptions, MaskingConfig
+from xling.train.config import MaskingConfig
 from xling.train.language import mlm_head
 from xling.train.loop import make_optimizer
 from xling.train.mlm import MaskedLMObjective, pack_blocks
+from xling.train.text_config import LanguageAdapterOptions
 
 BATCH, SEQ = 8, 128
 

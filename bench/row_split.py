@@ -1,10 +1,10 @@
 """Seconds per task-adapter training step on uneven right-padded batches, the rows run in passes of their own
-width (`xling.adapters.model.row_groups`) at several pass costs, against one pass over the whole padded batch.
+width (`xling.adapters.row_split.row_groups`) at several pass costs, against one pass over the whole padded batch.
 
 On the device and in the precision that `--device auto --precision auto` pick (a GPU where present), with the
 embedded default. The batches: the worst one seen in training (one 511-piece window among 31 short lines) and
 batches of 32 random lines of the Quechua corpus (self-training's text), each padded to its longest line. The
-pass cost with the least total time is what `PASS_COST_TOKENS` (xling/adapters/model.py) should hold for the
+pass cost with the least total time is what `PASS_COST_TOKENS` (xling/adapters/row_split.py) should hold for the
 device; a device whose batches run fastest in one pass stays out of it.
 
     python -m bench.row_split [--rounds 10] [--pass-costs 16,64,256,1024,2048,8192]
@@ -16,7 +16,7 @@ import argparse
 
 import torch
 
-import xling.adapters.model as adapted_model
+import xling.adapters.row_split as row_split
 from bench.common import quechua_lines, setup_threads, time_interleaved, train_as_xling, training_step
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.device import pick_device, pick_precision
@@ -61,11 +61,11 @@ def main():
     model.to(device)
     train_as_xling(model, precision, TaskAdapterOptions, device)
     params = [p for p in model.parameters() if p.requires_grad]
-    default_cost = adapted_model.PASS_COST_TOKENS.get(device)
+    default_cost = row_split.PASS_COST_TOKENS.get(device)
 
     def step_fn(batch, pass_cost: float | None):
         def forward(ids, mask):
-            adapted_model.PASS_COST_TOKENS[device] = pass_cost  # read at each forward; None: one pass
+            row_split.PASS_COST_TOKENS[device] = pass_cost  # read at each forward; None: one pass
             return model.heads["ner"](model(input_ids=ids, attention_mask=mask))
 
         return training_step(forward, params, *batch, precision, device)[0]

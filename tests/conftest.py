@@ -60,9 +60,10 @@ def tiny_model_dir(request, tmp_path) -> Path:
 @pytest.fixture(scope="session")
 def trained_workspace(tmp_path_factory):
     """A tiny BERT with English and Quechua language adapters and an `ner-en` task adapter."""
-    from xling.train.config import LanguageAdapterOptions, TaskAdapterOptions, TrainConfig
+    from xling.train.config import TaskAdapterOptions, TrainConfig
     from xling.train.language import train_language_adapter
     from xling.train.task import train_task_adapter
+    from xling.train.text_config import LanguageAdapterOptions
 
     root = tmp_path_factory.mktemp("trained")
     model_dir = save_tiny_model("bert", root / "tinybert")

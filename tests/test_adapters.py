@@ -21,7 +21,7 @@ from xling.adapters import (
 )
 from xling.adapters.adapterhub import export_adapterhub
 from xling.adapters.bottleneck.invertible import NICECoupling
-from xling.adapters.model import PASS_COST_TOKENS, row_groups
+from xling.adapters.row_split import PASS_COST_TOKENS, row_groups
 from xling.adapters.saving import load, save
 from xling.errors import XlingError
 

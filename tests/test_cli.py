@@ -65,7 +65,8 @@ def test_options_are_built_from_command_line_or_recipe_values_by_one_rule():
     from xling.adapters import BottleneckConfig
     from xling.errors import XlingError
     from xling.options import build
-    from xling.train.config import LanguageAdapterOptions, TaskAdapterOptions, TrainConfig
+    from xling.train.config import TaskAdapterOptions, TrainConfig
+    from xling.train.text_config import LanguageAdapterOptions
 
     lang = build(LanguageAdapterOptions, {"lang": "qu", "corpus": ["a.txt"], "epochs": 2, "lr": 3e-4})
     assert lang.training == TrainConfig(max_steps=None, epochs=2, learning_rate=3e-4)  # --epochs replaces the steps

@@ -87,7 +87,7 @@ def test_the_cpu_fast_paths_give_the_generic_paths_loss_and_gradients(arch):
     from xling.adapters import AdaptedModel, Stack
     from xling.adapters.bottleneck import BottleneckConfig
     from xling.adapters.heads import TaggingHead, TaggingHeadConfig
-    from xling.adapters.model import PASS_COST_TOKENS, row_groups
+    from xling.adapters.row_split import PASS_COST_TOKENS, row_groups
 
     tokenizer = tiny_tokenizer()
     config = tiny_config(arch, len(tokenizer))

@@ -15,9 +15,10 @@ from safetensors.torch import load_file
 from tests.tiny import run_xling, save_tiny_model, synthetic_conll, tiny_tokenizer
 from xling.data.fingerprints import lines_holding
 from xling.errors import XlingError
-from xling.train.config import EncoderOptions, TrainConfig
+from xling.train.config import TrainConfig
 from xling.train.encoder import read_sources, train_encoder
 from xling.train.mlm import BlockMix, pack_pairs, temperature_shares
+from xling.train.text_config import EncoderOptions
 
 WORDS = "qusqu llaqta pi runa wasi mayu orqo the city of lima peru juan maria".split()
 SHORT = ["--steps", "2", "--seq-len", "32"]

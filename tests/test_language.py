@@ -24,9 +24,10 @@ from xling.adapters import AdaptedModel, BottleneckConfig
 from xling.adapters.heads import MaskedLMHead, MaskedLMHeadConfig
 from xling.data.text import read_text
 from xling.errors import XlingError
-from xling.train.config import LanguageAdapterOptions, MaskingConfig, TrainConfig
+from xling.train.config import MaskingConfig, TrainConfig
 from xling.train.language import mlm_head, split_held_out, train_language_adapter
 from xling.train.mlm import MaskedLMObjective, pack_blocks
+from xling.train.text_config import LanguageAdapterOptions
 
 WORDS = "qusqu llaqta pi runa wasi the city of lima peru juan maria".split()
 

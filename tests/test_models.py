@@ -178,9 +178,10 @@ def test_a_deberta_v2_encoder_trains_adapters_and_tags(tmp_path):
     it, and the stack tags."""
     from tests.tiny import save_tiny_model, synthetic_conll
     from xling import Tagger
-    from xling.train.config import LanguageAdapterOptions, TaskAdapterOptions, TrainConfig
+    from xling.train.config import TaskAdapterOptions, TrainConfig
     from xling.train.language import train_language_adapter
     from xling.train.task import train_task_adapter
+    from xling.train.text_config import LanguageAdapterOptions
 
     model_dir = str(save_tiny_model("deberta-v2", tmp_path / "tinydeberta"))
     train, dev = synthetic_conll(tmp_path / "train", 200, 1), synthetic_conll(tmp_path / "dev", 40, 2)

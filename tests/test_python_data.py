@@ -10,9 +10,10 @@ import pytest
 from xling.data.conll import read_conll
 from xling.data.sources import data_name, load_ner
 from xling.errors import XlingError
-from xling.train.config import LanguageAdapterOptions, TaskAdapterOptions, TrainConfig
+from xling.train.config import TaskAdapterOptions, TrainConfig
 from xling.train.language import train_language_adapter
 from xling.train.task import train_task_adapter
+from xling.train.text_config import LanguageAdapterOptions
 
 SHORT = TrainConfig(max_steps=3, batch_size=8, eval_every=None, learning_rate=5e-3, precision="fp32")
 

@@ -204,8 +204,9 @@ def test_pickled_weights_are_never_loaded(tmp_path, extra):
 
 
 def test_training_stops_when_the_loss_is_no_longer_finite(tmp_path, trained_workspace):
-    from xling.train.config import LanguageAdapterOptions, TrainConfig
+    from xling.train.config import TrainConfig
     from xling.train.language import train_language_adapter
+    from xling.train.text_config import LanguageAdapterOptions
 
     root, model_dir, train, _ = trained_workspace
     with pytest.raises(XlingError, match=r"training stopped: the loss became (nan|inf) at step \d+; nothing was saved"):

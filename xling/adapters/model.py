@@ -19,7 +19,6 @@ only where a Houlsby adapter reads it.
 
 from __future__ import annotations
 
-import hashlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -32,6 +31,8 @@ from torch import nn
 from xling.adapters.composition import Fuse, Setup, Stack, adapter_names, as_stack, check_name, fusion_names
 from xling.adapters.fusion import AdapterFusion, FusionConfig
 from xling.adapters.registry import KINDS, kind_of
+from xling.adapters.row_split import PASS_COST_TOKENS, row_groups
+from xling.adapters.weights import base_model_fingerprint
 from xling.errors import XlingError
 from xling.models.families import family_of
 
@@ -46,59 +47,6 @@ class ParameterCount:
 
     def __str__(self) -> str:
         return f"{self.trainable:,} trainable of {self.total:,} parameters ({100 * self.trainable / self.total:.2f}%)"
-
-
-FINGERPRINT_ROWS = 64
-
-
-def base_model_fingerprint(encoder: nn.Module, num_layers: int) -> dict:
-    """What identifies a base model, and so which models an adapter fits: its shape, and a hash of part of
-    its embedding matrix, over rounded values, so the same model in another dtype or device agrees."""
-    embedding = encoder.get_input_embeddings()
-    rounded = torch.round(embedding.weight[:FINGERPRINT_ROWS].detach().float().cpu() * 1e3).to(torch.int32)
-    return {
-        "architecture": encoder.config.model_type,
-        "hidden_size": embedding.embedding_dim,
-        "num_layers": num_layers,
-        "vocab_size": embedding.num_embeddings,
-        "embedding_sha256": hashlib.sha256(rounded.numpy().tobytes()).hexdigest()[:16],
-    }
-
-
-# What one pass of the encoder costs beside its tokens, in tokens, by device type: on 2 CPU cores a task-adapter
-# training step took 35 ms plus 0.51 ms a token, the token's cost growing with the width as (1 + width / 155)
-# (attention). GPUs are not in the table: there a pass costs its kernel launches (about 20 ms on an H200) whatever
-# its size, and one pass over the padded batch was the fastest on every batch of `bench/row_split.py`.
-PASS_COST_TOKENS = {"cpu": 64}
-ATTENTION_WIDTH = 155
-
-
-def row_groups(attention_mask: torch.Tensor, pass_cost: float) -> list[tuple[list[int], int]] | None:
-    """The rows of a right-padded batch as groups of similar length, each with its width, that cost least
-    under the cost model above (rows sorted by length, cut into runs by dynamic programming); None when one
-    pass is cheapest or the padding is not all on the right."""
-    lengths = attention_mask.sum(1)
-    width = attention_mask.shape[1]
-    positions = torch.arange(width, device=attention_mask.device)
-    if int(lengths.sum()) * 1.25 >= len(lengths) * width or not torch.equal(
-        attention_mask.bool(), positions < lengths[:, None]
-    ):
-        return None  # little padding, or padding a cut could not remove
-    sizes = lengths.tolist()
-    order = sorted(range(len(sizes)), key=sizes.__getitem__)
-    ordered = [max(1, sizes[i]) for i in order]
-    best, cut = [0.0] + [float("inf")] * len(order), [0] * (len(order) + 1)
-    for end in range(1, len(order) + 1):
-        row_cost = ordered[end - 1] * (1 + ordered[end - 1] / ATTENTION_WIDTH)
-        for start in range(end):
-            cost = best[start] + (end - start) * row_cost + pass_cost
-            if cost < best[end]:
-                best[end], cut[end] = cost, start
-    groups, end = [], len(order)
-    while end:
-        groups.append((order[cut[end] : end], ordered[end - 1]))
-        end = cut[end]
-    return groups[::-1] if len(groups) > 1 else None
 
 
 class AdaptedModel(nn.Module):

@@ -3,6 +3,7 @@ what saving and AdapterHub import share."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import pickle
 import warnings
@@ -118,3 +119,20 @@ def check_base_model(model, saved: dict, path: Path) -> None:
             f"{path} was trained on base model {expected.get('name') or '?'} and does not fit the loaded model "
             f"{getattr(model.encoder, 'name_or_path', '') or '?'} (differs in: {', '.join(differing)})"
         )
+
+
+FINGERPRINT_ROWS = 64
+
+
+def base_model_fingerprint(encoder: torch.nn.Module, num_layers: int) -> dict:
+    """What identifies a base model, and so which models an adapter fits: its shape, and a hash of part of
+    its embedding matrix, over rounded values, so the same model in another dtype or device agrees."""
+    embedding = encoder.get_input_embeddings()
+    rounded = torch.round(embedding.weight[:FINGERPRINT_ROWS].detach().float().cpu() * 1e3).to(torch.int32)
+    return {
+        "architecture": encoder.config.model_type,
+        "hidden_size": embedding.embedding_dim,
+        "num_layers": num_layers,
+        "vocab_size": embedding.num_embeddings,
+        "embedding_sha256": hashlib.sha256(rounded.numpy().tobytes()).hexdigest()[:16],
+    }

@@ -10,13 +10,8 @@ from rich.console import Console
 
 from xling.cli.options import command
 from xling.cli.progress import TrainingBar
-from xling.train.config import (
-    EncoderOptions,
-    FusionOptions,
-    LanguageAdapterOptions,
-    SelfTrainingOptions,
-    TaskAdapterOptions,
-)
+from xling.train.config import FusionOptions, SelfTrainingOptions, TaskAdapterOptions
+from xling.train.text_config import EncoderOptions, LanguageAdapterOptions
 
 console = Console(stderr=True)
 

@@ -20,7 +20,8 @@ from xling.projection.options import ProjectOptions
 from xling.recipes.reading import RUN_LEVEL, Recipe, Step
 from xling.roles import FUSION, LANG, TASK, Role
 from xling.tagging.options import EvaluationOptions, TagOptions
-from xling.train.config import FusionOptions, LanguageAdapterOptions, SelfTrainingOptions, TaskAdapterOptions
+from xling.train.config import FusionOptions, SelfTrainingOptions, TaskAdapterOptions
+from xling.train.text_config import LanguageAdapterOptions
 from xling.workspace import Workspace
 
 if TYPE_CHECKING:

@@ -30,11 +30,11 @@ from xling.models.folders import write_model_folder
 from xling.names import check_lang
 from xling.provenance import source_commit
 from xling.roles import ENCODER
-from xling.train.config import EncoderOptions, mixed_sources
 from xling.train.language import mlm_head, split_held_out, unigram_bias
 from xling.train.mlm import BlockMix, MaskedLMObjective, pack_blocks, pack_pairs, temperature_shares
 from xling.train.progress import TrainingProgress
 from xling.train.run import TrainingRun, run_options
+from xling.train.text_config import EncoderOptions, mixed_sources
 from xling.workspace import Workspace
 
 

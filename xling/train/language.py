@@ -19,10 +19,10 @@ from xling.models import load_model, model_label, resolve_model_dir
 from xling.names import check_lang
 from xling.pretrained import shipped_mlm_head
 from xling.roles import LANG
-from xling.train.config import DEFAULT_MLM_HEAD, LanguageAdapterOptions
 from xling.train.mlm import MaskedLMObjective, pack_blocks, pretrained_mlm_head
 from xling.train.progress import TrainingProgress
 from xling.train.run import TrainingRun, run_options
+from xling.train.text_config import DEFAULT_MLM_HEAD, LanguageAdapterOptions
 from xling.workspace import Workspace
 
 
