@@ -18,7 +18,7 @@ from xling.adapters import AdaptedModel, Stack
 from xling.adapters.adapterhub import export_adapterhub
 from xling.adapters.lora import LoraConfig
 from xling.adapters.saving import load
-from xling.cards import library_snippet
+from xling.cards.adapter import library_snippet
 from xling.models import load_model, resolve_model_dir
 from xling.roles import TASK
 from xling.tagging.tagger import Tagger

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 from typer.testing import CliRunner
 
-import xling.cards
+import xling.cards.adapter
 import xling.hub
 from xling import Tagger
 from xling.cli.app import app
@@ -148,7 +148,7 @@ def test_model_card_names_hub_datasets_and_the_embedded_models_upstream():
         "train": ["wikiann:en:train", "local-file-that-stays-unnamed"],
         "dev": "hf:conll2003::validation",
     }
-    card = xling.cards.model_card(RunReport.from_record(record, "report.json"), "org/ner-en")
+    card = xling.cards.adapter.model_card(RunReport.from_record(record, "report.json"), "org/ner-en")
     assert "base_model: intfloat/multilingual-e5-small" in card
     assert "datasets:\n- conll2003\n- unimelb-nlp/wikiann\n" in card and "local-file" not in card
     assert "value: 0.8" in card and "xling tag --lang LANG --task-adapter hf:org/ner-en" in card

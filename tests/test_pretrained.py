@@ -12,7 +12,7 @@ import torch
 
 from tests.tiny import run_xling
 from xling import Tagger
-from xling.cards import CARD_FILE
+from xling.cards.common import CARD_FILE
 from xling.data.fingerprints import read_fingerprints
 from xling.errors import XlingError
 from xling.models.embedded import EMBEDDED_NAME

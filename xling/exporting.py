@@ -83,7 +83,8 @@ def export(options: ExportOptions) -> str:
     target = Path(options.target)
     if options.format == "adapterhub":
         from xling.adapters.adapterhub import export_adapterhub
-        from xling.cards import CARD_FILE, model_card
+        from xling.cards.adapter import model_card
+        from xling.cards.common import CARD_FILE
         from xling.reports import read_report
 
         directory = workspace.adapter(options.adapter)
@@ -92,7 +93,8 @@ def export(options: ExportOptions) -> str:
         return f"model.load_adapter({str(target)!r})"
     if options.format == "peft":
         from xling.adapters.lora.peft import export_peft
-        from xling.cards import CARD_FILE, peft_card
+        from xling.cards.common import CARD_FILE
+        from xling.cards.peft import peft_card
         from xling.reports import read_report
 
         directory = workspace.adapter(options.adapter)

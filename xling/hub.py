@@ -17,7 +17,8 @@ from huggingface_hub.errors import HfHubHTTPError
 
 from xling import __version__
 from xling.adapters.files import CONFIG_FILE
-from xling.cards import CARD_FILE, LAYOUTS, model_card
+from xling.cards.adapter import LAYOUTS, model_card
+from xling.cards.common import CARD_FILE
 from xling.errors import XlingError, is_network_error
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import opt

@@ -25,7 +25,7 @@ from safetensors.torch import save_file
 from xling.adapters import AdaptedModel
 from xling.adapters.heads import MaskedLMHead, MaskedLMHeadConfig
 from xling.adapters.weights import read_weights
-from xling.cards import CARD_FILE
+from xling.cards.common import CARD_FILE
 from xling.data.text import read_text
 from xling.device import autocast
 from xling.fileio import atomic_directory, file_sha256, read_json, write_json_atomic

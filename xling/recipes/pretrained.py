@@ -28,7 +28,8 @@ from safetensors.torch import save_file
 
 from xling.adapters.files import CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE
 from xling.adapters.weights import read_weights
-from xling.cards import CARD_FILE, catalogued, model_card
+from xling.cards.adapter import model_card
+from xling.cards.common import CARD_FILE, catalogued
 from xling.data.fingerprints import FINGERPRINTS_FILE, read_fingerprints
 from xling.data.sources import load_ner
 from xling.fileio import atomic_directory, file_sha256, read_json, write_json_atomic

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from xling.cards import CARD_FILE, model_card
+from xling.cards.adapter import model_card
+from xling.cards.common import CARD_FILE
 from xling.data.fetch import resolve
 from xling.errors import XlingError
 from xling.fileio import read_json, write_json_atomic, write_text_atomic

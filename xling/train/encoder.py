@@ -19,7 +19,7 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from xling.adapters import AdaptedModel
-from xling.cards import encoder_card
+from xling.cards.encoder import encoder_card
 from xling.data.fingerprints import lines_holding
 from xling.data.overlap import sentences_of
 from xling.data.text import parallel_files, read_parallel, read_text

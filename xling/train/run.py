@@ -19,7 +19,8 @@ from pathlib import Path
 from xling import __version__
 from xling.adapters import AdaptedModel
 from xling.adapters.model import ParameterCount
-from xling.cards import CARD_FILE, model_card
+from xling.cards.adapter import model_card
+from xling.cards.common import CARD_FILE
 from xling.data.sources import data_name
 from xling.errors import XlingError
 from xling.fileio import EntryLock

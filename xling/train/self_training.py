@@ -24,7 +24,8 @@ from pathlib import Path
 from rich.console import Console
 
 from xling.adapters.files import CONFIG_FILE
-from xling.cards import CARD_FILE, model_card
+from xling.cards.adapter import model_card
+from xling.cards.common import CARD_FILE
 from xling.data.conll import Sentence, conll_text, read_conll
 from xling.data.iob2 import entity_types, type_counts
 from xling.data.sources import load_ner

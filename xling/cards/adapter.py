@@ -1,5 +1,5 @@
-"""Model cards: every adapter xling trains gets a `README.md` (Hub metadata, what it was trained on and how well,
-how to load it with xling and with the `adapters` library), made from its `report.json`."""
+"""Model cards of adapters: every adapter xling trains gets a `README.md` (Hub metadata, what it was trained on
+and how well, how to load it with xling and with the `adapters` library), made from its `report.json`."""
 
 from __future__ import annotations
 
@@ -9,44 +9,19 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from xling import __version__
 from xling.adapters.registry import KINDS
-from xling.data.hub_datasets import hub_dataset_id
-from xling.models.embedded import EMBEDDED_ALIASES, embedded_identity
+from xling.cards.common import (
+    EMBEDDED_BASE_LINES,
+    base_model_text,
+    data_sources,
+    dataset_ids,
+    is_embedded,
+    licences,
+    public_name,
+    shown_or_unknown,
+)
 from xling.models.loading import hub_id
 from xling.reports import RunReport
 from xling.roles import FUSION, LANG, Role
-
-CARD_FILE = "README.md"
-
-
-def data_sources(report: RunReport) -> list[str]:
-    options = report.options
-    trained_on = options.get("corpus") or options.get("train") or []
-    mixed_in = [item.partition("=")[2] for item in options.get("also", [])] + list(options.get("parallel", []))
-    return ([trained_on] if isinstance(trained_on, str) else list(trained_on)) + mixed_in
-
-
-def public_name(source: str) -> str:
-    """A catalogue or Hub name as it is; a local file stays unnamed (its path is the training machine's)."""
-    return source if source.startswith("corpus:") or hub_dataset_id(source) else "local data"
-
-
-def catalogued(source: str):
-    """The catalogue's entry for a `corpus:NAME[/SPLIT]` source, None for any other."""
-    from xling.data.catalog import load_catalog
-
-    return load_catalog().get(source.removeprefix("corpus:").split("/")[0]) if source.startswith("corpus:") else None
-
-
-def dataset_ids(sources: list[str]) -> list[str]:
-    """The Hub datasets the sources come from: named directly (`wikiann:qu`) or through the catalogue."""
-
-    found = set()
-    for source in sources:
-        if source.startswith("corpus:"):
-            corpus = catalogued(source)
-            source = corpus.hub if corpus and corpus.hub else ""
-        found.add(hub_dataset_id(source) if source else None)
-    return sorted(d for d in found if d)
 
 
 def eval_results(report: RunReport) -> list[EvalResult] | None:
@@ -63,26 +38,6 @@ def eval_results(report: RunReport) -> list[EvalResult] | None:
         metric_name="seqeval F1 (strict IOB2)",
     )
     return [result]
-
-
-# Where the embedded default's exact weights are (not the Hub's fp32 ones): for the `adapters` snippet.
-EMBEDDED_BASE_LINES = [
-    "# xling's embedded weights, not the Hub's fp32 ones: `xling models pull e5-small` prints their folder",
-    'base = "BASE_DIR"',
-]
-
-
-def is_embedded(spec: str) -> bool:
-    return spec in EMBEDDED_ALIASES
-
-
-def base_model_text(spec: str) -> str:
-    """What the base model's weights are, exactly: the embedded default is a 4-bit conversion, not the Hub's."""
-    return embedded_identity() if is_embedded(spec) else (hub_id(spec) or Path(spec or "?").name)
-
-
-def shown_or_unknown(value) -> str:
-    return "?" if value is None else str(value)
 
 
 def card_rows(report: RunReport) -> list[tuple[str, str]]:
@@ -191,21 +146,6 @@ CITATION = """- Pfeiffer, Vulić, Gurevych, Ruder. MAD-X: An Adapter-Based Frame
 - xling: named-entity recognition for low-resource languages with MAD-X adapters (Apache-2.0)."""
 
 
-def licences(report: RunReport) -> str:
-
-    data = []
-    for source in dict.fromkeys(public_name(s) for s in data_sources(report)):
-        corpus = catalogued(source)
-        data.append(f"{source}: {corpus.licence}" if corpus and corpus.licence else f"{source}: see its own licence")
-    base = (
-        "MIT (intfloat/multilingual-e5-small)"
-        if hub_id(report.model or "") == "intfloat/multilingual-e5-small"
-        else "see the base model's card"
-    )
-    lines = ["- xling's code: Apache-2.0", f"- base model: {base}", *(f"- data, {d}" for d in data)]
-    return "\n".join(lines)
-
-
 def evaluations_section(report: RunReport) -> str:
     """What the recipe that trained the adapter measured with it (none for an adapter trained alone)."""
     if not report.evaluations:
@@ -277,106 +217,5 @@ A {role.word} adapter trained with xling: {adapter_title(report)} over a frozen 
 ## Citation
 
 {CITATION}
-"""
-    return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}"))
-
-
-def encoder_card(report: RunReport) -> str:
-    """A `README.md` for an encoder `xling train-encoder` adapted: Hub metadata, its mix, perplexities, use."""
-    base, mixed = hub_id(report.model or ""), report.mix or []
-    mix = "\n".join(
-        f"| {m['name']}{' (translation pairs)' if m['translation_pairs'] else ''} | "
-        f"{', '.join(dict.fromkeys(public_name(s) for s in m['data']))} | {m['train']:,} | "
-        f"{100 * m['share']:.1f}% |"
-        for m in mixed
-    )
-    perplexity = "\n".join(
-        f"| {lang} | {p['before']:,.1f} | {p['after']:,.1f} |" for lang, p in (report.held_out_perplexity or {}).items()
-    )
-    languages = sorted({part for m in mixed for part in m["name"].split("-")})
-    data = ModelCardData(
-        language=languages,
-        library_name="transformers",
-        base_model=base,
-        datasets=dataset_ids(data_sources(report)) or None,
-        tags=["xling", "masked-lm", "continued-pretraining"],
-        pipeline_tag="fill-mask",
-        license="apache-2.0",
-    )
-    name, lang = report.name, report.lang
-    body = f"""# {name}
-
-{base_model_text(report.model or "")}, adapted to {lang} by continued masked-LM training with xling
-({report.method}: {report.steps} steps, seed {report.training["seed"]}, computed in
-{report.computed_in}, mix temperature {report.temperature}; xling {report.xling_version}, commit
-{report.commit or "unknown"}).
-
-| source | data | training lines or pairs | share of the rows |
-|---|---|---|---|
-{mix}
-
-| held-out perplexity | before | after |
-|---|---|---|
-{perplexity}
-
-## Use it
-
-As the base model of every xling command (`-m`), with language adapters trained under its own masked-LM head:
-
-```bash
-xling train-lang {lang} CORPUS -m {name} --mlm-head pretrained
-xling train-task ner --lang en --train corpus:wikiann-en/train --dev corpus:wikiann-en/dev -m {name}
-xling tag --lang {lang} -m {name} text.txt
-```
-
-(`{name}` the folder's path.) In Transformers it is a masked LM: `pipeline("fill-mask", model="{name}")`.
-
-## Licences
-
-{licences(report)}
-"""
-    return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}"))
-
-
-def peft_card(report: RunReport) -> str:
-    """A `README.md` for a LoRA task adapter exported to PEFT's format: Hub metadata and how PEFT loads it."""
-    base = hub_id(report.model or "") or "BASE_MODEL"
-    labels = report.labels or []
-    data = ModelCardData(
-        language=[report.lang] if report.lang else None,
-        library_name="peft",
-        base_model=None if base == "BASE_MODEL" else base,
-        tags=["xling", "lora", "named-entity-recognition"],
-        pipeline_tag="token-classification",
-        license="apache-2.0",
-    )
-    note = (
-        f" It was trained on xling's embedded encoder, a 4-bit conversion of {base}: on the full-precision model its "
-        "scores may differ slightly."
-        if is_embedded(report.model or "")
-        else ""
-    )
-    body = f"""# {report.name}
-
-A LoRA task adapter trained with xling, in PEFT's format (`adapter_config.json`, `adapter_model.safetensors`; the
-labels in `config.json`).{note}
-
-```python
-import json
-from peft import PeftModel
-from transformers import AutoModelForTokenClassification
-
-labels = json.load(open("DIR/config.json"))["id2label"]
-base = AutoModelForTokenClassification.from_pretrained(
-    "{base}", num_labels={len(labels)}, id2label={{int(i): label for i, label in labels.items()}}
-)
-model = PeftModel.from_pretrained(base, "DIR")
-```
-
-In xling: `xling tag --lang {report.lang or "LANG"} -t DIR FILE`.
-
-## Licences
-
-{licences(report)}
 """
     return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}"))

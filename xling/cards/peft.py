@@ -1,0 +1,56 @@
+"""The model card of a LoRA task adapter exported to PEFT's format."""
+
+from __future__ import annotations
+
+from huggingface_hub import ModelCard, ModelCardData
+
+from xling.cards.common import (
+    is_embedded,
+    licences,
+)
+from xling.models.loading import hub_id
+from xling.reports import RunReport
+
+
+def peft_card(report: RunReport) -> str:
+    """A `README.md` for a LoRA task adapter exported to PEFT's format: Hub metadata and how PEFT loads it."""
+    base = hub_id(report.model or "") or "BASE_MODEL"
+    labels = report.labels or []
+    data = ModelCardData(
+        language=[report.lang] if report.lang else None,
+        library_name="peft",
+        base_model=None if base == "BASE_MODEL" else base,
+        tags=["xling", "lora", "named-entity-recognition"],
+        pipeline_tag="token-classification",
+        license="apache-2.0",
+    )
+    note = (
+        f" It was trained on xling's embedded encoder, a 4-bit conversion of {base}: on the full-precision model its "
+        "scores may differ slightly."
+        if is_embedded(report.model or "")
+        else ""
+    )
+    body = f"""# {report.name}
+
+A LoRA task adapter trained with xling, in PEFT's format (`adapter_config.json`, `adapter_model.safetensors`; the
+labels in `config.json`).{note}
+
+```python
+import json
+from peft import PeftModel
+from transformers import AutoModelForTokenClassification
+
+labels = json.load(open("DIR/config.json"))["id2label"]
+base = AutoModelForTokenClassification.from_pretrained(
+    "{base}", num_labels={len(labels)}, id2label={{int(i): label for i, label in labels.items()}}
+)
+model = PeftModel.from_pretrained(base, "DIR")
+```
+
+In xling: `xling tag --lang {report.lang or "LANG"} -t DIR FILE`.
+
+## Licences
+
+{licences(report)}
+"""
+    return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}"))
