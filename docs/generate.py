@@ -28,7 +28,9 @@ CORPUS_MAP = "corpus-map/"  # `bench/corpus_map.py`'s: lines/s of the corpus rec
 ERRORS = "errors-qu/"  # `xling analyze errors` on each seed's zero-shot stack (recipes/lang-contribution-qu.toml)
 PROBES = "probes/probes.json"  # `bench/probes.py`: a table of its own on the results page
 ADAPTED = "adapted-encoder-qu/"  # `bench/encoder_curve.py`: adapting the encoder, per budget
-MLM_HEAD = "mlm-head/"  # `python -m xling.recipes.mlm_head`: the head's training, and perplexity curves under it
+MLM_HEAD = (
+    "mlm-head/"  # the head's training (`python -m xling.recipes.mlm_head`), curves under it (bench/mlm_head_curves)
+)
 # The README's table: (what, results file or files, row label). At most six rows. An active-learning row's label
 # is "<setting>, <answers> answers", scored on silver-dev.
 EXPECT = [
