@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from xling.adapters.files import CONFIG_FILE, FOREIGN_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE
+from xling.adapters.files import CONFIG_FILE, FOREIGN_CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE
 from xling.adapters.heads import TaggingHead, TaggingHeadConfig
 from xling.adapters.lora.config import TARGETS, LoraConfig
 from xling.adapters.weights import load_fitting, read_weights
@@ -76,7 +76,7 @@ def export_peft(directory: Path, target: Path, overwrite: bool = False, extra_fi
         weights[f"base_model.model.{prefix}.encoder.layer.{layer}.attention.self.{update}.{part}.weight"] = tensor
     for key, tensor in read_weights(directory / HEAD_WEIGHTS_FILE).items():
         weights[f"base_model.model.{key}"] = tensor
-    labels = read_json(directory / "head_config.json")["labels"]
+    labels = read_json(directory / HEAD_CONFIG_FILE)["labels"]
     labelled = {"id2label": dict(enumerate(labels)), "label2id": {label: i for i, label in enumerate(labels)}}
     from safetensors.torch import save
 
