@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -198,3 +199,15 @@ def test_a_shipped_record_of_another_shape_is_refused_naming_its_file(tmp_path, 
     with pytest.raises(XlingError) as refused:
         read_record(tmp_path)
     assert str(tmp_path / RECORD_FILE) in str(refused.value) and said in str(refused.value)
+
+
+def test_the_heads_training_report_is_a_record_its_recipe_compared_whole(tmp_path):
+    from xling.train.mlm_head import HeadRecipe, HeadReport
+
+    file = Path(__file__).resolve().parents[1] / "results" / "mlm-head" / "head-bf16-cpu.json"
+    report = HeadReport.read(file)
+    assert report.recipe == HeadRecipe() and set(report.held_out_perplexity) == {"qu", "es", "en"}
+    record = json.loads(file.read_text())
+    (tmp_path / "report.json").write_text(json.dumps(record | {"recipe": {**record["recipe"], "steps": "many"}}))
+    with pytest.raises(XlingError, match=r"report\.json: recipe: option 'steps' takes a whole number"):
+        HeadReport.read(tmp_path / "report.json")

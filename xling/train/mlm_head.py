@@ -18,6 +18,7 @@ from xling.device import autocast
 from xling.fileio import read_json, write_json_atomic
 from xling.models import load_model
 from xling.models.loading import DEFAULT_MODEL
+from xling.options import from_record
 from xling.pretrained import MLM_HEAD_FILE
 from xling.provenance import made_where
 from xling.train.config import MaskingConfig, TrainConfig
@@ -53,6 +54,26 @@ class HeadRecipe:
     precision: str = "auto"
 
 
+@dataclass
+class HeadReport:
+    """The trained head's `report.json` in its work folder: where and from what recipe it was made, its blocks,
+    held-out perplexity per language, evaluations and time."""
+
+    xling_version: str
+    commit: str | None
+    machine: str
+    recipe: HeadRecipe
+    blocks: dict[str, dict[str, int]]  # per language: training and held-out blocks
+    held_out_perplexity: dict[str, float]
+    evaluations: list[dict]
+    training_seconds: float
+    computed_in: str
+
+    @classmethod
+    def read(cls, file: Path) -> HeadReport:
+        return from_record(cls, read_json(file), str(file))
+
+
 def language_blocks(recipe: HeadRecipe, tokenizer) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """Per language: (training blocks, held-out blocks), lines held out as a language adapter holds them out."""
     blocks = {}
@@ -70,15 +91,11 @@ def head_state(head: MaskedLMHead) -> dict[str, torch.Tensor]:
     return {name: tensor.detach().float().cpu().contiguous() for name, tensor in head.state_dict().items()}
 
 
-def train_head(workdir: Path, recipe: HeadRecipe) -> dict:
+def train_head(workdir: Path, recipe: HeadRecipe) -> HeadReport:
     """Train the head in `workdir` (resumable), write its fp32 weights and `report.json` there, return the report;
     a head that `workdir` holds already from the same recipe is not trained again."""
     done = workdir / REPORT_FILE
-    if (
-        done.is_file()
-        and (workdir / MLM_HEAD_FILE).is_file()
-        and (report := read_json(done)).get("recipe") == asdict(recipe)
-    ):
+    if done.is_file() and (workdir / MLM_HEAD_FILE).is_file() and (report := HeadReport.read(done)).recipe == recipe:
         return report
     workdir.mkdir(parents=True, exist_ok=True)
     encoder, tokenizer = load_model(recipe.model)
@@ -113,14 +130,14 @@ def train_head(workdir: Path, recipe: HeadRecipe) -> dict:
             alone = MaskedLMObjective(HEAD, train_blocks[:1], held_out, tokenizer, masking, recipe.seed)
             perplexity[lang] = round(alone.evaluate(model)["perplexity"], 2)
     save_file(head_state(model.heads[HEAD]), str(workdir / MLM_HEAD_FILE))
-    report = {
+    report = HeadReport(
         **made_where(),
-        "recipe": asdict(recipe),
-        "blocks": {lang: {"train": len(kept), "held_out": len(held)} for lang, (kept, held) in blocks.items()},
-        "held_out_perplexity": perplexity,
-        "evaluations": result.evaluations,
-        "training_seconds": round(result.seconds, 1),
-        "computed_in": result.precision,
-    }
-    write_json_atomic(workdir / REPORT_FILE, report)
+        recipe=recipe,
+        blocks={lang: {"train": len(kept), "held_out": len(held)} for lang, (kept, held) in blocks.items()},
+        held_out_perplexity=perplexity,
+        evaluations=result.evaluations,
+        training_seconds=round(result.seconds, 1),
+        computed_in=result.precision,
+    )
+    write_json_atomic(workdir / REPORT_FILE, asdict(report))
     return report
