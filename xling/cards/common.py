@@ -7,6 +7,7 @@ from pathlib import Path
 from xling.data.hub_datasets import hub_dataset_id
 from xling.models.embedded import EMBEDDED_ALIASES, embedded_identity
 from xling.models.loading import hub_id
+from xling.pretrained import CorpusRecord
 from xling.reports import RunReport
 
 CARD_FILE = "README.md"
@@ -76,3 +77,8 @@ def licences(report: RunReport) -> str:
     )
     lines = ["- xling's code: Apache-2.0", f"- base model: {base}", *(f"- data, {d}" for d in data)]
     return "\n".join(lines)
+
+
+def corpus_table(data: list[CorpusRecord]) -> str:
+    """The rows of a shipped card's table of corpora: name, public source, licence."""
+    return "\n".join(f"| {d.corpus} | {d.source} | {d.licence} |" for d in data)

@@ -29,7 +29,7 @@ from safetensors.torch import save_file
 from xling.adapters.files import CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE
 from xling.adapters.weights import read_weights
 from xling.cards.adapter import model_card
-from xling.cards.common import CARD_FILE, catalogued
+from xling.cards.common import CARD_FILE, catalogued, corpus_table
 from xling.data.fingerprints import FINGERPRINTS_FILE, read_fingerprints
 from xling.data.sources import load_ner
 from xling.fileio import atomic_directory, file_sha256, read_json, write_json_atomic
@@ -144,11 +144,6 @@ def corpus_records(sources: list[str]) -> list[CorpusRecord]:
         split = source.split("/", 1)[1] if "/" in source else None
         found.append(CorpusRecord(source, corpus.public_source(split), corpus.licence))
     return found
-
-
-def corpus_table(data: list[CorpusRecord]) -> str:
-    """The rows of a card's table of corpora: name, public source, licence."""
-    return "\n".join(f"| {d.corpus} | {d.source} | {d.licence} |" for d in data)
 
 
 def build(source_workspace: Path, model: str = DEFAULT_MODEL) -> Path:
