@@ -6,7 +6,8 @@ Each adapter is copied without what tagging does not use (a language adapter's m
 fp16 where the tags of fp16 and fp32 weights agree on every silver-dev sentence (else in fp32); the shipped
 weights are scored on silver-dev and dev with 95% intervals, and each adapter gets `pretrained.json` (recipe,
 seed, commit, data and licences, scores, file hashes) and a card (`README.md`). Needs the corpora
-(`XLING_CORPORA` or their public sources) and a few minutes.
+(`XLING_CORPORA` or their public sources) and a few minutes. The masked-LM head shipped beside them is put in
+place here too (`ship_head`), by `python -m xling.recipes.mlm_head`, which trains it first.
 """
 
 from __future__ import annotations
@@ -35,13 +36,23 @@ from xling.data.sources import load_ner
 from xling.fileio import atomic_directory, file_sha256, read_json, write_json_atomic
 from xling.models import model_label
 from xling.models.loading import DEFAULT_MODEL
-from xling.pretrained import PRETRAINED_ROOT, RECORD_FILE, CorpusRecord, PretrainedRecord, Score, read_record
+from xling.pretrained import (
+    MLM_HEAD_FILE,
+    PRETRAINED_ROOT,
+    RECORD_FILE,
+    CorpusRecord,
+    PretrainedRecord,
+    Score,
+    read_record,
+)
 from xling.provenance import source_commit
 from xling.reports import REPORT_FILE, read_report
-from xling.roles import LANG, TASK
+from xling.roles import HEAD, LANG, TASK
 from xling.tagging.evaluate import evaluate
 from xling.tagging.options import EvaluationOptions
 from xling.tagging.spec import TaggerSpec
+from xling.train.mlm_head import HEAD_NAME, HeadRecipe, HeadReport
+from xling.train.mlm_head import REPORT_FILE as HEAD_REPORT_FILE
 from xling.trained_tasks import TASK_FILE
 
 RECIPE, SEED = "recipes/pretrained.toml", 2
@@ -225,6 +236,58 @@ Trained on (fingerprints of the training sentences: {trained_on}):
 | file | sha256 |
 |---|---|
 {files}
+"""
+
+
+def ship_head(workdir: Path, recipe: HeadRecipe) -> Path:
+    """Put the masked-LM head `python -m xling.recipes.mlm_head` trained in `workdir`, in fp16, with its record and
+    card, into the package."""
+    report = HeadReport.read(workdir / HEAD_REPORT_FILE)
+    weights = {name: tensor.half() for name, tensor in read_weights(workdir / MLM_HEAD_FILE).items()}
+    data = corpus_records(list(recipe.corpora.values()))
+    folder = PRETRAINED_ROOT / model_label(recipe.model) / HEAD.name / HEAD_NAME
+    with atomic_directory(folder, overwrite=True, replaces=()) as target:
+        save_file(weights, str(target / MLM_HEAD_FILE))
+        record = PretrainedRecord(
+            name=HEAD_NAME,
+            role=HEAD,
+            recipe="python -m xling.recipes.mlm_head",
+            seed=recipe.seed,
+            commit=source_commit() or "unknown",
+            stored_in="fp16",
+            files={MLM_HEAD_FILE: file_sha256(target / MLM_HEAD_FILE)},
+            data=data,
+            perplexity=report.held_out_perplexity,
+        )
+        write_json_atomic(target / RECORD_FILE, record.to_record())
+        (target / CARD_FILE).write_text(head_card(record, report), encoding="utf-8")
+    return folder
+
+
+def head_card(record: PretrainedRecord, report: HeadReport) -> str:
+    perplexity = "\n".join(f"| {lang} | {value:,.1f} |" for lang, value in record.perplexity.items())
+    data = corpus_table(record.data)
+    steps = report.recipe.steps
+    return f"""# Masked-LM head for {model_label(report.recipe.model)}
+
+The encoder ships without a masked-LM head. This one was trained on the frozen encoder, with no adapter, for
+{steps:,} steps (`{record.recipe}`, seed {record.seed}, commit {record.commit}): a dense layer, GELU and
+LayerNorm, and an output bias, the decoder tied to the word embeddings. `xling train-lang --mlm-head pretrained`
+trains a language adapter under it, frozen.
+
+Held-out masked-LM perplexity over the whole vocabulary, after training (lines the head never saw):
+
+| language | perplexity |
+|---|---|
+{perplexity}
+
+| corpus | public source | licence |
+|---|---|---|
+{data}
+
+| file | sha256 |
+|---|---|
+| {MLM_HEAD_FILE} | `{record.files[MLM_HEAD_FILE]}` |
 """
 
 

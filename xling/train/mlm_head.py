@@ -26,7 +26,7 @@ from xling.train.language import split_held_out, unigram_bias
 from xling.train.loop import train
 from xling.train.mlm import MaskedLMObjective, pack_blocks
 
-HEAD = "mlm"
+HEAD_NAME = "mlm"  # the head in the model, and its folder among the shipped ones
 REPORT_FILE = "report.json"
 
 
@@ -108,10 +108,12 @@ def train_head(workdir: Path, recipe: HeadRecipe) -> HeadReport:
     config = MaskedLMHeadConfig(embeddings.num_embeddings, model.config.layer_norm_eps)
     head = MaskedLMHead(model.hidden_size, config, embeddings)
     unigram_bias(head, train_blocks, tokenizer.all_special_ids)
-    model.add_head(HEAD, head)
-    model.train_adapter(None, train=[HEAD])
+    model.add_head(HEAD_NAME, head)
+    model.train_adapter(None, train=[HEAD_NAME])
     masking = MaskingConfig()
-    objective = MaskedLMObjective(HEAD, train_blocks, held, tokenizer, masking, recipe.seed, vocab_from_corpus=True)
+    objective = MaskedLMObjective(
+        HEAD_NAME, train_blocks, held, tokenizer, masking, recipe.seed, vocab_from_corpus=True
+    )
     training = TrainConfig(
         max_steps=recipe.steps,
         batch_size=recipe.batch_size,
@@ -127,9 +129,9 @@ def train_head(workdir: Path, recipe: HeadRecipe) -> HeadReport:
     # the frozen weights are stored in the precision the run computed in (bf16 on a CPU with bf16 units)
     with autocast(next(model.parameters()).device.type, result.precision):
         for lang, (_, held_out) in blocks.items():
-            alone = MaskedLMObjective(HEAD, train_blocks[:1], held_out, tokenizer, masking, recipe.seed)
+            alone = MaskedLMObjective(HEAD_NAME, train_blocks[:1], held_out, tokenizer, masking, recipe.seed)
             perplexity[lang] = round(alone.evaluate(model)["perplexity"], 2)
-    save_file(head_state(model.heads[HEAD]), str(workdir / MLM_HEAD_FILE))
+    save_file(head_state(model.heads[HEAD_NAME]), str(workdir / MLM_HEAD_FILE))
     report = HeadReport(
         **made_where(),
         recipe=recipe,
