@@ -17,7 +17,7 @@ from xling.cards.common import CARD_FILE
 from xling.data.fingerprints import read_fingerprints
 from xling.errors import XlingError
 from xling.models.embedded import EMBEDDED_NAME
-from xling.pretrained import PRETRAINED_ROOT, check_shipped_files, listed, read_record
+from xling.pretrained import PRETRAINED_ROOT, check_shipped_files, read_record
 from xling.roles import LANG, TASK
 from xling.tagging.evaluate import evaluate
 from xling.tagging.options import EvaluationOptions
@@ -33,8 +33,11 @@ def shipped(role_name: str):
     return PRETRAINED_ROOT / EMBEDDED_NAME / role_name
 
 
-def test_the_four_adapters_and_the_head_are_shipped_within_15_mb_with_the_files_their_records_and_cards_name():
-    assert {f"{role}/{name}" for role, name, _ in listed(EMBEDDED_NAME)} == SHIPPED | {HEAD}
+def test_the_four_adapters_and_the_head_are_shipped_within_15_mb_with_the_files_their_records_and_cards_name(tmp_path):
+    found = Workspace(tmp_path / "empty", "e5-small").shipped()
+    assert {f"{role}/{name}": directory for role, name, directory in found} == {
+        name: shipped(name) for name in SHIPPED | {HEAD}
+    }
     total = sum(f.stat().st_size for f in (PRETRAINED_ROOT / EMBEDDED_NAME).rglob("*") if f.is_file())
     assert total <= 15e6
     for name in SHIPPED | {HEAD}:

@@ -27,7 +27,7 @@ from xling.fileio import MAX_NAME_BYTES, too_long_name
 from xling.models import model_label
 from xling.names import is_hub_name, is_path
 from xling.paths import default_workspace
-from xling.pretrained import is_pretrained, pretrained_dir
+from xling.pretrained import RECORD_FILE, is_pretrained, pretrained_dir
 from xling.roles import ENCODER, FUSION, LANG, ROLES, TASK, Role
 
 RUN_SUFFIX = ".partial"
@@ -60,9 +60,15 @@ class Workspace:
         check_name(name)
         return next((d for root in roots or self.roots if (d := root / role.name / name).is_dir()), None)
 
+    def shipped(self) -> list[tuple[str, str, Path]]:
+        """(role folder, name, directory) of everything shipped for the model (adapters and a masked-LM head): what
+        the roots after the workspace's own hold."""
+        found = (d for root in self.roots[1:] for d in sorted(root.glob("*/*")) if (d / RECORD_FILE).is_file())
+        return [(d.parent.name, d.name, d) for d in found]
+
     def _elsewhere(self, role: Role) -> str:
         """Where else adapters of `role` were looked for, or could be: the shipped ones, the demo's workspace."""
-        shipped = sorted(p.name for root in self.roots[1:] for p in (root / role.name).glob("*"))
+        shipped = sorted(name for folder, name, _ in self.shipped() if folder == role.name)
         said = (
             f"; xling ships {role.title}s {', '.join(shipped)}" if shipped else f"; xling ships none for {self.model}"
         )

@@ -12,9 +12,10 @@ from xling.cli.options import command
 from xling.cli.progress import step_progress
 from xling.errors import XlingError
 from xling.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, UPSTREAM_ID, embedded_dir
-from xling.models.loading import PullOptions, load_model
+from xling.models.loading import DEFAULT_MODEL, PullOptions, load_model
 from xling.paths import model_cache_dir
-from xling.pretrained import listed, read_record
+from xling.pretrained import read_record
+from xling.workspace import Workspace
 
 app = typer.Typer(
     help="Manage base models (the embedded default and Hugging Face models) and list the shipped adapters.",
@@ -55,7 +56,7 @@ def shipped_table() -> Table:
     table = Table(title=f"Adapters shipped with xling (for {EMBEDDED_NAME}; a workspace's own of the same name win)")
     for column in ("adapter", "held-out score (F1 [95% interval] or perplexity)", "stored in", "size"):
         table.add_column(column, justify="right" if column == "size" else "left")
-    for role, name, directory in listed(EMBEDDED_NAME):
+    for role, name, directory in Workspace(None, DEFAULT_MODEL).shipped():
         record = read_record(directory)
         score = record.headline()
         told = (

@@ -107,14 +107,6 @@ def read_record(directory: Path) -> PretrainedRecord:
     return PretrainedRecord.from_record(read_json(file), str(file))
 
 
-def listed(model_label: str) -> list[tuple[str, str, Path]]:
-    """(role, name, directory) of every adapter shipped for the model."""
-    root = pretrained_dir(model_label)
-    if root is None:
-        return []
-    return [(d.parent.name, d.name, d) for d in sorted(root.glob("*/*")) if (d / RECORD_FILE).is_file()]
-
-
 def notice(directories: list[Path]) -> str | None:
     """One line for standard error when some of a tagger's adapters are shipped ones: which, and the shipped task
     adapter's held-out F1."""
