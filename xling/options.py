@@ -15,7 +15,7 @@ import functools
 import math
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 
@@ -249,6 +249,13 @@ def typed(record: dict, key: str, hint, default, where: str):
         return default
     with naming(where):
         return check_type(key, value, hint)
+
+
+def set_fields(record, always: Collection[str] = ()) -> dict:
+    """A dataclass record as the JSON object it is written as: its fields, those left unset (None) out unless
+    named in `always`."""
+    values = {f.name: getattr(record, f.name) for f in fields(record)}
+    return {key: value for key, value in values.items() if value is not None or key in always}
 
 
 def read_records(path: Path, cls: type, damaged: list[str] | None = None) -> list:

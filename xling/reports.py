@@ -3,12 +3,12 @@ model cards, pushes, exports and recipes as one typed record."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from xling.adapters.files import CONFIG_FILE
 from xling.fileio import read_json
-from xling.options import from_record
+from xling.options import from_record, set_fields
 from xling.roles import ENCODER, FUSION, LANG, ROLES, TASK, Role, role_named
 
 REPORT_FILE = "report.json"
@@ -73,9 +73,7 @@ class RunReport:
 
     def to_record(self) -> dict:
         """The JSON object written: the role by name, fields a run leaves unset left out."""
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        kept = {k: v for k, v in values.items() if v is not None or k in ALWAYS_WRITTEN}
-        return kept | {"role": self.role.name}
+        return set_fields(self, ALWAYS_WRITTEN) | {"role": self.role.name}
 
     @property
     def adapter_kind(self) -> str:

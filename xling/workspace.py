@@ -144,7 +144,9 @@ class Workspace:
         """Any trained adapter, fusion or task by name (whichever kind has it), directory or Hub name."""
         if is_hub_name(name) or is_path(name):
             return self._trained(TASK, name)
-        found = next((f for root in self.roots if (f := [d for r in ROLES if (d := self.find(r, name, [root]))])), [])
+        for root in self.roots:  # the first root holding the name, whatever its role
+            if found := [directory for role in ROLES if (directory := self.find(role, name, [root]))]:
+                break
         if not found:
             raise XlingError(f"no adapter {name!r} in {self.model_dir} (looked in {', '.join(map(str, ROLES))})")
         if len(found) > 1:

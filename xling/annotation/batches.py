@@ -15,7 +15,7 @@ from pathlib import Path
 from xling.annotation.options import SelectOptions
 from xling.errors import XlingError
 from xling.fileio import read_json, read_jsonl, write_json_atomic, write_text_atomic
-from xling.options import from_record
+from xling.options import from_record, set_fields
 
 BATCHES = "batches"
 SESSION_FILE = "session.json"
@@ -35,7 +35,7 @@ class BatchHeader:
     batch: int = 0  # its number: set when it is written
 
     def to_record(self) -> dict:
-        return {key: value for key, value in asdict(self).items() if value is not None}
+        return set_fields(self)
 
 
 @dataclass

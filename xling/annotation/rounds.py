@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from xling.fileio import read_jsonl
-from xling.options import from_record
+from xling.options import from_record, set_fields
 
 ROUNDS_FILE = "rounds.jsonl"
 
@@ -33,7 +33,7 @@ class Round:
     total_seconds: float | None = None
 
     def to_record(self) -> dict:
-        return {key: value for key, value in asdict(self).items() if value is not None}
+        return set_fields(self)
 
 
 @dataclass

@@ -164,10 +164,7 @@ class Session:
             if not own:
                 return self._undone(None)
             last = max(own, key=lambda answer: answer.line)
-            sender = {k: v for k, v in given.items() if k != "annotator"} | (
-                {"annotator": annotator} if annotator else {}
-            )
-            self._write(Undo(item=last.item, undo=last.id, **sender))
+            self._write(Undo(item=last.item, undo=last.id, **given | {"annotator": annotator}))
             return self._undone(last)
 
     def _undone(self, undone: Given | None) -> dict:

@@ -126,10 +126,11 @@ class TrainingRun:
     ) -> dict:
         """`write(target, extra_files)` saves the adapter (main process only) with its report and model card (by
         default an adapter's); the run directory then goes. Returns the report's record, where it was saved in it."""
+        record = report.to_record()
         try:
             if self.result.is_main_process:
                 extra = {
-                    REPORT_FILE: json.dumps(report.to_record(), indent=2) + "\n",
+                    REPORT_FILE: json.dumps(record, indent=2) + "\n",
                     "train_log.jsonl": (self.run_dir / LOG_FILE).read_text(),
                     CARD_FILE: card(report),
                 }
@@ -137,4 +138,4 @@ class TrainingRun:
                 shutil.rmtree(self.run_dir, ignore_errors=True)
         finally:
             self.release()
-        return report.to_record() | {"saved_to": str(self.target)}
+        return record | {"saved_to": str(self.target)}
