@@ -1,5 +1,5 @@
-"""`xling select`, `xling annotate` and `xling project`: from unlabelled text to labels (thin commands over
-`xling.annotation`)."""
+"""`xling select` and `xling annotate` (thin commands over `xling.annotation`), `xling project`, `xling translate`
+and `xling match` (over `xling.projection`): from unlabelled text to labels."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from xling.annotation.options import AnnotateOptions, SelectOptions
 from xling.cli.options import command
 from xling.cli.progress import counted_bar
 from xling.lazy import require
-from xling.projection.options import ProjectOptions
+from xling.projection.options import MatchOptions, ProjectOptions, TranslateOptions
 
 console = Console(stderr=True)
 
@@ -60,4 +60,33 @@ def project_command(options: ProjectOptions):
     console.print(
         f"{report['train']:,} training and {report['dev']:,} dev sentences written to {options.output} "
         f"({carried:,} of {found:,} source entities carried over; report.json there)"
+    )
+
+
+@command(TranslateOptions)
+def translate_command(options: TranslateOptions):
+    """Carry labelled data into another language word by word: entity words copied, other words through a
+    bilingual lexicon (files, or learnt from parallel text), written as silver CoNLL."""
+    from xling.projection.translate import translate
+
+    report = translate(options, console)
+    words = report.words
+    console.print(
+        f"{report.sentences:,} sentences translated into {options.output}: {words['translated']:,} words from the "
+        f"lexicon, {words['copied']:,} copied, {words['dropped'] + words['suffixed']:,} dropped or made suffixes "
+        f"({words['entity']:,} entity words kept; report.json there)"
+    )
+
+
+@command(MatchOptions)
+def match_command(options: MatchOptions):
+    """Find the entity names of labelled data in unlabelled text of another language (suffixes allowed after
+    them), keep those the zero-shot tagger does not type otherwise, and write the sentences as silver CoNLL."""
+    from xling.projection.matching import match
+
+    report = match(options, console)
+    console.print(
+        f"{sum(report.kept.values()):,} names kept of {sum(report.found.values()):,} found "
+        f"({sum(report.vetoed.values()):,} typed otherwise by the tagger) in {report.matched:,} sentences; "
+        f"written to {options.output} (report.json there)"
     )

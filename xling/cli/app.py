@@ -46,6 +46,8 @@ COMMANDS = {
     "select": ("xling.cli.annotate", "select_command"),
     "annotate": ("xling.cli.annotate", "annotate_command"),
     "project": ("xling.cli.annotate", "project_command"),
+    "translate": ("xling.cli.annotate", "translate_command"),
+    "match": ("xling.cli.annotate", "match_command"),
     "push": ("xling.cli.share", "push_command"),
     "export": ("xling.cli.share", "export_command"),
     "analyze": ("xling.cli.analyze", "app"),

@@ -16,9 +16,9 @@ MIN_NAME = 3  # letters a name needs before its spelling is trusted as a link
 NAME_SHARE = 0.8  # of a longer name's letters that a near-identical spelling shares from its start
 
 
-def name_key(word: str) -> str:
-    """The word without case or accents (`Perú` and `peru` are one key)."""
-    decomposed = unicodedata.normalize("NFKD", word.casefold())
+def name_key(word: str, case: bool = False) -> str:
+    """The word without accents, and without case unless `case` (`Perú` and `peru` are one key)."""
+    decomposed = unicodedata.normalize("NFKD", word if case else word.casefold())
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 

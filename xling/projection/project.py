@@ -11,7 +11,6 @@ can be scored on those splits.
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -19,15 +18,14 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 
-from xling.data.conll import Sentence, conll_text
+from xling.data.conll import Sentence
 from xling.data.fingerprints import fingerprint
 from xling.data.iob2 import entities
-from xling.data.overlap import sentences_of
 from xling.data.text import parallel_files, read_parallel
 from xling.errors import XlingError
-from xling.fileio import atomic_directory, write_json_atomic
 from xling.projection.alignment import argmax_links, cosine, name_links
 from xling.projection.options import ProjectOptions
+from xling.projection.silver import drawn, evaluation_prints, write_silver
 from xling.tagging.words import tokenize
 
 
@@ -105,12 +103,6 @@ def words_in(tokens: list[str]) -> int:
     return sum(any(c.isalpha() for c in token) for token in tokens)
 
 
-def drawn(words: list[str], share: float, salt: str) -> bool:
-    """A fixed, seedless draw by the sentence's hash: whether it is among the `share` picked."""
-    digest = hashlib.sha256(f"{salt}\n{' '.join(words)}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < share
-
-
 def unseen(pairs: list[tuple], held_out: set[str], seen: set[str]) -> list[tuple]:
     """The pairs whose target is in no evaluation split and was not met before (`seen` grows)."""
     usable = []
@@ -120,10 +112,6 @@ def unseen(pairs: list[tuple], held_out: set[str], seen: set[str]) -> list[tuple
             seen.add(key)
             usable.append((source, target))
     return usable
-
-
-def evaluation_prints(references: list[str]) -> set[str]:
-    return {fingerprint(s.tokens) for reference in references for s in sentences_of(reference)}
 
 
 def project(options: ProjectOptions, console: Console | None = None) -> dict:
@@ -177,11 +165,6 @@ def project(options: ProjectOptions, console: Console | None = None) -> dict:
         reports.append({"source": str(source_file), "target": str(target_file), **counts, "kept_entities": dict(types)})
     if not kept:
         raise XlingError("no sentence pair carried its entities over; nothing to write")
-    dev = [s for s in kept if drawn(s.tokens, options.dev_share, "dev")]
-    train = [s for s in kept if not drawn(s.tokens, options.dev_share, "dev")]
-    report = {"options": asdict(options), "train": len(train), "dev": len(dev), "files": reports}
-    with atomic_directory(out, overwrite=options.overwrite, replaces=("report.json",)) as target:
-        (target / "train.conll").write_text(conll_text(train), encoding="utf-8")
-        (target / "dev.conll").write_text(conll_text(dev), encoding="utf-8")
-        write_json_atomic(target / "report.json", report)
-    return report
+    report = {"options": asdict(options), "files": reports}
+    train, dev = write_silver(options.output, kept, options.dev_share, report, options.overwrite)
+    return {**report, "train": train, "dev": dev}

@@ -16,7 +16,8 @@ from xling.errors import XlingError
 from xling.lazy import later
 from xling.methods import METHODS
 from xling.options import build, defaults, options_of
-from xling.projection.options import ProjectOptions
+from xling.projection.options import MatchOptions, ProjectOptions, TranslateOptions
+from xling.projection.silver import REPORT
 from xling.recipes.reading import RUN_LEVEL, Recipe, Step
 from xling.roles import FUSION, LANG, TASK, Role
 from xling.tagging.options import EvaluationOptions, TagOptions
@@ -145,12 +146,35 @@ class Projection(Tagging):
     writes = True
 
     def finished(self, output: Path) -> Path:
-        return output / "report.json"  # the folder is written whole or not at all, its report with it
+        return output / REPORT  # the folder is written whole or not at all, its report with it
 
     def perform(self, options: ProjectOptions, context: StepContext) -> None:
         from xling.projection.project import project
 
         project(options, context.console)
+
+
+class Translation(RunKind):
+    writes = True
+
+    def finished(self, output: Path) -> Path:
+        return output / REPORT
+
+    def perform(self, options: TranslateOptions, context: StepContext) -> None:
+        later("xling.projection.translate:translate")(options, context.console)
+
+
+class Matching(Tagging):
+    writes = True
+
+    def finished(self, output: Path) -> Path:
+        return output / REPORT
+
+    def perform(self, options: MatchOptions, context: StepContext) -> None:
+        later("xling.projection.matching:match")(options, context.console)
+
+    def needs(self, options: MatchOptions, context: StepContext) -> list[Adapter]:
+        return super().needs(options, context) if options.veto else []
 
 
 class AnalysisStep(Tagging):
@@ -191,6 +215,8 @@ RUNS: dict[str, RunKind] = {
     "tag": TagFile(TagOptions),
     "analyze": AnalysisStep(AnalyzeOptions),
     "project": Projection(ProjectOptions),
+    "translate": Translation(TranslateOptions),
+    "match": Matching(MatchOptions),
 }
 
 # A step's keys are its command's options, named as on the command line.

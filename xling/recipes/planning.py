@@ -82,9 +82,9 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
                 if not Path(name).expanduser().is_dir():
                     problems.append(f"{where}: the {role} adapter {name} is not a directory")
                 continue
-            if (role, name) not in made and not workspace.adapter_dir(role, name).is_dir():
+            if (role, name) not in made and workspace.find(role, name) is None:  # its own, else a shipped one
                 problems.append(
-                    f"{where}: needs the {role} adapter {name!r}, which no earlier step trains and the workspace does not hold"
+                    f"{where}: needs the {role} adapter {name!r}, which no earlier step trains, the workspace does not hold and xling does not ship"
                 )
         if produces(step):
             made.add(produces(step))

@@ -25,11 +25,14 @@ def combine(runs: dict[int | None, list[dict]]) -> list[dict]:
         if list(runs) == [None]:
             row = {k: v for k, v in first.items() if k != "sentence_counts"}
         else:
-            per_seed = [{"seed": seed, **{m: r[m] for m in METRICS}} for seed, r in zip(runs, results)]
+            per_seed = [{"seed": seed, **{m: r[m] for m in METRICS}, **type_f1(r)} for seed, r in zip(runs, results)]
             row = {"label": first["label"], "data": first["data"], "setup": first["setup"], "per_seed": per_seed}
             row["computed_in"] = first.get("computed_in")
             for metric in METRICS:
                 row[metric], row[f"{metric}_std"] = spread([run[metric] for run in per_seed])
+            if all("f1_by_type" in run for run in per_seed):
+                kinds = sorted({kind for run in per_seed for kind in run["f1_by_type"]})
+                row["f1_by_type"] = {k: spread([run["f1_by_type"].get(k, 0.0) for run in per_seed])[0] for k in kinds}
         seen, key = [r.get("seen_in_training") for r in results], first.get("title", first["label"])
         row |= {"sentences": first["sentences"], "seen_in_training": None if None in seen else max(seen)}
         if all("sentence_counts" in r for r in results):
@@ -39,6 +42,11 @@ def combine(runs: dict[int | None, list[dict]]) -> list[dict]:
             row["versus"] = {"baseline": first["baseline"], **paired(counts[key], counts[first["baseline"]])}
         rows.append(row)
     return rows
+
+
+def type_f1(result: dict) -> dict:
+    """{"f1_by_type": {type: F1}} of an evaluation that scored its types, else nothing."""
+    return {"f1_by_type": {k: v["f1"] for k, v in result["per_type"].items()}} if "per_type" in result else {}
 
 
 def results_table(rows: list[dict]) -> str:

@@ -1,0 +1,46 @@
+"""What every way of carrying labels writes: silver CoNLL files cut into train and dev by a fixed draw, with a
+report, as one folder written whole or not at all; and the evaluation sentences such a file never holds."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+
+from xling.data.conll import Sentence, conll_text
+from xling.data.fingerprints import fingerprint
+from xling.data.overlap import sentences_of
+from xling.errors import XlingError
+from xling.fileio import atomic_directory, write_json_atomic
+
+REPORT = "report.json"  # written last of the folder's files; a recipe step is done when it is there
+
+
+def drawn(words: list[str], share: float, salt: str) -> bool:
+    """A fixed, seedless draw by the sentence's hash: whether it is among the `share` picked."""
+    digest = hashlib.sha256(f"{salt}\n{' '.join(words)}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < share
+
+
+def evaluation_prints(references: list[str]) -> set[str]:
+    return {fingerprint(s.tokens) for reference in references for s in sentences_of(reference)}
+
+
+def write_silver(
+    output: str, kept: list[Sentence], dev_share: float, report, overwrite: bool, extra: dict[str, str] | None = None
+) -> tuple[int, int]:
+    """Write train.conll and dev.conll (the `dev_share` drawn), the `extra` files (name: text) and the report
+    (a dataclass or a dict, the split's sizes added as `train` and `dev`); return those sizes."""
+    if not kept:
+        raise XlingError("no sentence came out labelled; nothing to write")
+    dev = [s for s in kept if drawn(s.tokens, dev_share, "dev")]
+    train = [s for s in kept if not drawn(s.tokens, dev_share, "dev")]
+    # shallow: `asdict` would rebuild a Counter from its items, counting the pairs
+    record = {f.name: getattr(report, f.name) for f in fields(report)} if is_dataclass(report) else dict(report)
+    with atomic_directory(Path(output), overwrite=overwrite, replaces=(REPORT,)) as target:
+        (target / "train.conll").write_text(conll_text(train), encoding="utf-8")
+        (target / "dev.conll").write_text(conll_text(dev), encoding="utf-8")
+        for name, text in (extra or {}).items():
+            (target / name).write_text(text, encoding="utf-8")
+        write_json_atomic(target / REPORT, {**record, "train": len(train), "dev": len(dev)})
+    return len(train), len(dev)
