@@ -26,7 +26,7 @@ from xling.data.sources import load_ner
 from xling.data.text import read_text
 from xling.projection.alignment import name_key
 from xling.projection.options import MatchOptions
-from xling.projection.silver import write_silver
+from xling.projection.silver import check_new, write_silver
 from xling.tagging.words import split_sentences, tokenize
 
 MAX_SUFFIXES = 3  # Limakunapipas: plural, case, enclitic
@@ -156,11 +156,12 @@ def match(options: MatchOptions, console: Console | None = None) -> MatchReport:
     from xling.tagging.tagger import Tagger
 
     console = console or Console(stderr=True)
+    check_new(options.output, options.overwrite)
     labelled_data = relabel([s for source in options.entities for s in load_ner(source)], options.drop_labels)
     sentences = text_sentences(options)
     names = name_table(labelled_data, options.min_share, options.min_letters, common_words(sentences))
     report = MatchReport(asdict(options), len(names), len(sentences))
-    longest, suffixes = max((len(key) for key in names), default=1), tuple(options.suffixes)
+    longest, suffixes = max((len(key) for key in names), default=1), options.suffix_list()
     found = [(words, hits) for words in sentences if (hits := find_names(words, names, longest, suffixes))]
     found.sort(key=lambda item: fingerprint(item[0]))  # a fixed draw over the whole text, not its first files
     found = found[: options.limit]

@@ -166,10 +166,12 @@ class MatchOptions:
         check_share("min_share", self.min_share)
         check_share("dev_share", self.dev_share)
         check_output_folder(self.output)
-        if self.suffixes is None:
-            self.suffixes = list(SUFFIXES.get(self.tagger.lang, ()))
-        if bad := [s for s in self.suffixes if not s.isalpha()]:
+        if bad := [s for s in self.suffixes or () if not s.isalpha()]:
             raise XlingError(f"suffixes are letters only, not {bad[0]!r}")
+
+    def suffix_list(self) -> tuple[str, ...]:
+        """--suffixes, else the text's language's (its `lang` is known once every option is read)."""
+        return tuple(self.suffixes) if self.suffixes is not None else SUFFIXES.get(self.tagger.lang, ())
 
     def output_file(self) -> str:
         return self.output

@@ -25,7 +25,7 @@ from xling.data.text import parallel_files, read_parallel
 from xling.errors import XlingError
 from xling.projection.alignment import argmax_links, cosine, name_links
 from xling.projection.options import ProjectOptions
-from xling.projection.silver import drawn, evaluation_prints, write_silver
+from xling.projection.silver import check_new, drawn, evaluation_prints, write_silver
 from xling.tagging.words import tokenize
 
 
@@ -120,9 +120,7 @@ def project(options: ProjectOptions, console: Console | None = None) -> dict:
     from xling.tagging.tagger import Tagger
 
     console = console or Console(stderr=True)
-    out = Path(options.output)
-    if out.exists() and not options.overwrite:
-        raise XlingError(f"{out} already exists; add --overwrite to replace it")
+    check_new(options.output, options.overwrite)
     # every file read before any model loads: a broken pair fails at once
     files = [(a, b, read_pairs(a, b)) for a, b in parallel_files(options.parallel, options.source_lang, options.lang)]
     held_out = evaluation_prints(options.exclude)

@@ -26,6 +26,12 @@ def evaluation_prints(references: list[str]) -> set[str]:
     return {fingerprint(s.tokens) for reference in references for s in sentences_of(reference)}
 
 
+def check_new(output: str, overwrite: bool) -> None:
+    """Refuse an output folder that exists, before any long work, unless it is to be replaced."""
+    if Path(output).exists() and not overwrite:
+        raise XlingError(f"{output} already exists; add --overwrite to replace it")
+
+
 def write_silver(
     output: str, kept: list[Sentence], dev_share: float, report, overwrite: bool, extra: dict[str, str] | None = None
 ) -> tuple[int, int]:

@@ -20,7 +20,7 @@ from xling.data.labels import relabel
 from xling.data.sources import load_ner
 from xling.projection.lexicon import SUFFIX_MARK, Lexicon, build_lexicon
 from xling.projection.options import TranslateOptions
-from xling.projection.silver import write_silver
+from xling.projection.silver import check_new, write_silver
 
 
 @dataclass
@@ -67,6 +67,7 @@ def translate_sentence(sentence: Sentence, entries: dict[str, str], counts: Coun
 def translate(options: TranslateOptions, console: Console | None = None) -> TranslateReport:
     """Write the translated files, the lexicon used and the report into the output folder; return the report."""
     console = console or Console(stderr=True)
+    check_new(options.output, options.overwrite)
     sentences = [s for source in options.data for s in load_ner(source)]
     sentences = relabel(sentences, options.drop_labels)[: options.limit]
     lexicon: Lexicon = build_lexicon(

@@ -142,39 +142,23 @@ class TagFile(Tagging):
         tag_file(options, context.console)
 
 
-class Projection(Tagging):
-    writes = True
+@dataclass(frozen=True)
+class SilverFolder(Tagging):
+    """A step that writes a folder of silver CoNLL whole or not at all, its report last (`xling project`,
+    `translate`, `match`); `tags` says whether these options load a tagger."""
 
-    def finished(self, output: Path) -> Path:
-        return output / REPORT  # the folder is written whole or not at all, its report with it
-
-    def perform(self, options: ProjectOptions, context: StepContext) -> None:
-        from xling.projection.project import project
-
-        project(options, context.console)
-
-
-class Translation(RunKind):
+    make: Callable = None
+    tags: Callable = lambda options: True
     writes = True
 
     def finished(self, output: Path) -> Path:
         return output / REPORT
 
-    def perform(self, options: TranslateOptions, context: StepContext) -> None:
-        later("xling.projection.translate:translate")(options, context.console)
+    def perform(self, options, context: StepContext) -> None:
+        self.make(options, context.console)
 
-
-class Matching(Tagging):
-    writes = True
-
-    def finished(self, output: Path) -> Path:
-        return output / REPORT
-
-    def perform(self, options: MatchOptions, context: StepContext) -> None:
-        later("xling.projection.matching:match")(options, context.console)
-
-    def needs(self, options: MatchOptions, context: StepContext) -> list[Adapter]:
-        return super().needs(options, context) if options.veto else []
+    def needs(self, options, context: StepContext) -> list[Adapter]:
+        return super().needs(options, context) if self.tags(options) else []
 
 
 class AnalysisStep(Tagging):
@@ -214,9 +198,9 @@ RUNS: dict[str, RunKind] = {
     "evaluate": Evaluation(EvaluationOptions),
     "tag": TagFile(TagOptions),
     "analyze": AnalysisStep(AnalyzeOptions),
-    "project": Projection(ProjectOptions),
-    "translate": Translation(TranslateOptions),
-    "match": Matching(MatchOptions),
+    "project": SilverFolder(ProjectOptions, later("xling.projection.project:project")),
+    "translate": SilverFolder(TranslateOptions, later("xling.projection.translate:translate"), lambda options: False),
+    "match": SilverFolder(MatchOptions, later("xling.projection.matching:match"), lambda options: options.veto),
 }
 
 # A step's keys are its command's options, named as on the command line.

@@ -84,7 +84,8 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
                 continue
             if (role, name) not in made and workspace.find(role, name) is None:  # its own, else a shipped one
                 problems.append(
-                    f"{where}: needs the {role} adapter {name!r}, which no earlier step trains, the workspace does not hold and xling does not ship"
+                    f"{where}: needs the {role} adapter {name!r}, which no earlier step trains, the workspace does not "
+                    "hold and xling does not ship"
                 )
         if produces(step):
             made.add(produces(step))
