@@ -50,6 +50,7 @@ from xling.annotation.options import SelectOptions
 from xling.annotation.retrain import retraining_options
 from xling.annotation.select import corpus_sentences, eligible, rank, sentence_id
 from xling.annotation.strategies import Candidate, entity_spans, pick
+from xling.data.augment import augmented
 from xling.data.conll import Sentence, conll_text, read_conll
 from xling.data.schemes import UNJUDGED
 from xling.data.text import expand_sources
@@ -104,9 +105,10 @@ def starting_adapters(workspace: Path) -> None:
     run_recipe(recipe.file, recipe=replace(recipe, workspace=str(workspace), steps=steps, seeds=[1]))
 
 
-def run_name(setting: str, unjudged: str, start: str = START) -> str:
+def run_name(setting: str, unjudged: str, start: str = START, augment: int = 0) -> str:
     name = setting.replace(">", "-then-").replace("+", "-and-").replace(":", "-")
-    return name + ("-unjudged-as-o" if unjudged == "o" else "") + ("" if start == START else f"-from-{start}")
+    name += ("-unjudged-as-o" if unjudged == "o" else "") + (f"-augmented-{augment}" if augment else "")
+    return name + ("" if start == START else f"-from-{start}")
 
 
 def state_file(workspace: str, name: str, seed: int) -> Path:
@@ -138,13 +140,21 @@ def choose(options: SelectOptions, strategy: str, number: int, tagger, taken: se
 
 
 def train_round(
-    answers: list[Sentence], adapter: str, seed: int, workspace: str, unjudged: str, epochs: int, start: str
+    answers: list[Sentence],
+    adapter: str,
+    seed: int,
+    workspace: str,
+    unjudged: str,
+    epochs: int,
+    start: str,
+    augment: int,
 ):
-    """The task adapter trained again from `start` on every answer so far, with the annotation page's settings;
-    its training report."""
+    """The task adapter trained again from `start` on every answer so far (and `augment` altered copies of each, as
+    `xling annotate --augment` adds them), with the annotation page's settings; its training report."""
     from xling.train.task import train_task_adapter
 
     taught = [Sentence(s.tokens, [("O" if t == UNJUDGED and unjudged == "o" else t) for t in s.tags]) for s in answers]
+    taught = augmented(taught, augment, seed=len(taught))
     train_file = Path(workspace) / f"{adapter}.conll"
     write_text_atomic(train_file, conll_text(taught))
     where = {"seed": seed, "model": MODEL, "workspace": workspace, "precision": "fp32"}
@@ -155,7 +165,7 @@ def train_round(
 
 
 EVALUATIONS = {"silver-dev": "corpus:wikiann-qu/silver-dev", "dev": "corpus:wikiann-qu/dev"}
-CHECKPOINTS = (50, 100, 200)  # sentences at which each strategy is tested against random
+CHECKPOINTS = (25, 50, 100, 200)  # sentences at which each strategy is tested against random
 
 
 def scores(adapter: str, workspace: str) -> dict[str, dict]:
@@ -183,7 +193,14 @@ def starting_scores(workspace: str, start: str = START) -> dict[str, dict]:
 
 
 def simulate(
-    setting: str, seed: int, workspace: str, rounds: int, unjudged: str, epochs: int, start: str = START
+    setting: str,
+    seed: int,
+    workspace: str,
+    rounds: int,
+    unjudged: str,
+    epochs: int,
+    start: str = START,
+    augment: int = 0,
 ) -> list[dict]:
     """One run: the scores after each round, with the sentences and words annotated so far. The run's state
     (answers, curve, the latest adapter's name) is saved after every round, so a stopped run goes on from its
@@ -199,14 +216,14 @@ def simulate(
     gold = {sentence_id(" ".join(s.tokens)): s.tags for s in read_conll(pool)}
     spec = TaggerSpec(lang="qu", workspace=workspace, model=MODEL, precision="fp32")
     options = SelectOptions(corpus=pool, mode=mode, size=ROUND, seed=seed, min_words=1, max_words=1000, tagger=spec)
-    name = run_name(setting, unjudged, start)
+    name = run_name(setting, unjudged, start, augment)
     saved = state_file(workspace, name, seed)
     state = json.loads(saved.read_text()) if saved.exists() else {"curve": [], "answers": [], "adapter": start}
     answers = [Sentence(tokens, tags) for tokens, tags in state["answers"]]
     taken, adapter, curve = {sentence_id(" ".join(s.tokens)) for s in answers}, state["adapter"], state["curve"]
     adapters = Workspace(workspace, MODEL)
     if len(curve) < rounds and not adapters.adapter_dir(TASK, adapter).is_dir():
-        train_round(answers, adapter, seed, workspace, unjudged, epochs, start)  # the state came without its adapter
+        train_round(answers, adapter, seed, workspace, unjudged, epochs, start, augment)  # state without its adapter
     for number in range(len(curve) + 1, rounds + 1):
         started = time.perf_counter()
         tagger = Tagger.load(lang="qu", task_adapter=adapter, model=MODEL, workspace=workspace, precision="fp32")
@@ -215,7 +232,7 @@ def simulate(
             tokens = [candidate.text[s:e] for s, e in candidate.words]
             answers.append(Sentence(tokens, oracle(candidate, gold[candidate.key], mode)))
         previous, adapter = adapter, f"al-{name}-{seed}-r{number}"
-        train_round(answers, adapter, seed, workspace, unjudged, epochs, start)
+        train_round(answers, adapter, seed, workspace, unjudged, epochs, start, augment)
         found = scores(adapter, workspace)
         if any(score["seen"] != 0 for score in found.values()):
             raise SystemExit(f"{adapter} was trained on evaluation sentences: {found}")
@@ -362,6 +379,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8, help="rounds of 25 (8: up to 200 answers)")
     parser.add_argument("--unjudged", choices=("ignore", "o"), default="ignore")
     parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--augment", type=int, default=0, help="altered copies of each answer (xling annotate's)")
     parser.add_argument("--workspace", default=str(REPO / "xling-workspace" / "active-qu"))
     parser.add_argument("--jobs", type=int, default=1, help="runs side by side (on a GPU: one per setting and seed)")
     parser.add_argument("--report", action="store_true", help="only write results from the runs' saved rounds")
@@ -378,14 +396,15 @@ def main() -> None:
     workspace = str(Path(args.workspace) / "seed-1")
     results, seeds = Path(args.results), [int(s) for s in args.seeds.split(",")]
     start = starting_task_adapter(args.start_from, workspace)
-    names = {setting: run_name(setting, args.unjudged, start) for setting in args.settings.split(",")}
+    names = {setting: run_name(setting, args.unjudged, start, args.augment) for setting in args.settings.split(",")}
     if not args.report:
         starting_adapters(Path(args.workspace))
         starting_scores(workspace, start)
         runs = [(setting, seed) for seed in seeds for setting in names]  # seed by seed: partial results compare
         with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             for future in [
-                pool.submit(simulate, *run, workspace, args.rounds, args.unjudged, args.epochs, start) for run in runs
+                pool.submit(simulate, *run, workspace, args.rounds, args.unjudged, args.epochs, start, args.augment)
+                for run in runs
             ]:
                 future.result()
     starting = starting_scores(workspace, start)

@@ -537,9 +537,12 @@ def test_a_round_keeps_the_better_of_its_adapter_and_the_sessions_so_a_worse_rou
     records = [f for f in (tasks / "ner-qu-annotated").iterdir() if f.suffix in (".json", ".md")]
     assert records and not [f.name for f in records if b"-candidate" in f.read_bytes()]  # its own name
     assert json.loads((tasks / "ner-qu-annotated" / "task.json").read_text())["name"] == "ner-qu-annotated"
+    train_before = read_conll(session.directory / "train.conll")
     planted |= {"ner-qu-annotated": 0.5, "ner-qu-annotated-candidate": 0.45}  # a planted worse round
-    third = retrain_round(session.directory, options)
+    third = retrain_round(session.directory, replace(options, augment=2))  # two altered copies of each answer
     assert not third.kept and third.adapter == "ner-qu-annotated"
+    taught = read_conll(session.directory / "train.conll")
+    assert third.train_sentences == 6 and 6 < len(taught) <= 18 and taught[:6] == train_before
     assert {f.name: f.read_bytes() for f in (tasks / "ner-qu-annotated").iterdir()} == saved  # never changed
     assert [r.round for r in Session(session.directory).rounds()] == [0, 1, 2, 3]
     # keep-or-drop is judged on the half of dev that the candidate's epoch was not chosen on

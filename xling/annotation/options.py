@@ -77,6 +77,7 @@ class SelectOptions:
 
 
 MAX_ID = 64  # characters of a request's id, a tab's id or a person's name
+MAX_COPIES = 20  # altered copies of each answer: more repeats the same few names
 
 
 @dataclass
@@ -94,6 +95,11 @@ class AnnotateOptions:
         None, "Labelled dev data for the F1 after each retraining (default: every fifth answered sentence)."
     )
     epochs: int = opt(20, "Epochs of each retraining (with early stopping on dev).")
+    augment: int = opt(
+        0,
+        "Altered copies of each answer a retraining adds: its names swapped for other answered names of the same "
+        "type, some words for words of the same tag (Dai and Adel 2020).",
+    )
     # tagging is most of a round: 5,000 sentences take about 100 s on 2 cores, 2,000 about 40
     round_sample: int = opt(2000, "Sentences each round tags to choose the next batch from (at most select's sample).")
     adapter: str | None = opt(
@@ -115,6 +121,8 @@ class AnnotateOptions:
     def __post_init__(self):
         at_least("retrain_every", self.retrain_every, 1)
         at_least("epochs", self.epochs, 1)
+        at_least("augment", self.augment, 0)
+        at_most("augment", self.augment, MAX_COPIES)
         at_least("round_sample", self.round_sample, 1)
         for name in (self.session, self.adapter):
             if name is not None:

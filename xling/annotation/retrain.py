@@ -22,6 +22,7 @@ from pathlib import Path
 from xling.annotation.options import AnnotateOptions
 from xling.annotation.rounds import ROUNDS_FILE, FailedRound, Round, ran
 from xling.annotation.session import Session
+from xling.data.augment import augmented
 from xling.data.conll import Sentence, conll_text
 from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
@@ -92,7 +93,8 @@ def _round(session: Session, options: AnnotateOptions) -> Round:
 
     started, directory = time.time(), session.directory
     train, choose, judge = split_gold(session.gold(), options.dev)
-    for file, sentences in (("train.conll", train), (CHOOSE_FILE, choose), (JUDGE_FILE, judge)):
+    taught = augmented(train, options.augment, seed=len(train))
+    for file, sentences in (("train.conll", taught), (CHOOSE_FILE, choose), (JUDGE_FILE, judge)):
         write_text_atomic(directory / file, conll_text(sentences))
     choose_file, judge_file = str(directory / CHOOSE_FILE), str(directory / JUDGE_FILE)
     spec = session.options.tagger
