@@ -128,6 +128,19 @@ def test_no_embeddings_trains_the_head_with_the_encoder_and_leaves_the_embedding
     assert "pipeline_tag: fill-mask" in card and "es-qu (translation pairs)" in card
 
 
+def test_vocab_from_corpus_restricts_the_softmax_to_the_pieces_of_every_source_of_the_mix(data, tmp_path):
+    from xling.train.config import MaskingConfig
+    from xling.train.mlm import MaskedLMObjective
+
+    tokenizer = tiny_tokenizer()
+    mix = BlockMix({"qu": torch.tensor([[5, 6, 7]]), "en": torch.tensor([[8, 9, 5]])}, {"qu": 0.5, "en": 0.5})
+    objective = MaskedLMObjective("qu", mix, torch.tensor([[5, 6]]), tokenizer, MaskingConfig(), 1, True)
+    special = set(tokenizer.all_special_ids)
+    assert set(objective.vocab_ids.tolist()) == {5, 6, 7, 8, 9} | special
+    report = train_encoder(options(data, tmp_path, vocab_from_corpus=True))  # qu, en and translation pairs
+    assert report["steps"] == 4 and all(0 < p < float("inf") for p in report["held_out_perplexity"]["qu"].values())
+
+
 def test_full_trains_the_embeddings_and_lora_is_merged_into_a_plain_encoder(data, tmp_path):
     root, model = data
     before = load_file(model / "model.safetensors")

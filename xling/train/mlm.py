@@ -166,7 +166,7 @@ class MaskedLMObjective:
         self.word_start = word_start_table(tokenizer) | self.special
         if vocab_from_corpus:
             present = torch.zeros(vocab, dtype=torch.bool)
-            present[train_blocks.unique()] = True
+            present[self.train_blocks.unique()] = True  # the mix's blocks too
             present |= self.special
             self.vocab_ids = present.nonzero().squeeze(1)
             self.to_restricted = torch.full((vocab,), -1, dtype=torch.long)
