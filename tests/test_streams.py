@@ -65,9 +65,10 @@ def test_a_device_that_refuses_the_write_is_an_error_and_stays_a_device(tmp_path
     full = tmp_path / "full"
     os.mknod(full, stat.S_IFCHR | 0o666, os.makedev(1, 7))  # the kernel's /dev/full, in the test's own folder
     (tmp_path / "in.txt").write_text(LINE + "\n", encoding="utf-8")
-    done = tag(tmp_path / "in.txt", "-o", full, cwd=tmp_path)
-    assert "No space left on device" in one_error_line(done) and "wrote" not in done.stderr
-    assert stat.S_ISCHR(full.stat().st_mode)
+    for output_format in ("pretty", "jsonl", "conll"):  # the last two join blocks into a regular file
+        done = tag(tmp_path / "in.txt", "-o", full, "--format", output_format, cwd=tmp_path)
+        assert "No space left on device" in one_error_line(done) and "wrote" not in done.stderr
+        assert stat.S_ISCHR(full.stat().st_mode) and sorted(os.listdir(tmp_path)) == ["full", "in.txt"]
 
 
 def test_a_folder_name_too_long_and_bounds_are_refused_before_anything_loads(tmp_path):

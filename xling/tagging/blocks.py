@@ -187,5 +187,9 @@ def check_blocks(options: TagOptions, launch: Launch) -> None:
 
 
 def in_blocks(options: TagOptions) -> bool:
-    """Whether `xling tag` goes block by block: a file into a file of a format that joins."""
-    return options.input != "-" and bool(options.output) and options.output_format() in BLOCK_FORMATS
+    """Whether `xling tag` goes block by block: a file into a file of a format that joins. An output that exists
+    and is no regular file (a device, a FIFO) is written in place as results come, with no parts beside it."""
+    output = Path(options.output) if options.output else None
+    if output is None or (output.exists() and not output.is_file()):
+        return False
+    return options.input != "-" and options.output_format() in BLOCK_FORMATS
