@@ -187,6 +187,26 @@ def hub_cache_entry(cache: Path, repo_id: str, folder: Path) -> None:
     (repo / "refs" / "main").write_text(commit)
 
 
+def test_an_adapterhub_folder_of_another_role_is_refused_before_it_loads(trained_workspace, tmp_path):
+    from xling.adapters import AdaptedModel
+    from xling.adapters.saving import load
+    from xling.models import load_model
+    from xling.roles import LANG, TASK
+
+    root, model_dir, _, _ = trained_workspace
+    where = ["--model", str(model_dir), "-w", str(root / "ws")]
+    for name in ("ner-en", "qu"):
+        done = CliRunner().invoke(app, ["export", name, str(tmp_path / name), "--format", "adapterhub", *where])
+        assert done.exit_code == 0, done.output
+    model = AdaptedModel(load_model(str(model_dir))[0])
+    with pytest.raises(XlingError, match=r"ner-en/adapter_config.json is a task adapter, not a language adapter"):
+        load(model, tmp_path / "ner-en", role=LANG)
+    with pytest.raises(XlingError, match=r"qu/adapter_config.json is a language adapter, not a task adapter"):
+        load(model, tmp_path / "qu", role=TASK)
+    assert not model.adapters  # refused before anything was added
+    assert load(model, tmp_path / "qu", role=LANG) and load(model, tmp_path / "ner-en", role=TASK)
+
+
 def test_madx_with_published_adapterhub_language_adapters_runs_on_the_hub_path(tmp_path):
     """The adapterhub-qu recipe's path on a tiny XLM-R: language adapters in the AdapterHub layout
     (`pytorch_adapter.bin`) named `hf:AdapterHub/...`, fetched by huggingface_hub from its cache offline, an xling

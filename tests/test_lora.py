@@ -263,6 +263,8 @@ def test_a_peft_lora_folder_loads_as_an_xling_lora_adapter_with_peft_s_logits(tm
     from transformers import AutoModelForTokenClassification
 
     from tests.tiny import run_xling, save_tiny_model
+    from xling.models import load_model
+    from xling.roles import LANG
 
     model_dir = save_tiny_model("bert", tmp_path / "tinybert")
     labels = {0: "O", 1: "B-LOC", 2: "I-LOC"}
@@ -278,6 +280,8 @@ def test_a_peft_lora_folder_loads_as_an_xling_lora_adapter_with_peft_s_logits(tm
     with torch.no_grad():
         peft_logits = theirs(input_ids=ids, attention_mask=torch.ones_like(ids)).logits
     torch.testing.assert_close(xling_logits(model_dir, tmp_path / "from-peft", ids), peft_logits, atol=1e-4, rtol=0)
+    with pytest.raises(XlingError, match="from-peft/adapter_config.json is a task adapter, not a language adapter"):
+        load(AdaptedModel(load_model(str(model_dir))[0]), tmp_path / "from-peft", role=LANG)  # TOKEN_CLS
     where = ["--model", str(model_dir), "-w", str(tmp_path / "ws"), "--no-lang-adapter"]
     tagged = run_xling("tag", "--lang", "qu", "-t", tmp_path / "from-peft", "-", *where, input="qusqu llaqta\n")
     assert tagged.returncode == 0, tagged.stderr

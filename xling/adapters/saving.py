@@ -26,7 +26,7 @@ from xling.errors import XlingError, naming
 from xling.fileio import atomic_directory, read_json, write_json_atomic
 from xling.options import shown
 from xling.pretrained import check_shipped_files, is_pretrained
-from xling.roles import Role
+from xling.roles import LANG, TASK, Role
 
 
 def _record(model: AdaptedModel, kind: str, name: str, metadata: dict | None, **fields) -> dict:
@@ -131,8 +131,30 @@ def _field(record: dict, key: str, kind: type, where: str):
     return record[key]
 
 
-def load_foreign(model: AdaptedModel, directory: Path, record: dict, name: str | None, head: bool) -> str:
-    """An AdapterHub or PEFT adapter (their `adapter_config.json`) into `model`; returns its name."""
+def foreign_role(directory: Path, record: dict) -> Role | None:
+    """What a PEFT or AdapterHub folder is for, as far as it says: a token-classification task or a tagging head
+    makes a task adapter; AdapterHub's invertible adapter or masked-LM head a language adapter; else None."""
+    if is_peft(record):
+        return TASK if record.get("task_type") == "TOKEN_CLS" else None
+    head = read_json(directory / HEAD_CONFIG_FILE) if (directory / HEAD_CONFIG_FILE).is_file() else {}
+    head_settings = head.get("config") if isinstance(head, dict) else None
+    head_type = head_settings.get("head_type") if isinstance(head_settings, dict) else None
+    if head_type == "tagging":
+        return TASK
+    config = record.get("config")
+    return LANG if head_type == "masked_lm" or (isinstance(config, dict) and config.get("inv_adapter")) else None
+
+
+def load_foreign(
+    model: AdaptedModel, directory: Path, record: dict, name: str | None, head: bool, role: Role | None = None
+) -> str:
+    """An AdapterHub or PEFT adapter (their `adapter_config.json`) into `model`, refused when it says it is not of
+    `role`; returns its name."""
+    found = foreign_role(directory, record) if role is not None else None
+    if found is not None and found is not role:
+        raise XlingError(
+            f"{directory / FOREIGN_CONFIG_FILE} is a {found.title}, not a {role.title}: give a {role.title} here"
+        )
     if is_adapterhub(record):
         return load_adapterhub(model, directory, record, name, head)
     if is_peft(record):
@@ -153,7 +175,7 @@ def load(
     directory = Path(directory)
     config_file, record = read_config(directory)
     if config_file.name == FOREIGN_CONFIG_FILE:
-        return load_foreign(model, directory, record, name, head)
+        return load_foreign(model, directory, record, name, head, role)
     where = str(config_file)
     check_record(record, where, role)
     if is_pretrained(directory):  # a changed byte in the package would otherwise tag silently
