@@ -42,6 +42,43 @@ def hub_id(spec: str) -> str | None:
     return None if not spec or spec.startswith(("/", ".", "~")) or Path(spec).is_dir() else spec
 
 
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
+PICKLES = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack")
+# what a tokenizer is read from: its fast form, or the vocabulary or sentencepiece model of its slow one
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "sentencepiece.bpe.model", "spm.model", "tokenizer.model")
+
+
+def check_local_folder(folder: Path) -> None:
+    """A local model folder is whole before Transformers reads it: a config naming a known architecture and no
+    code of its own, weights in safetensors whose headers and sizes hold, and a tokenizer's files (never a
+    fallback tokenizer). A Hub id is checked when it is fetched."""
+    if not folder.is_dir():
+        return
+    check_local_config(folder)
+    if not any((folder / name).is_file() for name in WEIGHT_FILES):
+        pickled = [name for name in PICKLES if (folder / name).is_file()]
+        said = f"only {pickled[0]}, a pickle, which xling never loads" if pickled else "no model.safetensors"
+        raise XlingError(f"model folder {folder} holds {said}: save its weights as safetensors")
+    for file in sorted(folder.glob("*.safetensors")):
+        check_safetensors(file)
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        raise XlingError(
+            f"model folder {folder} has no tokenizer files ({', '.join(TOKENIZER_FILES)}): save the tokenizer beside "
+            "the weights (tokenizer.save_pretrained)"
+        )
+
+
+def check_safetensors(file: Path) -> None:
+    """A safetensors file whose header reads and whose tensors lie within the file, or one line naming it."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(file), "pt") as opened:
+            opened.keys()
+    except Exception as err:  # safetensors' own words: a cut file, a header out of bounds, not safetensors at all
+        raise XlingError(f"{file} is damaged ({str(err).splitlines()[0][:120]}): not loaded") from None
+
+
 def check_local_config(folder: Path) -> None:
     """A local model folder's config.json names a known architecture and asks to run no code of its own."""
     if not (folder / "config.json").is_file():
@@ -71,7 +108,7 @@ def load_model(spec: str = DEFAULT_MODEL, on_step: Callable[[str], None] = lambd
     from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
     path = resolve_model_dir(spec, on_step)
-    check_local_config(Path(path))
+    check_local_folder(Path(path))
     try:
         config = AutoConfig.from_pretrained(path)
         kwargs = {}
@@ -80,13 +117,33 @@ def load_model(spec: str = DEFAULT_MODEL, on_step: Callable[[str], None] = lambd
         if model_class is not None and "add_pooling_layer" in inspect.signature(model_class.__init__).parameters:
             kwargs["add_pooling_layer"] = False
         on_step("loading the encoder")
-        model = AutoModel.from_pretrained(path, config=config, **kwargs)
+        # shapes are compared below, so that a mismatch is named in one line rather than in Transformers' report
+        kwargs |= {"output_loading_info": True, "ignore_mismatched_sizes": True}
+        model, found = AutoModel.from_pretrained(path, config=config, **kwargs)
         tokenizer = AutoTokenizer.from_pretrained(path)
-    except (OSError, ValueError, KeyError) as err:  # Transformers' own words for a folder it cannot read
-        raise XlingError(f"cannot load model {spec!r}: {str(err).splitlines()[0]}") from None
+    except (OSError, ValueError, KeyError, RuntimeError) as err:  # Transformers' words for a folder it cannot read
+        raise XlingError(f"cannot load model {spec!r}: {str(err).splitlines()[0][:300]}") from None
+    check_loaded(spec, found, config, tokenizer)
     model.name_or_path = model_label(spec)
     model.eval()
     return model, tokenizer
+
+
+def check_loaded(spec: str, found: dict, config, tokenizer) -> None:
+    """Every weight the architecture needs was in the files, in its shape, and the tokenizer's ids fit the
+    embeddings: never a model with layers started at random, never ids past the vocabulary."""
+    missing = sorted(found.get("missing_keys") or ())
+    mismatched = sorted(str(key) for key, *_ in found.get("mismatched_keys") or ())
+    if missing or mismatched:
+        listed = missing or mismatched
+        more = f" and {len(listed) - 3} more" if len(listed) > 3 else ""
+        said = "lacks" if missing else "holds in another shape"
+        raise XlingError(f"model {spec!r} {said} weights its architecture needs: {', '.join(listed[:3])}{more}")
+    vocabulary = getattr(config, "vocab_size", None)
+    if vocabulary is not None and len(tokenizer) > vocabulary:
+        raise XlingError(
+            f"model {spec!r}: its tokenizer has {len(tokenizer):,} ids but its embeddings {vocabulary:,}: not a pair"
+        )
 
 
 @dataclass
