@@ -216,7 +216,38 @@ def streams_and_bounds(folder: Path) -> list[tuple[str, str, list[str], str | No
         os.mknod(folder / "full", 0o20666, os.makedev(1, 7))
         probes.append(("outputs", "tag -o onto a full device", ["tag", "-", "--lang", "qu", "-o", "full", *ws],
                        "No space left", "runa\n"))  # fmt: skip
-    return probes
+        probes.append(("outputs", "tag FILE -o onto a full device, jsonl (no .parts)",
+                       ["tag", "qu.txt", "--lang", "qu", "-o", "full", "--format", "jsonl", *ws], "No space left", ""))  # fmt: skip
+    return probes + model_folders(folder) + carried_labels(folder)
+
+
+def model_folders(folder: Path) -> list[tuple[str, str, list[str], str | None, str]]:
+    """-m given a model folder broken each way a copied or half-downloaded one comes; and train-encoder restricting
+    its vocabulary over a mix of sources, on the whole one."""
+    from tests.tiny import damaged_model_folders
+
+    whole, broken = damaged_model_folders(folder / "models")
+    ws = ["-w", str(folder / "ws"), "--steps", "1"]
+    probes = [("models", f"-m {path.name}", ["train-lang", "qu", "qu.txt", "-m", str(path), *ws], said, "")
+              for path, said in broken]  # fmt: skip
+    mixed = ["train-encoder", "qu", "qu.txt", "--also", "en=qu.txt", "--vocab-from-corpus", "--seq-len", "32"]
+    return probes + [
+        ("models", "train-encoder --vocab-from-corpus on a mix", [*mixed, "-m", str(whole), *ws], None, "")
+    ]
+
+
+def carried_labels(folder: Path) -> list[tuple[str, str, list[str], str | None, str]]:
+    """xling translate and match given no lexicon, a broken one, or a share out of range."""
+    (folder / "bad.tsv").write_text("casa wasi\n", encoding="utf-8")
+    return [
+        ("projection", "translate without a lexicon", ["translate", "qu.conll", "-o", "tr"], "give a bilingual lexicon", ""),
+        ("projection", "translate with a line without a tab", ["translate", "qu.conll", "--lexicon", "bad.tsv", "-o", "tr"],
+         "give SOURCE<TAB>TARGET", ""),
+        ("projection", "match --min-share 2", ["match", "qu.txt", "--entities", "qu.conll", "--lang", "qu",
+                                               "--min-share", "2", "-o", "m"], "between 0 and 1", ""),
+        ("projection", "match --suffixes with a hyphen", ["match", "qu.txt", "--entities", "qu.conll", "--lang", "qu",
+                                                          "--suffixes", "p-i", "-o", "m"], "letters only", ""),
+    ]  # fmt: skip
 
 
 def _fifo_end(fifo: Path, side: str) -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from tests.tiny import damaged_model_folders
 from xling.errors import XlingError
 from xling.models import embedded as embedded_module
 from xling.models import load_model, model_label
@@ -221,51 +221,8 @@ def test_a_deberta_v2_checkpoint_lends_its_masked_lm_head(tmp_path, legacy):
     assert torch.equal(head["dense.weight"], dense.weight) and torch.equal(head["bias"], own.bias)
 
 
-def damaged_folders(root):
-    """A tiny BERT's folder broken each way a copied or half-downloaded model folder comes broken: (folder, what
-    the refusal says)."""
-    import json
-    import shutil
-
-    from safetensors.torch import load_file, save_file
-
-    from tests.tiny import save_tiny_model
-
-    whole = save_tiny_model("bert", root / "whole")
-
-    def copy(name):
-        return Path(shutil.copytree(whole, root / name))
-
-    no_tokenizer = copy("no-tokenizer")
-    for file in no_tokenizer.iterdir():
-        if file.name not in ("config.json", "model.safetensors"):
-            file.unlink()
-    no_layer = copy("no-layer")
-    weights = load_file(no_layer / "model.safetensors")
-    save_file({k: v for k, v in weights.items() if ".layer.1." not in k}, no_layer / "model.safetensors")
-    cut = copy("cut")
-    data = (cut / "model.safetensors").read_bytes()
-    (cut / "model.safetensors").write_bytes(data[: len(data) // 2])
-    huge_header = copy("huge-header")
-    (huge_header / "model.safetensors").write_bytes((10**15).to_bytes(8, "little") + data[8:])
-    pickled = copy("pickled")
-    torch.save(weights, pickled / "pytorch_model.bin")
-    (pickled / "model.safetensors").unlink()
-    wider = copy("wider")
-    config = json.loads((wider / "config.json").read_text())
-    (wider / "config.json").write_text(json.dumps(config | {"hidden_size": config["hidden_size"] * 2}))
-    return whole, [
-        (no_tokenizer, "has no tokenizer files"),
-        (no_layer, "lacks weights its architecture needs: encoder.layer.1."),
-        (cut, "model.safetensors is damaged"),
-        (huge_header, "model.safetensors is damaged"),
-        (pickled, "only pytorch_model.bin, a pickle, which xling never loads"),
-        (wider, "holds in another shape weights its architecture needs: embeddings."),
-    ]
-
-
 def test_an_incomplete_model_folder_is_refused_in_one_line_naming_what_is_wrong(tmp_path):
-    whole, broken = damaged_folders(tmp_path)
+    whole, broken = damaged_model_folders(tmp_path)
     assert load_model(str(whole))[0].config.num_hidden_layers >= 2
     for folder, said in broken:
         with pytest.raises(XlingError, match=said) as refused:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import string
 import subprocess
@@ -128,3 +129,43 @@ def random_madx_adapters(model, out: Path, task_config=None) -> tuple[Path, Path
         for parameter in [*model.adapters.parameters(), *model.heads.parameters()]:
             parameter.normal_(0, 0.05)
     return save(model, "qu", out / "xling-qu"), save(model, "ner", out / "xling-ner")
+
+
+def damaged_model_folders(root: Path) -> tuple[Path, list[tuple[Path, str]]]:
+    """A tiny BERT's folder broken each way a copied or half-downloaded model folder comes broken: (folder, what
+    the refusal says)."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    whole = save_tiny_model("bert", root / "whole")
+
+    def copy(name):
+        return Path(shutil.copytree(whole, root / name))
+
+    no_tokenizer = copy("no-tokenizer")
+    for file in no_tokenizer.iterdir():
+        if file.name not in ("config.json", "model.safetensors"):
+            file.unlink()
+    no_layer = copy("no-layer")
+    weights = load_file(no_layer / "model.safetensors")
+    save_file({k: v for k, v in weights.items() if ".layer.1." not in k}, no_layer / "model.safetensors")
+    cut = copy("cut")
+    data = (cut / "model.safetensors").read_bytes()
+    (cut / "model.safetensors").write_bytes(data[: len(data) // 2])
+    huge_header = copy("huge-header")
+    (huge_header / "model.safetensors").write_bytes((10**15).to_bytes(8, "little") + data[8:])
+    pickled = copy("pickled")
+    torch.save(weights, pickled / "pytorch_model.bin")
+    (pickled / "model.safetensors").unlink()
+    wider = copy("wider")
+    config = json.loads((wider / "config.json").read_text())
+    (wider / "config.json").write_text(json.dumps(config | {"hidden_size": config["hidden_size"] * 2}))
+    return whole, [
+        (no_tokenizer, "has no tokenizer files"),
+        (no_layer, "lacks weights its architecture needs: encoder.layer.1."),
+        (cut, "model.safetensors is damaged"),
+        (huge_header, "model.safetensors is damaged"),
+        (pickled, "only pytorch_model.bin, a pickle, which xling never loads"),
+        (wider, "holds in another shape weights its architecture needs: embeddings."),
+    ]
