@@ -128,6 +128,16 @@ def test_no_embeddings_trains_the_head_with_the_encoder_and_leaves_the_embedding
     assert "pipeline_tag: fill-mask" in card and "es-qu (translation pairs)" in card
 
 
+def test_options_beyond_the_model_are_refused_before_any_block_or_update_is_made(data, tmp_path):
+    assert temperature_shares({"qu": 10**7, "en": 100}, 0.001) == pytest.approx({"qu": 1.0, "en": 0.0})  # no overflow
+    positions = json.loads((data[1] / "config.json").read_text())["max_position_embeddings"]
+    with pytest.raises(XlingError, match=f"--seq-len {positions + 1} is above the {positions} positions the model has"):
+        train_encoder(options(data, tmp_path, seq_len=positions + 1))
+    with pytest.raises(XlingError, match="--lora-rank 100000 is above the model's hidden size 32"):
+        train_encoder(options(data, tmp_path, method="lora", lora_rank=100_000))
+    assert not (tmp_path / "ws").exists() or not list((tmp_path / "ws").rglob("*.safetensors"))
+
+
 def test_vocab_from_corpus_restricts_the_softmax_to_the_pieces_of_every_source_of_the_mix(data, tmp_path):
     from xling.train.config import MaskingConfig
     from xling.train.mlm import MaskedLMObjective

@@ -31,7 +31,7 @@ from xling.names import check_lang
 from xling.provenance import source_commit
 from xling.roles import ENCODER
 from xling.train.language import mlm_head, split_held_out, unigram_bias
-from xling.train.mlm import BlockMix, MaskedLMObjective, pack_blocks, pack_pairs, temperature_shares
+from xling.train.mlm import BlockMix, MaskedLMObjective, check_window, pack_blocks, pack_pairs, temperature_shares
 from xling.train.progress import TrainingProgress
 from xling.train.run import TrainingRun, run_options
 from xling.train.text_config import EncoderOptions, mixed_sources
@@ -145,6 +145,11 @@ def train_encoder(
     run = TrainingRun(ENCODER, target, run_dir, options.overwrite, options.restart)
     sources = read_sources(options, lang)
     encoder, tokenizer = load_model(options.model)
+    check_window(encoder, options.seq_len)
+    if options.method == "lora" and options.lora_rank > encoder.config.hidden_size:  # before any update is made
+        raise XlingError(
+            f"--lora-rank {options.lora_rank} is above the model's hidden size {encoder.config.hidden_size}"
+        )
     mix, shares = build_mix(sources, tokenizer, options)
     held_out = {
         s.name: pack_blocks(s.held_out, tokenizer, options.seq_len, allow_partial=True)

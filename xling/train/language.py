@@ -19,7 +19,7 @@ from xling.models import load_model, model_label, resolve_model_dir
 from xling.names import check_lang
 from xling.pretrained import shipped_mlm_head
 from xling.roles import LANG
-from xling.train.mlm import MaskedLMObjective, pack_blocks, pretrained_mlm_head
+from xling.train.mlm import MaskedLMObjective, check_window, pack_blocks, pretrained_mlm_head
 from xling.train.progress import TrainingProgress
 from xling.train.run import TrainingRun, run_options
 from xling.train.text_config import DEFAULT_MLM_HEAD, LanguageAdapterOptions
@@ -104,6 +104,7 @@ def train_language_adapter(
     console.print(f"corpus: {len(lines):,} lines from {len(files)} file(s); {len(held_out_lines):,} held out")
 
     encoder, tokenizer = load_model(options.model)
+    check_window(encoder, options.seq_len)
     train_blocks = pack_blocks(train_lines, tokenizer, options.seq_len, allow_partial=False)
     held_out_blocks = pack_blocks(held_out_lines, tokenizer, options.seq_len, allow_partial=True)
 

@@ -39,6 +39,16 @@ def word_start_table(tokenizer) -> torch.Tensor:
     return torch.tensor(starts, dtype=torch.bool)
 
 
+def check_window(encoder, seq_len: int) -> None:
+    """--seq-len within the positions the encoder has (512 for most), before any block is cut."""
+    from xling.models.families import family_of
+
+    positions = getattr(encoder.config, "max_position_embeddings", None)
+    usable = positions - family_of(encoder.config).position_offset if positions is not None else None
+    if usable is not None and seq_len > usable:
+        raise XlingError(f"--seq-len {seq_len} is above the {usable} positions the model has; give at most {usable}")
+
+
 def pack_blocks(lines: list[str], tokenizer, seq_len: int, allow_partial: bool) -> torch.Tensor:
     """Tokenise lines, join them with the separator, cut into blocks of `seq_len` with specials."""
     if seq_len < 8:
@@ -97,7 +107,9 @@ def pack_pairs(pairs: list[tuple[str, str]], tokenizer, seq_len: int) -> torch.T
 def temperature_shares(sizes: dict[str, int], temperature: float) -> dict[str, float]:
     """Each source's share of the training rows: its size to the power 1 / temperature, normalised (1: by size;
     higher: flatter, towards equal shares)."""
-    weights = {name: size ** (1 / temperature) for name, size in sizes.items()}
+    # in logarithms, less the largest: size ** (1 / T) overflows a float for a small T (10,000 ** 1,000)
+    logs = {name: math.log(max(size, 1)) / temperature for name, size in sizes.items()}
+    weights = {name: math.exp(value - max(logs.values())) for name, value in logs.items()}
     total = sum(weights.values())
     return {name: weight / total for name, weight in weights.items()}
 
