@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import warnings
 
 import numpy as np
@@ -44,11 +46,31 @@ def test_auto_picks_bf16_only_where_the_cpu_runs_it_clearly_faster(monkeypatch):
 
 
 def test_the_bf16_speedup_is_measured_where_the_cpu_has_bf16_instructions():
-    from xling.device import cpu_bf16_speedup
+    from xling.device import cpu_bf16_speedup, measured_bf16_speedup
 
     has_units = torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
-    speedup = cpu_bf16_speedup.__wrapped__()  # measured now, not this process's cached figure
-    assert (speedup > 0) == has_units and np.isfinite(speedup)
+    assert (cpu_bf16_speedup() > 0) == has_units and np.isfinite(cpu_bf16_speedup())
+    assert not has_units or np.isfinite(measured_bf16_speedup())
+
+
+def test_six_processes_started_at_once_resolve_auto_alike_from_one_measurement_per_machine(tmp_path):
+    import subprocess
+    import sys
+
+    code = "from xling.device import cpu_bf16_speedup, pick_precision; print(pick_precision('auto', 'cpu'), cpu_bf16_speedup())"
+    env = {**os.environ, "XLING_HOME": str(tmp_path / "home")}
+    started = [
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env) for _ in range(6)
+    ]
+    said = {process.communicate(timeout=120)[0].strip() for process in started}
+    assert len(said) == 1 and all(p.returncode == 0 for p in started), said
+    records = list((tmp_path / "home" / "machine").glob("*.json")) if (tmp_path / "home" / "machine").is_dir() else []
+    has_units = torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+    assert len(records) == (1 if has_units else 0)  # measured once, where there is anything to measure
+    if records:
+        records[0].write_text("{damaged")  # measured again, never an error
+        again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        assert again.returncode == 0 and json.loads(records[0].read_text())["bf16_speedup"] > 0
 
 
 def _record_dtypes(model) -> list:

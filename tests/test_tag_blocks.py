@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.tiny import run_xling
 from xling.tagging.blocks import BLOCK, Launch, blocks, job_of, parts_dir, prepare_parts, tag_blocks
 from xling.tagging.options import TagOptions
@@ -69,11 +71,17 @@ def test_a_stopped_run_tags_only_its_missing_blocks(trained_workspace, tmp_path)
     assert [json.loads(line)["text"] for line in lines[1:]] == source.read_text().splitlines()[BLOCK:]
 
 
-def test_parts_of_another_job_are_not_reused(trained_workspace, tmp_path):
+@pytest.mark.parametrize("other", ["another input", "another precision"])
+def test_parts_of_another_job_are_not_reused(trained_workspace, tmp_path, other):
+    root, model_dir, _, _ = trained_workspace
     source, _ = corpus(tmp_path / "in.txt", 1.2)
     output = tmp_path / "out.jsonl"
     folder = parts_dir(output)
-    prepare_parts(folder, {"input": "another"})
+    spec = TaggerSpec(lang="qu", model=str(model_dir), workspace=str(root / "ws"))
+    job = job_of(TagOptions(input=str(source), output=str(output), tagger=spec), source)
+    assert job["precision"] in ("fp32", "bf16")  # auto, resolved as the tagger resolves it
+    flipped = {"fp32": "bf16", "bf16": "fp32"}[job["precision"]]  # what a resumed run must never mix in
+    prepare_parts(folder, {"input": "another"} if other == "another input" else job | {"precision": flipped})
     (folder / "00000000.jsonl").write_text('{"text": "stale"}\n')
     (folder / "00000000.json").write_text('{"results": 1, "entities": 0}')
     done = run_xling("tag", source, "--lang", "qu", "-o", output, *where(trained_workspace))

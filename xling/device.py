@@ -6,7 +6,10 @@ torch is imported inside the functions, so that the options, which name these ch
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import math
+import os
 import time
 import warnings
 from pathlib import Path
@@ -40,12 +43,17 @@ CPU_UNITS = (("amx_int8", "AMX"), ("avx512_vnni", "AVX-512 VNNI"), ("avx512f", "
 def machine_name() -> str:
     """What a result was computed on: the GPU's name where one is used, else the CPU's model, its widest int8 or
     vector units and its cores."""
-    import platform
-
     import torch
 
     if torch.cuda.is_available():
         return torch.cuda.get_device_name()
+    return f"{cpu_name()}, {torch.get_num_threads()} cores"
+
+
+def cpu_name() -> str:
+    """The CPU's model and its widest int8 or vector units, from /proc/cpuinfo where there is one."""
+    import platform
+
     model, flags = platform.processor() or platform.machine(), set()
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
@@ -54,7 +62,7 @@ def machine_name() -> str:
         model = names[0] if names else model
         flags = set(next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), []))
     units = cpu_units(flags)
-    return f"{model}{f' ({units})' if units else ''}, {torch.get_num_threads()} cores"
+    return f"{model}{f' ({units})' if units else ''}"
 
 
 def cpu_units(flags: set[str]) -> str | None:
@@ -65,8 +73,8 @@ def cpu_units(flags: set[str]) -> str | None:
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 INFERENCE_PRECISIONS = PRECISIONS + ("int8",)  # int8: dynamic quantisation, for tagging and evaluation only
 _AUTO_HELP = (
-    "auto (bf16 on GPUs with bf16 units and on CPUs where bf16 multiplies measure faster than fp32, fp16 on "
-    "older GPUs, else fp32)"
+    "auto (bf16 on GPUs with bf16 units and on CPUs where bf16 multiplies measured faster than fp32, once per "
+    "machine, fp16 on older GPUs, else fp32)"
 )
 PRECISION_HELP = (
     f"{_AUTO_HELP}, fp32, bf16 or fp16 (GPU): what the model computes in; trained weights, optimiser state and "
@@ -84,7 +92,8 @@ BF16_MIN_SPEEDUP = 1.25
 @functools.cache
 def cpu_bf16_speedup() -> float:
     """How many times faster a bf16 matrix multiply runs than an fp32 one on this CPU (0 where it has no bf16
-    instructions, AVX-512 BF16 or AMX, and bf16 is emulated), measured once per process in about 50 ms.
+    instructions, AVX-512 BF16 or AMX, and bf16 is emulated): measured once per machine and kept in xling's
+    cache (`machine/`, by CPU and torch version), so that every process, busy machine or not, decides alike.
 
     The instructions alone do not make bf16 pay: AMX runs it several times faster than fp32, AVX-512 BF16 on
     AMD Zen 4 faster, but an Intel Xeon without AMX (or whose AMX its hypervisor hides) took twice the fp32
@@ -93,12 +102,46 @@ def cpu_bf16_speedup() -> float:
 
     if not (torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()):
         return 0.0
-    # one feed-forward projection of the embedded model over a batch of short sentences
+    record = machine_record(f"bf16-speedup {cpu_name()} torch {torch.__version__}")
+    if not record.is_file():
+        keep_first(record, json.dumps({"cpu": cpu_name(), "bf16_speedup": measured_bf16_speedup()}))
+    try:
+        return float(json.loads(record.read_text())["bf16_speedup"])
+    except (OSError, ValueError, KeyError, TypeError):  # damaged: measured again, and kept in its place
+        record.unlink(missing_ok=True)
+        cpu_bf16_speedup.cache_clear()
+        return cpu_bf16_speedup()
+
+
+def machine_record(key: str) -> Path:
+    from xling.paths import cache_dir
+
+    return cache_dir() / "machine" / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
+
+
+def keep_first(path: Path, text: str) -> None:
+    """Write `path` unless another process did first: the first measurement is the one every process reads."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staged = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    staged.write_text(text)
+    try:
+        os.link(staged, path)  # fails where the file exists: never replaced, never half-written
+    except FileExistsError:
+        pass
+    finally:
+        staged.unlink(missing_ok=True)
+
+
+def measured_bf16_speedup() -> float:
+    """One feed-forward projection of the embedded model over a batch of short sentences, fp32 against bf16,
+    interleaved so that load from elsewhere slows both alike; the best of many rounds."""
+    import torch
+
     inputs, weight = torch.randn(512, 384), torch.randn(1536, 384)
     pairs = {dtype: (inputs.to(dtype), weight.to(dtype)) for dtype in (torch.float32, torch.bfloat16)}
     best = dict.fromkeys(pairs, math.inf)
     with torch.inference_mode():
-        for round in range(7):  # interleaved, so that load from elsewhere slows both alike
+        for round in range(25):
             for dtype, (a, b) in pairs.items():
                 start = time.perf_counter()
                 torch.nn.functional.linear(a, b)

@@ -75,8 +75,18 @@ def job_of(options: TagOptions, path: Path) -> dict:
     fields["tagger"]["workspace"] = str(options.tagger.workspace)
     return {"input": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "block": BLOCK} | {
         "units": "sentences" if options.conll else "lines",
+        "precision": computed_in(options.tagger),  # blocks of another precision are never joined with these
         "options": hashlib.blake2b(json.dumps(fields, sort_keys=True).encode(), digest_size=10).hexdigest(),
     }
+
+
+def computed_in(spec) -> str:
+    """What a tagger of `spec` computes in: `auto` resolved as `Tagger.load` resolves it (ONNX: as given)."""
+    if spec.runtime != "torch" or spec.precision != "auto":
+        return spec.precision
+    from xling.device import pick_device, pick_precision
+
+    return pick_precision("auto", pick_device(spec.device))
 
 
 def prepare_parts(folder: Path, job: dict) -> None:

@@ -78,7 +78,7 @@ def clear_run_dir(run_dir: Path, restart: bool) -> None:
 def prepare(config: TrainConfig, run_dir: Path, run_options: dict, restart: bool):
     """The device, precision and accelerator of a run, with its folder cleared (`restart`) or checked against the
     options it was started with."""
-    # `auto` picks by timing, which a busy machine can tip: a resumed run keeps the precision it started with
+    # a resumed run keeps the precision it started with, whatever `auto` would say now (a cache cleared, a GPU added)
     resumed = None if restart or config.precision != "auto" else saved_value(run_dir / "checkpoint", "precision")
     log_dir = run_dir.parent.parent / "logs" if config.report_to else None
     device, precision, accelerator = processes(config, resumed, log_dir)
