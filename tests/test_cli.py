@@ -240,3 +240,13 @@ def test_a_command_whose_extra_is_not_installed_names_the_extra_in_one_line(tmp_
     analyze = run_xling("analyze", "params", "-w", tmp_path / "ws", env=env)
     assert analyze.returncode == 1 and 'needs the plots extra: pip install -e ".[plots]"' in analyze.stderr
     assert len(analyze.stderr.strip().splitlines()) == 1
+
+
+def test_an_error_line_is_one_printable_line_of_bounded_length():
+    from xling.cli.app import MAX_ERROR, one_line
+
+    assert one_line("no adapter 'ner-qu'") == "no adapter 'ner-qu'"
+    damaged = one_line("bad line: " + "\x00" * 20_000)
+    assert len(damaged) == MAX_ERROR and damaged.endswith("...") and damaged.isprintable() and "\\x00" in damaged
+    turned = one_line("file \u202egpj.exe: not loaded\nsecond line")
+    assert turned == "file \\u202egpj.exe: not loaded\\nsecond line" and turned.isprintable()

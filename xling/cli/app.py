@@ -196,8 +196,19 @@ def main() -> None:
         gc.freeze()
 
 
+MAX_ERROR = 1_000  # characters of the error line: what a damaged file puts in it stays one readable line
+
+
+def one_line(message: str) -> str:
+    """`message` as one line a terminal shows as it is: control characters and direction overrides (U+202E)
+    escaped, cut to MAX_ERROR characters."""
+    escaped = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    return escaped if len(escaped) <= MAX_ERROR else f"{escaped[: MAX_ERROR - 3]}..."
+
+
 def _fail(message: str, code: int = 1) -> None:
-    Console(stderr=True).print(Text.assemble(("error:", "bold red"), " ", message), highlight=False, soft_wrap=True)
+    line = Text.assemble(("error:", "bold red"), " ", one_line(message))
+    Console(stderr=True).print(line, highlight=False, soft_wrap=True)
     sys.exit(code)
 
 
