@@ -250,3 +250,20 @@ def test_an_error_line_is_one_printable_line_of_bounded_length():
     assert len(damaged) == MAX_ERROR and damaged.endswith("...") and damaged.isprintable() and "\\x00" in damaged
     turned = one_line("file \u202egpj.exe: not loaded\nsecond line")
     assert turned == "file \\u202egpj.exe: not loaded\\nsecond line" and turned.isprintable()
+
+
+def test_drawing_a_plot_writes_matplotlib_s_cache_into_xling_s_not_home(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    home, xling_home = tmp_path / "home", tmp_path / "xling-home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "MPLCONFIGDIR"} | {
+        "HOME": str(home),
+        "XLING_HOME": str(xling_home),
+    }
+    code = "import xling.analysis.plots as plots, matplotlib.pyplot as plt; plt.figure(); plt.text(0, 0, 'qu')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert not list(home.iterdir()) and (xling_home / "matplotlib").is_dir()

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from xling.lazy import require
+from xling.paths import cache_dir
 
+# matplotlib keeps a font cache in $HOME unless told otherwise: into xling's cache (XLING_HOME's), as xling's own are
+os.environ.setdefault("MPLCONFIGDIR", str(cache_dir() / "matplotlib"))
 matplotlib = require("matplotlib", "plots", "drawing a plot (xling analyze, a recipe's analyze step)")
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
