@@ -177,3 +177,20 @@ def test_a_full_disk_under_an_export_is_one_line_and_leaves_no_folder(small_disk
     said = one_error_line(done)
     assert said.startswith("error: the disk is full"), said
     assert sorted(p.name for p in small_disk.iterdir()) == ["filler"]  # the staging folder is gone too
+
+
+def test_a_line_too_long_to_be_one_result_is_refused_in_one_line_from_a_file_and_from_stdin(tmp_path, monkeypatch):
+    from xling.data import conll
+    from xling.data.conll import read_lines, whole_lines
+    from xling.errors import XlingError
+
+    monkeypatch.setattr(conll, "MAX_RECORD_CHARS", 50)
+    small = tmp_path / "small.txt"
+    small.write_text("Qusqu llaqta\n" + "runa " * 40 + "\n", encoding="utf-8")
+    with pytest.raises(XlingError, match=r"small.txt, line 2: over 50 characters, and each line is tagged as one"):
+        list(whole_lines(read_lines(small), str(small)))
+    book = "runa " * (10_000_000 // 5 + 1)  # the real bound (the commands below run in processes of their own)
+    (tmp_path / "book.txt").write_text(book + "\n", encoding="utf-8")
+    for source, stdin in (("book.txt", None), ("-", book + "\n")):
+        said = one_error_line(tag(source, cwd=tmp_path, input=stdin))
+        assert "line 1: over 10,000,000 characters" in said and "break the text into lines" in said

@@ -54,18 +54,32 @@ def read_lines(path: Path):
         raise XlingError(f"cannot read {path}: {err.strerror}") from None
 
 
-def whole_lines(numbered: Iterable[tuple[int, str]]) -> Iterator[tuple[int, str]]:
+# characters of one line tagged as one record (its result holds all of it): a book on one line is refused, not
+# held until memory runs out
+MAX_RECORD_CHARS = 10_000_000
+
+
+def whole_lines(numbered: Iterable[tuple[int, str]], source: str = "the input") -> Iterator[tuple[int, str]]:
     """`read_lines`' numbered lines with a long line's pieces joined again: for tagging, where a line's result is
-    one record (and so held whole anyway), not for training text."""
-    number, parts = None, []
+    one record (and so held whole anyway), not for training text. A line over MAX_RECORD_CHARS is refused."""
+    number, parts, size = None, [], 0
     for line_number, text in numbered:
         if line_number != number and parts:
             yield number, "".join(parts)
-            parts = []
-        number = line_number
+            parts, size = [], 0
+        number, size = line_number, size + len(text)
+        if size > MAX_RECORD_CHARS:
+            raise XlingError(too_long(source, line_number))
         parts.append(text)
     if parts:
         yield number, "".join(parts)
+
+
+def too_long(source: str, number: int) -> str:
+    return (
+        f"{source}, line {number}: over {MAX_RECORD_CHARS:,} characters, and each line is tagged as one result; "
+        "break the text into lines (a sentence or a paragraph each)"
+    )
 
 
 def _character_end(data: bytes) -> int:

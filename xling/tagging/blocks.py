@@ -55,7 +55,7 @@ def units(path: Path, conll: bool) -> Iterator:
     that no block boundary cuts it)."""
     if conll:
         return read_tokens(read_lines(path))
-    return whole_lines(read_lines(path))
+    return whole_lines(read_lines(path), str(path))
 
 
 def blocks(items: Iterable, size: int = BLOCK) -> Iterator[list]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from xling.data.conll import read_lines, whole_lines
+from xling.data.conll import MAX_RECORD_CHARS, read_lines, too_long, whole_lines
 from xling.errors import XlingError
 from xling.fileio import check_output_file
 from xling.tagging.blocks import Launch, check_blocks, in_blocks, run_in_blocks, units
@@ -31,11 +31,18 @@ def stdin_lines() -> Iterator[str]:
     except (AttributeError, OSError, ValueError):  # a replaced stdin without a descriptor (an embedding host)
         stream = contextlib.nullcontext(sys.stdin.buffer)
     with stream as lines:
-        for number, raw in enumerate(lines, start=1):
+        number = 0
+        while raw := lines.readline(4 * MAX_RECORD_CHARS + 1):  # at most 4 bytes a character: bounded
+            number += 1
+            if len(raw) > 4 * MAX_RECORD_CHARS:
+                raise XlingError(too_long("<stdin>", number))
             try:
-                yield raw.decode("utf-8").rstrip("\r\n")
+                text = raw.decode("utf-8")
             except UnicodeDecodeError as err:
                 raise XlingError(f"<stdin>:{number}: not UTF-8 text ({err.reason})") from None
+            if len(text.rstrip("\r\n")) > MAX_RECORD_CHARS:
+                raise XlingError(too_long("<stdin>", number))
+            yield text.rstrip("\r\n")
 
 
 def launched_tagger(options: TagOptions, launch: Launch):
@@ -78,7 +85,7 @@ def tag_file(options: TagOptions, console: Console, progress: Progress | None = 
         run_in_blocks(lambda: launched_tagger(options, launch), options, launch, console, progress)
         return
     tagger = launched_tagger(options, launch)
-    lines = enumerate(stdin_lines(), start=1) if path is None else whole_lines(read_lines(path))
+    lines = enumerate(stdin_lines(), start=1) if path is None else whole_lines(read_lines(path), str(path))
     source = "<stdin>" if path is None else str(path)
     results = tagger.tag_numbered(lines, options.paragraphs, options.conll, options.jsonl, source)
     if progress is not None and regular:
