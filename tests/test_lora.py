@@ -285,6 +285,14 @@ def test_a_peft_lora_folder_loads_as_an_xling_lora_adapter_with_peft_s_logits(tm
     where = ["--model", str(model_dir), "-w", str(tmp_path / "ws"), "--no-lang-adapter"]
     tagged = run_xling("tag", "--lang", "qu", "-t", tmp_path / "from-peft", "-", *where, input="qusqu llaqta\n")
     assert tagged.returncode == 0, tagged.stderr
+    from safetensors.torch import load_file, save_file
+
+    weights = tmp_path / "from-peft" / "adapter_model.safetensors"
+    kept = load_file(weights)
+    save_file(kept | {"base_model.model.bert.pooler.dense.lora_A.weight": torch.zeros(4, 32)}, weights)
+    unread = run_xling("tag", "--lang", "qu", "-t", tmp_path / "from-peft", "-", *where, input="qusqu\n")
+    assert unread.returncode == 1 and "holds tensors xling does not read: base_model.model.bert.pooler" in unread.stderr
+    save_file(kept, weights)
     record = json.loads((tmp_path / "from-peft" / "adapter_config.json").read_text())
     (tmp_path / "from-peft" / "adapter_config.json").write_text(json.dumps(record | {"target_modules": ["dense"]}))
     refused = run_xling("tag", "--lang", "qu", "-t", tmp_path / "from-peft", "-", *where, input="qusqu\n")

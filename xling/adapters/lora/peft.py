@@ -118,12 +118,17 @@ def load_peft(model, directory: Path, record: dict, name: str, head: bool = True
     the folder holds one and says its labels (`config.json`)."""
     config = config_from_peft(record, directory, model.num_layers)
     state = read_weights(directory / PEFT_WEIGHTS)
-    updates, head_weights = {}, {}
+    updates, head_weights, unread = {}, {}, []
     for key, tensor in state.items():
         if found := UPDATE.match(key):
             updates[f"updates.{found.group(1)}_{found.group(2)}.{found.group(3)}"] = tensor
         elif found := HEAD.match(key):
             head_weights[f"classifier.{found.group(1)}"] = tensor
+        else:
+            unread.append(key)
+    if unread:  # a weight of the adapter xling would leave out: its outputs would not be PEFT's
+        more = f" and {len(unread) - 2} more" if len(unread) > 2 else ""
+        raise XlingError(f"{directory / PEFT_WEIGHTS} holds tensors xling does not read: {', '.join(unread[:2])}{more}")
     adapter = model.add_adapter(name, config)
     try:
         load_fitting(adapter, updates, f"{directory}: the LoRA updates")
