@@ -454,3 +454,24 @@ batch_size = 16
     recipe.write_text(bad)
     result = run_xling("run", str(recipe), "--dry-run")
     assert result.returncode == 1 and "no earlier step writes results:nothing.conll" in result.stderr
+
+
+def test_a_step_reading_its_own_output_and_an_adapter_trained_twice_are_refused_by_the_dry_run(
+    tmp_path, trained_workspace
+):
+    _, model_dir, train, dev = trained_workspace
+    reads_itself = f"""
+[[step]]
+title = "silver"
+run = "tag"
+input = "results:silver.conll"
+lang = "en"
+no_lang_adapter = true
+task_adapter = "ner-x"
+output = "silver.conll"
+{english_step(train, dev)}{english_step(train, dev).replace('title = "', 'title = "again ')}"""
+    recipe = write_recipe(tmp_path / "loops.toml", model_dir, tmp_path / "ws", reads_itself)
+    result = run_xling("run", str(recipe), "--dry-run", env={"COLUMNS": "300"})
+    assert result.returncode == 1, result.stderr
+    assert "step 1 (silver): key 'input': no earlier step writes results:silver.conll" in result.stderr
+    assert "step 3 (again ner-en): trains the task adapter 'ner-en-nolang' again" in result.stderr

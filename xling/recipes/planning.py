@@ -52,8 +52,6 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
         problems += [f"{where}: unknown key {key!r}" for key in sorted(unknown)]
         try:
             step_options(step)
-            if RUNS[step.run].writes:
-                claimed = _claim_output(step, recipe, workspace, claimed)
         except XlingError as err:
             problems.append(f"{where}: {err}")
             continue
@@ -87,8 +85,15 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
                     f"{where}: needs the {role} adapter {name!r}, which no earlier step trains, the workspace does not "
                     "hold and xling does not ship"
                 )
-        if produces(step):
-            made.add(produces(step))
+        if RUNS[step.run].writes:  # after its inputs: a step never reads what it writes itself
+            try:
+                claimed = _claim_output(step, recipe, workspace, claimed)
+            except XlingError as err:
+                problems.append(f"{where}: {err}")
+        if (product := produces(step)) in made:
+            problems.append(f"{where}: trains the {product[0]} adapter {product[1]!r} again; give it another name")
+        if product:
+            made.add(product)
         problems += _baseline_problems(recipe, step)
     if problems:
         if len(problems) == 1:
