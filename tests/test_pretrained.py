@@ -135,6 +135,9 @@ def test_an_empty_workspace_tags_with_the_shipped_adapters_and_says_so(tmp_path,
 
 def test_a_workspace_adapter_of_the_same_name_wins(tmp_path):
     workspace = Workspace(tmp_path / "ws", "e5-small")
+    shutil.copytree(shipped("task/ner-en"), workspace.adapter_dir(TASK, "ner-lora"))  # a stray experiment
+    assert workspace.task_adapter_name("ner", "qu") == "ner-qu" and workspace.task_adapter_name("ner", "en") == "ner-en"
+    assert workspace.find(TASK, workspace.task_adapter_name("ner", "qu")) == shipped("task/ner-qu")  # never the stray
     shutil.copytree(shipped("task/ner-en"), workspace.adapter_dir(TASK, "ner-en"))
     # the workspace's own ner-en comes before the shipped ner-qu
     assert workspace.task_adapter_name("ner", "qu") == "ner-en"

@@ -108,26 +108,18 @@ class Workspace:
     ) -> str:
         """The task adapter that tagging `lang` uses: `adapter` if given, else `<task>-<lang>` if the workspace
         has one or `planned` will (trained few-shot on the language), else `<task>-en` (zero-shot transfer from
-        English), else the only `<task>-*` adapter there is; with none in the workspace, the same choice among the
-        shipped ones."""
+        English); with neither in the workspace, the same choice among the shipped ones. Never another adapter
+        because it happens to be there: a stray experiment does not become the default."""
         if adapter:
             return adapter
+        wanted = (f"{task}-{lang}", f"{task}-en")
         for root in self.roots:
-            folder = root / TASK.name
-            trained = {p.name for p in folder.glob(f"{task}-*") if p.is_dir() and not p.name.endswith(RUN_SUFFIX)}
-            trained |= {name for name in planned if name.startswith(f"{task}-")} if root == self.model_dir else set()
-            if preferred := [c for c in (f"{task}-{lang}", f"{task}-en") if c in trained]:
-                return preferred[0]
-            if len(trained) == 1:
-                return trained.pop()
-            if trained:
-                raise XlingError(
-                    f"several {task} task adapters in {folder} ({', '.join(sorted(trained))}); "
-                    "choose one with --task-adapter"
-                )
+            own = set(planned) if root == self.model_dir else set()
+            if found := [name for name in wanted if name in own or (root / TASK.name / name).is_dir()]:
+                return found[0]
         raise XlingError(
-            f"no {task} task adapter in {self.model_dir / TASK.name}{self._elsewhere(TASK)}; train one with: "
-            f"xling train-task {task} --lang en --train FILE --dev FILE"
+            f"no {' or '.join(dict.fromkeys(wanted))} task adapter in {self.model_dir / TASK.name}{self._elsewhere(TASK)}; "
+            f"train one with: xling train-task {task} --lang en --train FILE --dev FILE, or name one with -t"
         )
 
     def lang_adapter(self, lang: str, under: Path | None = None) -> Path:
