@@ -174,10 +174,11 @@ def test_match_writes_the_matched_sentences_and_never_an_evaluation_sentence(tmp
         entities=[str(labelled_data)],
         output=str(tmp_path / "matched"),
         tagger=TaggerSpec(lang="qu"),
-        dev_share=0.0,
+        dev_share=1.0,  # all to dev, but for a sentence with unjudged words
         exclude=[str(evaluation)],
     )
     report = match(options)
+    assert read_conll(tmp_path / "matched" / "dev.conll") == []  # dev data is labelled whole: `?` always trains
     written = [(s.tokens, s.tags) for s in read_conll(tmp_path / "matched" / "train.conll")]
     assert written == [(["Limapi", "tiyani", "Qusqumanta", "hamuspa", "."], ["B-LOC", "O", "?", "O", "O"])]
     assert report.sentences == 3 and report.matched == 2 and report.vetoed == {"LOC": 1}  # Paris: a person here

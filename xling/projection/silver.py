@@ -10,6 +10,7 @@ from pathlib import Path
 from xling.data.conll import Sentence, conll_text
 from xling.data.fingerprints import fingerprint
 from xling.data.overlap import sentences_of
+from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, write_json_atomic
 
@@ -35,12 +36,15 @@ def check_new(output: str, overwrite: bool) -> None:
 def write_silver(
     output: str, kept: list[Sentence], dev_share: float, report, overwrite: bool, extra: dict[str, str] | None = None
 ) -> tuple[int, int]:
-    """Write train.conll and dev.conll (the `dev_share` drawn), the `extra` files (name: text) and the report
-    (a dataclass or a dict, the split's sizes added as `train` and `dev`); return those sizes."""
+    """Write train.conll and dev.conll (the `dev_share` drawn among the sentences labelled whole), the `extra`
+    files (name: text) and the report (a dataclass or a dict, the split's sizes added as `train` and `dev`);
+    return those sizes."""
     if not kept:
         raise XlingError("no sentence came out labelled; nothing to write")
-    dev = [s for s in kept if drawn(s.tokens, dev_share, "dev")]
-    train = [s for s in kept if not drawn(s.tokens, dev_share, "dev")]
+    # dev data is labelled whole: a sentence with unjudged words (`?`) always trains
+    to_dev = [drawn(s.tokens, dev_share, "dev") and UNJUDGED not in s.tags for s in kept]
+    dev = [s for s, chosen in zip(kept, to_dev) if chosen]
+    train = [s for s, chosen in zip(kept, to_dev) if not chosen]
     # shallow: `asdict` would rebuild a Counter from its items, counting the pairs
     record = {f.name: getattr(report, f.name) for f in fields(report)} if is_dataclass(report) else dict(report)
     with atomic_directory(Path(output), overwrite=overwrite, replaces=(REPORT,)) as target:
