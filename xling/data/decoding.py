@@ -21,15 +21,7 @@ from xling.data.iob2 import OUTSIDE, continues, is_inside
 from xling.data.schemes import to_iob2
 from xling.errors import XlingError
 
-DECODERS = ("viterbi", "split", "repair", "drop")
 DEFAULT_DECODER = "viterbi"
-DECODER_HELP = (
-    f"From word probabilities to IOB2 tags: {', '.join(DECODERS)} "
-    "(viterbi: the best sequence where I-X follows only B-X or I-X; split: also no entity across a comma)."
-)
-SAVED_DECODER_HELP = (
-    DECODER_HELP + f" Default: the one the task adapter was trained with ({DEFAULT_DECODER} for a fusion)."
-)
 
 
 def check_decoder(decoder: str | None) -> str | None:
@@ -78,22 +70,46 @@ def drop_fragments(tags: list[str]) -> list[str]:
 SEPARATORS = {","}
 
 
+def viterbi_tags(probabilities: np.ndarray, labels: list[str], words: list[str] | None) -> list[str]:
+    return [labels[i] for i in viterbi(probabilities, *allowed_transitions(labels))]
+
+
+def split_tags(probabilities: np.ndarray, labels: list[str], words: list[str] | None) -> list[str]:
+    """Viterbi where a comma is O or begins an entity, so an entity before it ends there."""
+    separators = [i for i, word in enumerate(words or []) if word in SEPARATORS]
+    if separators:
+        probabilities = probabilities.copy()
+        inside = [i for i, label in enumerate(labels) if is_inside(label)]
+        probabilities[np.ix_(separators, inside)] = 0.0
+    return viterbi_tags(probabilities, labels, words)
+
+
+def repair_tags(probabilities: np.ndarray, labels: list[str], words: list[str] | None) -> list[str]:
+    return to_iob2([labels[i] for i in probabilities.argmax(-1).tolist()], "iob2")
+
+
+def drop_tags(probabilities: np.ndarray, labels: list[str], words: list[str] | None) -> list[str]:
+    return drop_fragments([labels[i] for i in probabilities.argmax(-1).tolist()])
+
+
+# Each decoder by name: (words, labels) probabilities, the labels and the words -> one tag per word. The options'
+# choices, their help and `decode` read this table.
+DECODERS = {"viterbi": viterbi_tags, "split": split_tags, "repair": repair_tags, "drop": drop_tags}
+DECODER_HELP = (
+    f"From word probabilities to IOB2 tags: {', '.join(DECODERS)} "
+    "(viterbi: the best sequence where I-X follows only B-X or I-X; split: also no entity across a comma)."
+)
+SAVED_DECODER_HELP = (
+    DECODER_HELP + f" Default: the one the task adapter was trained with ({DEFAULT_DECODER} for a fusion)."
+)
+
+
 def decode(
     probabilities: np.ndarray, labels: list[str], decoder: str = DEFAULT_DECODER, words: list[str] | None = None
 ) -> list[tuple[str, float]]:
     """(words, labels) probabilities -> per word (tag, the probability the model gave that tag)."""
     if len(probabilities) == 0:
         return []
-    if decoder in ("viterbi", "split"):
-        path_probabilities = probabilities
-        separators = [i for i, word in enumerate(words or []) if word in SEPARATORS] if decoder == "split" else []
-        if separators:  # a comma is O or begins an entity, so an entity before it ends there
-            path_probabilities = probabilities.copy()
-            inside = [i for i, label in enumerate(labels) if is_inside(label)]
-            path_probabilities[np.ix_(separators, inside)] = 0.0
-        tags = [labels[i] for i in viterbi(path_probabilities, *allowed_transitions(labels))]
-    else:
-        tags = [labels[i] for i in probabilities.argmax(-1).tolist()]
-        tags = to_iob2(tags, "iob2") if decoder == "repair" else drop_fragments(tags)
+    tags = DECODERS[check_decoder(decoder)](probabilities, labels, words)
     index = {label: i for i, label in enumerate(labels)}
     return [(tag, float(probabilities[word, index[tag]])) for word, tag in enumerate(tags)]
