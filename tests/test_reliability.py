@@ -185,6 +185,10 @@ def test_control_characters_in_the_text_are_shown_escaped_on_the_terminal():
     to_pretty([TaggedText("Qusqu\x1b[2J\x1b[1;1Hllaqta\x07", [], [], [], [])], console)
     shown = console.export_text(styles=False)
     assert "\x1b" not in shown and "\x07" not in shown and "\\x1b[2J\\x1b[1;1Hllaqta\\x07" in shown
+    console = Console(record=True, width=200, force_terminal=True)
+    to_pretty([TaggedText("Qusqu \u202egpj.exe\u2066 llaqta", [], [], [], [])], console)  # right-to-left override
+    shown = console.export_text(styles=False)
+    assert "\u202e" not in shown and "\u2066" not in shown and "Qusqu \\u202egpj.exe\\u2066 llaqta" in shown
 
 
 # ---- options: ranges and types where they are declared -----------------------------------------------

@@ -52,8 +52,9 @@ def to_jsonl(results: Iterable[TaggedText]) -> str:
     return "".join(lines)
 
 
-# Control characters (ANSI escape sequences among them) could move the cursor or rewrite the terminal.
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Control characters (ANSI escape sequences among them) could move the cursor or rewrite the terminal, and the
+# bidirectional overrides and isolates (U+202A-U+202E, U+2066-U+2069) reorder what is shown after them.
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def visible(text: str) -> str:
