@@ -180,3 +180,21 @@ def test_a_request_after_the_server_began_to_stop_is_told_so(served):
     client = create_app(tagger, ServeOptions(tagger=TaggerSpec(lang="qu")), batcher).test_client()
     answer = post(client, {"inputs": "Lima"})
     assert answer.status_code == 503 and answer.get_json()["error"] == "the server is stopping"
+
+
+def test_a_second_ctrl_c_while_answering_stops_at_once_and_says_so(served, monkeypatch):
+    from xling.errors import XlingError
+    from xling.tagging import files, serving
+
+    _, tagger = served
+    monkeypatch.setattr(files, "load_tagger", lambda spec: tagger)
+
+    def interrupted(self):  # Ctrl+C while serving, and again while the requests in progress are answered
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Batcher, "run", interrupted)
+    options = ServeOptions(tagger=TaggerSpec(lang="qu"), address=Address(port=free_port()))
+    announced = []
+    with pytest.raises(XlingError, match="stopped by a second Ctrl\\+C: the requests in progress got no answer"):
+        serving.serve(options, announced.append)
+    assert len(announced) == 1 and "xling-http" not in {t.name for t in threading.enumerate()}  # joined

@@ -189,5 +189,9 @@ def serve(options: ServeOptions, announce: Callable[[str], None]) -> None:
     finally:
         server.shutdown()  # no new connection; the requests that have come are answered
         batcher.close()
-        batcher.run()
-        http.join()  # werkzeug's serve_forever closes the server as it returns, after the requests in progress
+        try:
+            batcher.run()
+        except KeyboardInterrupt:  # a second Ctrl+C while answering them: stop now, and say what that cost
+            raise XlingError("stopped by a second Ctrl+C: the requests in progress got no answer") from None
+        finally:
+            http.join()  # werkzeug's serve_forever closes the server as it returns, after the requests in progress
