@@ -131,6 +131,10 @@ def test_an_empty_workspace_tags_with_the_shipped_adapters_and_says_so(tmp_path,
     assert len(told) == 1 and "task/ner-qu" in told[0] and "silver-dev" in told[0]
     zero_shot = Tagger.load("qu", task_adapter="ner-en", workspace=str(tmp_path / "empty"))
     assert zero_shot.directories == {"task": shipped("task/ner-en"), "lang": shipped("lang/qu")}
+    assert "Stack(qu, ner-en) F1" in capsys.readouterr().err
+    Tagger.load("qu", task_adapter="ner-en", use_lang_adapter=False, workspace=str(tmp_path / "empty"))
+    alone = capsys.readouterr().err.strip()
+    assert alone.endswith("(task/ner-en), without a language adapter: no figure") and "F1" not in alone
 
 
 def test_a_workspace_adapter_of_the_same_name_wins(tmp_path):

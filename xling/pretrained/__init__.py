@@ -109,13 +109,16 @@ def read_record(directory: Path) -> PretrainedRecord:
 
 def notice(directories: list[Path]) -> str | None:
     """One line for standard error when some of a tagger's adapters are shipped ones: which, and the shipped task
-    adapter's held-out F1."""
+    adapter's held-out F1 where it was measured in the setup used (`directories`: all of the tagger's adapters)."""
     shipped = [Path(d) for d in directories if is_pretrained(d)]
     if not shipped:
         return None
     names = ", ".join(f"{d.parent.name}/{d.name}" for d in shipped)
     tasks = [d for d in shipped if d.parent.name == "task"]
     score = read_record(tasks[0]).headline() if tasks else None
+    stacked = any(Path(d).parent.name == "lang" for d in directories)
+    if score and score.setup.startswith("Stack(") and not stacked:  # its figure is for a setup not used here
+        return f"xling: tagging with the adapters shipped with xling ({names}), without a language adapter: no figure"
     told = (
         f": {score.setup} F1 {100 * score.f1:.1f} [{100 * score.f1_interval[0]:.1f}, {100 * score.f1_interval[1]:.1f}]"
         f" on {score.sentences} {score.data.rsplit('/', 1)[-1]} sentences"
