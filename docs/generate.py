@@ -228,16 +228,22 @@ def record_section(name: str, data: dict, heading: str) -> list[str]:
     ]
     if data.get("note"):
         parts += ["", data["note"]]
+    typed = any("f1_by_type" in r for r in data["rows"])  # F1 per entity type, where the run kept it
     parts += [
         "",
-        "| evaluation | setup | computed in | per seed | mean ± sd [95% interval] | sentences | against baseline |",
-        "|---|---|---|---|---|---|---|",
+        "| evaluation | setup | computed in | per seed | mean ± sd [95% interval] | sentences | against baseline |"
+        + (" F1 by type |" if typed else ""),
+        "|---|---|---|---|---|---|---|" + ("---|" if typed else ""),
     ]
     return parts + [
         f"| {r['label']} | `{r['setup']}` | {r.get('computed_in') or ''} | {value(r, with_seeds=True)} | "
-        f"{sentences_cell(r)} | {versus(r)} |"
+        f"{sentences_cell(r)} | {versus(r)} |" + (f" {by_type(r)} |" if typed else "")
         for r in data["rows"]
     ]
+
+
+def by_type(row: dict) -> str:
+    return ", ".join(f"{kind} {100 * f1:.1f}" for kind, f1 in sorted(row.get("f1_by_type", {}).items()))
 
 
 def learning_curves(files: dict) -> list[str]:
