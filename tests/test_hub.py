@@ -244,3 +244,15 @@ def test_madx_with_published_adapterhub_language_adapters_runs_on_the_hub_path(t
         "evaluate", "ner", dev, "--lang", "qu", "--lang-adapter", "hf:AdapterHub/nope", *on_hub, env=offline
     )
     assert missing.returncode == 1 and len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_exports_name_the_base_model_by_its_hub_id(tmp_path):
+    from xling.models.loading import hub_id_of_label
+
+    assert hub_id_of_label("multilingual-e5-small") == "intfloat/multilingual-e5-small"
+    assert hub_id_of_label("FacebookAI--xlm-roberta-base") == "FacebookAI/xlm-roberta-base"
+    assert hub_id_of_label("tinybert") is None  # a local folder's name names no Hub model
+    done = CliRunner().invoke(app, ["export", "ner-en", str(tmp_path / "hub"), "--format", "adapterhub"])
+    assert done.exit_code == 0, done.output  # the shipped ner-en, on the embedded model
+    record = json.loads((tmp_path / "hub" / "adapter_config.json").read_text())
+    assert record["model_name"] == "intfloat/multilingual-e5-small"

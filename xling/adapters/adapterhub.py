@@ -23,6 +23,7 @@ from xling.adapters.weights import check_base_model, load_fitting, read_weights,
 from xling.errors import XlingError, naming
 from xling.fileio import atomic_directory, read_json, write_json_atomic
 from xling.models.families import FAMILIES
+from xling.models.loading import hub_id_of_label
 from xling.options import from_record, typed
 
 # Where the library keeps an adapter's weights: safetensors (`use_safetensors=True`), else a tensor pickle.
@@ -189,7 +190,7 @@ def export_adapterhub(
     about = {
         "hidden_size": base["fingerprint"]["hidden_size"],
         "model_class": family.adapterhub_class,
-        "model_name": base.get("name", ""),
+        "model_name": hub_id_of_label(base.get("name", "")) or base.get("name", ""),  # what the library loads
         "model_type": model_type,
         "name": name,
         "version": EXPORT_VERSION,

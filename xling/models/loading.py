@@ -48,6 +48,14 @@ PICKLES = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "sentencepiece.bpe.model", "spm.model", "tokenizer.model")
 
 
+def hub_id_of_label(label: str) -> str | None:
+    """The Hub id of a model by the label xling records for it (`model_label`): the embedded default's upstream
+    model, `org/name` for `org--name`; None for a local folder's name, which names no Hub model."""
+    if label == EMBEDDED_NAME:
+        return UPSTREAM_ID
+    return label.replace("--", "/", 1) if "--" in label else None
+
+
 def check_local_folder(folder: Path) -> None:
     """A local model folder is whole before Transformers reads it: a config naming a known architecture and no
     code of its own, weights in safetensors whose headers and sizes hold, and a tokenizer's files (never a

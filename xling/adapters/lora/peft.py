@@ -23,6 +23,7 @@ from xling.adapters.lora.config import TARGETS, LoraConfig
 from xling.adapters.weights import load_fitting, read_weights
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json
+from xling.models.loading import hub_id_of_label
 from xling.options import from_record, shown
 
 PEFT_WEIGHTS = "adapter_model.safetensors"
@@ -66,7 +67,7 @@ def export_peft(directory: Path, target: Path, overwrite: bool = False, extra_fi
         "target_modules": config["targets"],
         "layers_to_transform": layers if config["leave_out"] else None,
         "modules_to_save": ["classifier"],
-        "base_model_name_or_path": base.get("name") or None,
+        "base_model_name_or_path": hub_id_of_label(base.get("name") or "") or base.get("name") or None,
         "inference_mode": True,
         **SUPPORTED,
     }
