@@ -34,7 +34,7 @@ BIG = str(2**64)  # beyond any seed
 HUGE_INT = "1" + "0" * 4400  # beyond Python's int-digit limit
 PEAK_MB = 500  # a command that loads no model stays under this (the bound for resampling and long lines)
 MODEL_PEAK_MB = 2000  # one that loads the embedded model (torch's import alone is 0.6 GB with its CUDA build)
-LOADING = ("tag", "adapters", "names", "seeds", "inputs", "outputs", "links", "run")  # groups whose probes load it
+LOADING = ("tag", "adapters", "names", "seeds", "inputs", "outputs", "links", "run", "models")  # groups that load one
 
 
 @dataclass
@@ -223,17 +223,20 @@ def streams_and_bounds(folder: Path) -> list[tuple[str, str, list[str], str | No
 
 def model_folders(folder: Path) -> list[tuple[str, str, list[str], str | None, str]]:
     """-m given a model folder broken each way a copied or half-downloaded one comes; and train-encoder restricting
-    its vocabulary over a mix of sources, on the whole one."""
-    from tests.tiny import damaged_model_folders
-
-    whole, broken = damaged_model_folders(folder / "models")
+    its vocabulary over a mix of sources, on the whole one. The folders are made in a process of their own: torch
+    imported here would count in every probe's peak memory (a child inherits its parent's peak)."""
+    made = "import json, sys; from pathlib import Path; from tests.tiny import damaged_model_folders as d; "
+    made += "w, b = d(Path(sys.argv[1])); print(json.dumps([str(w), [[str(p), s] for p, s in b]]))"
+    done = subprocess.run(
+        [sys.executable, "-c", made, str(folder / "models")], capture_output=True, text=True, check=True
+    )
+    whole, broken = json.loads(done.stdout.strip().splitlines()[-1])
+    (folder / "mix.txt").write_text("".join(f"Qusqu llaqtapi {i} runakuna tiyanku.\n" for i in range(400)))
     ws = ["-w", str(folder / "ws"), "--steps", "1"]
-    probes = [("models", f"-m {path.name}", ["train-lang", "qu", "qu.txt", "-m", str(path), *ws], said, "")
+    probes = [("models", f"-m {Path(path).name}", ["train-lang", "qu", "qu.txt", "-m", path, *ws], said, "")
               for path, said in broken]  # fmt: skip
-    mixed = ["train-encoder", "qu", "qu.txt", "--also", "en=qu.txt", "--vocab-from-corpus", "--seq-len", "32"]
-    return probes + [
-        ("models", "train-encoder --vocab-from-corpus on a mix", [*mixed, "-m", str(whole), *ws], None, "")
-    ]
+    mixed = ["train-encoder", "qu", "mix.txt", "--also", "en=mix.txt", "--vocab-from-corpus", "--seq-len", "32"]
+    return probes + [("models", "train-encoder --vocab-from-corpus on a mix", [*mixed, "-m", whole, *ws], None, "")]
 
 
 def carried_labels(folder: Path) -> list[tuple[str, str, list[str], str | None, str]]:

@@ -101,10 +101,9 @@ def train_language_adapter(
         given = data_name(options.corpus) if in_memory(options.corpus) else ", ".join(options.corpus)
         raise XlingError(f"the corpus is empty: no text lines in {given}")
     train_lines, held_out_lines = split_held_out(lines, options.held_out, options.training.seed)
-    console.print(f"corpus: {len(lines):,} lines from {len(files)} file(s); {len(held_out_lines):,} held out")
-
-    encoder, tokenizer = load_model(options.model)
+    encoder, tokenizer = load_model(options.model)  # a model folder refused before anything is said
     check_window(encoder, options.seq_len)
+    console.print(f"corpus: {len(lines):,} lines from {len(files)} file(s); {len(held_out_lines):,} held out")
     train_blocks = pack_blocks(train_lines, tokenizer, options.seq_len, allow_partial=False)
     held_out_blocks = pack_blocks(held_out_lines, tokenizer, options.seq_len, allow_partial=True)
 
