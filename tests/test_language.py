@@ -386,6 +386,7 @@ def test_kill_9_then_rerun_resumes(tmp_path, tiny_dir):
         ("binary", "not UTF-8"),
         ("missing", "no such file"),
         ("lang", "invalid language code"),
+        ("window", "--seq-len 128 is above the 64 positions the model has"),
     ],
 )
 def test_bad_input_is_a_one_line_error_and_writes_nothing(tmp_path, tiny_dir, case, expected):
@@ -397,10 +398,12 @@ def test_bad_input_is_a_one_line_error_and_writes_nothing(tmp_path, tiny_dir, ca
         corpus.write_text("runa\nwasi\n")
     elif case == "binary":
         corpus.write_bytes(b"\xff\xfe\x00runa\n")
-    elif case == "lang":
+    elif case in ("lang", "window"):
         write_corpus(corpus)
-        lang = "q/u!"
-    result = run_cli("train-lang", lang, str(corpus), "--model", str(tiny_dir), "-w", str(tmp_path / "ws"))
+        lang = "q/u!" if case == "lang" else lang
+    seq_len = "128" if case == "window" else "32"  # the tiny model has 64 positions
+    where = ["--model", str(tiny_dir), "-w", str(tmp_path / "ws"), "--seq-len", seq_len]
+    result = run_cli("train-lang", lang, str(corpus), *where)
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error:") and expected in last and "Traceback" not in result.stderr
