@@ -203,3 +203,14 @@ def test_a_second_ctrl_c_while_answering_stops_at_once_and_says_so(served, monke
     with pytest.raises(XlingError, match="stopped by a second Ctrl\\+C: the requests in progress got no answer"):
         serving.serve(options, announced.append)
     assert len(announced) == 1 and "xling-http" not in {t.name for t in threading.enumerate()}  # joined
+
+
+def test_a_text_gets_the_same_entities_alone_and_in_a_batch_of_others(corpora_root):
+    from xling.data.sources import load_ner
+    from xling.tagging.files import load_tagger
+
+    texts = [" ".join(s.tokens) for s in load_ner("corpus:wikiann-qu/silver-dev", "validation")][:64]
+    tag = tagging_function(load_tagger(TaggerSpec(lang="qu")))  # the embedded model, its precision as auto picks
+    alone = [[(e.start, e.end, e.label) for e in tag([text])[0].spans] for text in texts]
+    together = [[(e.start, e.end, e.label) for e in result.spans] for result in tag(texts)]
+    assert together == alone and any(alone)

@@ -107,3 +107,25 @@ def test_a_folder_xling_did_not_write_is_never_removed(trained_workspace, tmp_pa
     (mine / "notes.txt").write_text("keep")
     done = run_xling("tag", source, "--lang", "qu", "-o", tmp_path / "out.jsonl", *where(trained_workspace))
     assert done.returncode != 0 and "is not xling's" in done.stderr and (mine / "notes.txt").read_text() == "keep"
+
+
+def test_a_job_killed_mid_run_and_resumed_writes_the_bytes_an_uninterrupted_one_writes(trained_workspace, tmp_path):
+    import signal
+    import time
+
+    source, _ = corpus(tmp_path / "in.txt", 6)
+    whole = run_xling("tag", source, "--lang", "qu", "-o", tmp_path / "whole.jsonl", *where(trained_workspace))
+    assert whole.returncode == 0, whole.stderr
+    output = tmp_path / "resumed.jsonl"
+    command = [sys.executable, "-m", "xling", "tag", str(source), "--lang", "qu", "-o", str(output)]
+    started = subprocess.Popen([*command, *where(trained_workspace)], stderr=subprocess.DEVNULL)
+    parts = parts_dir(output)
+    deadline = time.monotonic() + 120
+    while not list(parts.glob("*.jsonl")) and started.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    started.send_signal(signal.SIGKILL)  # as a machine that goes down: no handler runs
+    started.wait(30)
+    assert list(parts.glob("*.jsonl")) and not output.exists()  # stopped between its first block and its last
+    resumed = run_xling("tag", source, "--lang", "qu", "-o", output, *where(trained_workspace))
+    assert resumed.returncode == 0, resumed.stderr
+    assert output.read_bytes() == (tmp_path / "whole.jsonl").read_bytes()
