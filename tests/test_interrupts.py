@@ -4,6 +4,7 @@ self-train."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import signal
 import subprocess
@@ -88,8 +89,8 @@ def test_every_signal_leaves_a_checkpoint_whose_rerun_saves_the_same_bytes(tmp_p
 
 
 def test_a_resumed_run_keeps_the_precision_it_started_in_whatever_auto_would_pick_now(tmp_path, monkeypatch):
-    """`auto` picks bf16 on a CPU by timing it; on a busy machine the timing can tip the other way between the
-    interrupted run and its rerun, which would then go on in another precision."""
+    """`auto` picks bf16 on a CPU by a measurement kept per machine; should it change between the interrupted run
+    and its rerun (the cache cleared, another machine), the rerun goes on in the precision its run.json records."""
     from tests.test_language import Crash, _options, write_corpus
     from tests.tiny import save_tiny_model
     from xling import device
@@ -109,6 +110,8 @@ def test_a_resumed_run_keeps_the_precision_it_started_in_whatever_auto_would_pic
     monkeypatch.setattr(MaskedLMObjective, "prepare", crashing)
     with pytest.raises(Crash):
         train_language_adapter(_options(tmp_path, model_dir, corpus))
+    run_record = next(tmp_path.rglob("*.partial")) / "run.json"
+    assert json.loads(run_record.read_text())["computed_in"] == "bf16"  # what auto resolved to, in the record
     monkeypatch.setattr(MaskedLMObjective, "prepare", original)
     monkeypatch.setattr(device, "cpu_bf16_speedup", lambda: 0.5)  # now it measures slower: auto would pick fp32
     resumed = train_language_adapter(_options(tmp_path, model_dir, corpus))

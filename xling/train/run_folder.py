@@ -87,6 +87,7 @@ def prepare(config: TrainConfig, run_dir: Path, run_options: dict, restart: bool
     wait_for_everyone(accelerator)
     # where it reports is no part of what it trains with: a resumed run may report elsewhere
     recorded = {key: value for key, value in asdict(config).items() if key != "report_to"}
-    check_run_options(run_dir, {**run_options, "train": recorded}, write=accelerator.is_main_process)
+    run_record = {**run_options, "train": recorded, "computed_in": precision}  # what `auto` resolved to, kept
+    check_run_options(run_dir, run_record, write=accelerator.is_main_process)
     wait_for_everyone(accelerator)
     return device, precision, accelerator
