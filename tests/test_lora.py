@@ -294,6 +294,37 @@ def test_a_peft_lora_folder_loads_as_an_xling_lora_adapter_with_peft_s_logits(tm
     assert unread.returncode == 1 and "holds tensors xling does not read: base_model.model.bert.pooler" in unread.stderr
     save_file(kept, weights)
     record = json.loads((tmp_path / "from-peft" / "adapter_config.json").read_text())
+    (tmp_path / "from-peft" / "adapter_config.json").write_text(json.dumps(record | {"layers_to_transform": "abc"}))
+    refused = run_xling("tag", "--lang", "qu", "-t", tmp_path / "from-peft", "-", *where, input="qusqu\n")
+    assert refused.returncode == 1 and "'layers_to_transform' takes a whole number or a list" in refused.stderr
     (tmp_path / "from-peft" / "adapter_config.json").write_text(json.dumps(record | {"target_modules": ["dense"]}))
     refused = run_xling("tag", "--lang", "qu", "-t", tmp_path / "from-peft", "-", *where, input="qusqu\n")
     assert refused.returncode == 1 and "PEFT options xling does not support: target_modules" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    "damage, said",
+    [
+        (lambda r: r["config"].__setitem__("rank", "abc"), "option 'rank' takes a whole number, not 'abc'"),
+        (lambda r: r.pop("config"), "its config or base model is missing"),
+        (lambda r: r["base_model"]["fingerprint"].pop("num_layers"), "layers or architecture are missing"),
+    ],
+)
+def test_a_damaged_lora_folder_is_refused_in_one_line_when_exported_to_peft(tmp_path, damage, said):
+    from tests.tiny import run_xling, save_tiny_model
+    from xling.adapters.saving import save
+    from xling.models import load_model
+
+    model_dir = save_tiny_model("bert", tmp_path / "tinybert")
+    model = AdaptedModel(load_model(str(model_dir))[0])
+    model.add_adapter("ner-lo", LoraConfig(rank=4))
+    model.add_head("ner-lo", TaggingHead(model.hidden_size, TaggingHeadConfig(["O", "B-LOC", "I-LOC"])))
+    folder = save(model, "ner-lo", tmp_path / "ws" / "tinybert" / "task" / "ner-lo")
+    record = json.loads((folder / "xling_adapter.json").read_text())
+    damage(record)
+    (folder / "xling_adapter.json").write_text(json.dumps(record))
+    where = ["--model", str(model_dir), "-w", str(tmp_path / "ws")]
+    done = run_xling("export", "ner-lo", tmp_path / "peft", "--format", "peft", *where)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1 and said in lines[0] and "unexpected" not in lines[0]
+    assert not (tmp_path / "peft").exists()

@@ -24,7 +24,7 @@ from xling.adapters.weights import load_fitting, read_weights
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json
 from xling.models.loading import hub_id_of_label
-from xling.options import from_record, shown
+from xling.options import from_record, shown, typed
 
 PEFT_WEIGHTS = "adapter_model.safetensors"
 LABELS_FILE = "config.json"  # a token-classification model's config: id2label and label2id
@@ -51,23 +51,35 @@ def base_prefix(model_type: str) -> str:
 def export_peft(directory: Path, target: Path, overwrite: bool = False, extra_files: dict[str, str] | None = None):
     """Write the xling LoRA task adapter saved in `directory`, with its head, as PEFT saves one."""
     directory = Path(directory)
+    where = str(directory / CONFIG_FILE)
     record = read_json(directory / CONFIG_FILE)
+    record = record if isinstance(record, dict) else {}
     if record.get("kind") != "lora" or not (directory / HEAD_WEIGHTS_FILE).is_file():
-        raise XlingError(f"{directory}: only LoRA task adapters export to PEFT, not {record.get('kind')} adapters")
-    config, base = record["config"], record["base_model"]
-    fingerprint = base["fingerprint"]
-    prefix = base_prefix(fingerprint["architecture"])
-    layers = [layer for layer in range(fingerprint["num_layers"]) if layer not in config["leave_out"]]
+        raise XlingError(
+            f"{directory}: only LoRA task adapters export to PEFT, not {shown(record.get('kind'))} adapters"
+        )
+    settings, base = typed(record, "config", dict, None, where), typed(record, "base_model", dict, None, where)
+    fingerprint = typed(base or {}, "fingerprint", dict, None, where)
+    if settings is None or fingerprint is None:
+        raise XlingError(f"{where}: its config or base model is missing (the file is damaged; save it again)")
+    config = from_record(LoraConfig, settings, where)  # every value of the type and range xling saves
+    num_layers = typed(fingerprint, "num_layers", int, None, where)
+    architecture = typed(fingerprint, "architecture", str, None, where)
+    if num_layers is None or architecture is None:
+        raise XlingError(f"{where}: its base model's layers or architecture are missing (the file is damaged)")
+    prefix = base_prefix(architecture)
+    layers = [layer for layer in range(num_layers) if layer not in config.leave_out]
+    name = typed(base, "name", str, "", where)
     peft_config = {
         "peft_type": "LORA",
         "task_type": "TOKEN_CLS",
-        "r": config["rank"],
-        "lora_alpha": config["alpha"],
-        "lora_dropout": config["dropout"],
-        "target_modules": config["targets"],
-        "layers_to_transform": layers if config["leave_out"] else None,
+        "r": config.rank,
+        "lora_alpha": config.alpha,
+        "lora_dropout": config.dropout,
+        "target_modules": list(config.targets),
+        "layers_to_transform": layers if config.leave_out else None,
         "modules_to_save": ["classifier"],
-        "base_model_name_or_path": hub_id_of_label(base.get("name") or "") or base.get("name") or None,
+        "base_model_name_or_path": hub_id_of_label(name) or name or None,
         "inference_mode": True,
         **SUPPORTED,
     }
@@ -102,7 +114,7 @@ def config_from_peft(record: dict, directory: Path, num_layers: int) -> LoraConf
         unsupported.append(f"target_modules={shown(targets)} (xling adapts {', '.join(TARGETS)})")
     if unsupported:
         raise XlingError(f"{where}: PEFT options xling does not support: {', '.join(unsupported)}")
-    kept = record.get("layers_to_transform")
+    kept = typed(record, "layers_to_transform", int | list[int], None, where)
     kept = list(range(num_layers)) if kept is None else [kept] if isinstance(kept, int) else kept
     values = {
         "rank": record.get("r", 8),
