@@ -27,7 +27,6 @@ from xling.web import Refused, json_body, refusal, server_on
 
 MAX_BODY = 1024 * 1024  # bytes: a few hundred sentences
 MAX_TEXTS = 256  # texts in one request
-WAKE_SECONDS = 0.2  # how long the serving thread blocks at most before it looks for a Ctrl+C
 
 
 class Batcher:
@@ -64,15 +63,6 @@ class Batcher:
         if self.thread is not None:
             self.thread.join()
 
-    def _next(self) -> tuple[list[str], Future] | None:
-        """The next job, waited for in short slices: a Ctrl+C the kernel hands to another thread (torch's, the HTTP
-        server's) only sets a flag, which the main thread sees when it runs again, never while it blocks."""
-        while True:
-            try:
-                return self.jobs.get(timeout=WAKE_SECONDS)
-            except queue.Empty:
-                continue
-
     def _gather(self, first: tuple[list[str], Future]) -> tuple[list[tuple[list[str], Future]], bool]:
         """The first job and those that come within `wait` of it (none after it when the last call had one job
         only), up to `size` texts; and whether to stop after."""
@@ -90,7 +80,7 @@ class Batcher:
 
     def run(self) -> None:
         """Tag the jobs as they come, until `close`."""
-        while (first := self._next()) is not None:
+        while (first := self.jobs.get()) is not None:
             jobs, stop = self._gather(first)
             self.busy = len(jobs) > 1
             try:
