@@ -153,7 +153,14 @@ def test_xling_serve_tags_with_the_embedded_models_shipped_pair_and_stops_on_ctr
     port = free_port()
     command = [sys.executable, "-m", "xling", "serve", "--lang", "qu", "--port", str(port), "-w", str(tmp_path / "ws")]
     # faulthandler: should it abort as it exits, its stderr says in which thread
-    server = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=os.environ | {"PYTHONFAULTHANDLER": "1"})
+    server = subprocess.Popen(
+        command,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ | {"PYTHONFAULTHANDLER": "1"},
+        # an xdist worker ignores SIGINT, and a child inherits that: Ctrl+C as a terminal's foreground job has it
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         said = [server.stderr.readline() for _ in range(1)]
         while f"http://127.0.0.1:{port}/" not in said[-1] and said[-1] and len(said) < 50:
