@@ -58,3 +58,47 @@ def test_records_without_intervals_are_set_apart_on_the_results_page():
     assert page.index("## new run: a CPU") < earlier < page.index("### old run: a CPU")
     assert "50.0 (seed 1) [45.0, 55.0]" in page[:earlier]
     assert "50.0 (seed 1) (no interval: earlier protocol)" in page[earlier:]
+
+
+def readme_commands() -> list[list[str]]:
+    """Every `xling ...` command line the README's code blocks show (continued lines joined, comments, pipes and
+    redirections aside), as its words."""
+    import re
+    import shlex
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = []
+    for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            for part in re.split(r"&&|\|", line.split("  #")[0]):
+                part = part.strip().removeprefix("$ ").split(">")[0].strip()
+                if part.startswith("xling "):
+                    commands.append(shlex.split(part))
+    return commands
+
+
+GROUPS = ("models", "corpora", "analyze")  # commands whose second word is a subcommand
+
+
+def test_every_command_the_readme_shows_parses_with_its_options_and_every_shipped_name_resolves():
+    import re
+
+    from typer.testing import CliRunner
+
+    from xling.cli.app import app
+    from xling.workspace import Workspace
+
+    commands = readme_commands()
+    assert len(commands) >= 15 and ["xling", "tag", "--lang", "qu", "-"] in commands
+    for words in commands:
+        path = words[1:3] if words[1] in GROUPS else words[1:2]
+        shown = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "400"}, terminal_width=400)
+        assert shown.exit_code == 0, f"{' '.join(words)}: {shown.output}"
+        options = [w.split("=")[0] for w in words[len(path) + 1 :] if re.fullmatch(r"--?[a-z][a-z-]*(=.*)?", w)]
+        unknown = [o for o in options if not re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", shown.output)]
+        assert not unknown, f"{' '.join(words)}: {unknown} not among `xling {' '.join(path)}`'s options"
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    shipped_paragraph = text[text.index("xling ships") : text.index("They tag when")]
+    named = set(re.findall(r"`((?:ner-)?[a-z]{2,3})`", shipped_paragraph))
+    shipped = {name for _, name, _ in Workspace(None, "e5-small").shipped()}
+    assert named == {"qu", "en", "ner-en", "ner-qu"} and named <= shipped, (named, shipped)
