@@ -26,6 +26,7 @@ import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bench.common import REPO
 from bench.recipe_validation import recipe_text
 from xling.adapters.files import CONFIG_FILE
 
@@ -549,7 +550,9 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     from xling.provenance import made_where
 
-    record = made_where() | {"probes": len(outcomes), "bad": len(bad), "outcomes": [asdict(o) for o in outcomes]}
+    # what a refusal says of a file in this checkout, named from the repository's root, not this machine's
+    said = [asdict(o) | {"said": o.said.replace(f"{REPO}/", "")} for o in outcomes]
+    record = made_where() | {"probes": len(outcomes), "bad": len(bad), "outcomes": said}
     out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
 
 
