@@ -102,15 +102,16 @@ def cpu_bf16_speedup() -> float:
 
     if not (torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()):
         return 0.0
-    record = machine_record(f"bf16-speedup {cpu_name()} torch {torch.__version__}")
-    if not record.is_file():
-        keep_first(record, json.dumps({"cpu": cpu_name(), "bf16_speedup": measured_bf16_speedup()}))
+    cpu = cpu_name()
+    record = machine_record(f"bf16-speedup {cpu} torch {torch.__version__}")
     try:
         return float(json.loads(record.read_text())["bf16_speedup"])
+    except FileNotFoundError:  # not measured on this machine yet
+        pass
     except (OSError, ValueError, KeyError, TypeError):  # damaged: measured again, and kept in its place
         record.unlink(missing_ok=True)
-        cpu_bf16_speedup.cache_clear()
-        return cpu_bf16_speedup()
+    keep_first(record, json.dumps({"cpu": cpu, "bf16_speedup": measured_bf16_speedup()}))
+    return float(json.loads(record.read_text())["bf16_speedup"])  # the first process's, where several raced
 
 
 def machine_record(key: str) -> Path:

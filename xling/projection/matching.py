@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from rich.console import Console
 
 from xling.data.conll import Sentence
-from xling.data.fingerprints import fingerprint, lines_holding
+from xling.data.fingerprints import fingerprint, fingerprints, lines_holding
 from xling.data.iob2 import OUTSIDE, entities, entity_tags
 from xling.data.labels import relabel
 from xling.data.overlap import sentences_of
@@ -63,7 +63,7 @@ def name_table(sentences: list[Sentence], min_share: float, min_letters: int, co
         if (
             times >= min_share * sum(counts.values())
             and letters >= min_letters
-            and not {w.lower() for w in key} <= common
+            and not {name_key(w) for w in key} <= common  # keyed as `common_words` keys them
         ):
             table[key] = kind
     return table
@@ -138,7 +138,7 @@ def text_sentences(options: MatchOptions) -> list[list[str]]:
     lines, _ = read_text(options.corpus)
     held = [s.tokens for reference in options.exclude for s in sentences_of(reference)]
     left_out = lines_holding(lines, held)
-    held_prints, seen, sentences = {fingerprint(words) for words in held}, set(), []
+    held_prints, seen, sentences = fingerprints(held), set(), []
     for i, line in enumerate(lines):
         if i in left_out:
             continue

@@ -8,7 +8,7 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 from xling.data.conll import Sentence, conll_text
-from xling.data.fingerprints import fingerprint
+from xling.data.fingerprints import fingerprints
 from xling.data.overlap import sentences_of
 from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
@@ -24,7 +24,7 @@ def drawn(words: list[str], share: float, salt: str) -> bool:
 
 
 def evaluation_prints(references: list[str]) -> set[str]:
-    return {fingerprint(s.tokens) for reference in references for s in sentences_of(reference)}
+    return fingerprints(s.tokens for reference in references for s in sentences_of(reference))
 
 
 def check_new(output: str, overwrite: bool) -> None:
