@@ -26,6 +26,7 @@ from xling.tagging.align import windows_for
 from xling.tagging.evaluate import EvaluationOptions, evaluate
 from xling.tagging.predict import predict_probabilities
 from xling.tagging.spec import TaggerSpec
+from xling.tagging.tagger import Tagger
 from xling.train.config import TaskAdapterOptions, TrainConfig
 from xling.train.task import train_task_adapter
 from xling.train.token_classification import TaggingObjective
@@ -314,6 +315,13 @@ def test_no_lang_adapter_and_few_shot_continuation(setup_dirs):
     start = load_file(Path(report["saved_to"]) / "head_model.safetensors")
     continued = load_file(Path(few["saved_to"]) / "head_model.safetensors")
     assert continued.keys() == start.keys() and not all(torch.equal(start[k], continued[k]) for k in start)
+    # trained alone, it tags alone: the workspace's qu language adapter is never put under it
+    where = dict(model=str(setup_dirs[1]), workspace=str(setup_dirs[0] / "ws"), precision="fp32")
+    assert (setup_dirs[0] / "ws" / "tinybert" / "lang" / "qu").is_dir()
+    assert Tagger.load("qu", task_adapter="ner-qu", **where).setup == "ner-qu"
+    assert Tagger.load("qu", task_adapter="ner-en", **where).setup == Stack("lang-qu", "ner-en")  # trained over en
+    with pytest.raises(XlingError, match="^task adapter ner-qu was trained without a language adapter; tag with"):
+        Tagger.load("qu", task_adapter="ner-qu", lang_adapter="qu", **where)
 
 
 def test_missing_language_adapter_says_how_to_train_it(setup_dirs):

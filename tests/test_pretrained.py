@@ -160,6 +160,37 @@ def test_a_workspace_adapter_of_the_same_name_wins(tmp_path):
     assert workspace.lang_adapter("qu", under=shipped("task/ner-en")) == shipped("lang/qu")
 
 
+@pytest.mark.parametrize("lang", ["qu", "en"])
+def test_the_default_task_adapter_is_chosen_by_name_and_the_notice_says_why(tmp_path, capsys, lang):
+    where = {"workspace": str(tmp_path / "ws")}
+    workspace, wanted = Workspace(tmp_path / "ws", "e5-small"), f"ner-{lang}"
+    shutil.copytree(shipped("task/ner-en"), workspace.adapter_dir(TASK, "ner-lora"))  # a stray experiment
+    assert Tagger.load(lang, **where).directories["task"] == shipped(f"task/{wanted}")  # never the stray
+    told = capsys.readouterr().err
+    assert told.startswith(f"xling: your workspace has no {wanted}: tagging with the adapters shipped with xling (")
+    shutil.copytree(shipped("task/ner-qu"), workspace.adapter_dir(TASK, wanted))  # one of its own
+    assert Tagger.load(lang, **where).directories["task"] == workspace.adapter_dir(TASK, wanted)
+    assert "your workspace has no" not in capsys.readouterr().err
+    if lang == "qu":  # its own ner-en comes before a shipped ner-qu, and says so
+        shutil.rmtree(workspace.adapter_dir(TASK, wanted))
+        shutil.copytree(shipped("task/ner-en"), workspace.adapter_dir(TASK, "ner-en"))
+        assert Tagger.load(lang, **where).directories["task"] == workspace.adapter_dir(TASK, "ner-en")
+        told = capsys.readouterr().err
+        assert told.startswith("xling: your workspace has no ner-qu: tagging with its ner-en (zero-shot transfer): ")
+
+
+def test_a_task_adapter_trained_without_a_language_adapter_tags_without_one_and_says_so(tmp_path, capsys):
+    workspace = Workspace(tmp_path / "ws", "e5-small")
+    alone = workspace.adapter_dir(TASK, "ner-qu")
+    shutil.copytree(shipped("task/ner-en"), alone)
+    record = json.loads((alone / "task.json").read_text())
+    (alone / "task.json").write_text(json.dumps(record | {"lang_adapter": None}))
+    tagger = Tagger.load("qu", workspace=str(tmp_path / "ws"))
+    assert tagger.directories == {"task": alone} and tagger.setup == record["name"]
+    told = capsys.readouterr().err.strip()
+    assert told == "xling: ner-qu was trained without a language adapter: tagging without one"
+
+
 def test_no_adapter_for_a_language_names_the_workspace_the_shipped_ones_and_the_demos(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "xling-workspace" / "demo" / EMBEDDED_NAME).mkdir(parents=True)

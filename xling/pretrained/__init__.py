@@ -107,29 +107,31 @@ def read_record(directory: Path) -> PretrainedRecord:
     return PretrainedRecord.from_record(read_json(file), str(file))
 
 
-def notice(directories: list[Path]) -> str | None:
-    """One line for standard error when some of a tagger's adapters are shipped ones: which, and the shipped task
-    adapter's held-out F1 where it was measured in the setup used (`directories`: all of the tagger's adapters)."""
+def notice(directories: list[Path], reasons: list[str] = ()) -> str | None:
+    """One line for standard error saying why the tagger is what it is (`reasons`, from the tagger) and which of
+    its adapters are shipped ones, with the shipped task adapter's held-out F1 where it was measured in the setup
+    used (`directories`: all of the tagger's adapters)."""
+    said = "".join(f"{reason}: " for reason in reasons)
     shipped = [Path(d) for d in directories if is_pretrained(d)]
     if not shipped:
-        return None
+        return f"xling: {said.removesuffix(': ')}" if said else None
     names = ", ".join(f"{d.parent.name}/{d.name}" for d in shipped)
     tasks = [d for d in shipped if d.parent.name == "task"]
     score = read_record(tasks[0]).headline() if tasks else None
     stacked = any(Path(d).parent.name == "lang" for d in directories)
     if score and score.setup.startswith("Stack(") and not stacked:  # its figure is for a setup not used here
-        return f"xling: tagging with the adapters shipped with xling ({names}), without a language adapter: no figure"
+        return f"xling: {said}tagging with the adapters shipped with xling ({names}), without a language adapter: no figure"
     told = (
         f": {score.setup} F1 {100 * score.f1:.1f} [{100 * score.f1_interval[0]:.1f}, {100 * score.f1_interval[1]:.1f}]"
         f" on {score.sentences} {score.data.rsplit('/', 1)[-1]} sentences"
         if score
         else ""
     )
-    return f"xling: tagging with the adapters shipped with xling ({names}){told}"
+    return f"xling: {said}tagging with the adapters shipped with xling ({names}){told}"
 
 
-def say_notice(directories: list[Path]) -> None:
-    if line := notice(directories):
+def say_notice(directories: list[Path], reasons: list[str] = ()) -> None:
+    if line := notice(directories, reasons):
         print(line, file=sys.stderr)
 
 

@@ -21,12 +21,12 @@ from xling.errors import XlingError
 from xling.methods import METHODS
 from xling.models.stored_weights import quantize_int8
 from xling.pretrained import say_notice
-from xling.roles import FUSION, LANG
+from xling.roles import FUSION, LANG, TASK, Role
 from xling.tagging.base import TextTagger, check_batch_size
 from xling.tagging.onnx_tagger import GRAPH_VERSION, OnnxTagger, export_key, exported_tagger, is_onnx_folder
 from xling.tagging.predict import predict_probabilities
 from xling.tagging.spec import TaggerSpec
-from xling.trained_tasks import load_fusion_model, load_task_model
+from xling.trained_tasks import load_fusion_model, load_task_model, read_task
 from xling.workspace import Workspace
 
 
@@ -87,7 +87,8 @@ class Tagger(TextTagger):
             head, setup = record.name, (record.name if METHODS[record.method].adapters else None)
             trained, fused = [directory], {}
             decoder = spec.decoder or check_decoder(record.decoder)
-        if setup is not None and spec.use_lang_adapter:
+        stacked = spec.use_lang_adapter if role is FUSION else spec.stacks_lang_adapter(head, record.lang_adapter)
+        if setup is not None and stacked:
             directories["lang"] = spec.lang_adapter_dir(ws, under=directories.get("task"))
             setup = Stack(load(loaded, directories["lang"], name=f"lang-{spec.lang}", head=False, role=LANG), setup)
         loaded.set_active(setup)
@@ -96,7 +97,8 @@ class Tagger(TextTagger):
         tagger = cls(loaded, tokenizer, head, setup, spec.batch_size, decoder, spec.precision)
         tagger.directories = directories
         tagger.fused = fused
-        say_notice(list(directories.values()))
+        left_out = setup is not None and spec.use_lang_adapter and not stacked
+        say_notice(list(directories.values()), chosen_because(spec, ws, role, directory, left_out))
         tagger.trained_from = trained  # the task folders whose fingerprints say what it was trained on
         return tagger
 
@@ -121,6 +123,17 @@ class Tagger(TextTagger):
         )
 
 
+def chosen_because(spec: TaggerSpec, ws: Workspace, role: Role, directory: Path, left_out: bool) -> list[str]:
+    """What the notice line says of why the tagger is what it is: the task adapter the workspace's rule chose
+    where none was named, and a language adapter left out because the task adapter was trained without one."""
+    reasons = []
+    if role is TASK and not spec.task_adapter and (why := ws.why_chosen(spec.task, spec.lang, directory.name)):
+        reasons.append(why)
+    if left_out:
+        reasons.append(f"{directory.name} was trained without a language adapter: tagging without one")
+    return reasons
+
+
 def onnx_tagger(cls, spec: TaggerSpec) -> OnnxTagger:
     """`Tagger.load(spec)` with `spec.runtime` onnx: an exported folder as it is, else the adapters' export in the
     workspace's cache (`<model>/onnx/<key>`, fp32 and int8), made on first use from the PyTorch tagger."""
@@ -132,7 +145,11 @@ def onnx_tagger(cls, spec: TaggerSpec) -> OnnxTagger:
         sources = [ws.fusion(spec.fusion), ws.model_dir / "task"]
     else:
         sources = [ws.task(ws.task_adapter_name(spec.task, spec.lang, spec.task_adapter))]
-    if spec.use_lang_adapter:
+    if (
+        spec.fusion
+        and spec.use_lang_adapter
+        or spec.stacks_lang_adapter(sources[0].name, read_task(sources[0]).lang_adapter)
+    ):
         try:
             sources.append(ws.lang_adapter(spec.lang_adapter or spec.lang, under=sources[0]))
         except XlingError:
