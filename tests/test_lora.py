@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 
 import pytest
 import torch
@@ -256,6 +257,55 @@ def test_a_lora_task_adapter_exports_to_peft_and_peft_gives_its_logits(copied_wo
         "tag", "--lang", "en", "-t", tmp_path / "peft", "--no-lang-adapter", "-", *where, input="juan lima\n"
     )
     assert tagged.returncode == 0 and tagged.stdout.strip().replace("[", "").startswith("juan"), tagged.stderr
+
+
+AUTO_PEFT = """
+import sys, torch
+{snippet}
+ids = torch.load(sys.argv[1])
+with torch.no_grad():
+    torch.save(model.eval()(input_ids=ids, attention_mask=torch.ones_like(ids)).logits, sys.argv[2])
+"""
+
+
+def test_a_peft_export_of_a_hub_model_loads_with_autopeft_offline_from_its_card_s_snippet(tmp_path):
+    """Trained on a Hub id (a tiny stand-in placed in a local Hugging Face cache, as after a download), the PEFT
+    export names that id, and its card's snippet (AutoPeft, the base fetched by id) gives xling's logits."""
+    import re
+    import subprocess
+    import sys
+
+    pytest.importorskip("peft")
+    from tests.test_hub import hub_cache_entry
+    from tests.tiny import run_xling, save_tiny_model, synthetic_conll
+
+    model_dir = save_tiny_model("bert", tmp_path / "tinybert")
+    hub_cache_entry(tmp_path / "cache", "xling-test/tiny-bert", model_dir)
+    offline = {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "cache")}
+    train, where = synthetic_conll(tmp_path / "train", 60, 1), ["-m", "xling-test/tiny-bert", "-w", tmp_path / "ws"]
+    trained = run_xling(
+        "train-task", "ner", "--lang", "en", "--train", train, "--dev", train, "--no-lang-adapter", "--name", "ner-lora",
+        "--adapter-kind", "lora", "--lora-rank", "4", "--epochs", "1", *where, env=offline,
+    )  # fmt: skip
+    assert trained.returncode == 0, trained.stderr
+    exported = run_xling("export", "ner-lora", tmp_path / "peft", "--format", "peft", *where, env=offline)
+    assert exported.returncode == 0 and "AutoPeftModelForTokenClassification" in exported.stderr, exported.stderr
+    config = json.loads((tmp_path / "peft" / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == "xling-test/tiny-bert"
+    card = (tmp_path / "peft" / "README.md").read_text()
+    snippet = re.search(r"```python\n(.*?)```", card, re.S).group(1).replace("DIR", str(tmp_path / "peft"))
+    assert "AutoPeftModelForTokenClassification.from_pretrained(" in snippet
+    ids = torch.randint(5, 80, (2, 12))
+    torch.save(ids, tmp_path / "ids.pt")
+    script = tmp_path / "autopeft.py"
+    script.write_text(AUTO_PEFT.format(snippet=snippet))
+    env = {**os.environ, **offline}
+    ran = subprocess.run(
+        [sys.executable, script, tmp_path / "ids.pt", tmp_path / "logits.pt"], env=env, text=True, capture_output=True
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    theirs = torch.load(tmp_path / "logits.pt")
+    torch.testing.assert_close(theirs, xling_logits(model_dir, tmp_path / "peft", ids), atol=1e-4, rtol=0)
 
 
 def test_a_peft_lora_folder_loads_as_an_xling_lora_adapter_with_peft_s_logits(tmp_path):

@@ -24,7 +24,7 @@ class ExportOptions:
     target: str = opt(help="The directory to write (written whole, or not at all).", argument=2)
     format: str = opt(
         help="adapterhub: an adapter for the AdapterHub adapters library; peft: a LoRA task adapter for Hugging "
-        "Face PEFT (PeftModel.from_pretrained); onnx: the tagger Stack(LANG, ADAPTER) as one ONNX graph for ONNX "
+        "Face PEFT (AutoPeftModelForTokenClassification.from_pretrained); onnx: the tagger Stack(LANG, ADAPTER) as one ONNX graph for ONNX "
         "Runtime (xling tag --runtime onnx -t TARGET).",
         choices=FORMATS,
     )
@@ -100,7 +100,7 @@ def export(options: ExportOptions) -> str:
         directory = workspace.adapter(options.adapter)
         extra = {CARD_FILE: peft_card(read_report(directory))} | task_record(directory)
         export_peft(directory, target, overwrite=options.overwrite, extra_files=extra)
-        return f"PeftModel.from_pretrained(AutoModelForTokenClassification.from_pretrained(BASE, ...), {str(target)!r})"
+        return f"AutoPeftModelForTokenClassification.from_pretrained({str(target)!r}, id2label=...) (its README.md)"
     return export_onnx_tagger(options, workspace)
 
 

@@ -12,6 +12,29 @@ from xling.models.loading import hub_id
 from xling.reports import RunReport
 
 
+def snippet(base: str, labels: int) -> str:
+    """How PEFT loads the folder `DIR`. AutoPeft builds the base model from the Hub id the adapter's config names,
+    with the default two labels unless told: the labels go in as `id2label` (a local base has no id to name)."""
+    labels_line = 'labels = json.load(open("DIR/config.json"))["id2label"]'
+    if base == "BASE_MODEL":
+        return f"""import json
+from peft import PeftModel
+from transformers import AutoModelForTokenClassification
+
+{labels_line}
+base = AutoModelForTokenClassification.from_pretrained(
+    "BASE_MODEL", num_labels={labels}, id2label={{int(i): label for i, label in labels.items()}}
+)
+model = PeftModel.from_pretrained(base, "DIR")"""
+    return f"""import json
+from peft import AutoPeftModelForTokenClassification
+
+{labels_line}
+model = AutoPeftModelForTokenClassification.from_pretrained(
+    "DIR", id2label={{int(i): label for i, label in labels.items()}}
+)"""
+
+
 def peft_card(report: RunReport) -> str:
     """A `README.md` for a LoRA task adapter exported to PEFT's format: Hub metadata and how PEFT loads it."""
     base = hub_id(report.model or "") or "BASE_MODEL"
@@ -36,15 +59,7 @@ A LoRA task adapter trained with xling, in PEFT's format (`adapter_config.json`,
 labels in `config.json`).{note}
 
 ```python
-import json
-from peft import PeftModel
-from transformers import AutoModelForTokenClassification
-
-labels = json.load(open("DIR/config.json"))["id2label"]
-base = AutoModelForTokenClassification.from_pretrained(
-    "{base}", num_labels={len(labels)}, id2label={{int(i): label for i, label in labels.items()}}
-)
-model = PeftModel.from_pretrained(base, "DIR")
+{snippet(base, len(labels))}
 ```
 
 In xling: `xling tag --lang {report.lang or "LANG"} -t DIR FILE`.
