@@ -15,6 +15,7 @@ import xling.hub
 from xling import Tagger
 from xling.cli.app import app
 from xling.errors import XlingError
+from xling.exporting import PushOptions, push
 from xling.reports import RunReport
 
 
@@ -112,7 +113,7 @@ def test_hub_names_that_cannot_be_fetched_are_one_line_errors(trained_workspace,
         with pytest.raises(XlingError, match=message):
             Tagger.load(lang="qu", task_adapter=name, model=str(model_dir), workspace=str(root / "ws"))
     with pytest.raises(XlingError, match="no adapter 'ner-xx'"):
-        xling.hub.push(xling.workspace.Workspace(str(root / "ws"), str(model_dir)).adapter("ner-xx"), "org/x")
+        push(PushOptions("ner-xx", "org/x", model=str(model_dir), workspace=str(root / "ws")))
 
 
 def test_export_command_writes_an_adapterhub_directory(trained_workspace, tmp_path):
@@ -125,8 +126,10 @@ def test_export_command_writes_an_adapterhub_directory(trained_workspace, tmp_pa
         "pytorch_model_head.bin",
         "model_head.safetensors",
         "README.md",
+        "task.json",  # the library ignores it; xling reads the folder back as the task it is
     }
-    assert "## Intended use and limitations" in (tmp_path / "hub" / "README.md").read_text()
+    card = (tmp_path / "hub" / "README.md").read_text()
+    assert "## Intended use and limitations" in card and "library_name: adapter-transformers" in card
     again = CliRunner().invoke(app, ["export", "ner-en", str(tmp_path / "hub"), "--format", "adapterhub", *where])
     assert again.exit_code != 0 and "already exists" in str(again.exception)
     # A trained language adapter exports without its masked-LM head, which the library has no use for.
@@ -256,3 +259,44 @@ def test_exports_name_the_base_model_by_its_hub_id(tmp_path):
     assert done.exit_code == 0, done.output  # the shipped ner-en, on the embedded model
     record = json.loads((tmp_path / "hub" / "adapter_config.json").read_text())
     assert record["model_name"] == "intfloat/multilingual-e5-small"
+
+
+def test_push_of_an_onnx_folder_tags_by_its_hub_name_without_torch(exported, hub, tmp_path):
+    from xling.tagging.onnx_tagger import OnnxTagger
+
+    pushed = CliRunner().invoke(app, ["push", str(exported), "org/onnx-ner", "--format", "onnx"])
+    assert pushed.exit_code == 0, pushed.output
+    repo = hub.root / "org" / "onnx-ner"
+    assert {"model.onnx", "model.int8.onnx", "xling_onnx.json", "config.json"} <= {p.name for p in repo.iterdir()}
+    card = (repo / "README.md").read_text()
+    assert "library_name: onnx" in card and "--task-adapter hf:org/onnx-ner" in card
+    assert 'OnnxTagger(snapshot_download("org/onnx-ner"))' in card and "Stack(" in card
+    from_hub = Tagger.load(lang="qu", task_adapter="hf:org/onnx-ner", runtime="onnx", precision="int8")
+    assert isinstance(from_hub, OnnxTagger) and from_hub.directory == repo  # the pushed graphs, not a new export
+    texts = ["juan lima the city of qusqu", "maria of peru"]
+    assert from_hub.tag_texts(texts) == OnnxTagger(exported, "int8").tag_texts(texts)
+    refused = CliRunner().invoke(app, ["push", str(tmp_path), "org/x", "--format", "onnx"])
+    assert refused.exit_code == 1 and "is not an ONNX folder; write one with: xling export" in str(refused.exception)
+
+
+def test_push_in_peft_s_layout_names_the_repository_in_its_card_and_tags_in_xling(copied_workspace, hub):
+    from tests.tiny import run_xling
+
+    workspace, model_dir, model_root, dev = copied_workspace
+    where = ["--model", str(model_dir), "-w", str(workspace)]
+    trained = run_xling(
+        "train-task", "ner", "--lang", "en", "--train", dev, "--dev", dev, "--name", "ner-lora", "--no-lang-adapter",
+        "--adapter-kind", "lora", "--lora-rank", "4", "--epochs", "1", *where,
+    )  # fmt: skip
+    assert trained.returncode == 0, trained.stderr
+    pushed = CliRunner().invoke(app, ["push", "ner-lora", "org/peft-ner", "--format", "peft", *where])
+    assert pushed.exit_code == 0, pushed.output
+    repo = hub.root / "org" / "peft-ner"
+    assert json.loads((repo / "adapter_config.json").read_text())["peft_type"] == "LORA"
+    card = (repo / "README.md").read_text()
+    assert "library_name: peft" in card and 'hf_hub_download("org/peft-ner", "config.json")' in card
+    assert "-t hf:org/peft-ner" in card
+    texts, settings = ["juan lima the city of qusqu"], {"model": str(model_dir), "workspace": str(workspace)}
+    pulled = Tagger.load(lang="en", task_adapter="hf:org/peft-ner", use_lang_adapter=False, **settings)
+    local = Tagger.load(lang="en", task_adapter="ner-lora", use_lang_adapter=False, **settings)
+    assert [(r.tags, r.scores) for r in pulled.tag_texts(texts)] == [(r.tags, r.scores) for r in local.tag_texts(texts)]

@@ -4,5 +4,5 @@ __version__ = "0.1.0"
 
 from xling.lazy import lazy_exports
 
-# `from xling import Tagger` without importing torch for `xling --version`.
-__getattr__ = lazy_exports({"Tagger": "xling.tagging.tagger"})
+# `from xling import Tagger` without importing torch for `xling --version`; `OnnxTagger` imports no torch at all.
+__getattr__ = lazy_exports({"Tagger": "xling.tagging.tagger", "OnnxTagger": "xling.tagging.onnx_tagger"})

@@ -3,13 +3,17 @@ graph (`onnx`), from one options dataclass that the command line and Python shar
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from xling.adapters.files import CONFIG_FILE
 from xling.errors import XlingError
+from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.names import is_hub_name, is_path
 from xling.options import opt
-from xling.roles import FUSION, task_record
+from xling.paths import WORKSPACE_HELP
+from xling.roles import FUSION, TASK_FILE, task_record
 from xling.tagging.spec import TaggerSpec
 from xling.workspace import LANG_ADAPTER_HELP, Workspace
 
@@ -80,28 +84,36 @@ def export(options: ExportOptions) -> str:
     """Write the export; returns how to load it."""
     options.check()
     workspace = Workspace(options.tagger.workspace, options.tagger.model)
+    if options.format == "onnx":
+        return export_onnx_tagger(options, workspace)
     target = Path(options.target)
+    write_layout(options.format, workspace.adapter(options.adapter), target, overwrite=options.overwrite)
     if options.format == "adapterhub":
+        return f"model.load_adapter({str(target)!r})"
+    return f"AutoPeftModelForTokenClassification.from_pretrained({str(target)!r}, id2label=...) (its README.md)"
+
+
+def write_layout(
+    layout: str, directory: Path, target: Path, repo_id: str | None = None, overwrite: bool = False
+) -> None:
+    """Adapter `directory` written at `target` in another library's layout (adapterhub, peft) with that layout's
+    card (naming `repo_id` where it is pushed there), and a task's `task.json` beside (the library ignores it;
+    xling reads the folder back as the task it is)."""
+    from xling.cards.common import CARD_FILE
+    from xling.reports import read_report
+
+    report, task = read_report(directory), task_record(directory)
+    if layout == "adapterhub":
         from xling.adapters.adapterhub import export_adapterhub
         from xling.cards.adapter import model_card
-        from xling.cards.common import CARD_FILE
-        from xling.reports import read_report
 
-        directory = workspace.adapter(options.adapter)
-        card = model_card(read_report(directory))
-        export_adapterhub(directory, target, overwrite=options.overwrite, extra_files={CARD_FILE: card})
-        return f"model.load_adapter({str(target)!r})"
-    if options.format == "peft":
+        card = model_card(report, repo_id, "adapterhub")
+        export_adapterhub(directory, target, overwrite=overwrite, extra_files={CARD_FILE: card} | task)
+    else:
         from xling.adapters.lora.peft import export_peft
-        from xling.cards.common import CARD_FILE
         from xling.cards.peft import peft_card
-        from xling.reports import read_report
 
-        directory = workspace.adapter(options.adapter)
-        extra = {CARD_FILE: peft_card(read_report(directory))} | task_record(directory)
-        export_peft(directory, target, overwrite=options.overwrite, extra_files=extra)
-        return f"AutoPeftModelForTokenClassification.from_pretrained({str(target)!r}, id2label=...) (its README.md)"
-    return export_onnx_tagger(options, workspace)
+        export_peft(directory, target, overwrite=overwrite, extra_files={CARD_FILE: peft_card(report, repo_id)} | task)
 
 
 def export_onnx_tagger(options: ExportOptions, workspace: Workspace) -> str:
@@ -125,3 +137,59 @@ def export_onnx_tagger(options: ExportOptions, workspace: Workspace) -> str:
         tagger, Path(options.target), int8=options.int8, check=check, overwrite=options.overwrite, describe=describe
     )
     return f"xling tag --runtime onnx --task-adapter {options.target} --lang {lang} FILE"
+
+
+# what a pushed repository holds (`xling push --format`)
+PUSH_FORMATS = {
+    "xling": "xling's own files (hf:ORG/NAME in xling)",
+    "adapterhub": 'the layout the adapters library\'s load_adapter("ORG/NAME") reads (xling reads it too)',
+    "peft": "a LoRA task adapter as PEFT saves one (AutoPeftModelForTokenClassification; xling reads it too)",
+    "onnx": "a folder `xling export --format onnx` wrote, as it is (xling tag --runtime onnx -t hf:ORG/NAME)",
+}
+
+
+@dataclass
+class PushOptions:
+    adapter: str = opt(
+        help="A trained adapter, task or fusion: a workspace name or a directory (onnx: an exported folder).",
+        argument=1,
+    )
+    repo_id: str = opt(help="The Hub model repository, ORG/NAME (created if new).", argument=2)
+    private: bool = opt(False, "Create the repository private.")
+    token: str | None = opt(None, "Hub token (default: HF_TOKEN, else the one `hf auth login` saved).")
+    format: str = opt(
+        "xling", "; ".join(f"{name}: {what}" for name, what in PUSH_FORMATS.items()) + ".", choices=tuple(PUSH_FORMATS)
+    )
+    model: str = opt(DEFAULT_MODEL, MODEL_HELP)
+    workspace: str | None = opt(None, WORKSPACE_HELP)
+
+
+def push(options: PushOptions) -> str:
+    """Upload the adapter (or ONNX folder) to the Hub repository in the layout asked for, its card naming the
+    repository; returns the commit's URL."""
+    from xling.cards.common import CARD_FILE
+    from xling.hub import upload
+
+    where = {"repo_id": options.repo_id, "private": options.private, "token": options.token}
+    if options.format == "onnx":
+        from xling.cards.onnx import onnx_card
+        from xling.tagging.onnx_tagger import OnnxConfig, is_onnx_folder
+
+        folder = Path(options.adapter)
+        if not is_onnx_folder(folder):
+            raise XlingError(
+                f"{folder} is not an ONNX folder; write one with: xling export ADAPTER {folder} --format onnx --lang LANG"
+            )
+        return upload(folder, written={CARD_FILE: onnx_card(OnnxConfig.load(folder), options.repo_id)}, **where)
+    directory = Workspace(options.workspace, options.model).adapter(options.adapter)
+    if not (directory / CONFIG_FILE).is_file() and not (directory / TASK_FILE).is_file():
+        raise XlingError(f"{directory} is not an adapter xling saved (no {CONFIG_FILE} or {TASK_FILE})")
+    if options.format == "xling":
+        from xling.cards.adapter import model_card
+        from xling.reports import read_report
+
+        return upload(directory, written={CARD_FILE: model_card(read_report(directory), options.repo_id)}, **where)
+    with tempfile.TemporaryDirectory() as staging:
+        staged = Path(staging) / directory.name
+        write_layout(options.format, directory, staged, options.repo_id)
+        return upload(staged, written={}, **where)  # its card names the repository already

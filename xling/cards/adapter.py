@@ -172,9 +172,6 @@ def adapter_title(report: RunReport) -> str:
     return KINDS[kind].title if kind in KINDS else f"{kind} adapters"
 
 
-LAYOUTS = ("xling", "adapterhub")  # what a pushed repository holds: xling's own files, or the adapters library's
-
-
 def model_card(report: RunReport, repo_id: str | None = None, layout: str = "xling") -> str:
     """A `README.md` for the adapter of a training report: Hub metadata, figures, use, limits, licences; its
     library and snippets those of the `layout` pushed to `repo_id`."""

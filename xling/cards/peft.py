@@ -12,30 +12,37 @@ from xling.models.loading import hub_id
 from xling.reports import RunReport
 
 
-def snippet(base: str, labels: int) -> str:
-    """How PEFT loads the folder `DIR`. AutoPeft builds the base model from the Hub id the adapter's config names,
-    with the default two labels unless told: the labels go in as `id2label` (a local base has no id to name)."""
-    labels_line = 'labels = json.load(open("DIR/config.json"))["id2label"]'
+def snippet(base: str, labels: int, repo_id: str | None) -> str:
+    """How PEFT loads the folder `DIR` (or repository `repo_id`). AutoPeft builds the base model from the Hub id the
+    adapter's config names, with the default two labels unless told: the labels go in as `id2label` (a local
+    base has no id to name)."""
+    where = f'"{repo_id}"' if repo_id else '"DIR"'
+    labels_line = (
+        f'labels = json.load(open(hf_hub_download({where}, "config.json")))["id2label"]'
+        if repo_id
+        else 'labels = json.load(open("DIR/config.json"))["id2label"]'
+    )
+    fetch = "from huggingface_hub import hf_hub_download\n" if repo_id else ""
     if base == "BASE_MODEL":
         return f"""import json
-from peft import PeftModel
+{fetch}from peft import PeftModel
 from transformers import AutoModelForTokenClassification
 
 {labels_line}
 base = AutoModelForTokenClassification.from_pretrained(
     "BASE_MODEL", num_labels={labels}, id2label={{int(i): label for i, label in labels.items()}}
 )
-model = PeftModel.from_pretrained(base, "DIR")"""
+model = PeftModel.from_pretrained(base, {where})"""
     return f"""import json
-from peft import AutoPeftModelForTokenClassification
+{fetch}from peft import AutoPeftModelForTokenClassification
 
 {labels_line}
 model = AutoPeftModelForTokenClassification.from_pretrained(
-    "DIR", id2label={{int(i): label for i, label in labels.items()}}
+    {where}, id2label={{int(i): label for i, label in labels.items()}}
 )"""
 
 
-def peft_card(report: RunReport) -> str:
+def peft_card(report: RunReport, repo_id: str | None = None) -> str:
     """A `README.md` for a LoRA task adapter exported to PEFT's format: Hub metadata and how PEFT loads it."""
     base = hub_id(report.model or "") or "BASE_MODEL"
     labels = report.labels or []
@@ -59,10 +66,10 @@ A LoRA task adapter trained with xling, in PEFT's format (`adapter_config.json`,
 labels in `config.json`).{note}
 
 ```python
-{snippet(base, len(labels))}
+{snippet(base, len(labels), repo_id)}
 ```
 
-In xling: `xling tag --lang {report.lang or "LANG"} -t DIR FILE`.
+In xling: `xling tag --lang {report.lang or "LANG"} -t {f"hf:{repo_id}" if repo_id else "DIR"} FILE`.
 
 ## Licences
 

@@ -6,16 +6,13 @@ from __future__ import annotations
 from rich.console import Console
 
 from xling.cli.options import command
-from xling.exporting import ExportOptions, export
-from xling.hub import PushOptions, push
-from xling.workspace import Workspace
+from xling.exporting import ExportOptions, PushOptions, export, push
 
 
 @command(PushOptions)
 def push_command(options: PushOptions):
     """Upload an adapter to the Hugging Face Hub; load it anywhere as hf:ORG/NAME."""
-    adapter = Workspace(options.workspace, options.model).adapter(options.adapter)
-    url = push(adapter, options.repo_id, private=options.private, token=options.token, layout=options.format)
+    url = push(options)
     Console(stderr=True).print(
         f"[green]pushed[/] {options.adapter} to {url}; use it as hf:{options.repo_id}", highlight=False
     )

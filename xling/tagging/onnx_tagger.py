@@ -18,7 +18,7 @@ from xling.data.decoding import check_decoder
 from xling.data.labels import check_labels
 from xling.errors import XlingError
 from xling.fileio import read_json
-from xling.names import is_path
+from xling.names import is_hub_name, is_path
 from xling.options import from_record
 from xling.paths import cache_dir
 from xling.tagging import align
@@ -155,10 +155,17 @@ def onnx_tokenizer(directory: Path):
 
 
 def exported_tagger(spec) -> OnnxTagger | None:
-    """The tagger of a `TaggerSpec` whose task adapter is a folder `xling export --format onnx` wrote (a bare name
-    means the workspace's), run by ONNX Runtime; None for any other spec."""
+    """The tagger of a `TaggerSpec` whose task adapter is a folder `xling export --format onnx` wrote, or a Hub
+    repository `xling push --format onnx` filled (a bare name means the workspace's), run by ONNX Runtime; None
+    for any other spec."""
     folder = spec.task_adapter
-    if spec.runtime != "onnx" or not folder or not is_path(folder) or not is_onnx_folder(folder):
+    if spec.runtime != "onnx" or not folder or not (is_path(folder) or is_hub_name(folder)):
+        return None
+    if is_hub_name(folder):
+        from xling.hub import download
+
+        folder = download(folder)
+    if not is_onnx_folder(folder):
         return None
     return OnnxTagger(folder, spec.precision, spec.batch_size, spec.decoder, spec.device)
 
