@@ -28,6 +28,7 @@ CORPUS_MAP = "corpus-map/"  # `bench/corpus_map.py`'s: lines/s of the corpus rec
 ERRORS = "errors-qu/"  # `xling analyze errors` on each seed's zero-shot stack (recipes/lang-contribution-qu.toml)
 PROBES = "probes/probes.json"  # `bench/probes.py`: a table of its own on the results page
 ADAPTED = "adapted-encoder-qu/"  # `bench/encoder_curve.py`: adapting the encoder, per budget
+DEPLOY = "deploy/"  # `bench/deploy_size.py`: the torch-free deploy install against the full one (docs/sharing.md)
 MLM_HEAD = (
     "mlm-head/"  # the head's training (`python -m xling.recipes.mlm_head`), curves under it (bench/mlm_head_curves)
 )
@@ -122,7 +123,7 @@ def results_page(files: dict) -> str:
     records = {
         name: data
         for name, data in files.items()
-        if not name.startswith((ACTIVE, COLD_START, SERVE, CORPUS_MAP, MLM_HEAD, ERRORS, ADAPTED))
+        if not name.startswith((ACTIVE, COLD_START, SERVE, CORPUS_MAP, MLM_HEAD, ERRORS, ADAPTED, DEPLOY))
         and name not in (SPEED, PROBES)
     }
     earlier = {name: data for name, data in records.items() if not kept_counts(data)}
@@ -492,6 +493,25 @@ def adapters_snippet() -> str:
     return snippet[snippet.index("```python") :]
 
 
+def deploy_table(files: dict) -> str:
+    """`bench/deploy_size.py`: what a machine that only tags ONNX folders installs, against the full install."""
+    data = files[f"{DEPLOY}sizes.json"]
+    deploy, full = data["deploy"], data["full"]
+    return "\n".join(
+        [
+            "| install | size | distributions | torch, Transformers |",
+            "|---|---|---|---|",
+            f"| `pip install xling` (full) | {full['megabytes'] / 1000:.1f} GB | {len(full['distributions'])} | yes |",
+            f"| deploy: `--no-deps`, then `--group deploy` | {deploy['megabytes']:.0f} MB "
+            f"| {len(deploy['distributions'])} | {', '.join(deploy['training_stack']) or 'none'} |",
+            "",
+            f"Measured by `python -m bench.deploy_size` (Python {data['python']}, Linux, {data['machine']}, commit "
+            f"{data['commit']}): the deploy venv whole, pip included; the full install as the files of every "
+            "distribution `pip install xling` pulls in (torch's default build with its CUDA libraries).",
+        ]
+    )
+
+
 def generated() -> dict[Path, str]:
     files = result_files()
     return {
@@ -509,7 +529,9 @@ def generated() -> dict[Path, str]:
         ),
         ROOT / "corpora" / "README.md": with_section(ROOT / "corpora" / "README.md", "corpora", corpora_table()),
         ROOT / "docs" / "sharing.md": with_section(
-            ROOT / "docs" / "sharing.md", "adapters-snippet", adapters_snippet()
+            with_section(ROOT / "docs" / "sharing.md", "adapters-snippet", adapters_snippet()),
+            "deploy-sizes",
+            deploy_table(files),
         ),
     }
 

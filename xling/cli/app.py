@@ -235,7 +235,16 @@ def system_error(err: BaseException) -> str | None:
         return f"{where.strip() or 'a path'}: {os.strerror(number).lower()}"
     if is_network_error(err):
         return f"cannot reach the network ({text}); check the connection, or work offline with local files"
+    if isinstance(err, ModuleNotFoundError) and err.name in TRAINING_STACK:
+        return (
+            f"this command needs {err.name}, which this install lacks (a deploy install tags exported ONNX folders "
+            "only, with --runtime onnx): pip install xling"
+        )
     return None
+
+
+# what a deploy install (docs/sharing.md: the wheel with --no-deps and the `deploy` group) leaves out
+TRAINING_STACK = ("torch", "transformers", "datasets", "accelerate", "safetensors", "seqeval", "sentencepiece")
 
 
 # torch's CPU allocator, CUDA's and numpy's words for a request the machine cannot meet
