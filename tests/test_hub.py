@@ -175,7 +175,9 @@ def test_the_cards_xling_snippets_run_as_written(trained_workspace, tmp_path):
     scope = {"Tagger": Tagger}
     exec(python, scope)
     spans = scope["tagger"]("juan lima the city of qusqu")  # the same tagger from Python: the same entities
-    assert [(x.start, x.end, x.label) for x in spans] == [(x["start"], x["end"], x["label"]) for x in line["entities"]]
+    assert [(x.start, x.end, x.label) for x in spans] == [
+        (x["start"], x["end"], x["entity_group"]) for x in line["entities"]
+    ]
 
 
 def hub_cache_entry(cache: Path, repo_id: str, folder: Path) -> None:

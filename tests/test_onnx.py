@@ -23,7 +23,10 @@ def where(trained_workspace) -> list[str]:
 
 
 def entities(stdout: str) -> list[list[tuple]]:
-    return [[(e["start"], e["end"], e["label"]) for e in json.loads(line)["entities"]] for line in stdout.splitlines()]
+    return [
+        [(e["start"], e["end"], e["entity_group"]) for e in json.loads(line)["entities"]]
+        for line in stdout.splitlines()
+    ]
 
 
 def test_a_task_adapter_given_as_a_directory_exports(trained_workspace, tmp_path):

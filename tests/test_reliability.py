@@ -531,7 +531,7 @@ def test_tag_tags_a_long_line_in_pieces_and_gives_it_back_as_one_record(tmp_path
     records = [json.loads(row) for row in (tmp_path / "out").read_text().splitlines()]
     assert [r["text"] for r in records] == [line, "Qusqu llaqta"] and [r["line"] for r in records] == [1, 2]
     assert len(line) > 2 * MAX_LINE_CHARS and all(
-        line[e["start"] : e["end"]] == e["text"] for e in records[0]["entities"]
+        line[e["start"] : e["end"]] == e["word"] for e in records[0]["entities"]
     )
 
 

@@ -91,7 +91,7 @@ def post(client, body, **headers):
 def test_a_text_and_a_list_come_back_in_the_pipelines_shape_as_the_tagger_tags_them(served):
     client, tagger = served
     texts = ["Lima llaqtapi Qusqu suyupi", "Maria Lima Peru", "x"]
-    expected = [[span.to_pipeline_dict() for span in spans] for spans in tagger(texts)]
+    expected = [[span.to_dict() for span in spans] for spans in tagger(texts)]
     assert any(expected), "the tiny tagger finds no entity: the comparison would prove nothing"
     single = post(client, {"inputs": texts[0]})
     assert single.status_code == 200 and single.get_json() == expected[0]
@@ -102,6 +102,31 @@ def test_a_text_and_a_list_come_back_in_the_pipelines_shape_as_the_tagger_tags_t
     )
     about = client.get("/").get_json()
     assert about["labels"] == tagger.labels and about["texts"] >= 4
+
+
+def test_the_pipelines_parameters_are_honoured_or_refused_in_one_400_line(served):
+    client, tagger = served
+    text = "Lima llaqtapi Qusqu suyupi Maria Peru"
+    (result,) = tagger.tag_texts([text])
+    assert result.spans, "the tiny tagger finds no entity: the comparison would prove nothing"
+    for strategy in ("simple", "first"):
+        found = post(client, {"inputs": text, "parameters": {"aggregation_strategy": strategy}}).get_json()
+        assert found == [span.to_dict() for span in result.spans]
+    words = post(client, {"inputs": text, "parameters": {"aggregation_strategy": "none"}}).get_json()
+    tagged = [(i, t.text, tag) for i, (t, tag) in enumerate(zip(result.tokens, result.tags), start=1) if tag != "O"]
+    assert [(w["index"], w["word"], w["entity"]) for w in words] == tagged and tagged
+    assert all(text[w["start"] : w["end"]] == w["word"] for w in words)
+    label = result.spans[0].label
+    kept = post(client, {"inputs": text, "parameters": {"ignore_labels": ["O", label]}}).get_json()
+    assert kept == [span.to_dict() for span in result.spans if span.label != label]
+    for parameters, said in (
+        ({"aggregation_strategy": "max"}, "aggregation_strategy 'max' is not one xling serves: simple, first, none"),
+        ({"stride": 16}, "parameter 'stride' is not one xling serves: aggregation_strategy, ignore_labels"),
+        ({"ignore_labels": "O"}, "ignore_labels must be a list of labels"),
+    ):
+        refused = post(client, {"inputs": text, "parameters": parameters})
+        assert refused.status_code == 400 and said in refused.get_json()["error"]
+    assert post(client, {"inputs": text, "parameters": [1]}).status_code == 400
 
 
 def test_a_text_longer_than_a_line_comes_back_whole_with_offsets_into_it(served):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from itertools import count
 
 import numpy as np
@@ -33,10 +33,8 @@ class Span:
     score: float
 
     def to_dict(self) -> dict:
-        return asdict(self)
-
-    def to_pipeline_dict(self) -> dict:
-        """The shape of Transformers' `pipeline("token-classification", aggregation_strategy=...)` entities."""
+        """The one shape of an entity in xling's JSONL and `xling serve`: that of Transformers'
+        `pipeline("token-classification", aggregation_strategy=...)` entities."""
         return {
             "entity_group": self.label,
             "score": self.score,

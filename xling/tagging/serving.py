@@ -3,7 +3,8 @@
     GET  /        what is served: the model, the adapters' setup, the labels, the batches run so far
     POST /        {"inputs": TEXT} -> [{entity_group, score, word, start, end}, ...] (the shape of Transformers'
                   token-classification pipeline and of the Hub's inference API); {"inputs": [TEXT, ...]} -> a list
-                  of such lists, in order
+                  of such lists, in order; "parameters": {"aggregation_strategy": simple | first | none,
+                  "ignore_labels": [...]} as the pipeline takes them
 
 The main thread runs the model (torch's CPU kernels ran at half speed from another thread, 2 cores, PyTorch
 2.14), the requests are answered in threads of their own: each request's texts join a queue, and the main thread
@@ -119,6 +120,48 @@ def inputs_of(body) -> tuple[list[str], bool]:
     raise Refused('send {"inputs": TEXT} or {"inputs": [TEXT, ...]}, the texts strings', 422)
 
 
+# Transformers' `aggregation_strategy` values that xling's word tags answer: `simple` and `first` the entities (each
+# word is tagged by its first sub-token, then decoded; with `--decoder repair` exactly as `first` groups them),
+# `none` each word's tag. `average` and `max` need sub-token scores xling does not keep.
+AGGREGATIONS = ("simple", "first", "none")
+PARAMETERS = ("aggregation_strategy", "ignore_labels")
+
+
+def parameters_of(body) -> tuple[str, set[str]]:
+    """The pipeline parameters a request's body gives (`{"parameters": {...}}`, as the Hub's inference API sends
+    them): the aggregation strategy and the labels left out; refused in one 400 line where xling cannot honour
+    them."""
+    parameters = body.get("parameters", {}) if isinstance(body, dict) else {}
+    if not isinstance(parameters, dict):
+        raise Refused('"parameters" must be an object, e.g. {"aggregation_strategy": "simple"}', 400)
+    if unknown := sorted(set(parameters) - set(PARAMETERS)):
+        raise Refused(f"parameter {unknown[0]!r} is not one xling serves: {', '.join(PARAMETERS)}", 400)
+    strategy = parameters.get("aggregation_strategy", "simple")
+    if strategy not in AGGREGATIONS:
+        raise Refused(
+            f"aggregation_strategy {strategy!r} is not one xling serves: {', '.join(AGGREGATIONS)} (average and max "
+            "need sub-token scores)",
+            400,
+        )
+    ignored = parameters.get("ignore_labels", ["O"])
+    if not (isinstance(ignored, list) and all(isinstance(label, str) for label in ignored)):
+        raise Refused('ignore_labels must be a list of labels, e.g. ["O"]', 400)
+    return strategy, set(ignored)
+
+
+def answer(result: TaggedText, strategy: str, ignored: set[str]) -> list[dict]:
+    """One text's answer in the pipeline's shape: its entities, or with `none` each word's tag (`index` its
+    position, from 1)."""
+    if strategy != "none":
+        return [span.to_dict() for span in result.spans if span.label not in ignored]
+    words = zip(result.tokens, result.tags, result.scores)
+    return [
+        {"entity": tag, "score": score, "index": index, "word": token.text, "start": token.start, "end": token.end}
+        for index, (token, tag, score) in enumerate(words, start=1)
+        if tag not in ignored
+    ]
+
+
 def create_app(tagger: TextTagger, options: ServeOptions, batcher: Batcher):
     from flask import Flask, jsonify, request
 
@@ -157,14 +200,16 @@ def create_app(tagger: TextTagger, options: ServeOptions, batcher: Batcher):
 
     @app.post("/")
     def tag():
-        texts, single = inputs_of(json_body(request))
+        body = json_body(request)
+        texts, single = inputs_of(body)
+        strategy, ignored = parameters_of(body)
         try:
             results = batcher.submit(texts)
         except Refused:  # already says its status (503: stopping)
             raise
         except XlingError as err:
             raise Refused(str(err), 422) from None
-        found = [[span.to_pipeline_dict() for span in result.spans] for result in results]
+        found = [answer(result, strategy, ignored) for result in results]
         return jsonify(found[0] if single else found)
 
     return app
