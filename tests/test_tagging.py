@@ -378,6 +378,31 @@ def test_a_ruler_after_xling_adds_beside_its_entities_or_overwrites_them(trained
     assert entity_list(nlp(RULED)) == [("juan", "NAME"), ("lima", "CITY")] + [e for e in alone if e[0] != "juan"]
 
 
+def test_an_earlier_entity_equal_to_one_of_xlings_keeps_its_own_score_none(trained_workspace):
+    alone = spacy_pipeline(trained_workspace)(RULED)
+    juan = next(e for e in alone.ents if e.text == "juan")
+    assert juan.label_ == "PER" and juan._.score is not None  # xling's own, scored
+    nlp = spacy_pipeline(trained_workspace)
+    ruler = nlp.add_pipe("entity_ruler", first=True)
+    ruler.add_patterns([{"label": "PER", "pattern": "juan"}])  # the same span and label as xling's
+    doc = nlp(RULED)
+    assert [e._.score for e in doc.ents if e.text == "juan"] == [None]
+    assert all(e._.score is not None for e in doc.ents if e.text != "juan")
+
+
+@pytest.mark.parametrize(
+    "setting, said",
+    [({"batch_size": 0}, "batch-size must be at least 1"), ({"task_adapter": "nope"}, "no task adapter 'nope'")],
+)
+def test_a_bad_component_config_is_refused_at_add_pipe(trained_workspace, setting, said):
+    spacy = pytest.importorskip("spacy")
+    root, model_dir, _, _ = trained_workspace
+    config = {"lang": "qu", "task_adapter": "ner-en", "model": str(model_dir), "workspace": str(root / "ws")}
+    with pytest.raises(XlingError) as refused:
+        spacy.blank("xx").add_pipe("xling_ner", config=config | setting)
+    assert str(refused.value).startswith("the xling_ner component's config: ") and said in str(refused.value)
+
+
 def test_xling_tags_spacys_own_tokens_and_sentences(trained_workspace, tagger):
     nlp = spacy_pipeline(trained_workspace, "sentencizer", paragraphs=True)
     text = "juan-lima the city, of qusqu.  Maria of peru!"

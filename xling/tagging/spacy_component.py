@@ -3,7 +3,7 @@
 An optional extra (`pip install -e ".[spacy]"` from a clone); spaCy finds the factory through the `spacy_factories`
 entry point. The config keys are `TaggerSpec`'s fields (`Tagger.load`'s settings), `paragraphs` and
 `overwrite_ents`. xling tags spaCy's own tokens, so every entity is whole spaCy tokens, and keeps its score as
-`span._.score` (the mean probability of its tags). With `paragraphs`, each sentence is tagged apart: the
+`span._.score` (the mean probability of its tags; None on an entity another component set). With `paragraphs`, each sentence is tagged apart: the
 pipeline's own sentences where a component before sets them, else xling's splitter. Entities already in
 `doc.ents` (an `entity_ruler`'s, a gazetteer's) are kept and xling's are added where they overlap none, as spaCy's
 own `ner` does; with `overwrite_ents`, xling's replace those they overlap. `nlp.evaluate` reports `ents_p`,
@@ -12,7 +12,8 @@ own `ner` does; with `overwrite_ents`, xling's replace those they overlap. `nlp.
 `nlp.to_disk(DIR)` copies the adapters the component uses (a fusion with the task adapters it fuses) into a
 workspace of its own, `DIR/<component>/workspace/`, and `spacy.load(DIR)` tags from that copy, so a saved
 pipeline moves to another machine (and `spacy package` builds it) without the workspace it was made from. A new
-component's tagger loads on first use, a saved one's when the pipeline loads (its settings checked); a loaded
+component's config is checked at `add_pipe` (its values, and the workspace and adapters it names) and its tagger
+loads on first use, a saved one's when the pipeline loads (its settings checked); a loaded
 pipeline never reads the config's workspace, and the saved `config.cfg` names no workspace or adapter folder of
 the machine that saved it. The saved `meta.json` says what the pipeline needs: xling with its `spacy` extra, from
 its repository (it is not on PyPI), at the version that saved it.
@@ -41,7 +42,7 @@ from xling.device import check_device, check_precision
 from xling.errors import XlingError, naming
 from xling.fileio import read_json
 from xling.models.loading import DEFAULT_MODEL
-from xling.names import check_lang, is_path
+from xling.names import check_lang
 from xling.options import from_record
 from xling.roles import ROLES, TASK
 from xling.tagging.base import check_batch_size
@@ -107,12 +108,11 @@ class XlingNER:
             pieces = [(doc, [t.i for t in piece if not t.is_space]) for doc in batch for piece in self._pieces(doc)]
             pieces = [(doc, kept) for doc, kept in pieces if kept]
             tagged = self.tagger.tag_words([[doc[i].text for i in kept] for doc, kept in pieces])
-            found: dict[int, list[Span]] = {id(doc): [] for doc in batch}
+            found: dict[int, list[tuple[Span, float]]] = {id(doc): [] for doc in batch}
             for (doc, kept), words in zip(pieces, tagged):
                 for kind, first, end in entities([tag for tag, _ in words]):
                     span = Span(doc, kept[first], kept[end - 1] + 1, label=kind)
-                    span._.score = round(sum(p for _, p in words[first:end]) / (end - first), 4)
-                    found[id(doc)].append(span)
+                    found[id(doc)].append((span, round(sum(p for _, p in words[first:end]) / (end - first), 4)))
             for doc in batch:
                 self._set_entities(doc, found[id(doc)])
                 yield doc
@@ -132,13 +132,17 @@ class XlingNER:
                 covered = piece.end
         return pieces
 
-    def _set_entities(self, doc: Doc, spans: list[Span]) -> None:
+    def _set_entities(self, doc: Doc, scored: list[tuple[Span, float]]) -> None:
         """xling's spans beside the entities already set: where they overlap, the earlier ones stay (or, with
-        `overwrite_ents`, xling's replace them)."""
-        earlier = list(doc.ents)
+        `overwrite_ents`, xling's replace them). Only the spans of xling's kept get its score: spaCy keeps a
+        span's extensions by its offsets and label, so an earlier entity equal to one of xling's would show it."""
+        spans, earlier = [span for span, _ in scored], list(doc.ents)
         first, second = (spans, earlier) if self.overwrite_ents else (earlier, spans)
         taken = {i for span in first for i in range(span.start, span.end)}
         kept = first + [span for span in second if taken.isdisjoint(range(span.start, span.end))]
+        for span, score in scored:
+            if any(span is k for k in kept):
+                span._.score = score
         doc.set_ents(sorted(kept, key=lambda span: span.start), default="outside")
 
     def score(self, examples: Iterable, **kwargs) -> dict:
@@ -175,7 +179,8 @@ class XlingNER:
     def _forget_local_paths(self, config_file: Path) -> None:
         """`nlp.to_disk` writes `config.cfg` before any component: this component's section would keep the
         workspace and adapter paths of the machine that saved it, which loading never reads (the copies above
-        serve instead). Clear them, so that the saved pipeline names no local folder."""
+        serve instead, named in `xling.json`). Clear them, so that the saved pipeline names no local folder and
+        its factory checks none."""
         if not config_file.is_file():
             return
         config = Config().from_disk(config_file, interpolate=False)
@@ -183,8 +188,7 @@ class XlingNER:
         if not section or section.get("factory") != "xling_ner":
             return
         for key in LOCAL_PATH_KEYS:
-            if isinstance(section.get(key), str) and (key == "workspace" or is_path(section[key])):
-                section[key] = None
+            section[key] = None
         config.to_disk(config_file)
 
     def _say_requirements(self, meta_file: Path) -> None:
@@ -227,6 +231,13 @@ def next_minor(version: str) -> str:
 def make_xling_ner(
     nlp: Language, name: str, paragraphs: bool = False, overwrite_ents: bool = False, **load
 ) -> XlingNER:
+    """The component, its config checked now, so that `add_pipe` refuses a bad one rather than the first
+    document: its values, and where it names a workspace or an adapter, that they are there (a saved pipeline's
+    config names neither: `spacy.load` reads its own copies, and checks them). The model loads on first use."""
+    with naming(f"the {name} component's config"):
+        spec = TaggerSpec(**load)
+        if any(load.get(key) for key in LOCAL_PATH_KEYS):
+            spec.check_now()
     return XlingNER(load, paragraphs, overwrite_ents, name)
 
 
