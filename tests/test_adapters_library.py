@@ -58,18 +58,26 @@ def see_our_packages(python: Path) -> None:
     (Path(purelib) / "xling-test-parent.pth").write_text("\n".join(ours) + "\n")
 
 
-@pytest.fixture(scope="session")
-def library_python(pytestconfig) -> Path:
-    venv = Path(pytestconfig.cache.mkdir("adapters-library"))
+def library_venv(pytestconfig, name: str, requirements: list[str]) -> Path:
+    """The python of a venv kept in pytest's cache under `name`, with `requirements` over this interpreter's
+    packages (torch); built again when they change; the test skipped with pip's reason when it cannot be built."""
+    venv = Path(pytestconfig.cache.mkdir(name))
     python, installed = venv / "bin" / "python", venv / "installed"
-    if not installed.is_file() or installed.read_text() != " ".join(LIBRARY):
+    if not installed.is_file() or installed.read_text() != " ".join(requirements):
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
         see_our_packages(python)
-        done = subprocess.run([str(python), "-m", "pip", "install", "-q", *LIBRARY], capture_output=True, text=True)
+        done = subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", *requirements], capture_output=True, text=True
+        )
         if done.returncode != 0:
-            pytest.skip(f"cannot install {' '.join(LIBRARY)}: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
-        installed.write_text(" ".join(LIBRARY))
+            pytest.skip(f"cannot install {' '.join(requirements)}: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+        installed.write_text(" ".join(requirements))
     return python
+
+
+@pytest.fixture(scope="session")
+def library_python(pytestconfig) -> Path:
+    return library_venv(pytestconfig, "adapters-library", LIBRARY)
 
 
 @pytest.mark.parametrize("task_kind", ["bottleneck", "lora"])

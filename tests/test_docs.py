@@ -102,3 +102,13 @@ def test_every_command_the_readme_shows_parses_with_its_options_and_every_shippe
     named = set(re.findall(r"`((?:ner-)?[a-z]{2,3})`", shipped_paragraph))
     shipped = {name for _, name, _ in Workspace(None, "e5-small").shipped()}
     assert named == {"qu", "en", "ner-en", "ner-qu"} and named <= shipped, (named, shipped)
+
+
+def test_models_list_and_the_docs_name_the_same_model_families():
+    from tests.tiny import run_xling
+    from xling.models.families import FAMILIES, SUPPORTED
+
+    assert set(SUPPORTED) == {f.title for f in FAMILIES.values() if f.paths is not None}
+    listing = " ".join(run_xling("models", "list", env={"COLUMNS": "400"}).stdout.split())
+    docs = " ".join((Path(__file__).resolve().parents[1] / "docs" / "models.md").read_text().split())
+    assert [title for title in SUPPORTED if title not in listing or title not in docs] == []

@@ -12,6 +12,7 @@ from xling.cli.options import command
 from xling.cli.progress import step_progress
 from xling.errors import XlingError
 from xling.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, UPSTREAM_ID, embedded_dir
+from xling.models.families import SUPPORTED
 from xling.models.loading import DEFAULT_MODEL, PullOptions, load_model
 from xling.paths import model_cache_dir
 from xling.pretrained import read_record
@@ -46,7 +47,8 @@ def list_models():
             table.add_row(entry.name, "converted, cached", str(entry), _size(entry))
     console.print(table)
     console.print(
-        f"Any Hugging Face model id or local directory works too (BERT, XLM-R, DistilBERT layouts). Cache: {cache}"
+        f"Any Hugging Face model id or local directory of these layouts works too: {', '.join(SUPPORTED)} "
+        f"(pre-LayerNorm encoders such as XLM-R XL are refused). Cache: {cache}"
     )
     console.print(shipped_table())
 

@@ -39,6 +39,7 @@ class LayerPaths:
 
 @dataclass(frozen=True)
 class ModelFamily:
+    title: str  # what the docs and `xling models list` call it
     model_types: tuple[str, ...]  # Transformers' `model_type` values (with "-" for "_")
     config_class: str  # its Transformers config class
     paths: LayerPaths | None  # None: adapters cannot attach (see `post_layer_norm`)
@@ -71,8 +72,9 @@ _BERT_HEAD = {
 _ROBERTA_HEAD = {"lm_head.dense.": "dense.", "lm_head.layer_norm.": "norm.", "lm_head.bias": "bias"}
 
 _RECORDS = (
-    ModelFamily(("bert",), "BertConfig", _BERT_PATHS, mlm_head=_BERT_HEAD, adapterhub_class="BertAdapterModel"),
+    ModelFamily("BERT", ("bert",), "BertConfig", _BERT_PATHS, mlm_head=_BERT_HEAD, adapterhub_class="BertAdapterModel"),
     ModelFamily(
+        "RoBERTa",
         ("roberta",),
         "RobertaConfig",
         _BERT_PATHS,
@@ -81,6 +83,7 @@ _RECORDS = (
         adapterhub_class="RobertaAdapterModel",
     ),
     ModelFamily(
+        "XLM-R",
         ("xlm-roberta",),
         "XLMRobertaConfig",
         _BERT_PATHS,
@@ -88,9 +91,10 @@ _RECORDS = (
         position_offset=2,
         adapterhub_class="XLMRobertaAdapterModel",
     ),
-    ModelFamily(("camembert",), "CamembertConfig", _BERT_PATHS, mlm_head=_ROBERTA_HEAD, position_offset=2),
-    ModelFamily(("electra",), "ElectraConfig", _BERT_PATHS),
+    ModelFamily("CamemBERT", ("camembert",), "CamembertConfig", _BERT_PATHS, mlm_head=_ROBERTA_HEAD, position_offset=2),
+    ModelFamily("ELECTRA", ("electra",), "ElectraConfig", _BERT_PATHS),
     ModelFamily(  # DeBERTa-v3 and mDeBERTa-v3 too: their sublayers are laid out as BERT's, their projections apart
+        "DeBERTa-v2",
         ("deberta-v2",),
         "DebertaV2Config",
         replace(
@@ -107,6 +111,7 @@ _RECORDS = (
         },
     ),
     ModelFamily(
+        "DistilBERT",
         ("distilbert",),
         "DistilBertConfig",
         LayerPaths(
@@ -124,9 +129,11 @@ _RECORDS = (
         mlm_head={"vocab_transform.": "dense.", "vocab_layer_norm.": "norm.", "vocab_projector.bias": "bias"},
     ),
     # XLM-R XL and XXL normalise before each sublayer
-    ModelFamily(("xlm-roberta-xl",), "XLMRobertaXLConfig", None, post_layer_norm=False, position_offset=2),
+    ModelFamily("XLM-R XL", ("xlm-roberta-xl",), "XLMRobertaXLConfig", None, post_layer_norm=False, position_offset=2),
 )
 FAMILIES: dict[str, ModelFamily] = {model_type: family for family in _RECORDS for model_type in family.model_types}
+# the families adapters attach to, as the docs and `xling models list` name them
+SUPPORTED = [family.title for family in _RECORDS if family.paths is not None]
 
 
 def model_type(config) -> str:

@@ -3,8 +3,9 @@
 An optional extra (`pip install -e ".[spacy]"` from a clone); spaCy finds the factory through the `spacy_factories`
 entry point. The config keys are `TaggerSpec`'s fields (`Tagger.load`'s settings), `paragraphs` and
 `overwrite_ents`. xling tags spaCy's own tokens, so every entity is whole spaCy tokens, and keeps its score as
-`span._.score` (the mean probability of its tags; None on an entity another component set). With `paragraphs`, each sentence is tagged apart: the
-pipeline's own sentences where a component before sets them, else xling's splitter. Entities already in
+`span._.score` (the mean probability of its tags; None on an entity another component set). With `paragraphs`,
+each sentence is tagged apart: the pipeline's own sentences where a component before sets them, else xling's
+splitter. Entities already in
 `doc.ents` (an `entity_ruler`'s, a gazetteer's) are kept and xling's are added where they overlap none, as spaCy's
 own `ner` does; with `overwrite_ents`, xling's replace those they overlap. `nlp.evaluate` reports `ents_p`,
 `ents_r`, `ents_f` and `ents_per_type` through the component's `score`.
