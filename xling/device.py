@@ -12,6 +12,7 @@ import math
 import os
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 from xling.errors import XlingError
@@ -70,8 +71,28 @@ def cpu_units(flags: set[str]) -> str | None:
     return next((name for flag, name in CPU_UNITS if flag in flags), "AVX2" if "avx2" in flags else None)
 
 
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-INFERENCE_PRECISIONS = PRECISIONS + ("int8",)  # int8: dynamic quantisation, for tagging and evaluation only
+@dataclass(frozen=True)
+class Precision:
+    """What a `--precision` value computes in, and where: the one table every layer reads."""
+
+    autocast: str | None  # the torch dtype autocast computes in (None: autocast off)
+    devices: tuple[str, ...]  # the devices it runs on ("auto": resolved per device)
+    trains: bool  # it trains (int8 is for tagging and evaluation only)
+    onnx: bool  # an exported graph is stored in it (`auto` means fp32 there)
+    frozen_stored: bool = False  # while training, frozen Linear weights are stored in its dtype
+    grad_scaler: bool = False  # training needs accelerate's gradient scaler (its `mixed_precision`)
+
+
+PRECISION_TABLE = {
+    "auto": Precision(None, ("cpu", "cuda"), trains=True, onnx=True),
+    "fp32": Precision(None, ("cpu", "cuda"), trains=True, onnx=True),
+    "bf16": Precision("bfloat16", ("cpu", "cuda"), trains=True, onnx=False, frozen_stored=True),
+    "fp16": Precision("float16", ("cuda",), trains=True, onnx=False, grad_scaler=True),
+    # dynamic quantisation of the encoder's Linear layers (PyTorch) or the int8 graph (ONNX Runtime)
+    "int8": Precision(None, ("cpu",), trains=False, onnx=True),
+}
+PRECISIONS = tuple(name for name, p in PRECISION_TABLE.items() if p.trains)
+INFERENCE_PRECISIONS = tuple(PRECISION_TABLE)
 _AUTO_HELP = (
     "auto (bf16 on GPUs with bf16 units and on CPUs where bf16 multiplies measured faster than fp32, once per "
     "machine, fp16 on older GPUs, else fp32)"
@@ -170,12 +191,16 @@ def check_precision(requested: str, inference: bool = False) -> str:
     return requested
 
 
+ON_DEVICE = {
+    "cpu": "--precision fp16 runs on a GPU only; use bf16 or fp32 on the CPU",
+    "cuda": "--precision int8 (dynamic quantisation) runs on the CPU only; use bf16 or fp16 on a GPU",
+}
+
+
 def pick_precision(requested: str, device: str) -> str:
     """fp32, bf16 or fp16 (or int8, for inference) for `device` (cpu or cuda)."""
-    if check_precision(requested, inference=True) == "fp16" and device == "cpu":
-        raise XlingError("--precision fp16 runs on a GPU only; use bf16 or fp32 on the CPU")
-    if requested == "int8" and device != "cpu":
-        raise XlingError("--precision int8 (dynamic quantisation) runs on the CPU only; use bf16 or fp16 on a GPU")
+    if device not in PRECISION_TABLE[check_precision(requested, inference=True)].devices:
+        raise XlingError(ON_DEVICE[device])
     if requested == "bf16" and device == "cpu" and (speedup := cpu_bf16_speedup()) < 1:
         warn_bf16_slower(speedup)
     if requested != "auto":
@@ -191,5 +216,13 @@ def autocast(device: str, precision: str):
     """The autocast context for a picked precision (fp32: autocast off)."""
     import torch
 
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    dtype = torch_dtype(precision)
     return torch.autocast(device, dtype=dtype, enabled=dtype is not None)
+
+
+def torch_dtype(precision: str):
+    """The torch dtype a picked precision computes in under autocast (None: fp32, autocast off)."""
+    import torch
+
+    name = PRECISION_TABLE[precision].autocast
+    return getattr(torch, name) if name else None

@@ -17,7 +17,33 @@ from xling.roles import FUSION, TASK_FILE, task_record
 from xling.tagging.spec import TaggerSpec
 from xling.workspace import LANG_ADAPTER_HELP, Workspace
 
-FORMATS = ("adapterhub", "peft", "onnx")
+
+@dataclass(frozen=True)
+class Layout:
+    """A layout of an adapter (or a whole tagger) outside xling's own folders: what `xling export --format NAME`
+    writes and `xling push --format NAME` uploads."""
+
+    exported: str | None  # what `export` writes in it (None: nothing to export, xling's own folder)
+    pushed: str  # what `push` uploads in it
+
+
+# every layout, registered once: `export` and `push` take their choices and help from here
+LAYOUTS = {
+    "xling": Layout(None, "xling's own files (hf:ORG/NAME in xling)"),
+    "adapterhub": Layout(
+        "an adapter for the AdapterHub adapters library (model.load_adapter(TARGET))",
+        'the layout the adapters library\'s load_adapter("ORG/NAME") reads (xling reads it too)',
+    ),
+    "peft": Layout(
+        "a LoRA task adapter for Hugging Face PEFT (AutoPeftModelForTokenClassification.from_pretrained)",
+        "a LoRA task adapter as PEFT saves one (AutoPeftModelForTokenClassification; xling reads it too)",
+    ),
+    "onnx": Layout(
+        "the tagger Stack(LANG, ADAPTER) as one ONNX graph for ONNX Runtime (xling tag --runtime onnx -t TARGET)",
+        "a folder `xling export --format onnx` wrote, as it is (xling tag --runtime onnx -t hf:ORG/NAME)",
+    ),
+}
+FORMATS = tuple(name for name, layout in LAYOUTS.items() if layout.exported)
 
 
 @dataclass
@@ -26,12 +52,7 @@ class ExportOptions:
         help="A trained adapter: a workspace name or a directory (onnx: the task adapter or fusion).", argument=1
     )
     target: str = opt(help="The directory to write (written whole, or not at all).", argument=2)
-    format: str = opt(
-        help="adapterhub: an adapter for the AdapterHub adapters library; peft: a LoRA task adapter for Hugging "
-        "Face PEFT (AutoPeftModelForTokenClassification.from_pretrained); onnx: the tagger Stack(LANG, ADAPTER) as one ONNX graph for ONNX "
-        "Runtime (xling tag --runtime onnx -t TARGET).",
-        choices=FORMATS,
-    )
+    format: str = opt(help="; ".join(f"{name}: {LAYOUTS[name].exported}" for name in FORMATS) + ".", choices=FORMATS)
     overwrite: bool = opt(False, "Replace a directory an earlier export wrote.")
     int8: bool = opt(
         False,
@@ -139,15 +160,6 @@ def export_onnx_tagger(options: ExportOptions, workspace: Workspace) -> str:
     return f"xling tag --runtime onnx --task-adapter {options.target} --lang {lang} FILE"
 
 
-# what a pushed repository holds (`xling push --format`)
-PUSH_FORMATS = {
-    "xling": "xling's own files (hf:ORG/NAME in xling)",
-    "adapterhub": 'the layout the adapters library\'s load_adapter("ORG/NAME") reads (xling reads it too)',
-    "peft": "a LoRA task adapter as PEFT saves one (AutoPeftModelForTokenClassification; xling reads it too)",
-    "onnx": "a folder `xling export --format onnx` wrote, as it is (xling tag --runtime onnx -t hf:ORG/NAME)",
-}
-
-
 @dataclass
 class PushOptions:
     adapter: str = opt(
@@ -158,7 +170,7 @@ class PushOptions:
     private: bool = opt(False, "Create the repository private.")
     token: str | None = opt(None, "Hub token (default: HF_TOKEN, else the one `hf auth login` saved).")
     format: str = opt(
-        "xling", "; ".join(f"{name}: {what}" for name, what in PUSH_FORMATS.items()) + ".", choices=tuple(PUSH_FORMATS)
+        "xling", "; ".join(f"{name}: {layout.pushed}" for name, layout in LAYOUTS.items()) + ".", choices=tuple(LAYOUTS)
     )
     model: str = opt(DEFAULT_MODEL, MODEL_HELP)
     workspace: str | None = opt(None, WORKSPACE_HELP)

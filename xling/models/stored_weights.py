@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import torch
 
-LOWER = {"bf16": torch.bfloat16, "fp16": torch.float16}  # precision: the dtype its weights are stored in
+from xling.device import torch_dtype
 
 
 def lower_linear_weights(model, dtype: torch.dtype, frozen_only: bool = False, copies: dict | None = None) -> list:
@@ -39,7 +39,8 @@ def lower_linear_weights(model, dtype: torch.dtype, frozen_only: bool = False, c
 def linear_weights_stored_for(model, precision: str, copies: dict):
     """Inside the block, the Linear layers' weights are stored as `precision` (bf16, fp16) computes; the originals
     are back after it. On a CPU with AMX autocast's casts took a fifth of the tagging time."""
-    changed = lower_linear_weights(model, LOWER[precision], copies=copies) if precision in LOWER else []
+    dtype = torch_dtype(precision)
+    changed = lower_linear_weights(model, dtype, copies=copies) if dtype is not None else []
     try:
         yield
     finally:

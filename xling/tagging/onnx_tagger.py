@@ -16,6 +16,7 @@ import numpy as np
 
 from xling.data.decoding import check_decoder
 from xling.data.labels import check_labels
+from xling.device import PRECISION_TABLE
 from xling.errors import XlingError
 from xling.fileio import read_json
 from xling.names import is_hub_name, is_path
@@ -84,11 +85,10 @@ def check_runtime(runtime: str) -> str:
 
 def check_onnx_precision(precision: str) -> str:
     """fp32 (`auto` too) or int8: what an ONNX graph is stored in."""
-    if precision in ("auto", "fp32"):
-        return "fp32"
-    if precision != "int8":
-        raise XlingError(f"the onnx runtime computes in fp32 or int8, not {precision}")
-    return precision
+    if precision not in PRECISION_TABLE or not PRECISION_TABLE[precision].onnx:
+        stored = ", ".join(name for name, p in PRECISION_TABLE.items() if p.onnx and name != "auto")
+        raise XlingError(f"the onnx runtime computes in {stored.replace(', ', ' or ')}, not {precision}")
+    return "fp32" if precision == "auto" else precision
 
 
 def import_onnxruntime():

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import torch
-
 from xling.adapters import AdaptedModel
 from xling.adapters.heads import MaskedLMHead
+from xling.device import PRECISION_TABLE, torch_dtype
 from xling.models.stored_weights import lower_linear_weights
 
 
@@ -14,13 +13,14 @@ def store_frozen_weights(model: AdaptedModel, precision: str) -> None:
     values at every call. Embeddings and LayerNorms stay fp32, as when tagging: stored in bf16 they would
     carry the whole residual stream in bf16, and the task adapter would learn from other numbers than it
     meets later. What trains stays fp32 (master weights, optimiser state)."""
-    if precision == "bf16":
+    if PRECISION_TABLE[precision].frozen_stored:
+        dtype = torch_dtype(precision)
         # not the heads: a frozen pretrained head is saved with the adapter, and must be saved as it was loaded
         for part in (model.encoder, model.adapters, model.fusions):
-            lower_linear_weights(part, torch.bfloat16, frozen_only=True)
+            lower_linear_weights(part, dtype, frozen_only=True)
         for head in model.heads.values():
             if isinstance(head, MaskedLMHead) and not head.embeddings.weight.requires_grad:
-                head.store_decoder(torch.bfloat16)  # the embedding matrix as the masked-LM decoder's weight
+                head.store_decoder(dtype)  # the embedding matrix as the masked-LM decoder's weight
 
 
 def training_mode(model: AdaptedModel, encoder_dropout: bool) -> None:

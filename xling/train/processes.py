@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from xling.device import pick_device, pick_precision
+from xling.device import PRECISION_TABLE, PRECISIONS, pick_device, pick_precision
 from xling.errors import XlingError
 from xling.train.config import TrainConfig
 
@@ -44,7 +44,7 @@ def make_accelerator(device: str, precision: str, report_to: str | None = None, 
     from accelerate import Accelerator
 
     process_state(device)
-    mixed = "fp16" if precision == "fp16" else "no"
+    mixed = precision if PRECISION_TABLE[precision].grad_scaler else "no"
     return Accelerator(cpu=device == "cpu", mixed_precision=mixed, log_with=report_to, project_dir=log_dir)
 
 
@@ -62,7 +62,8 @@ def processes(config: TrainConfig, resumed: str | None = None, log_dir: Path | N
     """The device, the precision (`resumed`: the one an interrupted run was in) and the accelerator of this run
     (one process, or each of a distributed run)."""
     device = pick_device(config.device)
-    usable = resumed in ("fp32", "bf16") or (resumed == "fp16" and device == "cuda")
+    # a resumed run keeps the precision it was picked in, where it trains on this device
+    usable = resumed not in (None, "auto") and resumed in PRECISIONS and device in PRECISION_TABLE[resumed].devices
     precision = resumed if usable else pick_precision(config.precision, device)
     accelerator = make_accelerator(device, precision, config.report_to, log_dir)
     if accelerator.num_processes > 1 and device == "cpu":
