@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from xling.data.hub_datasets import hub_dataset_id
-from xling.models.embedded import EMBEDDED_ALIASES, embedded_identity
-from xling.models.loading import hub_id
+from xling.models.embedded import embedded_identity
+from xling.models.loading import ModelSpec, hub_id
 from xling.pretrained import CorpusRecord
 from xling.reports import RunReport
 
@@ -52,12 +50,13 @@ EMBEDDED_BASE_LINES = [
 
 
 def is_embedded(spec: str) -> bool:
-    return spec in EMBEDDED_ALIASES
+    return ModelSpec.parse(spec).kind == "embedded"
 
 
 def base_model_text(spec: str) -> str:
     """What the base model's weights are, exactly: the embedded default is a 4-bit conversion, not the Hub's."""
-    return embedded_identity() if is_embedded(spec) else (hub_id(spec) or Path(spec or "?").name)
+    model = ModelSpec.parse(spec or "?")
+    return embedded_identity() if model.kind == "embedded" else (model.hub_id or model.label)
 
 
 def shown_or_unknown(value) -> str:

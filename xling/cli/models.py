@@ -13,7 +13,7 @@ from xling.cli.progress import step_progress
 from xling.errors import XlingError
 from xling.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, UPSTREAM_ID, embedded_dir
 from xling.models.families import SUPPORTED
-from xling.models.loading import DEFAULT_MODEL, PullOptions, load_model
+from xling.models.loading import DEFAULT_MODEL, ModelSpec, PullOptions, load_model
 from xling.paths import model_cache_dir
 from xling.pretrained import read_record
 from xling.workspace import Workspace
@@ -76,14 +76,14 @@ def shipped_table() -> Table:
 @command(PullOptions)
 def pull(options: PullOptions):
     """Make a model available locally now: convert the embedded one, or download from the Hub."""
-    spec = options.spec
-    if spec in EMBEDDED_ALIASES:
+    spec, model = options.spec, ModelSpec.parse(options.spec)
+    if model.kind == "embedded":
         with step_progress(f"Converting {spec}", total_steps=5) as on_step:
             path = embedded_dir(on_step)
-    elif Path(spec).expanduser().is_dir() or spec.startswith(("/", ".", "~")):
+    elif model.kind == "folder":
         with step_progress(f"Checking {spec}", total_steps=1) as on_step:
             load_model(spec, on_step)
-        path = Path(spec).resolve()
+        path = model.folder.resolve()
     else:
         from huggingface_hub import snapshot_download
 

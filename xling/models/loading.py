@@ -16,30 +16,57 @@ DEFAULT_MODEL = "e5-small"
 MODEL_HELP = "Base model: e5-small (embedded), a Hugging Face id or a local directory."
 
 
+@dataclass(frozen=True)
+class ModelSpec:
+    """What `--model` names, decided once: the embedded default (by one of its aliases), a local folder (a path,
+    or a name a folder here has), or a Hugging Face Hub id."""
+
+    given: str
+    kind: str  # embedded, folder or hub
+
+    @classmethod
+    def parse(cls, spec: str) -> ModelSpec:
+        if spec in EMBEDDED_ALIASES:
+            return cls(spec, "embedded")
+        if not spec or spec.startswith(("/", ".", "~")) or Path(spec).expanduser().is_dir():
+            return cls(spec, "folder")
+        return cls(spec, "hub")
+
+    @property
+    def folder(self) -> Path | None:
+        return Path(self.given).expanduser() if self.kind == "folder" else None
+
+    @property
+    def label(self) -> str:
+        """A short, filesystem-safe name for the model, used to separate workspaces."""
+        if self.kind == "embedded":
+            return EMBEDDED_NAME
+        return self.folder.resolve().name if self.kind == "folder" else self.given.replace("/", "--")
+
+    @property
+    def hub_id(self) -> str | None:
+        """Its Hub id (the embedded default's upstream model); None for a local folder."""
+        return {"embedded": UPSTREAM_ID, "hub": self.given}.get(self.kind)
+
+    def resolve(self, on_step: Callable[[str], None] = lambda step: None) -> str:
+        """A path or Hub id that `from_pretrained` accepts; converts the embedded model on first use."""
+        if self.kind == "embedded":
+            return str(embedded_dir(on_step))
+        if self.kind == "folder" and not self.folder.is_dir():
+            raise XlingError(f"model directory {self.given} does not exist")
+        return str(self.folder) if self.kind == "folder" else self.given
+
+
 def resolve_model_dir(spec: str, on_step: Callable[[str], None] = lambda step: None) -> str:
-    """A path or hub id that `from_pretrained` accepts; converts the embedded model on first use."""
-    if spec in EMBEDDED_ALIASES:
-        return str(embedded_dir(on_step))
-    if spec.startswith(("/", ".", "~")) and not Path(spec).expanduser().is_dir():
-        raise XlingError(f"model directory {spec} does not exist")
-    return str(Path(spec).expanduser()) if spec.startswith("~") else spec
+    return ModelSpec.parse(spec).resolve(on_step)
 
 
 def model_label(spec: str) -> str:
-    """A short, filesystem-safe name for the model, used to separate workspaces."""
-    if spec in EMBEDDED_ALIASES:
-        return EMBEDDED_NAME
-    path = Path(spec)
-    if path.is_dir():
-        return path.resolve().name
-    return spec.replace("/", "--")
+    return ModelSpec.parse(spec).label
 
 
 def hub_id(spec: str) -> str | None:
-    """The Hub id of a model spec (the embedded default's upstream model), or None for a local directory."""
-    if spec in EMBEDDED_ALIASES:
-        return UPSTREAM_ID
-    return None if not spec or spec.startswith(("/", ".", "~")) or Path(spec).is_dir() else spec
+    return ModelSpec.parse(spec).hub_id
 
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
@@ -104,7 +131,7 @@ def check_local_config(folder: Path) -> None:
 def load_model(spec: str = DEFAULT_MODEL, on_step: Callable[[str], None] = lambda step: None, inference_only=False):
     """Load the bare encoder (no task head) and its tokenizer, in eval mode. `inference_only`: the embedded model
     comes without Transformers (`xling.models.light`: a start in a fraction of the time, for tagging)."""
-    if inference_only and spec in EMBEDDED_ALIASES:
+    if inference_only and ModelSpec.parse(spec).kind == "embedded":
         from xling.models.light import LightTokenizer, load_light_encoder
 
         path = embedded_dir(on_step)

@@ -25,8 +25,9 @@ from xling.data.overlap import sentences_of
 from xling.data.text import parallel_files, read_parallel, read_text
 from xling.errors import XlingError
 from xling.models import load_model, model_label
-from xling.models.embedded import EMBEDDED_ALIASES, embedded_identity
+from xling.models.embedded import embedded_identity
 from xling.models.folders import write_model_folder
+from xling.models.loading import ModelSpec
 from xling.names import check_lang
 from xling.provenance import source_commit
 from xling.roles import ENCODER
@@ -193,7 +194,7 @@ def encoder_record(options: EncoderOptions, sources: list[Source], mix: BlockMix
     """What the report says of the base model and the mix, beside what every run's report says."""
     return {
         "model": options.model,
-        "base_model": embedded_identity() if options.model in EMBEDDED_ALIASES else options.model,
+        "base_model": embedded_identity() if ModelSpec.parse(options.model).kind == "embedded" else options.model,
         "method": options.method,
         "temperature": options.temperature,
         "mix": [
