@@ -11,6 +11,7 @@ followed through theirs). Writes `results/deploy/sizes.json`; docs/sharing.md's 
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -46,10 +47,22 @@ def build_deploy_venv(venv: Path, fresh: bool = True) -> Path:
         pip(python, "install", "--upgrade", "pip>=25.1")  # --group
         pip(python, "install", "--group", "deploy", cwd=REPO)
         marker.write_text("\n".join(group))
-    with tempfile.TemporaryDirectory() as wheels:
-        pip(python, "wheel", "--no-deps", "--wheel-dir", wheels, str(REPO))
-        pip(python, "install", "--no-deps", "--force-reinstall", *map(str, Path(wheels).glob("xling-*.whl")))
+    with tempfile.TemporaryDirectory() as scratch:
+        wheels = Path(scratch) / "wheels"
+        pip(python, "wheel", "--no-deps", "--wheel-dir", str(wheels), str(tracked_copy(Path(scratch) / "tree")))
+        pip(python, "install", "--no-deps", "--force-reinstall", *map(str, wheels.glob("xling-*.whl")))
     return python
+
+
+def tracked_copy(target: Path) -> Path:
+    """The files git tracks in this clone, copied to `target`: the wheel is built there, so that its build
+    folders are never written into the clone."""
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True, check=True).stdout
+    for name in filter(None, listed.decode().split("\0")):
+        if (REPO / name).is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, target / name)
+    return target
 
 
 def deploy_group() -> list[str]:
