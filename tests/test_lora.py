@@ -356,7 +356,7 @@ def test_a_peft_lora_folder_loads_as_an_xling_lora_adapter_with_peft_s_logits(tm
     "damage, said",
     [
         (lambda r: r["config"].__setitem__("rank", "abc"), "option 'rank' takes a whole number, not 'abc'"),
-        (lambda r: r.pop("config"), "its config or base model is missing"),
+        (lambda r: r.pop("config"), "'config' is missing or not a dict"),
         (lambda r: r["base_model"]["fingerprint"].pop("num_layers"), "layers or architecture are missing"),
     ],
 )

@@ -57,7 +57,8 @@ def test_an_adapter_without_a_report_is_described_by_its_saved_config(tmp_path):
         ("fused", {"kind": "fusion", "name": "fused", "adapters": ["a", "b"]}, FUSION),
     ):
         (tmp_path / folder).mkdir()
-        write_json_atomic(tmp_path / folder / "xling_adapter.json", config)
+        saved = {"xling_version": "0.1.0", "base_model": {"name": "tinybert", "fingerprint": {}}}
+        write_json_atomic(tmp_path / folder / "xling_adapter.json", config | saved)
         report = read_report(tmp_path / folder)
         assert (report.name, report.role) == (config["name"], role)
         assert RunReport.from_record(report.to_record(), "again") == report

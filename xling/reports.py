@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xling.adapters.files import CONFIG_FILE
+from xling.adapters.record import AdapterRecord
 from xling.fileio import read_json
 from xling.options import from_record, set_fields
-from xling.roles import ENCODER, FUSION, LANG, ROLES, TASK, Role, role_named
+from xling.roles import ENCODER, ROLES, TASK, Role, role_named
 
 REPORT_FILE = "report.json"
 RUN_ROLES = (*ROLES, ENCODER)  # what a training run trains
@@ -87,7 +88,7 @@ def read_report(directory: Path) -> RunReport:
     directory = Path(directory)
     if (directory / REPORT_FILE).is_file():
         return RunReport.from_record(read_json(directory / REPORT_FILE), str(directory / REPORT_FILE))
-    config = read_json(directory / CONFIG_FILE) if (directory / CONFIG_FILE).is_file() else {}
-    metadata = config.get("metadata") or {}
-    role = FUSION if config.get("kind") == "fusion" else LANG if metadata.get("role") == LANG.word else TASK
-    return RunReport(name=config.get("name", directory.name), role=role, lang=metadata.get("lang"))
+    if not (directory / CONFIG_FILE).is_file():
+        return RunReport(name=directory.name, role=TASK)
+    saved = AdapterRecord.read(directory / CONFIG_FILE)
+    return RunReport(name=saved.name, role=saved.role, lang=saved.metadata.lang)

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from xling.adapters import AdaptedModel, Fuse
 from xling.adapters.composition import check_name
-from xling.adapters.files import FOREIGN_CONFIG_FILE
+from xling.adapters.files import CONFIG_FILE, FOREIGN_CONFIG_FILE
+from xling.adapters.record import AdapterMetadata, AdapterRecord
 from xling.adapters.saving import HEAD_CONFIG_FILE, load, load_head, save, write_head
 from xling.data.decoding import DEFAULT_DECODER, check_decoder
 from xling.data.labels import check_labels
@@ -69,11 +70,16 @@ def peft_task(directory: Path) -> TaskRecord | None:
     return from_record(TaskRecord, task | {"labels": peft_labels(directory)}, str(directory / LABELS_FILE))
 
 
+def task_text(record: TaskRecord) -> str:
+    """`task.json` as xling writes it."""
+    return json.dumps(asdict(record), indent=2) + "\n"
+
+
 def save_task(
     model: AdaptedModel, tokenizer, record: TaskRecord, target: Path, overwrite: bool, extra_files: dict[str, str]
 ) -> None:
-    extra = {**extra_files, TASK_FILE: json.dumps(asdict(record), indent=2) + "\n"}
-    metadata = {"role": TASK.word, "task": record.task, "lang": record.lang}
+    extra = {**extra_files, TASK_FILE: task_text(record)}
+    metadata = AdapterMetadata(role=TASK.word, task=record.task, lang=record.lang)
     if not METHODS[record.method].trains_encoder:  # the task adapter and its head, or the head alone
         save(model, record.name, target, overwrite, metadata, extra)
     else:
@@ -106,13 +112,11 @@ def load_task_model(
 
 def load_fusion_model(model_spec: str, workspace, name: str, inference_only: bool = False):
     """(model, tokenizer, head name, Fuse setup) for a fusion saved in the workspace."""
-    from xling.adapters.saving import read_config
-
     directory = workspace.fusion(name)
-    _, record = read_config(directory)
+    fused = AdapterRecord.read(directory / CONFIG_FILE).adapters or []
     encoder, tokenizer = load_model(model_spec, inference_only=inference_only)
     model = AdaptedModel(encoder)
-    for adapter in record["adapters"]:
+    for adapter in fused:
         load(model, workspace.task(adapter), name=adapter, role=TASK)
     fuse_name = load(model, directory, role=FUSION)
-    return model, tokenizer, fuse_name, Fuse(*record["adapters"])
+    return model, tokenizer, fuse_name, Fuse(*fused)

@@ -10,14 +10,16 @@ way, from the saved files alone (no model is loaded).
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
 from xling.adapters.composition import check_name
 from xling.adapters.files import CONFIG_FILE, FOREIGN_CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE
-from xling.adapters.heads import TaggingHead, TaggingHeadConfig
+from xling.adapters.heads import TaggingHead, TaggingHeadConfig, read_head_config
 from xling.adapters.model import AdaptedModel
+from xling.adapters.record import AdapterRecord, BaseModelRecord
 from xling.adapters.registry import KINDS, adapter_kind
 from xling.adapters.weights import check_base_model, load_fitting, read_weights, write_weights
 from xling.errors import XlingError, naming
@@ -63,7 +65,8 @@ def check_adapterhub_model(record: dict, model: AdaptedModel, directory: Path) -
     One that xling exported also carries the fingerprint of its base model's weights, which decides instead of
     the name (a local copy of the same weights fits whatever its path)."""
     if isinstance(record.get(XLING_BASE_MODEL), dict):
-        check_base_model(model, {"base_model": record[XLING_BASE_MODEL]}, directory)
+        where = f"{directory / FOREIGN_CONFIG_FILE}: {XLING_BASE_MODEL}"
+        check_base_model(model, from_record(BaseModelRecord, record[XLING_BASE_MODEL], where), directory)
         return
     if record.get("hidden_size") not in (None, model.hidden_size):
         raise XlingError(
@@ -150,17 +153,10 @@ def load_adapterhub(
     with naming(where):
         name = check_name(name or saved_name)
         adapter = model.add_adapter(name, config)
-    try:
+    with model.adding(name):
         load_fitting(adapter, weights, f"{directory}: the adapter")
-    except XlingError:
-        model.delete(name)
-        raise
-    if head and (directory / HEAD_CONFIG_FILE).is_file():
-        try:
+        if head and (directory / HEAD_CONFIG_FILE).is_file():
             load_adapterhub_head(model, directory, saved_name, name)
-        except Exception:
-            model.delete(name)
-            raise
     return name
 
 
@@ -173,49 +169,47 @@ def export_adapterhub(
     only, and the library stacks language adapters without one."""
 
     directory = Path(directory)
-    record = read_json(directory / CONFIG_FILE) if (directory / CONFIG_FILE).is_file() else {}
-    if record.get("kind") not in KINDS:
+    saved = AdapterRecord.read(directory / CONFIG_FILE) if (directory / CONFIG_FILE).is_file() else None
+    if saved is None or saved.kind not in KINDS:
         raise XlingError(
             f"{directory}: only {' and '.join(KINDS)} adapters export to the adapters library, "
-            f"not {record.get('kind') or 'this'}"
+            f"not {saved.kind if saved else 'this'}"
         )
-    conversion = adapter_kind(record["kind"]).conversion()
-    base = record["base_model"]
-    model_type = base["fingerprint"]["architecture"]
+    conversion = adapter_kind(saved.kind).conversion()
+    base, name = saved.base_model, saved.name
+    model_type = base.fingerprint.get("architecture")
     family = FAMILIES.get(model_type)
     if family is None or family.adapterhub_class is None:
         exported = ", ".join(t for t, f in FAMILIES.items() if f.adapterhub_class)
         raise XlingError(f"{directory}: exporting adapters of {model_type} models is not supported (only {exported})")
-    name = record["name"]
     about = {
-        "hidden_size": base["fingerprint"]["hidden_size"],
+        "hidden_size": base.fingerprint.get("hidden_size"),
         "model_class": family.adapterhub_class,
-        "model_name": hub_id_of_label(base.get("name", "")) or base.get("name", ""),  # what the library loads
+        "model_name": hub_id_of_label(base.name) or base.name,  # what the library loads
         "model_type": model_type,
         "name": name,
         "version": EXPORT_VERSION,
-        XLING_BASE_MODEL: base,
+        XLING_BASE_MODEL: asdict(base),
     }
     weights = {conversion.weight_name_to(k, name): v for k, v in read_weights(directory / WEIGHTS_FILE).items()}
     with atomic_directory(Path(target), overwrite=overwrite, replaces=(FOREIGN_CONFIG_FILE,)) as staging:
         write_json_atomic(
-            staging / FOREIGN_CONFIG_FILE, {"config": conversion.config_to(record["config"], directory), **about}
+            staging / FOREIGN_CONFIG_FILE,
+            {"config": conversion.config_to(saved.settings(str(directory / CONFIG_FILE)), directory), **about},
         )
         write_weights(staging / "pytorch_adapter.bin", weights)  # what `load_adapter` reads by default
         write_weights(staging / "adapter.safetensors", weights)  # what it reads with use_safetensors=True
         for file_name, text in (extra_files or {}).items():
             (staging / file_name).write_text(text, encoding="utf-8")
-        head = read_json(directory / HEAD_CONFIG_FILE) if (directory / HEAD_CONFIG_FILE).is_file() else {}
-        if head and head.get("kind") != "mlm":
-            if head.get("kind") != "tagging":
-                raise XlingError(f"{directory}: a {head.get('kind')} head has no equivalent in the adapters library")
-            labels = head["labels"]
+        head = read_head_config(directory) if (directory / HEAD_CONFIG_FILE).is_file() else None
+        if isinstance(head, TaggingHeadConfig):  # a masked-LM head serves training only: left behind
+            labels = head.labels
             config = {
                 "head_type": "tagging",
                 "num_labels": len(labels),
                 "layers": 1,
                 "activation_function": "tanh",
-                "dropout_prob": head["dropout"],
+                "dropout_prob": head.dropout,
                 "label2id": {label: i for i, label in enumerate(labels)},
             }
             write_json_atomic(staging / "head_config.json", {"config": config, **about})

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
 
+from xling.adapters.files import HEAD_CONFIG_FILE
 from xling.data.labels import check_labels
 from xling.errors import XlingError
+from xling.fileio import read_json
 from xling.options import from_record, shown
 
 
@@ -93,13 +96,20 @@ class MaskedLMHead(nn.Module):
 HEADS = {"tagging": TaggingHeadConfig, "mlm": MaskedLMHeadConfig}
 
 
-def build_head(config: dict, model, where: str = "head config") -> nn.Module:
-    """A head from its saved config, for `model` (an AdaptedModel); `where` names the config in errors."""
+def read_head_config(directory: Path) -> TaggingHeadConfig | MaskedLMHeadConfig:
+    """The config of the head xling saved in `directory` (`head_config.json`), typed by its kind; one line naming
+    the file otherwise."""
+    file = Path(directory) / HEAD_CONFIG_FILE
+    config = read_json(file)
     kind = config.get("kind") if isinstance(config, dict) else None
     if not isinstance(kind, str) or kind not in HEADS:
-        raise XlingError(f"{where}: unknown head kind {shown(kind)}; known: {', '.join(HEADS)}")
-    head_config = from_record(HEADS[kind], config, where)
-    if kind == "mlm":
+        raise XlingError(f"{file}: unknown head kind {shown(kind)}; known: {', '.join(HEADS)}")
+    return from_record(HEADS[kind], config, str(file))
+
+
+def build_head(head_config: TaggingHeadConfig | MaskedLMHeadConfig, model, where: str = "head config") -> nn.Module:
+    """A head from its saved config, for `model` (an AdaptedModel); `where` names the config in errors."""
+    if isinstance(head_config, MaskedLMHeadConfig):
         embeddings = model.encoder.get_input_embeddings()
         if head_config.vocab_size != embeddings.num_embeddings:  # checked before the bias is allocated
             raise XlingError(

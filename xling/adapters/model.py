@@ -136,6 +136,16 @@ class AdaptedModel(nn.Module):
             if name in store:
                 del store[name]
 
+    @contextmanager
+    def adding(self, name: str):
+        """The block that loads the weights of adapter (or fusion) `name`, just added: on any failure it is
+        deleted again, head and all, so that a refused file leaves the model as it was."""
+        try:
+            yield
+        except BaseException:
+            self.delete(name)
+            raise
+
     def _device_dtype(self):
         param = next(self.encoder.parameters())
         return param.device, param.dtype

@@ -12,66 +12,37 @@ from pathlib import Path
 
 import torch
 
-from xling import __version__
 from xling.adapters.adapterhub import is_adapterhub, load_adapterhub
 from xling.adapters.composition import check_name
 from xling.adapters.files import CONFIG_FILE, FOREIGN_CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE
 from xling.adapters.fusion import FusionConfig
-from xling.adapters.heads import build_head
+from xling.adapters.heads import build_head, read_head_config
 from xling.adapters.lora.peft import is_peft, load_peft
 from xling.adapters.model import AdaptedModel
+from xling.adapters.record import AdapterMetadata, AdapterRecord, BaseModelRecord
 from xling.adapters.registry import KINDS, adapter_kind, kind_of
 from xling.adapters.weights import check_base_model, load_fitting, read_weights, uninitialised, write_weights
 from xling.errors import XlingError, naming
 from xling.fileio import atomic_directory, read_json, write_json_atomic
-from xling.options import shown
 from xling.pretrained import check_shipped_files, is_pretrained
 from xling.roles import LANG, TASK, Role
 
 
-def _record(model: AdaptedModel, kind: str, name: str, metadata: dict | None, **fields) -> dict:
+def _record(model: AdaptedModel, kind: str, name: str, metadata: AdapterMetadata | None, **settings) -> AdapterRecord:
     """xling_adapter.json: what was saved, by which xling, for which base model."""
-    return {
-        "kind": kind,
-        "name": name,
-        **fields,
-        "xling_version": __version__,
-        "base_model": {"name": getattr(model.encoder, "name_or_path", ""), "fingerprint": model.fingerprint},
-        **({"metadata": metadata} if metadata else {}),
-    }
+    base = BaseModelRecord(getattr(model.encoder, "name_or_path", ""), model.fingerprint)
+    return AdapterRecord.made(kind, name, base, metadata=metadata or AdapterMetadata(), **settings)
 
 
-# What xling writes into xling_adapter.json: any other key (`auto_map`, `trust_remote_code`) is not xling's
-RECORD_KEYS = {"kind", "name", "config", "adapters", "xling_version", "base_model", "metadata"}
-BASE_MODEL_KEYS = {"name", "fingerprint"}
-
-
-def check_record(record: dict, where: str, role: Role | None) -> None:
-    """An xling adapter record with only the keys xling writes, of the role it is loaded as (`role`: None for
-    any), or one line naming the file."""
-    base = record.get("base_model")
-    unknown = sorted(record.keys() - RECORD_KEYS) + sorted(
-        (base.keys() - BASE_MODEL_KEYS) if isinstance(base, dict) else ()
-    )
-    if unknown:
-        raise XlingError(f"{where} has keys xling does not write ({', '.join(map(shown, unknown[:4]))}): not loaded")
-    metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
-    found = metadata.get("role")
-    if role is not None and found is not None and found != role.word:
-        raise XlingError(f"{where} is a {found} adapter, not a {role.title}: give a {role.title} here")
-
-
-def read_config(path: Path) -> tuple[Path, dict]:
-    """The config file of the adapter at `path` (xling's, else PEFT's or AdapterHub's) and its record."""
-    for config_file in (Path(path) / CONFIG_FILE, Path(path) / FOREIGN_CONFIG_FILE):
-        if config_file.is_file():
-            break
-    else:
+def foreign_config(path: Path) -> dict:
+    """PEFT's or AdapterHub's `adapter_config.json` of the adapter at `path`, which has no xling record."""
+    config_file = Path(path) / FOREIGN_CONFIG_FILE
+    if not config_file.is_file():
         raise XlingError(f"no adapter at {path} (no {CONFIG_FILE}, nor PEFT's or AdapterHub's {FOREIGN_CONFIG_FILE})")
     record = read_json(config_file)
     if not isinstance(record, dict):
         raise XlingError(f"{config_file} is not an adapter config (a JSON object)")
-    return config_file, record
+    return record
 
 
 def write_head(directory: Path, head: torch.nn.Module) -> None:
@@ -81,17 +52,17 @@ def write_head(directory: Path, head: torch.nn.Module) -> None:
 
 def load_head(model: AdaptedModel, directory: Path, name: str) -> None:
     with uninitialised():
-        head = build_head(read_json(directory / HEAD_CONFIG_FILE), model, str(directory / HEAD_CONFIG_FILE))
+        head = build_head(read_head_config(directory), model, str(directory / HEAD_CONFIG_FILE))
     load_fitting(head, read_weights(directory / HEAD_WEIGHTS_FILE), str(directory / HEAD_WEIGHTS_FILE))
     model.add_head(name, head)
 
 
 def _write(
-    staging: Path, record: dict, weights: dict | None, head: torch.nn.Module | None, extra_files: dict | None
+    staging: Path, record: AdapterRecord, weights: dict | None, head: torch.nn.Module | None, extra_files: dict | None
 ) -> None:
     for file_name, text in (extra_files or {}).items():
         (staging / file_name).write_text(text, encoding="utf-8")
-    write_json_atomic(staging / CONFIG_FILE, record)
+    record.write(staging / CONFIG_FILE)
     if weights is not None:
         write_weights(staging / WEIGHTS_FILE, weights)
     if head is not None:
@@ -103,7 +74,7 @@ def save(
     name: str,
     directory: Path,
     overwrite: bool = False,
-    metadata: dict | None = None,
+    metadata: AdapterMetadata | None = None,
     extra_files: dict[str, str] | None = None,
 ) -> Path:
     """Save adapter, fusion or head `name` (an adapter or fusion with its head, if any) to `directory`,
@@ -122,13 +93,6 @@ def save(
     with atomic_directory(Path(directory), overwrite=overwrite, replaces=(CONFIG_FILE,)) as staging:
         _write(staging, record, module.state_dict() if module is not None else None, head, extra_files)
     return Path(directory)
-
-
-def _field(record: dict, key: str, kind: type, where: str):
-    """`record[key]`, which must be a `kind`, or one line naming the file."""
-    if not isinstance(record.get(key), kind):
-        raise XlingError(f"{where}: {key!r} is missing or not a {kind.__name__} (the file is damaged; save it again)")
-    return record[key]
 
 
 def foreign_role(directory: Path, record: dict) -> Role | None:
@@ -173,34 +137,29 @@ def load(
     `head=False` leaves a saved head out (a language adapter's masked-LM head serves training only); `role`: the
     role it must have been saved as (a task adapter is no language adapter)."""
     directory = Path(directory)
-    config_file, record = read_config(directory)
-    if config_file.name == FOREIGN_CONFIG_FILE:
-        return load_foreign(model, directory, record, name, head, role)
+    config_file = directory / CONFIG_FILE
+    if not config_file.is_file():
+        return load_foreign(model, directory, foreign_config(directory), name, head, role)
     where = str(config_file)
-    check_record(record, where, role)
+    saved = AdapterRecord.read(config_file)
+    saved.check_role(role, where)
     if is_pretrained(directory):  # a changed byte in the package would otherwise tag silently
         check_shipped_files(directory)
-    kind = record.get("kind")
-    if kind not in ("fusion", "head"):
-        kind = adapter_kind(kind, str(directory)).name
-    check_base_model(model, record, directory)
-    name = name or _field(record, "name", str, where)
+    kind = saved.kind if saved.kind in ("fusion", "head") else adapter_kind(saved.kind, str(directory)).name
+    check_base_model(model, saved.base_model, directory)
+    name = name or saved.name
     if kind == "head":
         load_head(model, directory, name)
         return name
     with naming(where), uninitialised():
         if kind in KINDS:
-            config = KINDS[kind].config.from_dict(_field(record, "config", dict, where), where)
-            module = model.add_adapter(check_name(name), config)
+            module = model.add_adapter(check_name(name), KINDS[kind].config.from_dict(saved.settings(where), where))
         else:
-            adapters = [check_name(a) for a in _field(record, "adapters", list, where)]
-            module = model.add_fusion(adapters, FusionConfig.from_dict(_field(record, "config", dict, where), where))
+            adapters = [check_name(a) for a in saved.adapters or []]
+            module = model.add_fusion(adapters, FusionConfig.from_dict(saved.settings(where), where))
             name = ",".join(adapters)
-    try:
+    with model.adding(name):
         load_fitting(module, read_weights(directory / WEIGHTS_FILE), str(directory / WEIGHTS_FILE))
         if head and (directory / HEAD_CONFIG_FILE).is_file():
             load_head(model, directory, name)
-    except Exception:
-        model.delete(name)
-        raise
     return name

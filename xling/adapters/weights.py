@@ -90,34 +90,30 @@ def same_upstream(a: str, b: str) -> bool:
     return a != b and upstream.get(a) is not None and upstream.get(a) == upstream.get(b)
 
 
-def check_base_model(model, saved: dict, path: Path) -> None:
-    """The base model an adapter's record names (its weights' fingerprint) is the loaded `model`'s, or an error
-    that names both. The embedded default's 4-bit weights and the Hub's fp32 ones of the same model pass with a
-    warning: an adapter moves between them within one seed's spread of F1 (bench/quantization_gap.py)."""
-    expected = saved.get("base_model")
-    if not isinstance(expected, dict) or not isinstance(expected.get("fingerprint"), dict):
-        raise XlingError(
-            f"{Path(path) / CONFIG_FILE} has no base-model fingerprint, so nothing tells which model it fits"
-        )
+def check_base_model(model, expected, path: Path) -> None:
+    """The base model an adapter's record names (`expected`, a `BaseModelRecord`: its weights' fingerprint) is
+    the loaded `model`'s, or an error that names both. The embedded default's 4-bit weights and the Hub's fp32
+    ones of the same model pass with a warning: an adapter moves between them within one seed's spread of F1
+    (bench/quantization_gap.py)."""
     mine = model.fingerprint
-    if lacking := sorted(set(mine) - set(expected["fingerprint"])):
+    if lacking := sorted(set(mine) - set(expected.fingerprint)):
         raise XlingError(
             f"{Path(path) / CONFIG_FILE}: the base-model fingerprint lacks {', '.join(lacking)}, so it cannot "
             "show that the adapter fits this model"
         )
-    differing = [k for k, v in expected["fingerprint"].items() if mine.get(k) != v]
+    differing = [k for k, v in expected.fingerprint.items() if mine.get(k) != v]
     loaded = getattr(model.encoder, "name_or_path", "") or ""
-    if differing == ["embedding_sha256"] and same_upstream(expected.get("name") or "", loaded):
+    if differing == ["embedding_sha256"] and same_upstream(expected.name, loaded):
         warnings.warn(
-            f"{path} was trained on {expected['name']} and is loaded on {loaded}: other weights of the same model "
+            f"{path} was trained on {expected.name} and is loaded on {loaded}: other weights of the same model "
             "(4-bit and fp32). Measured on stand-ins, F1 moved within one seed's spread (docs/models.md)",
             stacklevel=3,
         )
         return
     if differing:
         raise XlingError(
-            f"{path} was trained on base model {expected.get('name') or '?'} and does not fit the loaded model "
-            f"{getattr(model.encoder, 'name_or_path', '') or '?'} (differs in: {', '.join(differing)})"
+            f"{path} was trained on base model {expected.name or '?'} and does not fit the loaded model "
+            f"{loaded or '?'} (differs in: {', '.join(differing)})"
         )
 
 

@@ -17,6 +17,7 @@ import functools
 import json
 import shutil
 import tempfile
+from dataclasses import replace
 
 try:
     import tomllib
@@ -53,7 +54,7 @@ from xling.tagging.options import EvaluationOptions
 from xling.tagging.spec import TaggerSpec
 from xling.train.mlm_head import HEAD_NAME, HeadRecipe, HeadReport
 from xling.train.mlm_head import REPORT_FILE as HEAD_REPORT_FILE
-from xling.trained_tasks import TASK_FILE
+from xling.trained_tasks import TASK_FILE, read_task, task_text
 
 RECIPE, SEED = "recipes/pretrained.toml", 2
 SHIPPED = [(LANG, "qu"), (LANG, "en"), (TASK, "ner-en"), (TASK, "ner-qu")]
@@ -80,8 +81,9 @@ def copy_adapter(source: Path, target: Path, role, dtype: torch.dtype) -> None:
         elif name == REPORT_FILE:
             write_json_atomic(target / name, without_local_paths(read_json(source / name)))
         elif name == TASK_FILE:  # the language adapter it was trained over, by name rather than by path
-            record = read_json(source / name)
-            write_json_atomic(target / name, record | {"lang_adapter": Path(record["lang_adapter"]).name})
+            record = read_task(source)
+            by_name = replace(record, lang_adapter=record.lang_adapter and Path(record.lang_adapter).name)
+            (target / name).write_text(task_text(by_name), encoding="utf-8")
         elif (source / name).is_file():
             shutil.copy(source / name, target / name)
 

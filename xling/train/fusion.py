@@ -13,6 +13,7 @@ import torch
 from rich.console import Console
 
 from xling.adapters import AdaptedModel, Fuse, Stack, TaggingHead, TaggingHeadConfig
+from xling.adapters.record import AdapterMetadata
 from xling.adapters.saving import load, save
 from xling.data.labels import label_list, relabel
 from xling.data.sources import load_ner, load_scored
@@ -83,7 +84,7 @@ def train_fusion(
             fuse.name,
             target,
             options.overwrite,
-            metadata={"task": options.task, "lang": lang, "name": name},
+            metadata=AdapterMetadata(task=options.task, lang=lang, name=name),
             extra_files=extra,
         ),
     )

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from xling.adapters import AdaptedModel
 from xling.adapters.heads import MaskedLMHead, MaskedLMHeadConfig
+from xling.adapters.record import AdapterMetadata
 from xling.adapters.registry import describe
 from xling.adapters.saving import save
 from xling.adapters.weights import read_weights
@@ -155,6 +156,11 @@ def train_language_adapter(
     return run.save(
         report,
         lambda target, extra: save(
-            model, name, target, overwrite=options.overwrite, metadata={"role": LANG.word}, extra_files=extra
+            model,
+            name,
+            target,
+            overwrite=options.overwrite,
+            metadata=AdapterMetadata(role=LANG.word),
+            extra_files=extra,
         ),
     )

@@ -24,6 +24,7 @@ from pathlib import Path
 from rich.console import Console
 
 from xling.adapters.files import CONFIG_FILE
+from xling.adapters.record import AdapterRecord
 from xling.cards.adapter import model_card
 from xling.cards.common import CARD_FILE
 from xling.data.conll import Sentence, conll_text, read_conll
@@ -32,7 +33,7 @@ from xling.data.sources import load_ner
 from xling.data.text import read_text
 from xling.device import pick_device
 from xling.errors import XlingError
-from xling.fileio import atomic_directory, read_json, write_json_atomic, write_text_atomic
+from xling.fileio import atomic_directory, write_json_atomic, write_text_atomic
 from xling.names import check_lang
 from xling.reports import REPORT_FILE, read_report
 from xling.roles import TASK
@@ -43,7 +44,7 @@ from xling.train.processes import process_state, wait_for_everyone
 from xling.train.progress import TrainingProgress
 from xling.train.run import refuse_to_replace
 from xling.train.task import train_task_adapter
-from xling.trained_tasks import TASK_FILE
+from xling.trained_tasks import TASK_FILE, read_task, task_text
 from xling.workspace import Workspace
 
 
@@ -191,8 +192,8 @@ def copy_round(source: Path, final: Path, summary: dict, overwrite: bool) -> Non
     name = final.name
     with atomic_directory(final, overwrite, replaces=(CONFIG_FILE,)) as staging:
         shutil.copytree(source, staging, dirs_exist_ok=True)
-        for file in (CONFIG_FILE, TASK_FILE):
-            write_json_atomic(staging / file, {**read_json(staging / file), "name": name})
+        replace(AdapterRecord.read(staging / CONFIG_FILE), name=name).write(staging / CONFIG_FILE)
+        write_text_atomic(staging / TASK_FILE, task_text(replace(read_task(staging), name=name)))
         report = read_report(staging)
         report = replace(report, name=name, options={**report.options, "name": name}, saved_to=str(final))
         write_json_atomic(staging / REPORT_FILE, report.to_record())

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import torch
 
-from xling.adapters.files import CONFIG_FILE, FOREIGN_CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE
-from xling.adapters.heads import TaggingHead, TaggingHeadConfig
+from xling.adapters.files import CONFIG_FILE, FOREIGN_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE
+from xling.adapters.heads import TaggingHead, TaggingHeadConfig, read_head_config
 from xling.adapters.lora.config import TARGETS, LoraConfig
+from xling.adapters.record import AdapterRecord
 from xling.adapters.weights import load_fitting, read_weights
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json
@@ -52,24 +53,18 @@ def export_peft(directory: Path, target: Path, overwrite: bool = False, extra_fi
     """Write the xling LoRA task adapter saved in `directory`, with its head, as PEFT saves one."""
     directory = Path(directory)
     where = str(directory / CONFIG_FILE)
-    record = read_json(directory / CONFIG_FILE)
-    record = record if isinstance(record, dict) else {}
-    if record.get("kind") != "lora" or not (directory / HEAD_WEIGHTS_FILE).is_file():
-        raise XlingError(
-            f"{directory}: only LoRA task adapters export to PEFT, not {shown(record.get('kind'))} adapters"
-        )
-    settings, base = typed(record, "config", dict, None, where), typed(record, "base_model", dict, None, where)
-    fingerprint = typed(base or {}, "fingerprint", dict, None, where)
-    if settings is None or fingerprint is None:
-        raise XlingError(f"{where}: its config or base model is missing (the file is damaged; save it again)")
-    config = from_record(LoraConfig, settings, where)  # every value of the type and range xling saves
+    saved = AdapterRecord.read(directory / CONFIG_FILE)
+    if saved.kind != "lora" or not (directory / HEAD_WEIGHTS_FILE).is_file():
+        raise XlingError(f"{directory}: only LoRA task adapters export to PEFT, not {shown(saved.kind)} adapters")
+    config = from_record(LoraConfig, saved.settings(where), where)  # every value of the type and range xling saves
+    fingerprint = saved.base_model.fingerprint
     num_layers = typed(fingerprint, "num_layers", int, None, where)
     architecture = typed(fingerprint, "architecture", str, None, where)
     if num_layers is None or architecture is None:
         raise XlingError(f"{where}: its base model's layers or architecture are missing (the file is damaged)")
     prefix = base_prefix(architecture)
     layers = [layer for layer in range(num_layers) if layer not in config.leave_out]
-    name = typed(base, "name", str, "", where)
+    name = saved.base_model.name
     peft_config = {
         "peft_type": "LORA",
         "task_type": "TOKEN_CLS",
@@ -89,7 +84,7 @@ def export_peft(directory: Path, target: Path, overwrite: bool = False, extra_fi
         weights[f"base_model.model.{prefix}.encoder.layer.{layer}.attention.self.{update}.{part}.weight"] = tensor
     for key, tensor in read_weights(directory / HEAD_WEIGHTS_FILE).items():
         weights[f"base_model.model.{key}"] = tensor
-    labels = read_json(directory / HEAD_CONFIG_FILE)["labels"]
+    labels = read_head_config(directory).labels
     labelled = {"id2label": dict(enumerate(labels)), "label2id": {label: i for i, label in enumerate(labels)}}
     from safetensors.torch import save
 
@@ -143,13 +138,10 @@ def load_peft(model, directory: Path, record: dict, name: str, head: bool = True
         more = f" and {len(unread) - 2} more" if len(unread) > 2 else ""
         raise XlingError(f"{directory / PEFT_WEIGHTS} holds tensors xling does not read: {', '.join(unread[:2])}{more}")
     adapter = model.add_adapter(name, config)
-    try:
+    with model.adding(name):
         load_fitting(adapter, updates, f"{directory}: the LoRA updates")
         if head and head_weights and (directory / LABELS_FILE).is_file():
             model.add_head(name, peft_head(directory, head_weights, model.hidden_size))
-    except Exception:
-        model.delete(name)
-        raise
     return name
 
 
