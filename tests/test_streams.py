@@ -24,7 +24,7 @@ def tag(*args, **options) -> subprocess.CompletedProcess:
 
 
 def one_error_line(done: subprocess.CompletedProcess) -> str:
-    lines = [line for line in done.stderr.splitlines() if not line.startswith("xling: tagging with")]
+    lines = [line for line in done.stderr.splitlines() if not line.startswith("xling: ")]  # the notice line
     assert done.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: "), done.stderr
     assert "unexpected" not in lines[0]
     return lines[0]
