@@ -23,6 +23,14 @@ for name, examples in (("ci", 200), ("deep", 2000)):
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+def pytest_collection_modifyitems(items):
+    """The quick loop (`pytest -m quick`, CONTRIBUTING.md): every test not marked `slow`, the ones that take six
+    seconds or more on 2 cores (processes started and killed, virtual environments built, whole exports)."""
+    for item in items:
+        if item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.quick)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def xling_home(tmp_path_factory):
     """Every test session converts into, and trains under, its own XLING_HOME."""

@@ -80,6 +80,7 @@ def library_python(pytestconfig) -> Path:
     return library_venv(pytestconfig, "adapters-library", LIBRARY)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_kind", ["bottleneck", "lora"])
 def test_the_cards_snippet_loads_an_export_in_the_library_with_xlings_logits_and_entities(
     xling_home, tmp_path, library_python, task_kind

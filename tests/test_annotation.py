@@ -553,6 +553,7 @@ def test_a_round_keeps_the_better_of_its_adapter_and_the_sessions_so_a_worse_rou
     assert str(session.directory / retrain.CHOOSE_FILE) in json.dumps(trained_on)
 
 
+@pytest.mark.slow
 def test_the_server_retrains_in_the_background_and_the_next_batch_replaces_the_queue(tiny_session):
     from xling.annotation.server import create_app
 

@@ -275,6 +275,7 @@ def test_answers_made_while_the_server_is_down_survive_closing_the_page_and_arri
     ]
 
 
+@pytest.mark.slow
 def test_answers_kept_for_one_session_never_go_to_another_served_later_at_the_same_address(tmp_path, browser):
     """Sessions from one pool share sentence ids: the page keeps its answers under its session's id, a tab of a
     session no longer served stops, and its answers wait, shown, until their own session's page sends them."""

@@ -248,6 +248,7 @@ def test_in_chromium_two_tabs_race_and_the_stale_one_is_asked_not_obeyed(tmp_pat
     assert [len(s.tokens) for s in read_conll(directory / "gold.conll")] == [4, 12]
 
 
+@pytest.mark.slow
 def test_a_server_killed_during_a_round_is_restarted_and_waits_for_that_round_instead_of_starting_another(tmp_path):
     import subprocess
     import time

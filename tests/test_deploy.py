@@ -17,6 +17,7 @@ from tests.tiny import run_xling
 from xling.data.catalog import tomllib
 
 MAX_MEGABYTES = 400
+pytestmark = pytest.mark.slow  # builds a virtual environment from the package registry
 
 
 @pytest.fixture(scope="session")

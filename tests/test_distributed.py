@@ -80,6 +80,7 @@ def _check_like_single(workspace: Path, single_workspace: Path):
     assert sorted(p.name for p in (workspace / "tinybert" / "task").iterdir()) == ["ner-en"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "launcher",
     [
@@ -103,6 +104,7 @@ def test_two_processes_share_each_batch_and_match_one(single_run, tmp_path, laun
     assert run.stderr.count("training adapter ner-en") == 1  # one process speaks
 
 
+@pytest.mark.slow
 def test_two_processes_adapt_the_encoder_as_one(trained_workspace, tmp_path):
     """The encoder itself trains under DDP (its weights, not an adapter's): two processes end where one ends."""
     root, model_dir, train, dev = trained_workspace
@@ -126,6 +128,7 @@ def test_two_processes_adapt_the_encoder_as_one(trained_workspace, tmp_path):
     assert not torch.equal(saved[1][layer], load_file(model_dir / "model.safetensors")[layer.removeprefix("bert.")])
 
 
+@pytest.mark.slow
 def test_two_processes_resume_after_a_crash(single_run, tmp_path):
     single_workspace, _, data = single_run
     workspace = tmp_path / "ws"
@@ -140,6 +143,7 @@ def test_two_processes_resume_after_a_crash(single_run, tmp_path):
     _check_like_single(workspace, single_workspace)
 
 
+@pytest.mark.slow
 def test_every_process_computes_in_the_precision_the_first_process_picked(single_run, tmp_path):
     """auto times bf16 in each process; were that to come out differently, the processes would still agree."""
     single_workspace, _, data = single_run

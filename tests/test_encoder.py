@@ -172,6 +172,7 @@ def full_count(state: dict) -> int:
     return sum(t.numel() for t in state.values())
 
 
+@pytest.mark.slow
 def test_the_folder_is_a_transformers_masked_lm_and_every_command_takes_it_as_m(data, tmp_path):
     from transformers import AutoModelForMaskedLM
 

@@ -109,6 +109,7 @@ def test_a_paired_test_of_a_system_against_itself_finds_nothing_and_finds_a_real
     assert p_cell(0.002, 1000) == "p = 0.002" and p_cell(0.0123, 1000) == "p = 0.01"  # small p keeps a digit
 
 
+@pytest.mark.slow
 def test_evaluate_warns_of_sentences_seen_in_training_and_carries_the_interval(trained_workspace, tmp_path):
     root, model_dir, train, dev = trained_workspace
     where = ["--model", str(model_dir), "-w", str(root / "ws")]

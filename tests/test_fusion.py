@@ -221,6 +221,7 @@ def test_parameter_table(fused):
     assert result["total_relative"] == pytest.approx(1 + sum(r["used"] for r in result["rows"]) / 30_000)
 
 
+@pytest.mark.slow
 def test_analysis_commands_write_readable_pngs(fused, tmp_path):
     _, root, model_dir, dev = fused
     common = ["--model", str(model_dir), "-w", str(root / "ws")]
@@ -254,6 +255,7 @@ def test_ablation_colours_diverge_about_zero():
     assert norm(-20.0) == pytest.approx(1 - norm(20.0))  # equal changes, equally strong colours
 
 
+@pytest.mark.slow
 def test_a_fusion_exports_to_onnx_and_tags_as_in_pytorch(fused, tmp_path):
     pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
     from xling.tagging.onnx_tagger import OnnxTagger

@@ -212,6 +212,7 @@ def test_an_adapterhub_folder_of_another_role_is_refused_before_it_loads(trained
     assert load(model, tmp_path / "qu", role=LANG) and load(model, tmp_path / "ner-en", role=TASK)
 
 
+@pytest.mark.slow
 def test_madx_with_published_adapterhub_language_adapters_runs_on_the_hub_path(tmp_path):
     """The adapterhub-qu recipe's path on a tiny XLM-R: language adapters in the AdapterHub layout
     (`pytorch_adapter.bin`) named `hf:AdapterHub/...`, fetched by huggingface_hub from its cache offline, an xling
@@ -281,6 +282,7 @@ def test_push_of_an_onnx_folder_tags_by_its_hub_name_without_torch(exported, hub
     assert refused.exit_code == 1 and "is not an ONNX folder; write one with: xling export" in str(refused.exception)
 
 
+@pytest.mark.slow
 def test_push_in_peft_s_layout_names_the_repository_in_its_card_and_tags_in_xling(copied_workspace, hub):
     from tests.tiny import run_xling
 
@@ -302,3 +304,19 @@ def test_push_in_peft_s_layout_names_the_repository_in_its_card_and_tags_in_xlin
     pulled = Tagger.load(lang="en", task_adapter="hf:org/peft-ner", use_lang_adapter=False, **settings)
     local = Tagger.load(lang="en", task_adapter="ner-lora", use_lang_adapter=False, **settings)
     assert [(r.tags, r.scores) for r in pulled.tag_texts(texts)] == [(r.tags, r.scores) for r in local.tag_texts(texts)]
+
+
+def test_a_peft_card_loads_by_the_hub_id_or_names_the_base_it_lacks():
+    from dataclasses import replace
+
+    from xling.cards.peft import peft_card
+    from xling.roles import TASK
+
+    report = RunReport(name="ner-lora", role=TASK, lang="en", model="e5-small", labels=["O", "B-PER", "I-PER"])
+    card = peft_card(report)
+    assert "base_model: intfloat/multilingual-e5-small" in card and "library_name: peft" in card
+    assert 'AutoPeftModelForTokenClassification.from_pretrained(\n    "DIR", id2label=' in card
+    pushed = peft_card(report, "org/ner-lora")
+    assert 'hf_hub_download("org/ner-lora", "config.json")' in pushed and "-t hf:org/ner-lora" in pushed
+    local = peft_card(replace(report, model="/somewhere/tinybert"))  # a local folder names no Hub model
+    assert '"BASE_MODEL", num_labels=3' in local and 'PeftModel.from_pretrained(base, "DIR")' in local

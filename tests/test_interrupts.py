@@ -64,6 +64,7 @@ def interrupted(args: list[str], run_dir: Path, number: int) -> subprocess.Compl
     return subprocess.CompletedProcess(args, process.returncode, out, err)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["train-task", "train-lang", "train-encoder", "self-train"])
 def test_every_signal_leaves_a_checkpoint_whose_rerun_saves_the_same_bytes(tmp_path, trained_workspace, kind):
     root, model_dir, train, dev = trained_workspace

@@ -339,6 +339,7 @@ def run_cli(*args, cwd=None):
     return run_xling(*args, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_kill_9_then_rerun_resumes(tmp_path, tiny_dir):
     corpus = write_corpus(tmp_path / "qu.txt", lines=2000)
     args = [
@@ -420,6 +421,7 @@ def test_existing_adapter_is_refused_without_overwrite(tmp_path, tiny_dir):
     assert sorted(p.name for p in (tmp_path / "ws" / "tinybert" / "lang").iterdir()) == ["qu"]
 
 
+@pytest.mark.slow
 def test_embedded_model_on_real_quechua_lowers_perplexity(tmp_path, corpora_root, embedded):
     options = LanguageAdapterOptions(
         lang="qu",

@@ -3,6 +3,7 @@ attached, the same token ids and word ids as its tokenizer, weights mapped rathe
 
 from __future__ import annotations
 
+import pytest
 import torch
 from safetensors.torch import save_file
 
@@ -110,6 +111,7 @@ def test_a_vocabulary_subset_tokenizes_as_the_whole_model(embedded):
     assert tokenizer._full is not None and tokenizer.words_seen > tokenizer.SUBSET_WORDS
 
 
+@pytest.mark.slow
 def test_a_vocabulary_subset_tokenizes_the_real_corpora_as_the_whole_model(embedded, corpora_root):
     import random
 

@@ -145,6 +145,7 @@ def test_int8_tagging_keeps_the_lora_update():
     assert (int8 - fp32).abs().max() < (int8 - frozen_int8).abs().max() / 5
 
 
+@pytest.mark.slow
 def test_train_task_with_lora_from_the_command_line_tags_in_a_stack_with_quechua(copied_workspace):
     from xling.cli.app import app
     from xling.tagging.tagger import Tagger
@@ -224,6 +225,7 @@ def xling_logits(model_dir, directory, ids) -> torch.Tensor:
         return model.heads[name](model(input_ids=ids, attention_mask=torch.ones_like(ids)))
 
 
+@pytest.mark.slow
 def test_a_lora_task_adapter_exports_to_peft_and_peft_gives_its_logits(copied_workspace, tmp_path):
     peft = pytest.importorskip("peft")
     from transformers import AutoModelForTokenClassification
@@ -268,6 +270,7 @@ with torch.no_grad():
 """
 
 
+@pytest.mark.slow
 def test_a_peft_export_of_a_hub_model_loads_with_autopeft_offline_from_its_card_s_snippet(tmp_path):
     """Trained on a Hub id (a tiny stand-in placed in a local Hugging Face cache, as after a download), the PEFT
     export names that id, and its card's snippet (AutoPeft, the base fetched by id) gives xling's logits."""
@@ -308,6 +311,7 @@ def test_a_peft_export_of_a_hub_model_loads_with_autopeft_offline_from_its_card_
     torch.testing.assert_close(theirs, xling_logits(model_dir, tmp_path / "peft", ids), atol=1e-4, rtol=0)
 
 
+@pytest.mark.slow
 def test_a_peft_lora_folder_loads_as_an_xling_lora_adapter_with_peft_s_logits(tmp_path):
     peft = pytest.importorskip("peft")
     from transformers import AutoModelForTokenClassification

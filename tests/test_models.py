@@ -119,6 +119,7 @@ def _digests(path):
     return {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(path.iterdir())}
 
 
+@pytest.mark.slow
 def test_conversion_is_deterministic(tmp_path):
     source = embedded_module.source_path()
     embedded_module.convert(source, tmp_path / "a")

@@ -338,6 +338,7 @@ def test_missing_language_adapter_says_how_to_train_it(setup_dirs):
         )
 
 
+@pytest.mark.slow
 def test_evaluate_cli_json(setup_dirs):
     root, model_dir, _, dev = setup_dirs
     result = run_xling(
@@ -361,6 +362,7 @@ def test_evaluate_cli_json(setup_dirs):
     assert "overall" in table.stdout and "PER" in table.stdout and scores["types_not_predicted"] == []
 
 
+@pytest.mark.slow
 def test_evaluate_names_gold_types_the_head_cannot_predict(setup_dirs, tmp_path):
     root, model_dir, _, dev = setup_dirs
     with_misc = tmp_path / "dev-misc"

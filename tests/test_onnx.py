@@ -29,6 +29,7 @@ def entities(stdout: str) -> list[list[tuple]]:
     ]
 
 
+@pytest.mark.slow
 def test_a_task_adapter_given_as_a_directory_exports(trained_workspace, tmp_path):
     root, model_dir, _, _ = trained_workspace
     task = root / "ws" / model_dir.name / "task" / "ner-en"
@@ -48,6 +49,7 @@ def test_export_checks_the_graphs_against_pytorch(exported):
     assert json.loads((exported / "config.json").read_text())["id2label"]["0"] == "O"
 
 
+@pytest.mark.slow
 def test_every_family_exports_with_its_padding_hidden(tiny_model_dir, tmp_path):
     """The export's check runs padded batches, so each family's graph must mask padding as PyTorch does; the
     families with SDPA export one `Attention` operator per layer (DeBERTa exports its own attention)."""
@@ -103,6 +105,7 @@ def test_int8_keeps_fp32_the_down_projection_with_massive_inputs(tmp_path):
             assert np.abs(weights[node.input[1]].astype(int)).max() <= 64
 
 
+@pytest.mark.slow
 def test_onnx_tag_gives_the_entities_of_pytorch(exported, trained_workspace, tmp_path):
     source = tmp_path / "in.txt"
     source.write_text(SENTENCES * 20, encoding="utf-8")
@@ -147,6 +150,7 @@ def test_onnx_tagger_loads_an_exported_folder_alone(exported, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_tagger_load_exports_once_into_the_workspace(copied_workspace, exported, tmp_path, monkeypatch):
     """... and a bare name means the workspace's adapter, even beside an exported folder of that name."""
     import shutil
@@ -177,6 +181,7 @@ def test_tagger_load_exports_once_into_the_workspace(copied_workspace, exported,
     assert third.directory != first.directory  # a changed adapter is exported again
 
 
+@pytest.mark.slow
 def test_onnx_evaluation_scores_as_pytorch(exported, trained_workspace):
     _, _, _, dev = trained_workspace
     scores = {}
@@ -244,6 +249,7 @@ def test_onnx_runtime_writes_nothing_outside_xling_home(exported, tmp_path):
     assert (xling_home / "onnxruntime").is_dir()  # where its import wrote instead
 
 
+@pytest.mark.slow
 def test_an_export_never_replaces_a_folder_it_did_not_write(exported, trained_workspace, tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep")
@@ -262,6 +268,7 @@ def test_an_export_never_replaces_a_folder_it_did_not_write(exported, trained_wo
         assert done.returncode != 0 and (tmp_path / "mine" / "notes.txt").read_text() == "keep"
 
 
+@pytest.mark.slow
 def test_the_embedded_model_exports_from_its_light_encoder_and_tags_as_pytorch(tmp_path):
     """The embedded default loads as the light encoder (`models/light/`), never Transformers' BERT: its graph
     is written from that path, and ONNX Runtime then tags as PyTorch does."""

@@ -29,6 +29,7 @@ print(json.dumps(found))
 """
 
 
+@pytest.mark.slow
 def test_optimum_loads_an_export_and_its_pipeline_finds_xlings_entities(xling_home, pytestconfig, tmp_path):
     from xling.tagging.onnx_tagger import OnnxTagger
 

@@ -53,6 +53,7 @@ def test_the_bf16_speedup_is_measured_where_the_cpu_has_bf16_instructions():
     assert not has_units or np.isfinite(measured_bf16_speedup())
 
 
+@pytest.mark.slow
 def test_six_processes_started_at_once_resolve_auto_alike_from_one_measurement_per_machine(tmp_path):
     import subprocess
     import sys

@@ -252,3 +252,26 @@ def test_the_heads_training_report_is_a_record_its_recipe_compared_whole(tmp_pat
     (tmp_path / "report.json").write_text(json.dumps(record | {"recipe": {**record["recipe"], "steps": "many"}}))
     with pytest.raises(XlingError, match=r"report\.json: recipe: option 'steps' takes a whole number"):
         HeadReport.read(tmp_path / "report.json")
+
+
+def test_the_shipping_copy_keeps_what_tagging_reads_in_fp16_and_names_the_language_adapter(trained_workspace, tmp_path):
+    import subprocess
+    import sys
+
+    from safetensors import safe_open
+
+    from xling.recipes.pretrained import copy_adapter
+    from xling.trained_tasks import read_task
+
+    root, model_dir, _, _ = trained_workspace
+    source = root / "ws" / model_dir.name
+    copy_adapter(source / "task" / "ner-en", tmp_path / "ner-en", TASK, torch.float16)
+    copy_adapter(source / "lang" / "qu", tmp_path / "qu", LANG, torch.float16)
+    assert read_task(tmp_path / "ner-en").lang_adapter == "en"  # by name: the path was the training machine's
+    assert not (tmp_path / "qu" / "head_config.json").is_file()  # the masked-LM head serves training only
+    for folder in ("ner-en", "qu"):
+        with safe_open(str(tmp_path / folder / "xling_adapter.safetensors"), "pt") as f:
+            assert {f.get_tensor(k).dtype for k in f.keys()} == {torch.float16}
+        assert str(root) not in (tmp_path / folder / "report.json").read_text()
+    told = subprocess.run([sys.executable, "-m", "xling.recipes.mlm_head", "--help"], capture_output=True, text=True)
+    assert told.returncode == 0 and "workdir" in told.stdout  # the command the docs give exists

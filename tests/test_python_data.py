@@ -106,6 +106,7 @@ def test_a_tagger_maps_over_a_dataset_in_batches_as_the_docs_show(trained_worksp
     assert tagged["entities"] == [[span.to_dict() for span in spans] for spans in tagger(texts)]
 
 
+@pytest.mark.slow
 def test_ray_data_maps_one_tagger_per_actor_as_the_docs_show(trained_workspace, tmp_path):
     import ray
 

@@ -354,6 +354,7 @@ RUN_OPTIONS = {"name": "again", "steps": 6, "batch_size": 8, "checkpoint_every":
 RUN_ARGS = [part for key, value in RUN_OPTIONS.items() for part in ("--" + key.replace("_", "-"), str(value))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "file_name, damage, message",
     [
@@ -390,6 +391,7 @@ def test_a_log_line_cut_short_by_a_kill_is_dropped_and_the_run_resumes(tmp_path,
     assert run.returncode == 0 and "resuming" in run.stderr, run.stderr
 
 
+@pytest.mark.slow
 def test_a_run_directory_that_is_a_link_is_never_followed(tmp_path, copied_workspace):
     _, model_dir, _, dev = copied_workspace
     outside = tmp_path / "outside"
@@ -405,6 +407,7 @@ def test_a_run_directory_that_is_a_link_is_never_followed(tmp_path, copied_works
     assert snapshot(outside) == {"precious.txt": b"keep me"} and not run_dir.is_symlink()
 
 
+@pytest.mark.slow
 def test_a_second_run_of_the_same_name_is_refused_naming_the_first(tmp_path, copied_workspace):
     from xling.fileio import EntryLock
 

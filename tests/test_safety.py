@@ -407,6 +407,7 @@ def test_names_seeds_and_resamplings_out_of_bounds_are_one_line_before_any_model
     assert "unexpected" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_large_bootstrap_is_drawn_in_blocks_so_memory_stays_bounded():
     import tracemalloc
 

@@ -76,6 +76,7 @@ def test_a_biluo_hub_dataset_reads_into_iob2_not_into_new_types():
         sentences_from_dataset(dataset, "hf:biluo", "iob2")
 
 
+@pytest.mark.slow
 def test_train_task_takes_the_scheme_option(trained_workspace, tmp_path):
     from tests.tiny import run_xling
 

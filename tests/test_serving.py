@@ -237,9 +237,11 @@ def test_a_second_ctrl_c_while_answering_stops_at_once_and_says_so(served, monke
     assert len(announced) == 1 and "xling-http" not in {t.name for t in threading.enumerate()}  # joined
 
 
-def test_a_text_gets_the_same_entities_alone_and_in_a_batch_of_others(corpora_root):
+def test_a_text_gets_the_same_entities_alone_and_in_a_batch_of_others(corpora_root, monkeypatch):
     from xling.data.sources import load_ner
     from xling.tagging.files import load_tagger
+
+    monkeypatch.setenv("XLING_CORPORA", str(corpora_root))  # found beside the clone, not named in the environment
 
     texts = [" ".join(s.tokens) for s in load_ner("corpus:wikiann-qu/silver-dev", "validation")][:64]
     tag = tagging_function(load_tagger(TaggerSpec(lang="qu")))  # the embedded model, its precision as auto picks

@@ -28,6 +28,7 @@ def where(trained_workspace) -> list[str]:
     return ["--model", str(model_dir), "-w", str(root / "ws")]
 
 
+@pytest.mark.slow
 def test_two_processes_write_what_one_writes_line_for_line(trained_workspace, tmp_path):
     source, count = corpus(tmp_path / "in.txt")
     one = run_xling("tag", source, "--lang", "qu", "-o", tmp_path / "one.jsonl", *where(trained_workspace))
@@ -46,6 +47,7 @@ def test_two_processes_write_what_one_writes_line_for_line(trained_workspace, tm
     assert not parts_dir(tmp_path / "two.jsonl").exists()
 
 
+@pytest.mark.slow
 def test_a_stopped_run_tags_only_its_missing_blocks(trained_workspace, tmp_path):
     from xling import Tagger
 
@@ -71,6 +73,7 @@ def test_a_stopped_run_tags_only_its_missing_blocks(trained_workspace, tmp_path)
     assert [json.loads(line)["text"] for line in lines[1:]] == source.read_text().splitlines()[BLOCK:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("other", ["another input", "another precision"])
 def test_parts_of_another_job_are_not_reused(trained_workspace, tmp_path, other):
     root, model_dir, _, _ = trained_workspace
@@ -109,6 +112,7 @@ def test_a_folder_xling_did_not_write_is_never_removed(trained_workspace, tmp_pa
     assert done.returncode != 0 and "is not xling's" in done.stderr and (mine / "notes.txt").read_text() == "keep"
 
 
+@pytest.mark.slow
 def test_a_job_killed_mid_run_and_resumed_writes_the_bytes_an_uninterrupted_one_writes(trained_workspace, tmp_path):
     import signal
     import time

@@ -162,6 +162,7 @@ def run_tag(trained_workspace, *args, stdin=None):
     return run_xling("tag", *args, "--model", model_dir, "-w", root / "ws", input=stdin)
 
 
+@pytest.mark.slow
 def test_jsonl_records_carry_their_id_or_line_and_a_long_line_comes_back_whole(trained_workspace, tmp_path):
     records = tmp_path / "in.jsonl"
     rows = [{"id": "doc-7", "text": "juan lima the city", "source": "wiki"}, {"text": "maria of peru"}]
@@ -195,6 +196,7 @@ def test_jsonl_records_carry_their_id_or_line_and_a_long_line_comes_back_whole(t
     )
 
 
+@pytest.mark.slow
 def test_tag_command_formats(trained_workspace, tmp_path):
     source = tmp_path / "in.txt"
     source.write_text("juan lima the city\n\nmaria of peru. runa wasi qusqu\n", encoding="utf-8")
