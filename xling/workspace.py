@@ -125,12 +125,11 @@ class Workspace:
     def why_chosen(self, task: str, lang: str, name: str) -> str | None:
         """Why `task_adapter_name` chose `name` for `lang` where none was named, for the notice line; None where
         it is the workspace's own `<task>-<lang>`, which needs no word."""
-        wanted, own = f"{task}-{lang}", (self.model_dir / TASK.name / name).is_dir()
-        if name == wanted:
-            return None if own else f"your workspace has no {wanted}"
-        if own:
-            return f"your workspace has no {wanted}: tagging with its {name} (zero-shot transfer)"
-        return f"neither your workspace nor xling has a {wanted}"
+        wanted = f"{task}-{lang}"
+        if name == wanted and (self.model_dir / TASK.name / name).is_dir():
+            return None
+        shipped = any((root / TASK.name / wanted).is_dir() for root in self.roots[1:])
+        return f"your workspace has no {wanted}" + ("" if shipped or name == wanted else " and xling ships none")
 
     def lang_adapter(self, lang: str, under: Path | None = None) -> Path:
         """The language adapter `lang`; `under` a shipped task adapter, the shipped one it was trained over."""

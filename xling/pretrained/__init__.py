@@ -79,9 +79,10 @@ class PretrainedRecord:
     def to_record(self) -> dict:
         return asdict(self) | {"role": self.role.name}
 
-    def headline(self) -> Score | None:
-        """The score the one-line notice gives: silver-dev's if there is one."""
-        found = [s for s in self.scores if s.data.endswith("silver-dev")] or self.scores
+    def headline(self, setup: str | None = None) -> Score | None:
+        """The score the one-line notice gives, of `setup` (None: any): silver-dev's if there is one."""
+        scored = [s for s in self.scores if setup is None or s.setup == setup]
+        found = [s for s in scored if s.data.endswith("silver-dev")] or scored
         return found[0] if found else None
 
 
@@ -107,31 +108,36 @@ def read_record(directory: Path) -> PretrainedRecord:
     return PretrainedRecord.from_record(read_json(file), str(file))
 
 
-def notice(directories: list[Path], reasons: list[str] = ()) -> str | None:
-    """One line for standard error saying why the tagger is what it is (`reasons`, from the tagger) and which of
-    its adapters are shipped ones, with the shipped task adapter's held-out F1 where it was measured in the setup
-    used (`directories`: all of the tagger's adapters)."""
+def notice(directories: dict[str, Path], reasons: list[str] = (), zero_shot: bool = False) -> str | None:
+    """One line for standard error: why the tagger is what it is (`reasons`, from the tagger), which adapters it
+    tags with where that needs saying (shipped ones always; the workspace's own where there is a reason), and the
+    shipped task adapter's held-out F1 in the setup used, where it was measured so (`directories`: the tagger's
+    adapters by role; `zero_shot`: the task adapter is another language's)."""
+    shipped = {role: Path(d) for role, d in directories.items() if is_pretrained(d)}
+    if not shipped and not reasons:
+        return None
+    own = [Path(d).name for role, d in directories.items() if role not in shipped]
+    task = directories.get("task")
+    transfer = " (zero-shot transfer)" if zero_shot else ""
+    parts = [f"your {', '.join(own)}{transfer if 'task' not in shipped else ''}"] if reasons and own else []
+    if shipped:
+        names = ", ".join(f"{d.parent.name}/{d.name}" for d in shipped.values())
+        parts.append(f"the adapters shipped with xling ({names}){transfer if 'task' in shipped else ''}")
     said = "".join(f"{reason}: " for reason in reasons)
-    shipped = [Path(d) for d in directories if is_pretrained(d)]
-    if not shipped:
-        return f"xling: {said.removesuffix(': ')}" if said else None
-    names = ", ".join(f"{d.parent.name}/{d.name}" for d in shipped)
-    tasks = [d for d in shipped if d.parent.name == "task"]
-    score = read_record(tasks[0]).headline() if tasks else None
-    stacked = any(Path(d).parent.name == "lang" for d in directories)
-    if score and score.setup.startswith("Stack(") and not stacked:  # its figure is for a setup not used here
-        return f"xling: {said}tagging with the adapters shipped with xling ({names}), without a language adapter: no figure"
-    told = (
-        f": {score.setup} F1 {100 * score.f1:.1f} [{100 * score.f1_interval[0]:.1f}, {100 * score.f1_interval[1]:.1f}]"
-        f" on {score.sentences} {score.data.rsplit('/', 1)[-1]} sentences"
-        if score
-        else ""
-    )
-    return f"xling: {said}tagging with the adapters shipped with xling ({names}){told}"
+    line = f"xling: {said}tagging with {' and '.join(parts)}" if parts else f"xling: {said.removesuffix(': ')}"
+    if "task" not in shipped or len(shipped) < len(directories):  # figures are of the shipped adapters together
+        return line
+    setup = f"Stack({Path(directories['lang']).name}, {task.name})" if "lang" in directories else task.name
+    score = read_record(shipped["task"]).headline(setup)
+    if score is None:
+        return f"{line}: no figure for {setup}"
+    low, high = (100 * bound for bound in score.f1_interval)
+    where = f"{score.sentences} {score.data.rsplit('/', 1)[-1]} sentences"
+    return f"{line}: {score.setup} F1 {100 * score.f1:.1f} [{low:.1f}, {high:.1f}] on {where}"
 
 
-def say_notice(directories: list[Path], reasons: list[str] = ()) -> None:
-    if line := notice(directories, reasons):
+def say_notice(directories: dict[str, Path], reasons: list[str] = (), zero_shot: bool = False) -> None:
+    if line := notice(directories, reasons, zero_shot):
         print(line, file=sys.stderr)
 
 

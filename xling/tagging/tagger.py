@@ -98,7 +98,8 @@ class Tagger(TextTagger):
         tagger.directories = directories
         tagger.fused = fused
         left_out = setup is not None and spec.use_lang_adapter and not stacked
-        say_notice(list(directories.values()), chosen_because(spec, ws, role, directory, left_out))
+        zero_shot = role is TASK and not spec.task_adapter and directory.name != f"{spec.task}-{spec.lang}"
+        say_notice(directories, chosen_because(spec, ws, role, directory, left_out), zero_shot)
         tagger.trained_from = trained  # the task folders whose fingerprints say what it was trained on
         return tagger
 
@@ -130,7 +131,7 @@ def chosen_because(spec: TaggerSpec, ws: Workspace, role: Role, directory: Path,
     if role is TASK and not spec.task_adapter and (why := ws.why_chosen(spec.task, spec.lang, directory.name)):
         reasons.append(why)
     if left_out:
-        reasons.append(f"{directory.name} was trained without a language adapter: tagging without one")
+        reasons.append(f"{directory.name} was trained without a language adapter, so none goes under it")
     return reasons
 
 
