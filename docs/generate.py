@@ -29,9 +29,7 @@ ERRORS = "errors-qu/"  # `xling analyze errors` on each seed's zero-shot stack (
 PROBES = "probes/probes.json"  # `bench/probes.py`: a table of its own on the results page
 ADAPTED = "adapted-encoder-qu/"  # `bench/encoder_curve.py`: adapting the encoder, per budget
 DEPLOY = "deploy/"  # `bench/deploy_size.py`: the torch-free deploy install against the full one (docs/sharing.md)
-MLM_HEAD = (
-    "mlm-head/"  # the head's training (`python -m xling.recipes.mlm_head`), curves under it (bench/mlm_head_curves)
-)
+MLM_HEAD = "mlm-head/"  # the head's training (`python -m xling.shipping.head`), curves under it (bench/mlm_head_curves)
 # The README's table: (what, results file or files, row label). At most six rows. An active-learning row's label
 # is "<setting>, <answers> answers", scored on silver-dev.
 EXPECT = [

@@ -25,7 +25,7 @@ from xling.tagging.spec import TaggerSpec
 from xling.workspace import Workspace
 
 SHIPPED = {"lang/qu", "lang/en", "task/ner-en", "task/ner-qu"}
-HEAD = "head/mlm"  # the masked-LM head language adapters train under (`python -m xling.recipes.mlm_head`)
+HEAD = "head/mlm"  # the masked-LM head language adapters train under (`python -m xling.shipping.head`)
 LINE = "Qusqu llaqtaqa Perú suyupi kachkan."
 
 
@@ -267,7 +267,7 @@ def test_the_shipping_copy_keeps_what_tagging_reads_in_fp16_and_names_the_langua
 
     from safetensors import safe_open
 
-    from xling.recipes.pretrained import copy_adapter
+    from xling.shipping.adapters import copy_adapter
     from xling.trained_tasks import read_task
 
     root, model_dir, _, _ = trained_workspace
@@ -280,5 +280,5 @@ def test_the_shipping_copy_keeps_what_tagging_reads_in_fp16_and_names_the_langua
         with safe_open(str(tmp_path / folder / "xling_adapter.safetensors"), "pt") as f:
             assert {f.get_tensor(k).dtype for k in f.keys()} == {torch.float16}
         assert str(root) not in (tmp_path / folder / "report.json").read_text()
-    told = subprocess.run([sys.executable, "-m", "xling.recipes.mlm_head", "--help"], capture_output=True, text=True)
+    told = subprocess.run([sys.executable, "-m", "xling.shipping.head", "--help"], capture_output=True, text=True)
     assert told.returncode == 0 and "workdir" in told.stdout  # the command the docs give exists

@@ -31,7 +31,7 @@ ROLES = (LANG, TASK, FUSION)
 # not an adapter: a whole encoder adapted by continued masked-LM training, a model folder that `-m` takes
 ENCODER = Role("encoder", "encoder", "adapted encoder", "xling train-encoder {name} CORPUS")
 # shipped for an encoder that has none: the masked-LM head language adapters train under
-HEAD = Role("head", "masked-LM head", "masked-LM head", "python -m xling.recipes.mlm_head")
+HEAD = Role("head", "masked-LM head", "masked-LM head", "python -m xling.shipping.head")
 NAMED = {role.name: role for role in (*ROLES, ENCODER, HEAD)}
 
 

@@ -3,10 +3,10 @@
     xling/pretrained/<model>/lang/<lang>/      language adapters (without their masked-LM head)
     xling/pretrained/<model>/task/<task>-<lang>/  task adapters, each with `pretrained.json` and its card
     xling/pretrained/<model>/head/mlm/         the masked-LM head of an encoder that has none, under which
-                                               language adapters train (`python -m xling.recipes.mlm_head`)
+                                               language adapters train (`python -m xling.shipping.head`)
 
 The workspace falls back to them for a name it does not hold, and the tagger says so in one line on standard
-error. `recipes/pretrained.toml` trains them and `python -m xling.recipes.pretrained` writes them here.
+error. `recipes/pretrained.toml` trains them and its last step (`run = "ship"`, `xling.shipping`) writes them here.
 """
 
 from __future__ import annotations

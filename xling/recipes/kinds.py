@@ -13,6 +13,7 @@ from rich.console import Console
 
 from xling.analysis.options import ANALYSES, AnalyzeOptions
 from xling.errors import XlingError
+from xling.fileio import write_json_atomic
 from xling.lazy import later
 from xling.methods import METHODS
 from xling.options import build, defaults, options_of
@@ -20,6 +21,7 @@ from xling.projection.options import MatchOptions, ProjectOptions, TranslateOpti
 from xling.projection.silver import REPORT
 from xling.recipes.reading import RUN_LEVEL, Recipe, Step
 from xling.roles import FUSION, LANG, TASK, Role
+from xling.shipping.options import SHIPPED, ShipOptions
 from xling.tagging.options import EvaluationOptions, TagOptions
 from xling.train.config import FusionOptions, SelfTrainingOptions, TaskAdapterOptions
 from xling.train.text_config import LanguageAdapterOptions
@@ -176,6 +178,21 @@ class AnalysisStep(Tagging):
         return super().needs(options, context) if ANALYSES[options.analysis].needs else []
 
 
+class Shipping(RunKind):
+    """`recipes/pretrained.toml`'s last step: the adapters its earlier steps trained, written into the package,
+    and the record of what shipped in the recipe's results."""
+
+    writes = True
+
+    def perform(self, options: ShipOptions, context: StepContext) -> None:
+        shipped = later("xling.shipping.adapters:ship")(context.workspace.root, options.model)
+        write_json_atomic(Path(options.output), shipped)
+        context.console.print(f"shipped {', '.join(shipped)} into the package")
+
+    def needs(self, options: ShipOptions, context: StepContext) -> list[Adapter]:
+        return list(SHIPPED)
+
+
 RUNS: dict[str, RunKind] = {
     "train-lang": LanguageTraining(
         LanguageAdapterOptions,
@@ -201,6 +218,7 @@ RUNS: dict[str, RunKind] = {
     "project": SilverFolder(ProjectOptions, later("xling.projection.project:project")),
     "translate": SilverFolder(TranslateOptions, later("xling.projection.translate:translate"), lambda options: False),
     "match": SilverFolder(MatchOptions, later("xling.projection.matching:match"), lambda options: options.veto),
+    "ship": Shipping(ShipOptions),
 }
 
 # A step's keys are its command's options, named as on the command line.

@@ -1,6 +1,6 @@
 """Training the masked-LM head an encoder lacks (the embedded one has none): the encoder stays frozen and carries
 no adapter; only the head trains, its transform (dense layer and LayerNorm) and its output bias, the decoder tied
-to the word embeddings, over text of several languages. `python -m xling.recipes.mlm_head` trains it with
+to the word embeddings, over text of several languages. `python -m xling.shipping.head` trains it with
 `HeadRecipe` and ships it inside xling."""
 
 from __future__ import annotations

@@ -1,20 +1,17 @@
-"""Write the shipped adapters from a workspace that `xling run recipes/pretrained.toml` trained:
-
-    python -m xling.recipes.pretrained XLING_HOME/workspace/seed-2
+"""Write the shipped adapters into the package, from the workspace of the seed that `xling run
+recipes/pretrained.toml` trained them in: its last step (`run = "ship"`) runs `build`.
 
 Each adapter is copied without what tagging does not use (a language adapter's masked-LM head), its weights in
 fp16 where the tags of fp16 and fp32 weights agree on every silver-dev sentence (else in fp32); the shipped
 weights are scored on silver-dev and dev with 95% intervals, and each adapter gets `pretrained.json` (recipe,
 seed, commit, data and licences, scores, file hashes) and a card (`README.md`). Needs the corpora
-(`XLING_CORPORA` or their public sources) and a few minutes. The masked-LM head shipped beside them is put in
-place here too (`ship_head`), by `python -m xling.recipes.mlm_head`, which trains it first.
+(`XLING_CORPORA` or their public sources) and a few minutes. The masked-LM head shipped beside them is written
+by `xling.shipping.head`.
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
-import json
 import shutil
 import tempfile
 from dataclasses import replace
@@ -38,7 +35,6 @@ from xling.fileio import atomic_directory, file_sha256, read_json, write_json_at
 from xling.models import model_label
 from xling.models.loading import DEFAULT_MODEL
 from xling.pretrained import (
-    MLM_HEAD_FILE,
     PRETRAINED_ROOT,
     RECORD_FILE,
     CorpusRecord,
@@ -48,16 +44,14 @@ from xling.pretrained import (
 )
 from xling.provenance import source_commit
 from xling.reports import REPORT_FILE, read_report
-from xling.roles import HEAD, LANG, TASK
+from xling.roles import LANG, TASK
+from xling.shipping.options import SHIPPED
 from xling.tagging.evaluate import evaluate
 from xling.tagging.options import EvaluationOptions
 from xling.tagging.spec import TaggerSpec
-from xling.train.mlm_head import HEAD_NAME, HeadRecipe, HeadReport
-from xling.train.mlm_head import REPORT_FILE as HEAD_REPORT_FILE
 from xling.trained_tasks import TASK_FILE, read_task, task_text
 
 RECIPE, SEED = "recipes/pretrained.toml", 2
-SHIPPED = [(LANG, "qu"), (LANG, "en"), (TASK, "ner-en"), (TASK, "ner-qu")]
 SILVER_DEV, QU_DEV, EN_DEV = "corpus:wikiann-qu/silver-dev", "corpus:wikiann-qu/dev", "corpus:wikiann-en/dev"
 # The setups each card scores: (language adapter, task adapter, data), the task's held-out figure first.
 SETUPS = {
@@ -220,8 +214,8 @@ def shipped_section(record: PretrainedRecord, prints: set[str] | None) -> str:
     return f"""
 ## Shipped with xling
 
-Made by `xling run {record.recipe}` (seed {record.seed}) at commit {record.commit}, then
-`python -m xling.recipes.pretrained`. Stored in {record.stored_in}: fp16 and fp32 weights tag the same on
+Made by `xling run {record.recipe}` (seed {record.seed}) at commit {record.commit}, its last step writing
+them here. Stored in {record.stored_in}: fp16 and fp32 weights tag the same on
 {checks} silver-dev sentences. Scores of these very weights, computed in fp32 (seqeval strict IOB2 F1, 95% bootstrap interval
 over the sentences; silver-dev is never trained on nor used to choose an epoch; dev chose the task's epoch):
 
@@ -241,65 +235,9 @@ Trained on (fingerprints of the training sentences: {trained_on}):
 """
 
 
-def ship_head(workdir: Path, recipe: HeadRecipe) -> Path:
-    """Put the masked-LM head `python -m xling.recipes.mlm_head` trained in `workdir`, in fp16, with its record and
-    card, into the package."""
-    report = HeadReport.read(workdir / HEAD_REPORT_FILE)
-    weights = {name: tensor.half() for name, tensor in read_weights(workdir / MLM_HEAD_FILE).items()}
-    data = corpus_records(list(recipe.corpora.values()))
-    folder = PRETRAINED_ROOT / model_label(recipe.model) / HEAD.name / HEAD_NAME
-    with atomic_directory(folder, overwrite=True, replaces=()) as target:
-        save_file(weights, str(target / MLM_HEAD_FILE))
-        record = PretrainedRecord(
-            name=HEAD_NAME,
-            role=HEAD,
-            recipe="python -m xling.recipes.mlm_head",
-            seed=recipe.seed,
-            commit=source_commit() or "unknown",
-            stored_in="fp16",
-            files={MLM_HEAD_FILE: file_sha256(target / MLM_HEAD_FILE)},
-            data=data,
-            perplexity=report.held_out_perplexity,
-        )
-        write_json_atomic(target / RECORD_FILE, record.to_record())
-        (target / CARD_FILE).write_text(head_card(record, report), encoding="utf-8")
-    return folder
-
-
-def head_card(record: PretrainedRecord, report: HeadReport) -> str:
-    perplexity = "\n".join(f"| {lang} | {value:,.1f} |" for lang, value in record.perplexity.items())
-    data = corpus_table(record.data)
-    steps = report.recipe.steps
-    return f"""# Masked-LM head for {model_label(report.recipe.model)}
-
-The encoder ships without a masked-LM head. This one was trained on the frozen encoder, with no adapter, for
-{steps:,} steps (`{record.recipe}`, seed {record.seed}, commit {record.commit}): a dense layer, GELU and
-LayerNorm, and an output bias, the decoder tied to the word embeddings. `xling train-lang --mlm-head pretrained`
-trains a language adapter under it, frozen.
-
-Held-out masked-LM perplexity over the whole vocabulary, after training (lines the head never saw):
-
-| language | perplexity |
-|---|---|
-{perplexity}
-
-| corpus | public source | licence |
-|---|---|---|
-{data}
-
-| file | sha256 |
-|---|---|
-| {MLM_HEAD_FILE} | `{record.files[MLM_HEAD_FILE]}` |
-"""
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("workspace", help="the seed's workspace of `xling run recipes/pretrained.toml`")
-    folder = build(Path(parser.parse_args().workspace))
-    for directory in sorted(folder.glob("*/*")):
-        print(json.dumps({"adapter": str(directory), **{"files": read_record(directory).files}}))
-
-
-if __name__ == "__main__":
-    main()
+def ship(source_workspace: Path, model: str = DEFAULT_MODEL) -> dict:
+    """`build`, and what it shipped: each adapter's files and their hashes, named inside the package."""
+    folder = build(source_workspace, model)
+    return {
+        f"{d.parent.name}/{d.name}": read_record(d).files for d in sorted(folder.glob("*/*")) if d.parent.name != "head"
+    }
