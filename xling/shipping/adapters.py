@@ -31,7 +31,7 @@ from xling.cards.adapter import model_card
 from xling.cards.common import CARD_FILE, catalogued, corpus_table
 from xling.data.fingerprints import FINGERPRINTS_FILE, read_fingerprints
 from xling.data.sources import load_ner
-from xling.fileio import atomic_directory, file_sha256, read_json, write_json_atomic
+from xling.fileio import atomic_directory, file_sha256, write_json_atomic
 from xling.models import model_label
 from xling.models.loading import DEFAULT_MODEL
 from xling.pretrained import (
@@ -73,7 +73,7 @@ def copy_adapter(source: Path, target: Path, role, dtype: torch.dtype) -> None:
             weights = {k: v.to(dtype) if v.is_floating_point() else v for k, v in read_weights(source / name).items()}
             save_file({k: v.contiguous() for k, v in weights.items()}, str(target / name))
         elif name == REPORT_FILE:
-            write_json_atomic(target / name, without_local_paths(read_json(source / name)))
+            write_json_atomic(target / name, without_local_paths(read_report(source).to_record()))
         elif name == TASK_FILE:  # the language adapter it was trained over, by name rather than by path
             record = read_task(source)
             by_name = replace(record, lang_adapter=record.lang_adapter and Path(record.lang_adapter).name)
