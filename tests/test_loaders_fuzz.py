@@ -330,3 +330,13 @@ def test_any_recipe_reads_or_is_refused_naming_it(tmp_path):
         refused_or_loaded(lambda: read_recipe(recipe), recipe)
 
     check()
+
+
+def test_any_tag_block_count_reads_or_is_refused_naming_it(tmp_path):
+    from dataclasses import asdict
+
+    from xling.tagging.blocks import BlockCounts
+
+    file = tmp_path / "00000000.json"
+    file.write_text(json.dumps(asdict(BlockCounts(results=1000, entities=37))))
+    fuzz(file, lambda: BlockCounts.read(file))

@@ -27,6 +27,7 @@ from rich.console import Console
 from xling.data.conll import read_lines, read_tokens, whole_lines
 from xling.errors import XlingError
 from xling.fileio import atomic_text_file, read_json, write_json_atomic, write_text_atomic
+from xling.options import at_least, from_record
 from xling.tagging.options import TagOptions
 from xling.tagging.output import render
 
@@ -100,6 +101,22 @@ def prepare_parts(folder: Path, job: dict) -> None:
     write_json_atomic(record, job)
 
 
+@dataclass
+class BlockCounts:
+    """A finished block's `<number>.json`: what it holds, and by its presence that it is whole."""
+
+    results: int
+    entities: int
+
+    def __post_init__(self):
+        at_least("results", self.results, 0)
+        at_least("entities", self.entities, 0)
+
+    @classmethod
+    def read(cls, file: Path) -> BlockCounts:
+        return from_record(cls, read_json(file), str(file))
+
+
 def block_files(folder: Path, number: int, output_format: str) -> tuple[Path, Path]:
     return folder / f"{number:08d}.{output_format}", folder / f"{number:08d}.json"
 
@@ -128,7 +145,7 @@ def tag_blocks(
             results = list(tagger.tag_numbered(block, *where, streaming=False))
         text_file, counts_file = block_files(folder, number, output_format)
         write_text_atomic(text_file, render(results, output_format))
-        write_json_atomic(counts_file, {"results": len(results), "entities": sum(len(r.spans) for r in results)})
+        write_json_atomic(counts_file, asdict(BlockCounts(len(results), sum(len(r.spans) for r in results))))
 
 
 def count_blocks(path: Path, conll: bool) -> int:
@@ -137,7 +154,7 @@ def count_blocks(path: Path, conll: bool) -> int:
 
 def join_blocks(folder: Path, output: Path, number_of_blocks: int, output_format: str, console: Console) -> None:
     """The blocks, in input order, into `output` (whole or not at all); the parts folder goes."""
-    total = {"results": 0, "entities": 0}
+    total = BlockCounts(0, 0)
     with atomic_text_file(output) as f:
         for number in range(number_of_blocks):
             text_file, counts_file = block_files(folder, number, output_format)
@@ -145,10 +162,10 @@ def join_blocks(folder: Path, output: Path, number_of_blocks: int, output_format
                 raise XlingError(f"{folder}: block {number} is missing; run the same command again to finish it")
             with text_file.open(encoding="utf-8") as block:
                 shutil.copyfileobj(block, f)
-            counts = read_json(counts_file)
-            total = {key: total[key] + counts[key] for key in total}
+            counts = BlockCounts.read(counts_file)
+            total = BlockCounts(total.results + counts.results, total.entities + counts.entities)
     shutil.rmtree(folder)
-    console.print(f"[green]wrote[/] {output}: {total['results']} lines, {total['entities']} entities")
+    console.print(f"[green]wrote[/] {output}: {total.results} lines, {total.entities} entities")
 
 
 @contextmanager
