@@ -8,6 +8,7 @@ from pathlib import Path
 
 from xling.adapters.files import CONFIG_FILE
 from xling.adapters.record import AdapterRecord
+from xling.adapters.registry import AdapterChoice
 from xling.fileio import read_json
 from xling.options import from_record, set_fields
 from xling.roles import ENCODER, ROLES, TASK, Role, role_named
@@ -79,7 +80,7 @@ class RunReport:
     @property
     def adapter_kind(self) -> str:
         """The kind of adapter the run trained (bottleneck, lora), as its options recorded it."""
-        return (self.options.get("adapter") or {}).get("kind", "bottleneck")
+        return (self.options.get("adapter") or {}).get("kind") or AdapterChoice.kind
 
 
 def read_report(directory: Path) -> RunReport:

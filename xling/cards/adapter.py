@@ -19,6 +19,7 @@ from xling.cards.common import (
     public_name,
     shown_or_unknown,
 )
+from xling.data.decoding import DEFAULT_DECODER
 from xling.models.loading import hub_id
 from xling.reports import RunReport
 from xling.roles import FUSION, LANG, Role
@@ -59,7 +60,10 @@ def card_rows(report: RunReport) -> list[tuple[str, str]]:
             f1 = f"{100 * best['f1']:.1f} (P {100 * best['precision']:.1f}, R {100 * best['recall']:.1f})"
             dev = public_name(options["dev"]) if options.get("dev") else "dev"
             rows += [(f"dev F1 on {dev} (seqeval, strict IOB2)", f1)]
-        rows += [("labels", ", ".join(report.labels or []) or "?"), ("decoder", options.get("decoder", "viterbi"))]
+        rows += [
+            ("labels", ", ".join(report.labels or []) or "?"),
+            ("decoder", options.get("decoder") or DEFAULT_DECODER),
+        ]
     seed = report.training.get("seed", "?")
     rows += [
         ("budget", f"{shown_or_unknown(report.steps)} steps, seed {seed}, computed in {report.computed_in or '?'}"),
