@@ -340,3 +340,13 @@ def test_any_tag_block_count_reads_or_is_refused_naming_it(tmp_path):
     file = tmp_path / "00000000.json"
     file.write_text(json.dumps(asdict(BlockCounts(results=1000, entities=37))))
     fuzz(file, lambda: BlockCounts.read(file))
+
+
+def test_any_tag_job_record_reads_or_counts_as_another_jobs(tmp_path):
+    from dataclasses import asdict
+
+    from xling.tagging.blocks import TagJob
+
+    file = tmp_path / "job.json"
+    file.write_text(json.dumps(asdict(TagJob("in.txt", 10, 1, 1000, "lines", "fp32", "ab12"))))
+    fuzz(file, lambda: TagJob.read(file))  # damaged: None, a job of its own, whose blocks are never reused

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -82,9 +83,11 @@ def test_parts_of_another_job_are_not_reused(trained_workspace, tmp_path, other)
     folder = parts_dir(output)
     spec = TaggerSpec(lang="qu", model=str(model_dir), workspace=str(root / "ws"))
     job = job_of(TagOptions(input=str(source), output=str(output), tagger=spec), source)
-    assert job["precision"] in ("fp32", "bf16")  # auto, resolved as the tagger resolves it
-    flipped = {"fp32": "bf16", "bf16": "fp32"}[job["precision"]]  # what a resumed run must never mix in
-    prepare_parts(folder, {"input": "another"} if other == "another input" else job | {"precision": flipped})
+    assert job.precision in ("fp32", "bf16")  # auto, resolved as the tagger resolves it
+    flipped = {"fp32": "bf16", "bf16": "fp32"}[job.precision]  # what a resumed run must never mix in
+    prepare_parts(
+        folder, replace(job, input="another") if other == "another input" else replace(job, precision=flipped)
+    )
     (folder / "00000000.jsonl").write_text('{"text": "stale"}\n')
     (folder / "00000000.json").write_text('{"results": 1, "entities": 0}')
     done = run_xling("tag", source, "--lang", "qu", "-o", output, *where(trained_workspace))

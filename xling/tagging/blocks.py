@@ -69,16 +69,42 @@ def parts_dir(output: Path) -> Path:
     return output.with_name(output.name + ".parts")
 
 
-def job_of(options: TagOptions, path: Path) -> dict:
+@dataclass(frozen=True)
+class TagJob:
+    """`job.json` in a tag job's parts folder: what its blocks are the results of. Blocks of another job (another
+    input, options, block size or precision) are never joined with these."""
+
+    input: str
+    size: int
+    mtime_ns: int
+    block: int
+    units: str  # lines, or sentences for CoNLL input
+    precision: str
+    options: str  # a digest of every option
+
+    @classmethod
+    def read(cls, file: Path) -> TagJob | None:
+        """The job a parts folder was left by; None for a record no job of this xling wrote (another job's)."""
+        try:
+            return from_record(cls, read_json(file), str(file))
+        except XlingError:
+            return None
+
+
+def job_of(options: TagOptions, path: Path) -> TagJob:
     """What the blocks are the results of: the input file as it is now, every option, the block size."""
     stat = path.stat()
     fields = asdict(options) | {"output": None}
     fields["tagger"]["workspace"] = str(options.tagger.workspace)
-    return {"input": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "block": BLOCK} | {
-        "units": "sentences" if options.conll else "lines",
-        "precision": computed_in(options.tagger),  # blocks of another precision are never joined with these
-        "options": hashlib.blake2b(json.dumps(fields, sort_keys=True).encode(), digest_size=10).hexdigest(),
-    }
+    return TagJob(
+        input=str(path.resolve()),
+        size=stat.st_size,
+        mtime_ns=stat.st_mtime_ns,
+        block=BLOCK,
+        units="sentences" if options.conll else "lines",
+        precision=computed_in(options.tagger),
+        options=hashlib.blake2b(json.dumps(fields, sort_keys=True).encode(), digest_size=10).hexdigest(),
+    )
 
 
 def computed_in(spec) -> str:
@@ -90,15 +116,15 @@ def computed_in(spec) -> str:
     return pick_precision("auto", pick_device(spec.device))
 
 
-def prepare_parts(folder: Path, job: dict) -> None:
+def prepare_parts(folder: Path, job: TagJob) -> None:
     """The parts folder of this job: kept to go on from, or emptied if an earlier, different job left it."""
     record = folder / "job.json"
     if folder.exists() and not record.is_file():
         raise XlingError(f"{folder} exists and is not xling's (no job.json); move it, or write the output elsewhere")
-    if folder.is_dir() and read_json(record) != job:
+    if folder.is_dir() and TagJob.read(record) != job:
         shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(record, job)
+    write_json_atomic(record, asdict(job))
 
 
 @dataclass
