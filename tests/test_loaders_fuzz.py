@@ -350,3 +350,13 @@ def test_any_tag_job_record_reads_or_counts_as_another_jobs(tmp_path):
     file = tmp_path / "job.json"
     file.write_text(json.dumps(asdict(TagJob("in.txt", 10, 1, 1000, "lines", "fp32", "ab12"))))
     fuzz(file, lambda: TagJob.read(file))  # damaged: None, a job of its own, whose blocks are never reused
+
+
+def test_any_silver_record_reads_or_has_the_splits_made_again(tmp_path):
+    from dataclasses import asdict
+
+    from xling.data.silver import SilverRecord
+
+    file = tmp_path / ".silver.json"
+    file.write_text(json.dumps(asdict(SilverRecord(0.3, {"source.conll": "ab" * 32}))))
+    fuzz(file, lambda: SilverRecord.read(file))  # damaged: None, and the splits are made again

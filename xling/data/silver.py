@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from xling.data.conll import Sentence, conll_text, read_conll
 from xling.data.fingerprints import fingerprint
 from xling.errors import XlingError
 from xling.fileio import file_sha256, read_json, write_text_atomic
+from xling.options import from_record
 
 SPLITS = ("silver-dev", "silver-pool")
 SALT = "xling-silver:"
@@ -52,16 +53,32 @@ def partition(silver: list[Sentence], labelled: list[Sentence], dev_share: float
     return parts
 
 
+@dataclass(frozen=True)
+class SilverRecord:
+    """`.silver.json` beside the silver splits: the share and the sha256 of the files they were made from."""
+
+    dev_share: float
+    inputs: dict[str, str]
+
+    @classmethod
+    def read(cls, file: Path) -> SilverRecord | None:
+        """The record, or None where there is none this xling wrote (the splits are made again)."""
+        try:
+            return from_record(cls, read_json(file), str(file)) if file.is_file() else None
+        except XlingError:
+            return None
+
+
 def write_silver(spec: SilverSplits, source: Path, labelled: list[Path], folder: Path, split: str) -> Path:
     """`folder/split`, made from the source and labelled files unless already made from these very files
     (their sha256 and the share are kept beside it, in `.silver.json`)."""
-    made = {"dev_share": spec.dev_share, "inputs": {str(p): file_sha256(p) for p in [source, *labelled]}}
+    made = SilverRecord(spec.dev_share, {str(p): file_sha256(p) for p in [source, *labelled]})
     record, target = folder / ".silver.json", folder / split
-    if target.is_file() and record.is_file() and read_json(record) == made:
+    if target.is_file() and SilverRecord.read(record) == made:
         return target
     labelled_sentences = [s for path in labelled for s in read_conll(path)]
     parts = partition(read_conll(source), labelled_sentences, spec.dev_share)
     for name, sentences in parts.items():
         write_text_atomic(folder / name, conll_text(sentences))
-    write_text_atomic(record, json.dumps(made, indent=1, sort_keys=True) + "\n")
+    write_text_atomic(record, json.dumps(asdict(made), indent=1, sort_keys=True) + "\n")
     return target
