@@ -146,7 +146,8 @@ def test_export_command_writes_an_adapterhub_directory(trained_workspace, tmp_pa
 
 def test_model_card_names_hub_datasets_and_the_embedded_models_upstream():
     record = {"name": "ner-en", "role": "task", "lang": "en", "model": "e5-small", "labels": ["O", "B-PER", "I-PER"]}
-    record |= {"best": {"f1": 0.8, "precision": 0.8, "recall": 0.8}, "steps": 10, "computed_in": "fp32"}
+    best = {"step": 10, "epoch": 1.0, "seconds": 3.0, "f1": 0.8, "precision": 0.8, "recall": 0.8, "score": 0.8}
+    record |= {"best": best, "steps": 10, "computed_in": "fp32"}
     record["options"] = {
         "train": ["wikiann:en:train", "local-file-that-stays-unnamed"],
         "dev": "hf:conll2003::validation",

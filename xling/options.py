@@ -264,13 +264,23 @@ def read_records(path: Path, cls: type, damaged: list[str] | None = None) -> lis
     return read_jsonl(Path(path), damaged, lambda value, where: from_record(cls, value, where))
 
 
+def nested_record(hint) -> type | None:
+    """The dataclass a field holds (`Config`, or `Config | None`), read as a nested object; None for any other."""
+    if is_dataclass(hint):
+        return hint
+    if typing.get_origin(hint) not in (typing.Union, types.UnionType):
+        return None
+    inner = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+    return inner[0] if len(inner) == 1 and is_dataclass(inner[0]) else None
+
+
 def from_record(cls, data, where: str):
     """A config dataclass from a saved JSON record, its keys and value types checked: an error names `where`. A
     nested config is a nested object."""
     if not isinstance(data, dict):
         raise XlingError(f"{where}: expected a JSON object of {cls.__name__} settings, not {type(data).__name__}")
     hints, known = type_hints(cls), {f.name for f in fields(cls)}
-    nested = {name: hint for name, hint in hints.items() if name in known and is_dataclass(hint)}
+    nested = {name: inner for name, hint in hints.items() if name in known and (inner := nested_record(hint))}
     unknown = set(data) - known
     if unknown:
         raise XlingError(f"{where}: unknown settings {shown(', '.join(sorted(map(str, unknown))))}")
@@ -282,7 +292,7 @@ def from_record(cls, data, where: str):
         return cls(
             **{
                 key: from_record(nested[key], value, f"{where}: {key}")
-                if key in nested and not isinstance(value, nested[key])  # an instance already: as it is
+                if key in nested and value is not None and not isinstance(value, nested[key])  # an instance: as it is
                 else check_type(key, value, hint)
                 for key, value in data.items()
                 for hint in [hints[key]]

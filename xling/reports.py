@@ -3,7 +3,7 @@ model cards, pushes, exports and recipes as one typed record."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from xling.adapters.files import CONFIG_FILE
@@ -16,6 +16,19 @@ from xling.roles import ENCODER, ROLES, TASK, Role, role_named
 REPORT_FILE = "report.json"
 RUN_ROLES = (*ROLES, ENCODER)  # what a training run trains
 ALWAYS_WRITTEN = {"best"}  # null for a run that chose no step: written as null, not left out
+
+
+@dataclass
+class BestStep:
+    """The evaluation a run selected (task adapters and fusions, on dev): its step and dev scores."""
+
+    step: int
+    epoch: float
+    seconds: float
+    f1: float
+    precision: float
+    recall: float
+    score: float  # what selection compared: the F1
 
 
 @dataclass
@@ -33,7 +46,7 @@ class RunReport:
     training_seconds: float | None = None
     computed_in: str | None = None  # fp32, bf16 or fp16
     total_seconds: float | None = None
-    best: dict | None = None  # the chosen step's dev scores (task adapters and fusions)
+    best: BestStep | None = None  # the chosen step's dev scores (task adapters and fusions)
     trainable_parameters: int | None = None
     total_parameters: int | None = None
     options: dict = field(default_factory=dict)  # what the run trained with, as a resumed run must share it
@@ -75,7 +88,7 @@ class RunReport:
 
     def to_record(self) -> dict:
         """The JSON object written: the role by name, fields a run leaves unset left out."""
-        return set_fields(self, ALWAYS_WRITTEN) | {"role": self.role.name}
+        return set_fields(self, ALWAYS_WRITTEN) | {"role": self.role.name, "best": self.best and asdict(self.best)}
 
     @property
     def adapter_kind(self) -> str:

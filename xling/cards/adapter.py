@@ -26,8 +26,8 @@ from xling.roles import FUSION, LANG, Role
 
 
 def eval_results(report: RunReport) -> list[EvalResult] | None:
-    best, dev = report.best or {}, report.options.get("dev")
-    if report.role is LANG or "f1" not in best or not dev:
+    best, dev = report.best, report.options.get("dev")
+    if report.role is LANG or best is None or not dev:
         return None
     result = EvalResult(
         task_type="token-classification",
@@ -35,14 +35,14 @@ def eval_results(report: RunReport) -> list[EvalResult] | None:
         dataset_name=Path(dev).name if Path(dev).exists() else dev,
         dataset_split="validation",
         metric_type="f1",
-        metric_value=round(float(best["f1"]), 4),  # a numpy float in a fresh report
+        metric_value=round(float(best.f1), 4),  # a numpy float in a fresh report
         metric_name="seqeval F1 (strict IOB2)",
     )
     return [result]
 
 
 def card_rows(report: RunReport) -> list[tuple[str, str]]:
-    options, best, role = report.options, report.best or {}, report.role
+    options, best, role = report.options, report.best, report.role
     sources = ", ".join(dict.fromkeys(public_name(s) for s in data_sources(report))) or "?"
     rows = [
         ("kind", f"{role.word} adapter"),
@@ -56,8 +56,8 @@ def card_rows(report: RunReport) -> list[tuple[str, str]]:
             rows += [("held-out perplexity", f"{before:.1f} before, {after:.1f} after")]
     else:
         rows += [("training data", f"{sources} ({shown_or_unknown(report.train_sentences)} sentences)")]
-        if "f1" in best:
-            f1 = f"{100 * best['f1']:.1f} (P {100 * best['precision']:.1f}, R {100 * best['recall']:.1f})"
+        if best is not None:
+            f1 = f"{100 * best.f1:.1f} (P {100 * best.precision:.1f}, R {100 * best.recall:.1f})"
             dev = public_name(options["dev"]) if options.get("dev") else "dev"
             rows += [(f"dev F1 on {dev} (seqeval, strict IOB2)", f1)]
         rows += [

@@ -24,7 +24,8 @@ from xling.cards.common import CARD_FILE
 from xling.data.sources import data_name
 from xling.errors import XlingError
 from xling.fileio import EntryLock
-from xling.reports import REPORT_FILE, RunReport
+from xling.options import from_record
+from xling.reports import REPORT_FILE, BestStep, RunReport
 from xling.roles import Role
 from xling.train.config import TrainConfig
 from xling.train.loop import Objective, TrainResult, train
@@ -111,7 +112,7 @@ class TrainingRun:
             training_seconds=round(result.seconds, 1),
             computed_in=result.precision,
             total_seconds=round(time.perf_counter() - self.started, 1),
-            best=result.best,
+            best=result.best and from_record(BestStep, result.best, "the selected evaluation"),
             trainable_parameters=self.counts.trainable,
             total_parameters=self.counts.total,
             options=self.options,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import shutil
 import time
-from dataclasses import fields, replace
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -153,7 +153,7 @@ def self_train(
                 "labelled_by": labeller,
                 "kept": len(read_conll(target / "pseudo_labels.conll")),
                 "trained_on": report.train_sentences,  # with the --labelled sentences
-                "best": report.best,
+                "best": report.best and asdict(report.best),
             }
         )
         labeller = target.name
