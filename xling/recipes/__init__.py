@@ -7,7 +7,7 @@
 
     [[step]]
     name = "lang-qu"
-    run = "train-lang"          # train-lang, train-task, train-fusion, self-train, evaluate, tag, analyze
+    run = "train-lang"          # any of RUNS in kinds.py: train-lang, train-task, evaluate, tag, project, ...
     lang = "qu"
     corpus = ["corpus:quechua-text"]
     steps = 300
