@@ -99,9 +99,19 @@ def encoder_record(budget: int, workspace: str) -> dict | None:
     report = read_json(folder / "report.json")
     log = [json.loads(line) for line in (folder / "train_log.jsonl").read_text().splitlines() if line.strip()]
     keys = ("steps", "training_seconds", "computed_in", "method", "temperature", "mix", "held_out_perplexity")
-    return {key: report[key] for key in keys} | {
-        "log": [{k: v for k, v in e.items() if k == "step" or k.startswith("perplexity")} for e in log]
-    }
+    record = {key: report[key] for key in keys}
+    record["mix"] = [source | {"files": [in_corpora(f) for f in source["files"]]} for source in record["mix"]]
+    return record | {"log": [{k: v for k, v in e.items() if k == "step" or k.startswith("perplexity")} for e in log]}
+
+
+def in_corpora(file: str) -> str:
+    """A corpus file named from the corpora folder it was read in (`text/qu/...`), never by this machine's path."""
+    from xling.data.catalog import corpora_root, corpus_cache
+
+    for root in filter(None, (corpora_root(), corpus_cache())):
+        if Path(file).is_relative_to(root):
+            return str(Path(file).relative_to(root))
+    return Path(file).name
 
 
 def collect(budgets: list[int], workspace: str) -> dict:
