@@ -113,7 +113,7 @@ def load_task_model(
 def load_fusion_model(model_spec: str, workspace, name: str, inference_only: bool = False):
     """(model, tokenizer, head name, Fuse setup) for a fusion saved in the workspace."""
     directory = workspace.fusion(name)
-    fused = AdapterRecord.read(directory / CONFIG_FILE).adapters or []
+    fused = AdapterRecord.read(directory / CONFIG_FILE).fused(str(directory / CONFIG_FILE))
     encoder, tokenizer = load_model(model_spec, inference_only=inference_only)
     model = AdaptedModel(encoder)
     for adapter in fused:

@@ -80,18 +80,23 @@ class AdapterRecord:
             )
         if not isinstance(base, dict) or not isinstance(base.get("fingerprint"), dict):
             raise XlingError(f"{where} has no base-model fingerprint, so nothing tells which model it fits")
-        for key, kind in (("name", str), ("config", dict), ("adapters", list)):
+        for key, kind in NEEDED.items():
             if (key in data or key == "name") and not isinstance(data.get(key), kind):
-                raise XlingError(
-                    f"{where}: {key!r} is missing or not a {kind.__name__} (the file is damaged; save it again)"
-                )
+                raise damaged(key, where)
         return from_record(cls, data, where)
 
     def settings(self, where: str) -> dict:
         """An adapter's or fusion's config, which its kind needs."""
-        if self.config is None:
-            raise XlingError(f"{where}: 'config' is missing or not a dict (the file is damaged; save it again)")
-        return self.config
+        return self._needed("config", where)
+
+    def fused(self, where: str) -> list[str]:
+        """A fusion's adapters, which it needs."""
+        return self._needed("adapters", where)
+
+    def _needed(self, key: str, where: str):
+        if getattr(self, key) is None:
+            raise damaged(key, where)
+        return getattr(self, key)
 
     def to_record(self) -> dict:
         """The JSON object written, keys in the order xling has always written them; unset ones left out."""
@@ -103,3 +108,13 @@ class AdapterRecord:
 
     def write(self, file: Path) -> None:
         write_json_atomic(file, self.to_record())
+
+
+# the keys of a record that loading needs, by type: one refusal each, whether the key is absent or of another type
+NEEDED = {"name": str, "config": dict, "adapters": list}
+
+
+def damaged(key: str, where: str) -> XlingError:
+    return XlingError(
+        f"{where}: {key!r} is missing or not a {NEEDED[key].__name__} (the file is damaged; save it again)"
+    )

@@ -155,7 +155,7 @@ def load(
         if kind in KINDS:
             module = model.add_adapter(check_name(name), KINDS[kind].config.from_dict(saved.settings(where), where))
         else:
-            adapters = [check_name(a) for a in saved.adapters or []]
+            adapters = [check_name(a) for a in saved.fused(where)]
             module = model.add_fusion(adapters, FusionConfig.from_dict(saved.settings(where), where))
             name = ",".join(adapters)
     with model.adding(name):
