@@ -287,3 +287,32 @@ def test_a_spacy_pipeline_with_a_fusion_saves_and_loads_with_the_adapters_it_fus
     assert [p.name for p in (saved / "fusion").iterdir()] == ["ner-fusion-qu"]
     loaded = spacy.load(tmp_path / "saved")
     assert [(e.start_char, e.end_char, e.label_, e._.score) for e in loaded(text).ents] == before
+
+
+@pytest.mark.slow
+def test_a_fusion_tagged_by_onnx_runtime_without_a_language_adapter_is_exported_so(fused, tmp_path):
+    pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+    import shutil
+
+    _, root, model_dir, dev = fused
+    ws = shutil.copytree(root / "ws", tmp_path / "ws")  # the export goes into a copy's cache
+    where = {"fusion": "ner-fusion-qu", "use_lang_adapter": False, "model": str(model_dir), "workspace": str(ws)}
+    graph = Tagger.load("qu", runtime="onnx", **where)
+    assert graph.setup == repr(Fuse("ner-en", "ner-es"))
+    sentences = [s.tokens for s in read_conll(dev)]
+    reference = Tagger.load("qu", **where)
+    assert [[t for t, _ in s] for s in graph.tag_words(sentences)] == [
+        [t for t, _ in s] for s in reference.tag_words(sentences)
+    ]
+
+
+def test_a_fusion_record_without_its_adapters_is_refused_naming_the_file(fused, tmp_path):
+    import json
+    import shutil
+
+    _, root, model_dir, _ = fused
+    ws = shutil.copytree(root / "ws", tmp_path / "ws")
+    record = ws / "tinybert" / "fusion" / "ner-fusion-qu" / "xling_adapter.json"
+    record.write_text(json.dumps({k: v for k, v in json.loads(record.read_text()).items() if k != "adapters"}))
+    with pytest.raises(XlingError, match=r"xling_adapter.json: 'adapters' is missing or not a list"):
+        Tagger.load("qu", fusion="ner-fusion-qu", model=str(model_dir), workspace=str(ws))

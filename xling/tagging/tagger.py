@@ -146,11 +146,9 @@ def onnx_tagger(cls, spec: TaggerSpec) -> OnnxTagger:
         sources = [ws.fusion(spec.fusion), ws.model_dir / "task"]
     else:
         sources = [ws.task(ws.task_adapter_name(spec.task, spec.lang, spec.task_adapter))]
-    if (
-        spec.fusion
-        and spec.use_lang_adapter
-        or spec.stacks_lang_adapter(sources[0].name, read_task(sources[0]).lang_adapter)
-    ):
+    # as `Tagger.load` decides: a fusion as the spec says, a task adapter only where it was trained over one
+    task = None if spec.fusion else read_task(sources[0])
+    if spec.use_lang_adapter if task is None else spec.stacks_lang_adapter(task.name, task.lang_adapter):
         try:
             sources.append(ws.lang_adapter(spec.lang_adapter or spec.lang, under=sources[0]))
         except XlingError:
