@@ -128,7 +128,7 @@ class Workspace:
         wanted = f"{task}-{lang}"
         if name == wanted and (self.model_dir / TASK.name / name).is_dir():
             return None
-        shipped = any((root / TASK.name / wanted).is_dir() for root in self.roots[1:])
+        shipped = self.find(TASK, wanted, self.roots[1:]) is not None
         return f"your workspace has no {wanted}" + ("" if shipped or name == wanted else " and xling ships none")
 
     def lang_adapter(self, lang: str, under: Path | None = None) -> Path:

@@ -86,8 +86,8 @@ def check_runtime(runtime: str) -> str:
 def check_onnx_precision(precision: str) -> str:
     """fp32 (`auto` too) or int8: what an ONNX graph is stored in."""
     if precision not in PRECISION_TABLE or not PRECISION_TABLE[precision].onnx:
-        stored = ", ".join(name for name, p in PRECISION_TABLE.items() if p.onnx and name != "auto")
-        raise XlingError(f"the onnx runtime computes in {stored.replace(', ', ' or ')}, not {precision}")
+        stored = " or ".join(name for name, p in PRECISION_TABLE.items() if p.onnx and name != "auto")
+        raise XlingError(f"the onnx runtime computes in {stored}, not {precision}")
     return "fp32" if precision == "auto" else precision
 
 

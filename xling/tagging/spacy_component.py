@@ -1,23 +1,22 @@
 """`nlp.add_pipe("xling_ner", config={...})`: xling's tagger as a spaCy component that sets `doc.ents`.
 
-An optional extra (`pip install -e ".[spacy]"` from a clone); spaCy finds the factory through the `spacy_factories`
-entry point. The config keys are `TaggerSpec`'s fields (`Tagger.load`'s settings), `paragraphs` and
-`overwrite_ents`. xling tags spaCy's own tokens, so every entity is whole spaCy tokens, and keeps its score as
+An optional extra (`pip install -e ".[spacy]"` from a clone); spaCy finds the factory through the
+`spacy_factories` entry point. The config keys are `TaggerSpec`'s fields (`Tagger.load`'s settings), `paragraphs`
+and `overwrite_ents`. xling tags spaCy's own tokens, so every entity is whole spaCy tokens, and keeps its score as
 `span._.score` (the mean probability of its tags; None on an entity another component set). With `paragraphs`,
 each sentence is tagged apart: the pipeline's own sentences where a component before sets them, else xling's
-splitter. Entities already in
-`doc.ents` (an `entity_ruler`'s, a gazetteer's) are kept and xling's are added where they overlap none, as spaCy's
-own `ner` does; with `overwrite_ents`, xling's replace those they overlap. `nlp.evaluate` reports `ents_p`,
-`ents_r`, `ents_f` and `ents_per_type` through the component's `score`.
+splitter. Entities already in `doc.ents` (an `entity_ruler`'s, a gazetteer's) are kept and xling's are added where
+they overlap none, as spaCy's own `ner` does; with `overwrite_ents`, xling's replace those they overlap.
+`nlp.evaluate` reports `ents_p`, `ents_r`, `ents_f` and `ents_per_type` through the component's `score`.
 
 `nlp.to_disk(DIR)` copies the adapters the component uses (a fusion with the task adapters it fuses) into a
-workspace of its own, `DIR/<component>/workspace/`, and `spacy.load(DIR)` tags from that copy, so a saved
-pipeline moves to another machine (and `spacy package` builds it) without the workspace it was made from. A new
-component's config is checked at `add_pipe` (its values, and the workspace and adapters it names) and its tagger
-loads on first use, a saved one's when the pipeline loads (its settings checked); a loaded
-pipeline never reads the config's workspace, and the saved `config.cfg` names no workspace or adapter folder of
-the machine that saved it. The saved `meta.json` says what the pipeline needs: xling with its `spacy` extra, from
-its repository (it is not on PyPI), at the version that saved it.
+workspace of its own, `DIR/<component>/workspace/`, and `spacy.load(DIR)` tags from that copy, so a saved pipeline
+moves to another machine (and `spacy package` builds it) without the workspace it was made from. A new component's
+config is checked at `add_pipe` (its values, and the workspace and adapters it names) and its tagger loads on
+first use, a saved one's when the pipeline loads (its settings checked); a loaded pipeline never reads the
+config's workspace, and the saved `config.cfg` names no workspace or adapter folder of the machine that saved it.
+The saved `meta.json` says what the pipeline needs: xling with its `spacy` extra, from its repository (it is not
+on PyPI), at the version that saved it.
 """
 
 from __future__ import annotations
@@ -141,8 +140,9 @@ class XlingNER:
         first, second = (spans, earlier) if self.overwrite_ents else (earlier, spans)
         taken = {i for span in first for i in range(span.start, span.end)}
         kept = first + [span for span in second if taken.isdisjoint(range(span.start, span.end))]
+        chosen = {id(span) for span in kept}
         for span, score in scored:
-            if any(span is k for k in kept):
+            if id(span) in chosen:
                 span._.score = score
         doc.set_ents(sorted(kept, key=lambda span: span.start), default="outside")
 
