@@ -37,7 +37,7 @@ sub-word ids and attention mask to the logits of the tags {", ".join(config.labe
 {config.max_window} sub-tokens).{checked}
 
 ```bash
-xling tag --runtime onnx --task-adapter hf:{repo_id} FILE    # add --precision int8 for the int8 graph
+xling tag --runtime onnx --task-adapter hf:{repo_id} --lang {lang or "LANG"} FILE    # --precision int8: the int8 graph
 ```
 
 ```python
