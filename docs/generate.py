@@ -484,8 +484,8 @@ def corpora_table() -> str:
 
 def adapters_snippet() -> str:
     """The model card's `adapters` snippet for a task adapter on the embedded default (tested as written)."""
-    from xling.cards.adapter import library_snippet
     from xling.roles import TASK
+    from xling.train.cards.adapter import library_snippet
 
     snippet = library_snippet(TASK, "ner-en", None, embedded=True)
     return snippet[snippet.index("```python") :]

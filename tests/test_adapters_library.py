@@ -18,10 +18,10 @@ from xling.adapters import AdaptedModel, Stack
 from xling.adapters.adapterhub import export_adapterhub
 from xling.adapters.lora import LoraConfig
 from xling.adapters.saving import load
-from xling.cards.adapter import library_snippet
 from xling.models import load_model, resolve_model_dir
 from xling.roles import TASK
 from xling.tagging.tagger import Tagger
+from xling.train.cards.adapter import library_snippet
 
 LIBRARY = ["adapters==1.3.0", "transformers==4.57.6"]
 # `pipeline()` takes a piece that starts with a space for a word's start (its fallback for tokenizers without a

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from xling.tagging.spec import TaggerSpec
 from xling.tagging.tagger import Tagger
 from xling.train.config import FusionOptions, TaskAdapterOptions, TrainConfig
 from xling.train.fusion import train_fusion
+from xling.train.report import read_report
 from xling.train.task import train_task_adapter
 from xling.workspace import Workspace
 
@@ -61,6 +63,11 @@ def test_fusion_is_trained_over_frozen_adapters_and_reloads_exactly(fused):
     assert report["name"] == "ner-fusion-qu" and report["adapters"] == ["ner-en", "ner-es"]
     saved = json.loads((root / "ws" / "tinybert" / "fusion" / "ner-fusion-qu" / "xling_adapter.json").read_text())
     assert saved["kind"] == "fusion" and saved["adapters"] == ["ner-en", "ner-es"]
+    read = read_report(root / "ws" / "tinybert" / "fusion" / "ner-fusion-qu")  # the options as the run's own
+    assert read.options.adapters == ["ner-en", "ner-es"] and read.options.training.epochs == 3
+    assert Path(read.resolved.lang_adapter).name == "qu" and read.to_record() == {
+        k: v for k, v in report.items() if k != "saved_to"
+    }
     result = evaluate(
         EvaluationOptions(
             data=str(dev),

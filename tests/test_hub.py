@@ -10,13 +10,13 @@ from types import SimpleNamespace
 import pytest
 from typer.testing import CliRunner
 
-import xling.cards.adapter
 import xling.hub
+import xling.train.cards.adapter
 from xling import Tagger
 from xling.cli.app import app
 from xling.errors import XlingError
 from xling.exporting import PushOptions, push
-from xling.reports import RunReport
+from xling.train.report import RunReport
 
 
 class LocalHub:
@@ -149,10 +149,12 @@ def test_model_card_names_hub_datasets_and_the_embedded_models_upstream():
     best = {"step": 10, "epoch": 1.0, "seconds": 3.0, "f1": 0.8, "precision": 0.8, "recall": 0.8, "score": 0.8}
     record |= {"best": best, "steps": 10, "computed_in": "fp32"}
     record["options"] = {
+        "kind": "task",
+        "lang": "en",
         "train": ["wikiann:en:train", "local-file-that-stays-unnamed"],
         "dev": "hf:conll2003::validation",
     }
-    card = xling.cards.adapter.model_card(RunReport.from_record(record, "report.json"), "org/ner-en")
+    card = xling.train.cards.adapter.model_card(RunReport.from_record(record, "report.json"), "org/ner-en")
     assert "base_model: intfloat/multilingual-e5-small" in card
     assert "datasets:\n- conll2003\n- unimelb-nlp/wikiann\n" in card and "local-file" not in card
     assert "value: 0.8" in card and "xling tag --lang LANG --task-adapter hf:org/ner-en" in card
@@ -310,8 +312,8 @@ def test_push_in_peft_s_layout_names_the_repository_in_its_card_and_tags_in_xlin
 def test_a_peft_card_loads_by_the_hub_id_or_names_the_base_it_lacks():
     from dataclasses import replace
 
-    from xling.cards.peft import peft_card
     from xling.roles import TASK
+    from xling.train.cards.peft import peft_card
 
     report = RunReport(name="ner-lora", role=TASK, lang="en", model="e5-small", labels=["O", "B-PER", "I-PER"])
     card = peft_card(report)

@@ -245,7 +245,7 @@ def test_any_fingerprints_file_loads_or_is_refused_naming_it(trained_workspace, 
 
 
 def test_any_training_report_reads_or_is_refused_naming_it(trained_workspace, tmp_path):
-    from xling.reports import REPORT_FILE, read_report
+    from xling.train.report import REPORT_FILE, read_report
 
     root, model_dir, _, _ = trained_workspace
     task = shutil.copytree(root / "ws" / model_dir.name / "task" / "ner-en", tmp_path / "ner-en")

@@ -13,7 +13,6 @@ import torch
 
 from tests.tiny import run_xling
 from xling import Tagger
-from xling.cards.common import CARD_FILE
 from xling.data.fingerprints import read_fingerprints
 from xling.errors import XlingError
 from xling.models.embedded import EMBEDDED_NAME
@@ -22,6 +21,7 @@ from xling.roles import LANG, TASK
 from xling.tagging.evaluate import evaluate
 from xling.tagging.options import EvaluationOptions
 from xling.tagging.spec import TaggerSpec
+from xling.train.cards.common import CARD_FILE
 from xling.workspace import Workspace
 
 SHIPPED = {"lang/qu", "lang/en", "task/ner-en", "task/ner-qu"}

@@ -63,10 +63,10 @@ def test_train_lang_takes_tokenised_sentences_and_a_text_dataset(trained_workspa
     where = dict(model=str(model_dir), workspace=str(tmp_path / "ws"), seq_len=32, training=SHORT)
     report = train_language_adapter(LanguageAdapterOptions(lang="qu", corpus=words, **where))
     assert report["lines"]["train"] + report["lines"]["held_out"] == len({" ".join(w) for w in words})
-    assert "sentences in memory" in report["options"]["corpus"]
+    assert len(report["options"]["corpus"]) == 1 and "sentences in memory" in report["options"]["corpus"][0]
     text = datasets.Dataset.from_dict({"text": [" ".join(w) for w in words]})
     report = train_language_adapter(LanguageAdapterOptions(lang="en", corpus=text, **where))
-    assert report["options"]["corpus"].startswith("datasets.Dataset ")
+    assert report["options"]["corpus"][0].startswith("datasets.Dataset ")
 
 
 def test_report_to_tensorboard_logs_loss_learning_rate_and_dev_f1(trained_workspace, tmp_path):

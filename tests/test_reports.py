@@ -4,14 +4,15 @@ one line that names the file."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from xling.errors import XlingError
 from xling.fileio import write_json_atomic
 from xling.pretrained import PRETRAINED_ROOT
-from xling.reports import REPORT_FILE, RunReport, read_report
 from xling.roles import FUSION, LANG, TASK
+from xling.train.report import REPORT_FILE, RunReport, read_report
 
 
 def test_every_training_run_writes_its_role_and_the_report_reads_back_as_it_was(trained_workspace):
@@ -34,12 +35,37 @@ def test_the_shipped_adapters_reports_name_their_role():
         assert report.role.name == folder.parent.name and report.name == folder.name and report.lang
 
 
+def test_a_report_reads_its_options_back_as_its_commands_options():
+    """The options a run trained with read as the command's own dataclass, the loop's settings nested in it: a
+    reader takes their fields, never a default of its own."""
+    from xling.adapters.bottleneck.config import BottleneckConfig
+    from xling.train.config import TaskAdapterOptions
+    from xling.train.text_config import LanguageAdapterOptions
+
+    shipped = PRETRAINED_ROOT / "multilingual-e5-small"
+    task = read_report(shipped / "task" / "ner-qu")
+    assert isinstance(task.options, TaskAdapterOptions) and task.options.init_from == "ner-en"
+    assert task.options.training.epochs == 10 and task.options.training.seed == 2 and task.dev == task.options.dev
+    assert task.options.adapter.kind == task.adapter_kind == "bottleneck"
+    assert task.options.adapter.config == BottleneckConfig(reduction_factor=8, placement="pfeiffer")
+    assert task.resolved.labels == task.labels and task.resolved.other_lang_adapters == {}
+    given = replace(task, options=replace(task.options, lang_adapter="qu-wiki"))
+    assert RunReport.from_record(given.to_record(), "again").options.lang_adapter == "qu-wiki"  # an option, kept
+    lang = read_report(shipped / "lang" / "qu")
+    assert isinstance(lang.options, LanguageAdapterOptions) and lang.options.corpus == ["corpus:quechua-text"]
+    assert lang.options.adapter.config.invertible and lang.options.training.max_steps == 300 and lang.dev is None
+
+
 @pytest.mark.parametrize(
     "change, message",
     [
         ({"role": "language"}, "role must be one of lang, task, fusion, encoder, not 'language'"),
         ({"adapter": "qu"}, "unknown settings 'adapter'"),
         ({"steps": "ten"}, "option 'steps' takes a whole number, not 'ten'"),
+        ({"options": {"kind": "task", "lang": "qu"}}, "options: expected a JSON object of a lang run's options"),
+        ({"options": {"lang": "qu", "corpus": ["x"], "dropout": 1}}, "options: unknown settings 'dropout'"),
+        ({"options": {"lang": "qu", "corpus": ["x"], "adapter": {"kind": "prefix"}}}, "unknown adapter kind 'prefix'"),
+        ({"options": {"lang": "qu", "corpus": ["x"]}, "training": {"seed": "two"}}, "option 'seed' takes a whole"),
     ],
 )
 def test_a_report_of_another_shape_is_refused_in_one_line_naming_its_file(tmp_path, change, message):

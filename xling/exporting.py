@@ -120,19 +120,19 @@ def write_layout(
     """Adapter `directory` written at `target` in another library's layout (adapterhub, peft) with that layout's
     card (naming `repo_id` where it is pushed there), and a task's `task.json` beside (the library ignores it;
     xling reads the folder back as the task it is)."""
-    from xling.cards.common import CARD_FILE
-    from xling.reports import read_report
+    from xling.train.cards.common import CARD_FILE
+    from xling.train.report import read_report
 
     report, task = read_report(directory), task_record(directory)
     if layout == "adapterhub":
         from xling.adapters.adapterhub import export_adapterhub
-        from xling.cards.adapter import model_card
+        from xling.train.cards.adapter import model_card
 
         card = model_card(report, repo_id, "adapterhub")
         export_adapterhub(directory, target, overwrite=overwrite, extra_files={CARD_FILE: card} | task)
     else:
         from xling.adapters.lora.peft import export_peft
-        from xling.cards.peft import peft_card
+        from xling.train.cards.peft import peft_card
 
         export_peft(directory, target, overwrite=overwrite, extra_files={CARD_FILE: peft_card(report, repo_id)} | task)
 
@@ -179,13 +179,13 @@ class PushOptions:
 def push(options: PushOptions) -> str:
     """Upload the adapter (or ONNX folder) to the Hub repository in the layout asked for, its card naming the
     repository; returns the commit's URL."""
-    from xling.cards.common import CARD_FILE
     from xling.hub import upload
+    from xling.train.cards.common import CARD_FILE
 
     where = {"repo_id": options.repo_id, "private": options.private, "token": options.token}
     if options.format == "onnx":
-        from xling.cards.onnx import onnx_card
         from xling.tagging.onnx_tagger import OnnxConfig, is_onnx_folder
+        from xling.train.cards.onnx import onnx_card
 
         folder = Path(options.adapter)
         if not is_onnx_folder(folder):
@@ -197,8 +197,8 @@ def push(options: PushOptions) -> str:
     if not (directory / CONFIG_FILE).is_file() and not (directory / TASK_FILE).is_file():
         raise XlingError(f"{directory} is not an adapter xling saved (no {CONFIG_FILE} or {TASK_FILE})")
     if options.format == "xling":
-        from xling.cards.adapter import model_card
-        from xling.reports import read_report
+        from xling.train.cards.adapter import model_card
+        from xling.train.report import read_report
 
         return upload(directory, written={CARD_FILE: model_card(read_report(directory), options.repo_id)}, **where)
     with tempfile.TemporaryDirectory() as staging:

@@ -37,6 +37,15 @@ def describe(config) -> dict:
     return {"kind": kind_of(config).name, **config.to_dict()}
 
 
+def described(record, where: str):
+    """The adapter choice a run record keeps as `describe` wrote it, its kind and settings checked."""
+    if not isinstance(record, dict):
+        raise XlingError(f"{where}: expected a JSON object of an adapter's kind and settings, not {shown(record)}")
+    settings = dict(record)
+    kind = adapter_kind(settings.pop("kind", None), where)
+    return AdapterChoice.of(kind.config.from_dict(settings, where))
+
+
 class _Choice:
     """Which kind of adapter a command trains (the `adapter_kind` option) and each kind's settings, of which only
     the chosen kind's are used; `preset` starts from a named config of any kind (and chooses that kind)."""

@@ -9,8 +9,6 @@ from pathlib import Path
 
 from rich.console import Console
 
-from xling.cards.adapter import model_card
-from xling.cards.common import CARD_FILE
 from xling.data.fetch import resolve
 from xling.errors import XlingError
 from xling.fileio import read_json, write_json_atomic, write_text_atomic
@@ -27,12 +25,14 @@ from xling.recipes.planning import (
 )
 from xling.recipes.reading import STEPS_FILE, Recipe, Step, read_recipe
 from xling.recipes.results import combine, provenance, results_table, rich_results
-from xling.reports import REPORT_FILE, read_report
 from xling.roles import TASK
 from xling.scoring.bootstrap import interval
 from xling.scoring.cells import interval_cell
 from xling.tagging.evaluate import leakage_warning
+from xling.train.cards.adapter import model_card
+from xling.train.cards.common import CARD_FILE
 from xling.train.progress import TrainingProgress
+from xling.train.report import REPORT_FILE, read_report
 from xling.workspace import Workspace
 
 

@@ -27,8 +27,6 @@ from safetensors.torch import save_file
 
 from xling.adapters.files import CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE
 from xling.adapters.weights import read_weights
-from xling.cards.adapter import model_card
-from xling.cards.common import CARD_FILE, catalogued, corpus_table
 from xling.data.fingerprints import FINGERPRINTS_FILE, read_fingerprints
 from xling.data.sources import load_ner
 from xling.fileio import atomic_directory, file_sha256, write_json_atomic
@@ -43,12 +41,14 @@ from xling.pretrained import (
     read_record,
 )
 from xling.provenance import source_commit
-from xling.reports import REPORT_FILE, read_report
 from xling.roles import LANG, TASK
 from xling.shipping.options import SHIPPED
 from xling.tagging.evaluate import evaluate
 from xling.tagging.options import EvaluationOptions
 from xling.tagging.spec import TaggerSpec
+from xling.train.cards.adapter import model_card
+from xling.train.cards.common import CARD_FILE, catalogued, corpus_table
+from xling.train.report import REPORT_FILE, read_report
 from xling.trained_tasks import TASK_FILE, read_task, task_text
 
 RECIPE, SEED = "recipes/pretrained.toml", 2
@@ -179,8 +179,8 @@ def write_record(staged_ws: Path, role, name: str, fp16: bool, checks: list[dict
     target = staged_ws / model_label(DEFAULT_MODEL) / role.name / name
     report = read_report(target)  # its corpora by catalogue name, as the recipe gave them
     step = recipe_steps()[name]
-    report.options["corpus" if role is LANG else "train"] = step.get("corpus") or step.get("train")
-    write_json_atomic(target / REPORT_FILE, report.to_record())
+    given = {"corpus" if role is LANG else "train": step.get("corpus") or step.get("train")}
+    write_json_atomic(target / REPORT_FILE, replace(report, options=replace(report.options, **given)).to_record())
     scores = [score(staged_ws, lang, task, data) for lang, task, data in SETUPS[name]]
     files = {f.name: file_sha256(f) for f in sorted(target.iterdir()) if f.is_file()}
     record = PretrainedRecord(

@@ -18,13 +18,13 @@ from pathlib import Path
 from safetensors.torch import save_file
 
 from xling.adapters.weights import read_weights
-from xling.cards.common import CARD_FILE, corpus_table
 from xling.fileio import atomic_directory, file_sha256, write_json_atomic
 from xling.models import model_label
 from xling.pretrained import MLM_HEAD_FILE, PRETRAINED_ROOT, RECORD_FILE, PretrainedRecord
 from xling.provenance import source_commit
 from xling.roles import HEAD
 from xling.shipping.adapters import corpus_records
+from xling.train.cards.common import CARD_FILE, corpus_table
 from xling.train.mlm_head import HEAD_NAME, HeadRecipe, HeadReport, train_head
 from xling.train.mlm_head import REPORT_FILE as HEAD_REPORT_FILE
 

@@ -175,6 +175,11 @@ class TaskAdapterOptions(TaggingRunOptions):
     def default_name(self) -> str:
         return METHODS[self.method].default_name(self.task, self.lang, self.use_lang_adapter)
 
+    def trained_on(self) -> list[str]:
+        """Every source of its training sentences, as given (a model card's data)."""
+        train = [self.train] if isinstance(self.train, str) else list(self.train)
+        return train + [data for _, data in other_sources(self.also_train)]
+
     def __post_init__(self):
         if self.name is not None:
             check_name(self.name)  # before any model loads
@@ -203,6 +208,9 @@ class FusionOptions(TaggingRunOptions):
 
     def default_name(self) -> str:
         return f"{self.task}-fusion-{self.lang}"
+
+    def trained_on(self) -> list[str]:
+        return [self.train]
 
 
 CONFIDENCE_OF = ("words", "entities")

@@ -19,7 +19,6 @@ from torch import nn
 from torch.nn.utils import parametrize
 
 from xling.adapters import AdaptedModel
-from xling.cards.encoder import encoder_card
 from xling.data.fingerprints import lines_holding
 from xling.data.overlap import sentences_of
 from xling.data.text import parallel_files, read_parallel, read_text
@@ -31,10 +30,12 @@ from xling.models.loading import ModelSpec
 from xling.names import check_lang
 from xling.provenance import source_commit
 from xling.roles import ENCODER
+from xling.train.cards.encoder import encoder_card
 from xling.train.language import mlm_head, split_held_out, unigram_bias
 from xling.train.mlm import BlockMix, MaskedLMObjective, check_window, pack_blocks, pack_pairs, temperature_shares
 from xling.train.progress import TrainingProgress
-from xling.train.run import TrainingRun, run_options
+from xling.train.report import Resolved
+from xling.train.run import TrainingRun
 from xling.train.text_config import EncoderOptions, mixed_sources
 from xling.workspace import Workspace
 
@@ -176,9 +177,9 @@ def train_encoder(
     )
     mixed = ", ".join(f"{n} {100 * shares[n]:.0f}% ({size:,} blocks)" for n, size in zip(mix.names, mix.sizes))
     console.print(f"adapting the encoder ({options.method}) on {mixed}: {counts}")
-    recorded = {"sources": [{"name": s.name, "files": s.files} for s in sources]}
-    training = replace(options.training, learning_rate=options.learning_rate)
-    result = run.train(model, objective, training, run_options(options, "encoder", **recorded), counts, name, progress)
+    resolved = Resolved(sources=[{"name": s.name, "files": s.files} for s in sources])
+    recorded = replace(options, training=replace(options.training, learning_rate=options.learning_rate))
+    result = run.train(model, objective, recorded, counts, name, progress, resolved)
     described = encoder_record(options, sources, mix, shares) | perplexities(result.evaluations, lang)
     report = run.report(name=name, lang=lang, **described)
     merge_updates(model.encoder)

@@ -8,6 +8,7 @@ one label set, the head starts from the first adapter's head; otherwise it is ne
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import torch
 from rich.console import Console
@@ -24,7 +25,8 @@ from xling.names import check_lang
 from xling.roles import FUSION, LANG, TASK
 from xling.train.config import FusionOptions
 from xling.train.progress import TrainingProgress
-from xling.train.run import TrainingRun, run_options
+from xling.train.report import Resolved
+from xling.train.run import TrainingRun
 from xling.train.token_classification import TaggingObjective
 from xling.trained_tasks import read_task
 from xling.workspace import Workspace
@@ -72,10 +74,9 @@ def train_fusion(
     counts = model.train_adapter(setup, train=[fuse.name])
     objective = TaggingObjective.from_options(fuse.name, train_data, dev_data, tokenizer, model, options)
     console.print(f"training fusion [bold]{name}[/]: {setup!r}, labels {', '.join(head.labels)}; {counts}")
-    record = run_options(
-        options, "fusion", name=name, lang=lang, lang_adapter=str(lang_dir) if lang_dir else None, labels=head.labels
-    )
-    run.train(model, objective, options.training, record, counts, f"train-fusion {name}", progress)
+    recorded = replace(options, name=name, lang=lang)
+    resolved = Resolved(labels=head.labels, lang_adapter=str(lang_dir) if lang_dir else None)
+    run.train(model, objective, recorded, counts, f"train-fusion {name}", progress, resolved)
     report = run.report(name=name, task=options.task, lang=lang, adapters=options.adapters, model=options.model)
     return run.save(
         report,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import torch
 from rich.console import Console
@@ -10,7 +11,6 @@ from rich.console import Console
 from xling.adapters import AdaptedModel
 from xling.adapters.heads import MaskedLMHead, MaskedLMHeadConfig
 from xling.adapters.record import AdapterMetadata
-from xling.adapters.registry import describe
 from xling.adapters.saving import save
 from xling.adapters.weights import read_weights
 from xling.data.sources import data_name, in_memory
@@ -22,7 +22,7 @@ from xling.pretrained import shipped_mlm_head
 from xling.roles import LANG
 from xling.train.mlm import MaskedLMObjective, check_window, pack_blocks, pretrained_mlm_head
 from xling.train.progress import TrainingProgress
-from xling.train.run import TrainingRun, run_options
+from xling.train.run import TrainingRun
 from xling.train.text_config import DEFAULT_MLM_HEAD, LanguageAdapterOptions
 from xling.workspace import Workspace
 
@@ -132,14 +132,8 @@ def train_language_adapter(
         f"training language adapter [bold]{name}[/] on {len(train_blocks):,} blocks of {options.seq_len}: {counts}"
         + (f"; softmax over {len(objective.vocab_ids):,} corpus pieces" if objective.vocab_ids is not None else "")
     )
-    record = run_options(
-        options,
-        "lang",
-        lang=lang,
-        corpus=[str(f) for f in files] or data_name(options.corpus),
-        adapter=describe(options.adapter.config),
-    )
-    result = run.train(model, objective, options.training, record, counts, f"train-lang {name}", progress)
+    recorded = replace(options, lang=lang, corpus=[str(f) for f in files] or [data_name(options.corpus)])
+    result = run.train(model, objective, recorded, counts, f"train-lang {name}", progress)
     evaluations = result.evaluations
     report = run.report(
         name=name,

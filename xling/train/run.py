@@ -13,40 +13,23 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from xling import __version__
 from xling.adapters import AdaptedModel
 from xling.adapters.model import ParameterCount
-from xling.cards.adapter import model_card
-from xling.cards.common import CARD_FILE
-from xling.data.sources import data_name
 from xling.errors import XlingError
 from xling.fileio import EntryLock
 from xling.options import from_record
-from xling.reports import REPORT_FILE, BestStep, RunReport
 from xling.roles import Role
-from xling.train.config import TrainConfig
+from xling.train.cards.adapter import model_card
+from xling.train.cards.common import CARD_FILE
 from xling.train.loop import Objective, TrainResult, train
 from xling.train.progress import TrainingProgress
+from xling.train.report import REPORT_FILE, BestStep, Resolved, RunOptions, RunReport, options_record, read_options
 from xling.train.run_folder import LOG_FILE
 from xling.workspace import Workspace
-
-# Where and whether to save, and the loop's settings (recorded on their own): not part of what a run trains with.
-NOT_RECORDED = {"workspace", "overwrite", "restart", "training"}
-
-
-def run_options(options, kind: str, **resolved) -> dict:
-    """What a run trains with, which a resumed run must share: the command's options, from its dataclass, with
-    the values the run resolved (its name, paths, labels, the adapter's config) in place of the options' own; data
-    given in memory is recorded by what identifies it."""
-    recorded = {
-        f.name: asdict(value) if is_dataclass(value := getattr(options, f.name)) else data_name(value)
-        for f in fields(options)
-        if f.name not in NOT_RECORDED
-    }
-    return {"kind": kind, **recorded, **resolved}
 
 
 def refuse_to_replace(target: Path, what: str, overwrite: bool) -> None:
@@ -80,20 +63,27 @@ class TrainingRun:
         self,
         model: AdaptedModel,
         objective: Objective,
-        config: TrainConfig,
-        options: dict,
+        options: RunOptions,
         counts: ParameterCount,
         title: str,
         progress: TrainingProgress | None = None,
+        resolved: Resolved | None = None,
     ) -> TrainResult:
-        self.options, self.config, self.counts = options, config, counts
+        """Train with `options` as the run resolved them (name, paths, the adapter trained, the loop's settings),
+        and `resolved`, what it resolved beside them: both recorded, and a resumed run must share them."""
+        recorded = options_record(self.role, options, resolved or Resolved())
+        # as a reader will have them: data given in memory by what identifies it
+        self.options, self.resolved = read_options(self.role, recorded, asdict(options.training), "the run's options")
+        self.counts = counts
         # Held from the first write to the run directory to the save; by the first process for all of them.
         if os.environ.get("RANK", "0") == "0":
             self.lock = EntryLock(self.target, self.role.title)
         try:
             # again: another run may have saved it since
             refuse_to_replace(self.target, self.role.title, self.overwrite)
-            self.result = train(model, objective, config, self.run_dir, options, title, progress, restart=self.restart)
+            self.result = train(
+                model, objective, options.training, self.run_dir, recorded, title, progress, restart=self.restart
+            )
         except BaseException:
             self.release()
             raise
@@ -116,7 +106,7 @@ class TrainingRun:
             trainable_parameters=self.counts.trainable,
             total_parameters=self.counts.total,
             options=self.options,
-            training=asdict(self.config),
+            resolved=self.resolved,
         )
 
     def save(

@@ -25,8 +25,6 @@ from rich.console import Console
 
 from xling.adapters.files import CONFIG_FILE
 from xling.adapters.record import AdapterRecord
-from xling.cards.adapter import model_card
-from xling.cards.common import CARD_FILE
 from xling.data.conll import Sentence, conll_text, read_conll
 from xling.data.iob2 import entity_types, type_counts
 from xling.data.sources import load_ner
@@ -35,13 +33,15 @@ from xling.device import pick_device
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, write_json_atomic, write_text_atomic
 from xling.names import check_lang
-from xling.reports import REPORT_FILE, read_report
 from xling.roles import TASK
 from xling.tagging.tagger import Tagger
 from xling.tagging.words import tokenize
+from xling.train.cards.adapter import model_card
+from xling.train.cards.common import CARD_FILE
 from xling.train.config import SelfTrainingOptions, TaskAdapterOptions, other_sources
 from xling.train.processes import process_state, wait_for_everyone
 from xling.train.progress import TrainingProgress
+from xling.train.report import REPORT_FILE, read_report
 from xling.train.run import refuse_to_replace
 from xling.train.task import train_task_adapter
 from xling.trained_tasks import TASK_FILE, read_task, task_text
@@ -195,7 +195,7 @@ def copy_round(source: Path, final: Path, summary: dict, overwrite: bool) -> Non
         replace(AdapterRecord.read(staging / CONFIG_FILE), name=name).write(staging / CONFIG_FILE)
         write_text_atomic(staging / TASK_FILE, task_text(replace(read_task(staging), name=name)))
         report = read_report(staging)
-        report = replace(report, name=name, options={**report.options, "name": name}, saved_to=str(final))
+        report = replace(report, name=name, options=replace(report.options, name=name), saved_to=str(final))
         write_json_atomic(staging / REPORT_FILE, report.to_record())
         write_text_atomic(staging / CARD_FILE, model_card(report))
         write_json_atomic(staging / "self_training.json", summary)

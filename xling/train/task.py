@@ -13,7 +13,7 @@ import torch
 from rich.console import Console
 
 from xling.adapters import AdaptedModel, Stack, TaggingHead, TaggingHeadConfig
-from xling.adapters.registry import describe, kind_of
+from xling.adapters.registry import AdapterChoice, kind_of
 from xling.adapters.saving import load
 from xling.data.fingerprints import FINGERPRINTS_FILE, fingerprints, fingerprints_text, read_fingerprints
 from xling.data.iob2 import entity_types
@@ -25,9 +25,10 @@ from xling.models import load_model
 from xling.names import check_lang
 from xling.options import defaults
 from xling.roles import LANG, TASK
-from xling.train.config import TaskAdapterOptions, other_sources
+from xling.train.config import TaskAdapterOptions, TrainConfig, other_sources
 from xling.train.progress import TrainingProgress
-from xling.train.run import TrainingRun, run_options
+from xling.train.report import Resolved
+from xling.train.run import TrainingRun
 from xling.train.token_classification import TaggingObjective
 from xling.trained_tasks import TaskRecord, load_task_model, save_task
 from xling.workspace import Workspace
@@ -81,19 +82,21 @@ def task_model(
     return model, tokenizer, model.heads[name].labels
 
 
-def run_record(options: TaskAdapterOptions, model: AdaptedModel, name: str, labels: list[str], dirs: dict) -> dict:
-    """What the run trains with: a resumed run must have been started with the same."""
-    return run_options(
+def run_record(
+    options: TaskAdapterOptions, model: AdaptedModel, name: str, labels: list[str], dirs: dict, training: TrainConfig
+) -> tuple[TaskAdapterOptions, Resolved]:
+    """What the run trains with, as it resolved the options, and what it resolved beside them."""
+    resolved_options = replace(
         options,
-        "task",
         name=name,
         lang=check_lang(options.lang),
         lang_adapter=str(dirs["lang"]) if dirs["lang"] else None,
-        other_lang_adapters={other: str(path) for other, path in dirs["others"].items()},
         # with --init-from the continued adapter's architecture, not the options' default
-        adapter=describe(model.adapters[name].config) if name in model.adapters else None,
-        labels=labels,
+        adapter=AdapterChoice.of(model.adapters[name].config) if name in model.adapters else options.adapter,
+        training=training,
     )
+    others = {other: str(path) for other, path in dirs["others"].items()}
+    return resolved_options, Resolved(other_lang_adapters=others, labels=labels)
 
 
 def note_unseen_types(dev_data: list, labels: list[str], console: Console) -> None:
@@ -143,8 +146,8 @@ def train_task_adapter(
         f"labels {', '.join(labels)}; {'setup ' + repr(setup) if setup else 'no adapters'}; {counts}"
     )
     training = replace(options.training, learning_rate=options.training.learning_rate or method.learning_rate)
-    record_of_run = run_record(options, model, name, labels, {"lang": lang_dir, "others": other_dirs})
-    run.train(model, objective, training, record_of_run, counts, f"train-task {name}", progress)
+    recorded, resolved = run_record(options, model, name, labels, {"lang": lang_dir, "others": other_dirs}, training)
+    run.train(model, objective, recorded, counts, f"train-task {name}", progress, resolved)
     report = run.report(
         name=name,
         task=options.task,

@@ -28,6 +28,10 @@ class MaskedTextOptions(RunOptions):
     held_out: float = opt(0.02, "Share of lines held out for perplexity (kept within 1-5%).")
     name: str | None = opt(None, "Save the result under this name.")
 
+    def trained_on(self) -> list[str]:
+        """Every source of its training text, as given (a model card's data)."""
+        return list(self.corpus)
+
     def __post_init__(self):
         if self.name is not None:
             check_name(self.name)  # before any model loads
@@ -123,6 +127,9 @@ class EncoderOptions(MaskedTextOptions):
     @property
     def learning_rate(self) -> float:
         return self.training.learning_rate or ENCODER_METHODS[self.method][1]
+
+    def trained_on(self) -> list[str]:
+        return list(self.corpus) + [corpus for _, corpus in mixed_sources(self.also)] + list(self.parallel)
 
 
 def mixed_sources(also: list[str]) -> list[tuple[str, str]]:

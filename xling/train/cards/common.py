@@ -6,16 +6,14 @@ from xling.data.hub_datasets import hub_dataset_id
 from xling.models.embedded import embedded_identity
 from xling.models.loading import ModelSpec, hub_id
 from xling.pretrained import CorpusRecord
-from xling.reports import RunReport
+from xling.train.report import RunReport
 
 CARD_FILE = "README.md"
 
 
 def data_sources(report: RunReport) -> list[str]:
-    options = report.options
-    trained_on = options.get("corpus") or options.get("train") or []
-    mixed_in = [item.partition("=")[2] for item in options.get("also", [])] + list(options.get("parallel", []))
-    return ([trained_on] if isinstance(trained_on, str) else list(trained_on)) + mixed_in
+    """What the run trained on; nothing known of an adapter xling did not train."""
+    return report.options.trained_on() if report.options else []
 
 
 def public_name(source: str) -> str:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from huggingface_hub import ModelCard, ModelCardData
 
-from xling.cards.common import (
+from xling.models.loading import hub_id
+from xling.train.cards.common import (
     base_model_text,
     data_sources,
     dataset_ids,
     licences,
     public_name,
 )
-from xling.models.loading import hub_id
-from xling.reports import RunReport
+from xling.train.report import RunReport
 
 
 def encoder_card(report: RunReport) -> str:
@@ -41,7 +41,7 @@ def encoder_card(report: RunReport) -> str:
     body = f"""# {name}
 
 {base_model_text(report.model or "")}, adapted to {lang} by continued masked-LM training with xling
-({report.method}: {report.steps} steps, seed {report.training["seed"]}, computed in
+({report.method}: {report.steps} steps, seed {report.options.training.seed}, computed in
 {report.computed_in}, mix temperature {report.temperature}; xling {report.xling_version}, commit
 {report.commit or "unknown"}).
 

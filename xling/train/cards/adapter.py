@@ -9,7 +9,9 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from xling import __version__
 from xling.adapters.registry import KINDS
-from xling.cards.common import (
+from xling.models.loading import hub_id
+from xling.roles import FUSION, LANG, Role
+from xling.train.cards.common import (
     EMBEDDED_BASE_LINES,
     base_model_text,
     data_sources,
@@ -19,14 +21,11 @@ from xling.cards.common import (
     public_name,
     shown_or_unknown,
 )
-from xling.data.decoding import DEFAULT_DECODER
-from xling.models.loading import hub_id
-from xling.reports import RunReport
-from xling.roles import FUSION, LANG, Role
+from xling.train.report import RunReport
 
 
 def eval_results(report: RunReport) -> list[EvalResult] | None:
-    best, dev = report.best, report.options.get("dev")
+    best, dev = report.best, report.dev
     if report.role is LANG or best is None or not dev:
         return None
     result = EvalResult(
@@ -42,7 +41,7 @@ def eval_results(report: RunReport) -> list[EvalResult] | None:
 
 
 def card_rows(report: RunReport) -> list[tuple[str, str]]:
-    options, best, role = report.options, report.best, report.role
+    best, role = report.best, report.role
     sources = ", ".join(dict.fromkeys(public_name(s) for s in data_sources(report))) or "?"
     rows = [
         ("kind", f"{role.word} adapter"),
@@ -58,13 +57,13 @@ def card_rows(report: RunReport) -> list[tuple[str, str]]:
         rows += [("training data", f"{sources} ({shown_or_unknown(report.train_sentences)} sentences)")]
         if best is not None:
             f1 = f"{100 * best.f1:.1f} (P {100 * best.precision:.1f}, R {100 * best.recall:.1f})"
-            dev = public_name(options["dev"]) if options.get("dev") else "dev"
+            dev = public_name(report.dev) if report.dev else "dev"
             rows += [(f"dev F1 on {dev} (seqeval, strict IOB2)", f1)]
         rows += [
             ("labels", ", ".join(report.labels or []) or "?"),
-            ("decoder", options.get("decoder") or DEFAULT_DECODER),
+            ("decoder", report.options.decoder if report.options else "?"),
         ]
-    seed = report.training.get("seed", "?")
+    seed = report.options.training.seed if report.options else "?"
     rows += [
         ("budget", f"{shown_or_unknown(report.steps)} steps, seed {seed}, computed in {report.computed_in or '?'}"),
         ("xling", report.xling_version or __version__),
@@ -187,7 +186,7 @@ def model_card(report: RunReport, repo_id: str | None = None, layout: str = "xli
         language=[lang] if lang else None,
         library_name="adapter-transformers" if layout == "adapterhub" else "xling",
         base_model=base,
-        datasets=dataset_ids(data_sources(report) + [report.options.get("dev") or ""]) or None,
+        datasets=dataset_ids(data_sources(report) + [report.dev or ""]) or None,
         tags=["xling", "adapter-transformers" if layout == "adapterhub" else "adapters", "mad-x"]
         + ["masked-lm" if role is LANG else "named-entity-recognition"],
         pipeline_tag=None if role is LANG else "token-classification",

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from huggingface_hub import ModelCard, ModelCardData
 
-from xling.cards.common import (
+from xling.models.loading import hub_id
+from xling.train.cards.common import (
     is_embedded,
     licences,
 )
-from xling.models.loading import hub_id
-from xling.reports import RunReport
+from xling.train.report import RunReport
 
 
 def snippet(base: str, labels: int, repo_id: str | None) -> str:
