@@ -180,7 +180,7 @@ def scores(adapter: str, workspace: str) -> dict[str, dict]:
             data=data, tagger=TaggerSpec(lang="qu", task_adapter=adapter, model=MODEL, workspace=workspace)
         )
         result = evaluate(options, tagger)
-        found[name] = {"f1": result["f1"], "counts": result["sentence_counts"], "seen": result["seen_in_training"]}
+        found[name] = {"f1": result.f1, "counts": result.sentence_counts, "seen": result.seen_in_training}
     return found
 
 

@@ -18,12 +18,14 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from xling.fileio import read_json, write_json_atomic
+from xling.fileio import write_json_atomic
 from xling.provenance import made_where
 from xling.recipes.planning import results_dir
 from xling.recipes.reading import read_recipe
 from xling.recipes.results import combine
+from xling.scoring.result import EvaluationResult
 from xling.train.config import TrainConfig
+from xling.train.report import read_report
 from xling.train.text_config import EncoderOptions
 from xling.workspace import Workspace
 
@@ -77,7 +79,7 @@ def run_budget(budget: int, workspace: str) -> None:
     run_recipe(RECIPE, recipe=recipe)
 
 
-def seed_results(budget: int, workspace: str) -> dict[int, list[dict]] | None:
+def seed_results(budget: int, workspace: str) -> dict[int, list[EvaluationResult]] | None:
     """Each seed's evaluation results of the recipe on the budget's encoder, in step order; None until all ran."""
     recipe = read_recipe(RECIPE)
     model = str(encoder_folder(budget, workspace)) if budget else "e5-small"
@@ -87,7 +89,7 @@ def seed_results(budget: int, workspace: str) -> dict[int, list[dict]] | None:
         files = [folder / f"{step.title}.json" for step in recipe.steps if step.run == "evaluate"]
         if not all(file.is_file() for file in files):
             return None
-        runs[seed] = [read_json(file) for file in files]
+        runs[seed] = [EvaluationResult.read(file) for file in files]
     return runs
 
 
@@ -96,10 +98,10 @@ def encoder_record(budget: int, workspace: str) -> dict | None:
     folder = encoder_folder(budget, workspace)
     if not (folder / "report.json").is_file():
         return None
-    report = read_json(folder / "report.json")
+    report = read_report(folder)
     log = [json.loads(line) for line in (folder / "train_log.jsonl").read_text().splitlines() if line.strip()]
     keys = ("steps", "training_seconds", "computed_in", "method", "temperature", "mix", "held_out_perplexity")
-    record = {key: report[key] for key in keys}
+    record = {key: getattr(report, key) for key in keys}
     record["mix"] = [source | {"files": [in_corpora(f) for f in source["files"]]} for source in record["mix"]]
     return record | {"log": [{k: v for k, v in e.items() if k == "step" or k.startswith("perplexity")} for e in log]}
 
@@ -128,8 +130,8 @@ def collect(budgets: list[int], workspace: str) -> dict:
         rows = combine(runs) if runs else []  # an adapted encoder whose recipe has not finished: perplexity only
         if base is not None and runs and budget:
             for position, row in enumerate(rows):
-                ours = [runs[seed][position]["sentence_counts"] for seed in runs]
-                theirs = [base[seed][position]["sentence_counts"] for seed in runs]
+                ours = [runs[seed][position].sentence_counts for seed in runs]
+                theirs = [base[seed][position].sentence_counts for seed in runs]
                 row["versus_budget_0"] = paired(ours, theirs)
         points.append({"budget": budget, "encoder": encoder, "rows": rows})
     return {"recipe": "adapted-encoder-qu", "mix": MIX, **made_where(), "points": points}

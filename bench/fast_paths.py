@@ -42,25 +42,28 @@ def paths_off() -> None:
     PASS_COST_TOKENS.pop("cpu", None)
 
 
-def by_seed(rows: list[dict]) -> dict[int, list[dict]]:
-    """Each seed's evaluations, in order, as `combine` takes them."""
-    runs: dict[int, list[dict]] = {}
-    for row in rows:
-        for run in row["per_seed"]:
-            runs.setdefault(run["seed"], []).append(row | run)
-    return runs
-
-
 def merge(out: Path, rows: list[dict], minutes: dict[int, float]) -> tuple[list[dict], dict[int, float]]:
-    """The rows and minutes of the seeds in `out` before, with those just run replacing their own."""
-    from xling.recipes.results import combine
+    """The rows and minutes of the seeds in `out` before, with those just run replacing their own: each row's
+    seeds merged and its figures taken over them again."""
+    from xling.recipes.results import over_seeds
 
     if not out.exists():
         return rows, minutes
     earlier = json.loads(out.read_text())
-    runs = by_seed(earlier["rows"]) | by_seed(rows)
+    merged = []
+    for before, now in zip(earlier["rows"], rows):
+        again = {run["seed"] for run in now["per_seed"]}
+        runs = sorted([r for r in before["per_seed"] if r["seed"] not in again] + now["per_seed"], key=seed_of)
+        seen = [before["seen_in_training"], now["seen_in_training"]]
+        row = {key: now[key] for key in ("label", "data", "setup")} | {"per_seed": runs}
+        row |= {"computed_in": now["computed_in"]} | over_seeds(runs) | {"sentences": now["sentences"]}
+        merged.append(row | {"seen_in_training": None if None in seen else max(seen)})
     minutes = {int(seed): m for seed, m in earlier.get("minutes", {}).items()} | minutes
-    return combine(dict(sorted(runs.items()))), dict(sorted(minutes.items()))
+    return merged, dict(sorted(minutes.items()))
+
+
+def seed_of(run: dict) -> int:
+    return run["seed"]
 
 
 def main() -> None:

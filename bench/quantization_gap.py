@@ -66,7 +66,7 @@ def scored(lang: str, data: str, workspace: str, noise_seed: int | None) -> dict
     spec = TaggerSpec(lang, task_adapter="ner-en", model="e5-small", workspace=workspace, precision="fp32")
     tagger = Tagger.load(spec)
     moved = 0 if noise_seed is None else add_rounding_error(tagger.model.encoder, noise_seed)
-    return evaluate(EvaluationOptions(data, spec), tagger) | {"tensors_moved": moved}
+    return evaluate(EvaluationOptions(data, spec), tagger).to_record() | {"tensors_moved": moved}
 
 
 def rows_for(label: str, lang: str, data: str, workspaces: dict[int, str]) -> list[dict]:

@@ -129,12 +129,12 @@ def quality(workspaces: dict[int, str], variants: list[str], data_sets: list[str
                 spec = TaggerSpec(lang, task_adapter="ner-en", model=MODEL, workspace=workspace, runtime=runtime)
                 options = EvaluationOptions(data, replace(spec, precision=precision))
                 result = evaluate(options)
-                per_seed.append({"seed": seed, "f1": result["f1"]})
-                counts[variant].append(result["sentence_counts"])
+                per_seed.append({"seed": seed, "f1": result.f1})
+                counts[variant].append(result.sentence_counts)
                 print(json.dumps({"data": label, "variant": variant, **per_seed[-1]}), flush=True)
-            row = {"label": f"{label}, {variant}", "data": data, "setup": result["setup"], "computed_in": variant}
+            row = {"label": f"{label}, {variant}", "data": data, "setup": result.setup, "computed_in": variant}
             row |= {"per_seed": per_seed, **over_seeds([s["f1"] for s in per_seed], counts[variant])}
-            row["seen_in_training"] = result["seen_in_training"]
+            row["seen_in_training"] = result.seen_in_training
             fp32 = variant.replace("int8", "fp32")
             if fp32 != variant and fp32 in counts:  # what int8 costs, on the same sentences and seeds
                 row["versus"] = {"baseline": fp32, **paired(counts[variant], counts[fp32])}

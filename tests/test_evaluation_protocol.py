@@ -135,7 +135,7 @@ def test_evaluate_warns_of_sentences_seen_in_training_and_carries_the_interval(t
         data=str(clean),
         tagger=TaggerSpec(lang="qu", task_adapter="ner-en", model=str(model_dir), workspace=str(root / "ws")),
     )
-    assert evaluate(options)["seen_in_training"] == 0
+    assert evaluate(options).seen_in_training == 0
 
 
 def test_no_training_pool_shares_a_sentence_with_an_evaluation_split(corpora_root, monkeypatch, tmp_path):

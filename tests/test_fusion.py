@@ -74,8 +74,8 @@ def test_fusion_is_trained_over_frozen_adapters_and_reloads_exactly(fused):
             tagger=TaggerSpec(lang="qu", fusion="ner-fusion-qu", model=str(model_dir), workspace=str(root / "ws")),
         )
     )
-    assert result["setup"] == repr(Stack("lang-qu", Fuse("ner-en", "ner-es")))
-    assert result["f1"] == report["best"]["f1"]  # exactly the dev F1 it was selected with
+    assert result.setup == repr(Stack("lang-qu", Fuse("ner-en", "ner-es")))
+    assert result.f1 == report["best"]["f1"]  # exactly the dev F1 it was selected with
 
 
 def test_tag_command_accepts_a_fusion(fused):
@@ -150,7 +150,7 @@ def test_layer_ablation_reuses_one_model(trained_workspace, monkeypatch):
     assert all(result["drop"][i][j] is not None for i in range(3) for j in range(i, 3))
     assert result["sentences"] == 20
     after = evaluate(EvaluationOptions(data=str(dev), limit=20, tagger=TaggerSpec(lang="en")), tagger=tagger)
-    assert before["f1"] > 0.5 and (after["f1"], after["precision"]) == (before["f1"], before["precision"])
+    assert before.f1 > 0.5 and (after.f1, after.precision) == (before.f1, before.precision)
 
 
 def test_without_layers_removes_exactly_those_adapters(trained_workspace):

@@ -313,6 +313,23 @@ def test_any_compare_input_is_compared_or_refused_naming_it(tmp_path):
     fuzz(tmp_path / "a.json", compared)
 
 
+def test_any_evaluation_result_reads_or_is_refused_naming_it(tmp_path):
+    """A recipe's step result, read back when its results are combined."""
+    from xling.scoring.result import EvaluationResult
+
+    scores = {"precision": 0.5, "recall": 0.4, "f1": 0.44, "support": 3, "sentences": 2}
+    record = scores | {"per_type": {"PER": {"precision": 0.5, "recall": 0.4, "f1": 0.44, "support": 3}}}
+    record |= {"data": "dev.conll", "lang": "qu", "task_adapter": "ner-en", "setup": "Stack('lang-qu', 'ner-en')"}
+    record |= {"decoder": "viterbi", "computed_in": "fp32", "runtime": "torch", "types_not_predicted": []}
+    record |= {"seen_in_training": None, "sentences_digest": "d", "sentence_counts": [[1, 2, 2], [0, 1, 0]]}
+    record |= {"label": "zero-shot", "title": "zero-shot", "baseline": None}
+    (tmp_path / "step.json").write_text(json.dumps(record))
+    assert EvaluationResult.read(tmp_path / "step.json").to_record() == {
+        k: v for k, v in record.items() if k != "baseline"
+    }
+    fuzz(tmp_path / "step.json", lambda: EvaluationResult.read(tmp_path / "step.json"))
+
+
 def test_any_recipe_reads_or_is_refused_naming_it(tmp_path):
     from xling.recipes.reading import read_recipe
 

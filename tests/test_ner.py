@@ -212,8 +212,8 @@ def test_train_task_stacks_on_frozen_lang_adapter_and_selects_best(setup_dirs):
             ),
         )
     )
-    assert result["f1"] == pytest.approx(report["best"]["f1"])  # the saved weights are the selected ones
-    assert result["setup"] == "Stack('lang-en', 'ner-check')" and set(result["per_type"]) == {"LOC", "PER"}
+    assert result.f1 == pytest.approx(report["best"]["f1"])  # the saved weights are the selected ones
+    assert result.setup == "Stack('lang-en', 'ner-check')" and set(result.per_type) == {"LOC", "PER"}
 
 
 def test_also_train_runs_each_language_through_its_own_adapter(setup_dirs):
@@ -261,7 +261,7 @@ def test_also_train_runs_each_language_through_its_own_adapter(setup_dirs):
             tagger=TaggerSpec(lang="en", task_adapter="ner-en-qu", model=str(model_dir), workspace=str(root / "ws")),
         )
     )
-    assert result["f1"] == pytest.approx(report["best"]["f1"])  # selected on English dev through lang-en
+    assert result.f1 == pytest.approx(report["best"]["f1"])  # selected on English dev through lang-en
 
 
 @pytest.mark.parametrize("method, name", [("full", "ner-en-full"), ("head", "ner-en-head")])
@@ -287,7 +287,7 @@ def test_baselines(setup_dirs, method, name):
             ),
         )
     )
-    assert result["f1"] == pytest.approx(report["best"]["f1"]) and result["setup"] == "no adapters"
+    assert result.f1 == pytest.approx(report["best"]["f1"]) and result.setup == "no adapters"
     if method == "full":
         assert (Path(report["saved_to"]) / "encoder" / "model.safetensors").is_file()
 

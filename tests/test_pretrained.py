@@ -225,9 +225,9 @@ def test_the_shipped_weights_score_what_their_records_say_and_flag_their_trainin
     spec = TaggerSpec(lang="qu", task_adapter="ner-qu", precision="fp32")  # as the record was computed
     result = evaluate(EvaluationOptions(data=silver.data, tagger=spec))
     # another CPU's fp32 kernels may move a near tie: within an entity or so of the 477
-    assert result["f1"] == pytest.approx(silver.f1, abs=0.003) and result["sentences"] == silver.sentences
-    assert result["seen_in_training"] == 0
-    seen = evaluate(EvaluationOptions(data="corpus:wikiann-qu/train", tagger=spec))["seen_in_training"]
+    assert result.f1 == pytest.approx(silver.f1, abs=0.003) and result.sentences == silver.sentences
+    assert result.seen_in_training == 0
+    seen = evaluate(EvaluationOptions(data="corpus:wikiann-qu/train", tagger=spec)).seen_in_training
     assert seen == 100 and len(read_fingerprints(shipped("task/ner-qu"))) > 1000
 
 

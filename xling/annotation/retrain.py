@@ -144,7 +144,7 @@ def _round(session: Session, options: AnnotateOptions) -> Round:
 def _dev_f1(session: Session, dev: str, adapter: str) -> float:
     from xling.tagging.evaluate import EvaluationOptions, evaluate
 
-    return float(evaluate(EvaluationOptions(dev, replace(session.options.tagger, task_adapter=adapter)))["f1"])
+    return evaluate(EvaluationOptions(dev, replace(session.options.tagger, task_adapter=adapter))).f1
 
 
 def _settle(workspace: Workspace, name: str, kept: bool) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import typer
 from rich.console import Console
 
@@ -24,25 +26,21 @@ def evaluate_command(
     from xling.scoring import scores_table  # seqeval loads slowly: not for --help
 
     result = evaluate(options)
-    if result["types_not_predicted"]:
-        missing = ",".join(result["types_not_predicted"])
+    if result.types_not_predicted:
+        missing = ",".join(result.types_not_predicted)
         console.print(
-            f"[yellow]note:[/] the data has entity types that {result['task_adapter']} never predicts ({missing}); they "
+            f"[yellow]note:[/] the data has entity types that {result.task_adapter} never predicts ({missing}); they "
             f"count as missed. --drop-labels {missing} leaves them out, --label-map renames them."
         )
     if warning := leakage_warning(result):
         console.print(warning, highlight=False)
     if not options.bootstrap:
-        del result["sentence_counts"]  # thousands of lines; --bootstrap keeps them for xling compare
+        result = replace(result, sentence_counts=None)  # thousands of lines; --bootstrap keeps them for compare
     if as_json:
-        print(json_text(result, indent=2))
+        print(json_text(result.to_record(), indent=2))
     else:
-        Console().print(
-            scores_table(
-                result,
-                f"{options.tagger.task} on {options.data}: {result['setup']} ({result['sentences']:,} sentences)",
-            )
-        )
+        title = f"{options.tagger.task} on {options.data}: {result.setup} ({result.sentences:,} sentences)"
+        Console().print(scores_table(result, title))
 
 
 @command(CompareOptions)

@@ -28,6 +28,7 @@ from xling.train.text_config import LanguageAdapterOptions
 from xling.workspace import Workspace
 
 if TYPE_CHECKING:
+    from xling.scoring.result import EvaluationResult
     from xling.train.progress import TrainingProgress
 
 
@@ -54,7 +55,7 @@ class RunKind(ABC):
     writes = False
 
     @abstractmethod
-    def perform(self, options, context: StepContext) -> dict | None:
+    def perform(self, options, context: StepContext) -> EvaluationResult | None:
         """Run the step: a scoring step returns its result."""
 
     def saves(self, options) -> Adapter | None:
@@ -131,7 +132,7 @@ class Tagging(RunKind):
 class Evaluation(Tagging):
     scores = True
 
-    def perform(self, options: EvaluationOptions, context: StepContext) -> dict:
+    def perform(self, options: EvaluationOptions, context: StepContext) -> EvaluationResult:
         return later("xling.tagging.evaluate:evaluate")(options)
 
 

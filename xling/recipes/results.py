@@ -3,6 +3,7 @@ its baseline), as a markdown table and a JSON file that says how it was made."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from rich.table import Table
@@ -11,11 +12,12 @@ from xling.provenance import made_where
 from xling.recipes.reading import Recipe
 from xling.scoring.bootstrap import interval, paired, spread
 from xling.scoring.cells import difference_cell, interval_cell, sentences_cell
+from xling.scoring.result import EvaluationResult
 
 METRICS = ("precision", "recall", "f1")
 
 
-def combine(runs: dict[int | None, list[dict]]) -> list[dict]:
+def combine(runs: dict[int | None, list[EvaluationResult]]) -> list[dict]:
     """One row per evaluation: with several seeds, the mean of each metric, its standard deviation and the
     per-seed values; always how many sentences it rests on, its 95% interval (sentences, and seeds, resampled),
     how many of them the task was trained on, and the paired test against its `baseline` row."""
@@ -23,30 +25,35 @@ def combine(runs: dict[int | None, list[dict]]) -> list[dict]:
     for position, first in enumerate(next(iter(runs.values()))):
         results = [seed_results[position] for seed_results in runs.values()]
         if list(runs) == [None]:
-            row = {k: v for k, v in first.items() if k != "sentence_counts"}
+            row = replace(first, sentence_counts=None).to_record()
         else:
-            per_seed = [{"seed": seed, **{m: r[m] for m in METRICS}, **type_f1(r)} for seed, r in zip(runs, results)]
-            row = {"label": first["label"], "data": first["data"], "setup": first["setup"], "per_seed": per_seed}
-            row["computed_in"] = first.get("computed_in")
-            for metric in METRICS:
-                row[metric], row[f"{metric}_std"] = spread([run[metric] for run in per_seed])
-            if all("f1_by_type" in run for run in per_seed):
-                kinds = sorted({kind for run in per_seed for kind in run["f1_by_type"]})
-                row["f1_by_type"] = {k: spread([run["f1_by_type"].get(k, 0.0) for run in per_seed])[0] for k in kinds}
-        seen, key = [r.get("seen_in_training") for r in results], first.get("title", first["label"])
-        row |= {"sentences": first["sentences"], "seen_in_training": None if None in seen else max(seen)}
-        if all("sentence_counts" in r for r in results):
-            counts[key] = [r["sentence_counts"] for r in results]
+            per_seed = [seed_row(seed, result) for seed, result in zip(runs, results)]
+            row = {"label": first.label, "data": first.data, "setup": first.setup, "per_seed": per_seed}
+            row |= {"computed_in": first.computed_in} | over_seeds(per_seed)
+        seen, key = [r.seen_in_training for r in results], first.title or first.label
+        row |= {"sentences": first.sentences, "seen_in_training": None if None in seen else max(seen)}
+        if all(r.sentence_counts is not None for r in results):
+            counts[key] = [r.sentence_counts for r in results]
             row["f1_interval"] = list(interval(counts[key]))
-        if key in counts and first.get("baseline") in counts:
-            row["versus"] = {"baseline": first["baseline"], **paired(counts[key], counts[first["baseline"]])}
+        if key in counts and first.baseline in counts:
+            row["versus"] = {"baseline": first.baseline, **paired(counts[key], counts[first.baseline])}
         rows.append(row)
     return rows
 
 
-def type_f1(result: dict) -> dict:
-    """{"f1_by_type": {type: F1}} of an evaluation that scored its types, else nothing."""
-    return {"f1_by_type": {k: v["f1"] for k, v in result["per_type"].items()}} if "per_type" in result else {}
+def over_seeds(per_seed: list[dict]) -> dict:
+    """A row's figures over its seeds' rows: each metric's mean and standard deviation, each type's mean F1."""
+    summary = {}
+    for metric in METRICS:
+        summary[metric], summary[f"{metric}_std"] = spread([run[metric] for run in per_seed])
+    kinds = sorted({kind for run in per_seed for kind in run["f1_by_type"]})
+    return summary | {"f1_by_type": {k: spread([run["f1_by_type"].get(k, 0.0) for run in per_seed])[0] for k in kinds}}
+
+
+def seed_row(seed: int, result: EvaluationResult) -> dict:
+    """One seed's scores in a row: precision, recall, F1 and each entity type's F1."""
+    scores = {"precision": result.precision, "recall": result.recall, "f1": result.f1}
+    return {"seed": seed, **scores, "f1_by_type": {k: v["f1"] for k, v in result.per_type.items()}}
 
 
 def results_table(rows: list[dict]) -> str:

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from xling.data.fetch import resolve
 from xling.errors import XlingError
-from xling.fileio import read_json, write_json_atomic, write_text_atomic
+from xling.fileio import write_json_atomic, write_text_atomic
 from xling.recipes.kinds import RUNS, StepContext, produces, step_options
 from xling.recipes.planning import (
     is_results_file,
@@ -28,6 +28,7 @@ from xling.recipes.results import combine, provenance, results_table, rich_resul
 from xling.roles import TASK
 from xling.scoring.bootstrap import interval
 from xling.scoring.cells import interval_cell
+from xling.scoring.result import EvaluationResult
 from xling.tagging.evaluate import leakage_warning
 from xling.train.cards.adapter import model_card
 from xling.train.cards.common import CARD_FILE
@@ -43,7 +44,7 @@ def run_step(
     console: Console,
     overwrite: bool = False,
     progress: TrainingProgress | None = None,
-) -> dict | None:
+) -> EvaluationResult | None:
     """Run one step; `progress` shows training (the command line's bar; plain notes when None). Returns the
     result of a step that scores."""
     kind = RUNS[step.run]
@@ -59,11 +60,11 @@ def run_step(
     result = kind.perform(step_options(replace(step, options=o), **run_level), context)
     if not kind.scores:
         return None
-    result |= {"label": o.get("label", step.title), "title": step.title, "baseline": o.get("baseline")}
-    spread = interval_cell({"f1_interval": interval(result["sentence_counts"])})  # counts resampled: no model run
+    result = replace(result, label=o.get("label", step.title), title=step.title, baseline=o.get("baseline"))
+    spread = interval_cell({"f1_interval": interval(result.sentence_counts)})  # counts resampled: no model run
     console.print(
-        f"{result['label']}: F1 {100 * result['f1']:.1f} {spread} (precision {100 * result['precision']:.1f}, "
-        f"recall {100 * result['recall']:.1f}) on {result['sentences']:,} sentences",
+        f"{result.label}: F1 {100 * result.f1:.1f} {spread} (precision {100 * result.precision:.1f}, "
+        f"recall {100 * result.recall:.1f}) on {result.sentences:,} sentences",
         highlight=False,
     )
     if warning := leakage_warning(result):
@@ -73,13 +74,13 @@ def run_step(
 
 def _run_once(
     recipe: Recipe, console: Console, on_step: Callable[[Step, str], None] | None, progress: TrainingProgress | None
-) -> list[dict]:
+) -> list[EvaluationResult]:
     """Run every step of one run (one seed) that is not done; returns its evaluation results."""
     workspace = Workspace(recipe.workspace, recipe.model)
     results_path = results_dir(workspace, recipe)
     ran_with = ran_with_record(recipe, workspace)
     seed = f"seed {recipe.seeds[0]}, " if recipe.seeds else ""
-    results: list[dict] = []
+    results: list[EvaluationResult] = []
     for step, reason in plan(recipe, workspace):
         where = f"{seed}step {step.number}/{len(recipe.steps)}"
         if reason is None:
@@ -94,14 +95,14 @@ def _run_once(
             except XlingError as err:  # the line says which step failed, as the plan named it
                 raise XlingError(f"{where} {step.title} ({step.run}) failed: {err}") from None
             if result is not None:
-                write_json_atomic(results_path / f"{step.title}.json", result)
+                write_json_atomic(results_path / f"{step.title}.json", result.to_record())
             if on_step:
                 on_step(step, "ran")
         # Outputs found without a record are taken as made with the recipe as it stands.
         ran_with[step.title] = step.options
         write_json_atomic(results_path / STEPS_FILE, ran_with)
         if RUNS[step.run].scores:
-            results.append(read_json(results_path / f"{step.title}.json"))
+            results.append(EvaluationResult.read(results_path / f"{step.title}.json"))
     return results
 
 

@@ -8,6 +8,7 @@ from seqeval.scheme import IOB2
 
 from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
+from xling.scoring.result import EvaluationResult
 
 
 def score(gold: list[list[str]], predicted: list[list[str]]) -> dict:
@@ -18,37 +19,36 @@ def score(gold: list[list[str]], predicted: list[list[str]]) -> dict:
         raise XlingError(f"the gold data has words not judged ({UNJUDGED!r} tags): score on fully labelled data")
     report = classification_report(gold, predicted, mode="strict", scheme=IOB2, output_dict=True, zero_division=0)
     per_type = {
-        label: {"precision": v["precision"], "recall": v["recall"], "f1": v["f1-score"], "support": int(v["support"])}
+        label: {"precision": float(v["precision"]), "recall": float(v["recall"]), "f1": float(v["f1-score"])}
+        | {"support": int(v["support"])}
         for label, v in report.items()
         if not label.endswith(" avg")
     }
     micro = report.get("micro avg", {"precision": 0.0, "recall": 0.0, "f1-score": 0.0, "support": 0})
     return {
-        "precision": micro["precision"],
-        "recall": micro["recall"],
-        "f1": micro["f1-score"],
+        "precision": float(micro["precision"]),  # seqeval's numpy floats: plain ones, as JSON writes them
+        "recall": float(micro["recall"]),
+        "f1": float(micro["f1-score"]),
         "support": int(micro["support"]),
         "sentences": len(gold),
         "per_type": per_type,
     }
 
 
-def scores_table(result: dict, title: str) -> Table:
+def scores_table(result: EvaluationResult, title: str) -> Table:
     table = Table(title=title)
     for column in ("entity type", "precision", "recall", "F1", "support"):
         table.add_column(column, justify="left" if column == "entity type" else "right")
-    for label, values in sorted(result["per_type"].items()):
+    for label, values in sorted(result.per_type.items()):
         table.add_row(label, *(f"{100 * values[k]:.1f}" for k in ("precision", "recall", "f1")), str(values["support"]))
+    overall = (result.precision, result.recall, result.f1)
     table.add_row(
-        "[bold]overall[/]",
-        *(f"[bold]{100 * result[k]:.1f}[/]" for k in ("precision", "recall", "f1")),
-        str(result["support"]),
-        end_section=True,
+        "[bold]overall[/]", *(f"[bold]{100 * v:.1f}[/]" for v in overall), str(result.support), end_section=True
     )
-    if "f1_interval" in result:
-        low, high = (100 * bound for bound in result["f1_interval"])
+    if result.f1_interval is not None:
+        low, high = (100 * bound for bound in result.f1_interval)
         table.caption = (
-            f"F1 95% interval [{low:.1f}, {high:.1f}]: {result['bootstrap_samples']:,} resamplings of the "
-            f"{result['sentences']:,} sentences"
+            f"F1 95% interval [{low:.1f}, {high:.1f}]: {result.bootstrap_samples:,} resamplings of the "
+            f"{result.sentences:,} sentences"
         )
     return table
