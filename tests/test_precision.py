@@ -53,6 +53,24 @@ def test_the_bf16_speedup_is_measured_where_the_cpu_has_bf16_instructions():
     assert not has_units or np.isfinite(measured_bf16_speedup())
 
 
+@pytest.mark.parametrize("kept", ['{"cpu": "x", "bf16_speedup": "fast"}', '{"bf16_speedup": 2', "[]"])
+def test_a_damaged_speedup_record_is_measured_again_and_kept(tmp_path, monkeypatch, kept):
+    from xling import device
+
+    monkeypatch.setenv("XLING_HOME", str(tmp_path))
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: True)
+    monkeypatch.setattr(device, "measured_bf16_speedup", lambda: 2.5)
+    record = device.machine_record(f"bf16-speedup {device.cpu_name()} torch {torch.__version__}")
+    record.parent.mkdir(parents=True)
+    record.write_text(kept)
+    device.cpu_bf16_speedup.cache_clear()
+    try:
+        assert device.cpu_bf16_speedup() == 2.5
+    finally:
+        device.cpu_bf16_speedup.cache_clear()
+    assert device.Bf16Speedup.read(record) == device.Bf16Speedup(device.cpu_name(), 2.5)
+
+
 @pytest.mark.slow
 def test_six_processes_started_at_once_resolve_auto_alike_from_one_measurement_per_machine(tmp_path):
     import subprocess

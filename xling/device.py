@@ -12,10 +12,12 @@ import math
 import os
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from xling.errors import XlingError
+from xling.fileio import read_json
+from xling.options import from_record
 
 DEVICE_HELP = "auto (a GPU when present), cpu or cuda."
 DEVICES = ("auto", "cpu", "cuda")
@@ -125,14 +127,25 @@ def cpu_bf16_speedup() -> float:
         return 0.0
     cpu = cpu_name()
     record = machine_record(f"bf16-speedup {cpu} torch {torch.__version__}")
-    try:
-        return float(json.loads(record.read_text())["bf16_speedup"])
-    except FileNotFoundError:  # not measured on this machine yet
-        pass
-    except (OSError, ValueError, KeyError, TypeError):  # damaged: measured again, and kept in its place
-        record.unlink(missing_ok=True)
-    keep_first(record, json.dumps({"cpu": cpu, "bf16_speedup": measured_bf16_speedup()}))
-    return float(json.loads(record.read_text())["bf16_speedup"])  # the first process's, where several raced
+    if record.is_file():
+        try:
+            return Bf16Speedup.read(record).bf16_speedup
+        except (XlingError, OSError):  # damaged or unreadable: measured again, and kept in its place
+            record.unlink(missing_ok=True)
+    keep_first(record, json.dumps(asdict(Bf16Speedup(cpu, measured_bf16_speedup()))))
+    return Bf16Speedup.read(record).bf16_speedup  # the first process's, where several raced
+
+
+@dataclass
+class Bf16Speedup:
+    """What xling's cache keeps of a CPU's bf16 measurement."""
+
+    cpu: str
+    bf16_speedup: float
+
+    @classmethod
+    def read(cls, file: Path) -> Bf16Speedup:
+        return from_record(cls, read_json(file), str(file))
 
 
 def machine_record(key: str) -> Path:
