@@ -313,6 +313,28 @@ def test_a_fusion_tagged_by_onnx_runtime_without_a_language_adapter_is_exported_
     ]
 
 
+def test_a_fusion_trained_without_a_language_adapter_is_tagged_without_one(fused, tmp_path):
+    """As a task adapter: its record says what it was trained over, and no language adapter goes under a fusion
+    trained alone; one named for it is refused."""
+    import json
+    import shutil
+
+    _, root, model_dir, _ = fused
+    ws = shutil.copytree(root / "ws", tmp_path / "ws")
+    record = ws / "tinybert" / "fusion" / "ner-fusion-qu" / "xling_adapter.json"
+    saved = json.loads(record.read_text())
+    assert saved["metadata"]["over_lang_adapter"] is True  # trained over lang-qu
+    where = {"fusion": "ner-fusion-qu", "model": str(model_dir), "workspace": str(ws)}
+    assert Tagger.load("qu", **where).setup == Stack("lang-qu", Fuse("ner-en", "ner-es"))
+    record.write_text(json.dumps(saved | {"metadata": saved["metadata"] | {"over_lang_adapter": False}}))
+    assert Tagger.load("qu", **where).setup == Fuse("ner-en", "ner-es")
+    with pytest.raises(XlingError, match="^fusion ner-fusion-qu was trained without a language adapter; tag with"):
+        Tagger.load("qu", lang_adapter="qu", **where)
+    del saved["metadata"]["over_lang_adapter"]  # saved before the record said: stacked, as it was then
+    record.write_text(json.dumps(saved))
+    assert Tagger.load("qu", **where).setup == Stack("lang-qu", Fuse("ner-en", "ner-es"))
+
+
 def test_a_fusion_record_without_its_adapters_is_refused_naming_the_file(fused, tmp_path):
     import json
     import shutil

@@ -25,7 +25,7 @@ from xling.methods import METHODS, check_method
 from xling.models import load_model
 from xling.names import check_lang
 from xling.options import from_record
-from xling.roles import FUSION, TASK, TASK_FILE
+from xling.roles import FUSION, TASK, TASK_FILE, Role
 
 
 @dataclass
@@ -108,6 +108,14 @@ def load_task_model(
     if record.name not in model.heads:
         raise XlingError(f"{directory}: the task's head is missing ({HEAD_CONFIG_FILE})")
     return model, tokenizer, record
+
+
+def trained_over_lang_adapter(role: Role, directory: Path) -> bool:
+    """Whether the task adapter or fusion saved in `directory` was trained over a language adapter, as its record
+    says; a fusion saved before its record said so is taken to have been (as it was tagged then)."""
+    if role is FUSION:
+        return AdapterRecord.read(directory / CONFIG_FILE).metadata.over_lang_adapter is not False
+    return read_task(directory).lang_adapter is not None
 
 
 def load_fusion_model(model_spec: str, workspace, name: str, inference_only: bool = False):

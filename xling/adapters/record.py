@@ -33,6 +33,7 @@ class AdapterMetadata:
     task: str | None = None
     lang: str | None = None
     name: str | None = None
+    over_lang_adapter: bool | None = None  # a fusion: trained over a language adapter (None: saved before it said)
 
 
 @dataclass

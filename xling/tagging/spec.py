@@ -80,17 +80,16 @@ class TaggerSpec:
             return role, None
         return role, (ws.fusion if role is FUSION else ws.task)(name)
 
-    def stacks_lang_adapter(self, task: str, trained_over: str | None) -> bool:
-        """Whether a language adapter goes under task adapter `task`, whose record says the language adapter it
-        was trained over (`trained_over`, None: none). Only where both this spec and the training had one: an
-        adapter trained alone never meets a language adapter it has not seen. The one rule of tag, evaluate,
-        serve, spaCy and the ONNX export."""
-        if trained_over is None and self.use_lang_adapter and self.lang_adapter:
+    def stacks_lang_adapter(self, role: Role, adapter: str, trained_over_one: bool) -> bool:
+        """Whether a language adapter goes under `adapter` (a task adapter or fusion), whose record says whether it
+        was trained over one. Only where both this spec and the training had one: an adapter trained alone never
+        meets a language adapter it has not seen. The one rule of tag, evaluate, serve, spaCy and the ONNX export."""
+        if not trained_over_one and self.use_lang_adapter and self.lang_adapter:
             raise XlingError(
-                f"task adapter {task} was trained without a language adapter; tag with it without "
+                f"{role.title} {adapter} was trained without a language adapter; tag with it without "
                 f"--lang-adapter {self.lang_adapter}"
             )
-        return self.use_lang_adapter and trained_over is not None
+        return self.use_lang_adapter and trained_over_one
 
     def lang_adapter_dir(self, ws: Workspace, under: Path | None = None, fetch: bool = True) -> Path | None:
         """The language adapter's directory: `lang_adapter`, else `lang`'s (`under` a shipped task adapter, the

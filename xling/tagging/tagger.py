@@ -26,7 +26,7 @@ from xling.tagging.base import TextTagger, check_batch_size
 from xling.tagging.onnx_tagger import GRAPH_VERSION, OnnxTagger, export_key, exported_tagger, is_onnx_folder
 from xling.tagging.predict import predict_probabilities
 from xling.tagging.spec import TaggerSpec
-from xling.trained_tasks import load_fusion_model, load_task_model, read_task
+from xling.trained_tasks import load_fusion_model, load_task_model, trained_over_lang_adapter
 from xling.workspace import Workspace
 
 
@@ -87,7 +87,7 @@ class Tagger(TextTagger):
             head, setup = record.name, (record.name if METHODS[record.method].adapters else None)
             trained, fused = [directory], {}
             decoder = spec.decoder or check_decoder(record.decoder)
-        stacked = spec.use_lang_adapter if role is FUSION else spec.stacks_lang_adapter(head, record.lang_adapter)
+        stacked = spec.stacks_lang_adapter(role, directory.name, trained_over_lang_adapter(role, directory))
         if setup is not None and stacked:
             directories["lang"] = spec.lang_adapter_dir(ws, under=directories.get("task"))
             setup = Stack(load(loaded, directories["lang"], name=f"lang-{spec.lang}", head=False, role=LANG), setup)
@@ -146,9 +146,8 @@ def onnx_tagger(cls, spec: TaggerSpec) -> OnnxTagger:
         sources = [ws.fusion(spec.fusion), ws.model_dir / "task"]
     else:
         sources = [ws.task(ws.task_adapter_name(spec.task, spec.lang, spec.task_adapter))]
-    # as `Tagger.load` decides: a fusion as the spec says, a task adapter only where it was trained over one
-    task = None if spec.fusion else read_task(sources[0])
-    if spec.use_lang_adapter if task is None else spec.stacks_lang_adapter(task.name, task.lang_adapter):
+    role = FUSION if spec.fusion else TASK  # as `Tagger.load` decides
+    if spec.stacks_lang_adapter(role, sources[0].name, trained_over_lang_adapter(role, sources[0])):
         try:
             sources.append(ws.lang_adapter(spec.lang_adapter or spec.lang, under=sources[0]))
         except XlingError:

@@ -85,7 +85,7 @@ def train_fusion(
             fuse.name,
             target,
             options.overwrite,
-            metadata=AdapterMetadata(task=options.task, lang=lang, name=name),
+            metadata=AdapterMetadata(task=options.task, lang=lang, name=name, over_lang_adapter=lang_dir is not None),
             extra_files=extra,
         ),
     )
