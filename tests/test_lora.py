@@ -361,7 +361,7 @@ def test_a_peft_lora_folder_loads_as_an_xling_lora_adapter_with_peft_s_logits(tm
     [
         (lambda r: r["config"].__setitem__("rank", "abc"), "option 'rank' takes a whole number, not 'abc'"),
         (lambda r: r.pop("config"), "'config' is missing or not a dict"),
-        (lambda r: r["base_model"]["fingerprint"].pop("num_layers"), "layers or architecture are missing"),
+        (lambda r: r["base_model"]["fingerprint"].pop("num_layers"), "architecture, width or layers are missing"),
     ],
 )
 def test_a_damaged_lora_folder_is_refused_in_one_line_when_exported_to_peft(tmp_path, damage, said):

@@ -177,13 +177,14 @@ def export_adapterhub(
         )
     conversion = adapter_kind(saved.kind).conversion()
     base, name = saved.base_model, saved.name
-    model_type = base.fingerprint.get("architecture")
+    shape = base.fingerprint.shape(str(directory / CONFIG_FILE))
+    model_type = shape.architecture
     family = FAMILIES.get(model_type)
     if family is None or family.adapterhub_class is None:
         exported = ", ".join(t for t, f in FAMILIES.items() if f.adapterhub_class)
         raise XlingError(f"{directory}: exporting adapters of {model_type} models is not supported (only {exported})")
     about = {
-        "hidden_size": base.fingerprint.get("hidden_size"),
+        "hidden_size": shape.hidden_size,
         "model_class": family.adapterhub_class,
         "model_name": hub_id_of_label(base.name) or base.name,  # what the library loads
         "model_type": model_type,

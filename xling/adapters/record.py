@@ -15,12 +15,32 @@ from xling.roles import FUSION, LANG, TASK, Role
 
 
 @dataclass
+class ModelFingerprint:
+    """What identifies a base model (`adapters.weights.base_model_fingerprint`): its shape, and a hash of part of
+    its embedding matrix. A value a record lacks is None."""
+
+    architecture: str | None = None  # Transformers' model_type
+    hidden_size: int | None = None
+    num_layers: int | None = None
+    vocab_size: int | None = None
+    embedding_sha256: str | None = None
+
+    def shape(self, where: str) -> ModelFingerprint:
+        """This fingerprint, refused in one line where it lacks the shape an export writes from it."""
+        if None in (self.architecture, self.hidden_size, self.num_layers):
+            raise XlingError(
+                f"{where}: its base model's architecture, width or layers are missing (the file is damaged)"
+            )
+        return self
+
+
+@dataclass
 class BaseModelRecord:
     """The base model an adapter was trained on: its name as loaded, and the fingerprint of its weights that
     loading checks (`adapters.weights.check_base_model`)."""
 
     name: str
-    fingerprint: dict
+    fingerprint: ModelFingerprint
 
 
 @dataclass

@@ -8,6 +8,7 @@ import io
 import pickle
 import warnings
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -15,6 +16,7 @@ from safetensors.torch import load_file
 from safetensors.torch import save as safetensors_bytes
 
 from xling.adapters.files import CONFIG_FILE
+from xling.adapters.record import ModelFingerprint
 from xling.errors import XlingError
 from xling.models.embedded import EMBEDDED_NAME, UPSTREAM_ID
 
@@ -95,13 +97,13 @@ def check_base_model(model, expected, path: Path) -> None:
     the loaded `model`'s, or an error that names both. The embedded default's 4-bit weights and the Hub's fp32
     ones of the same model pass with a warning: an adapter moves between them within one seed's spread of F1
     (bench/quantization_gap.py)."""
-    mine = model.fingerprint
-    if lacking := sorted(set(mine) - set(expected.fingerprint)):
+    mine, theirs = asdict(model.fingerprint), asdict(expected.fingerprint)
+    if lacking := sorted(key for key, value in theirs.items() if value is None):
         raise XlingError(
             f"{Path(path) / CONFIG_FILE}: the base-model fingerprint lacks {', '.join(lacking)}, so it cannot "
             "show that the adapter fits this model"
         )
-    differing = [k for k, v in expected.fingerprint.items() if mine.get(k) != v]
+    differing = [key for key, value in theirs.items() if mine[key] != value]
     loaded = getattr(model.encoder, "name_or_path", "") or ""
     if differing == ["embedding_sha256"] and same_upstream(expected.name, loaded):
         warnings.warn(
@@ -120,15 +122,15 @@ def check_base_model(model, expected, path: Path) -> None:
 FINGERPRINT_ROWS = 64
 
 
-def base_model_fingerprint(encoder: torch.nn.Module, num_layers: int) -> dict:
+def base_model_fingerprint(encoder: torch.nn.Module, num_layers: int) -> ModelFingerprint:
     """What identifies a base model, and so which models an adapter fits: its shape, and a hash of part of
     its embedding matrix, over rounded values, so the same model in another dtype or device agrees."""
     embedding = encoder.get_input_embeddings()
     rounded = torch.round(embedding.weight[:FINGERPRINT_ROWS].detach().float().cpu() * 1e3).to(torch.int32)
-    return {
-        "architecture": encoder.config.model_type,
-        "hidden_size": embedding.embedding_dim,
-        "num_layers": num_layers,
-        "vocab_size": embedding.num_embeddings,
-        "embedding_sha256": hashlib.sha256(rounded.numpy().tobytes()).hexdigest()[:16],
-    }
+    return ModelFingerprint(
+        architecture=encoder.config.model_type,
+        hidden_size=embedding.embedding_dim,
+        num_layers=num_layers,
+        vocab_size=embedding.num_embeddings,
+        embedding_sha256=hashlib.sha256(rounded.numpy().tobytes()).hexdigest()[:16],
+    )

@@ -57,13 +57,9 @@ def export_peft(directory: Path, target: Path, overwrite: bool = False, extra_fi
     if saved.kind != "lora" or not (directory / HEAD_WEIGHTS_FILE).is_file():
         raise XlingError(f"{directory}: only LoRA task adapters export to PEFT, not {shown(saved.kind)} adapters")
     config = from_record(LoraConfig, saved.settings(where), where)  # every value of the type and range xling saves
-    fingerprint = saved.base_model.fingerprint
-    num_layers = typed(fingerprint, "num_layers", int, None, where)
-    architecture = typed(fingerprint, "architecture", str, None, where)
-    if num_layers is None or architecture is None:
-        raise XlingError(f"{where}: its base model's layers or architecture are missing (the file is damaged)")
-    prefix = base_prefix(architecture)
-    layers = [layer for layer in range(num_layers) if layer not in config.leave_out]
+    shape = saved.base_model.fingerprint.shape(where)
+    prefix = base_prefix(shape.architecture)
+    layers = [layer for layer in range(shape.num_layers) if layer not in config.leave_out]
     name = saved.base_model.name
     peft_config = {
         "peft_type": "LORA",
