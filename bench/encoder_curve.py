@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from xling.fileio import write_json_atomic
@@ -102,7 +102,7 @@ def encoder_record(budget: int, workspace: str) -> dict | None:
     log = [json.loads(line) for line in (folder / "train_log.jsonl").read_text().splitlines() if line.strip()]
     keys = ("steps", "training_seconds", "computed_in", "method", "temperature", "mix", "held_out_perplexity")
     record = {key: getattr(report, key) for key in keys}
-    record["mix"] = [source | {"files": [in_corpora(f) for f in source["files"]]} for source in record["mix"]]
+    record["mix"] = [asdict(replace(source, files=[in_corpora(f) for f in source.files])) for source in report.mix]
     return record | {"log": [{k: v for k, v in e.items() if k == "step" or k.startswith("perplexity")} for e in log]}
 
 

@@ -16,7 +16,7 @@ import math
 import types
 import typing
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass, replace
+from dataclasses import MISSING, Field, asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 
 from xling.errors import XlingError, naming
@@ -253,9 +253,15 @@ def typed(record: dict, key: str, hint, default, where: str):
 
 def set_fields(record, always: Collection[str] = ()) -> dict:
     """A dataclass record as the JSON object it is written as: its fields, those left unset (None) out unless
-    named in `always`."""
+    named in `always`; a nested record (or a list of them) as its object."""
     values = {f.name: getattr(record, f.name) for f in fields(record)}
-    return {key: value for key, value in values.items() if value is not None or key in always}
+    return {key: _plain(value) for key, value in values.items() if value is not None or key in always}
+
+
+def _plain(value):
+    if is_dataclass(value):
+        return asdict(value)
+    return [_plain(item) for item in value] if isinstance(value, list) else value
 
 
 def read_records(path: Path, cls: type, damaged: list[str] | None = None) -> list:
@@ -274,13 +280,36 @@ def nested_record(hint) -> type | None:
     return inner[0] if len(inner) == 1 and is_dataclass(inner[0]) else None
 
 
+def nested_records(hint) -> type | None:
+    """The dataclass of a field holding a list of them (`list[Record]`, or `list[Record] | None`); else None."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        inner = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        hint = inner[0] if len(inner) == 1 else None
+    if typing.get_origin(hint) is not list:
+        return None
+    (item,) = typing.get_args(hint)
+    return item if is_dataclass(item) else None
+
+
+def _field_value(key: str, value, hint, where: str):
+    """A record's field from its JSON value: a nested record (or a list of them) read as its dataclass."""
+    if value is None:
+        return check_type(key, value, hint)
+    if (record := nested_record(hint)) and not isinstance(value, record):  # an instance: as it is
+        return from_record(record, value, f"{where}: {key}")
+    if (item := nested_records(hint)) and isinstance(value, list):
+        return [
+            v if isinstance(v, item) else from_record(item, v, f"{where}: {key} {n}") for n, v in enumerate(value, 1)
+        ]
+    return check_type(key, value, hint)
+
+
 def from_record(cls, data, where: str):
     """A config dataclass from a saved JSON record, its keys and value types checked: an error names `where`. A
     nested config is a nested object."""
     if not isinstance(data, dict):
         raise XlingError(f"{where}: expected a JSON object of {cls.__name__} settings, not {type(data).__name__}")
     hints, known = type_hints(cls), {f.name for f in fields(cls)}
-    nested = {name: inner for name, hint in hints.items() if name in known and (inner := nested_record(hint))}
     unknown = set(data) - known
     if unknown:
         raise XlingError(f"{where}: unknown settings {shown(', '.join(sorted(map(str, unknown))))}")
@@ -289,15 +318,7 @@ def from_record(cls, data, where: str):
     if unset := [key for key, value in data.items() if value is None and not _matches(None, hints[key])]:
         raise XlingError(f"{where}: {', '.join(unset)} must be set, not null")
     with naming(where):
-        return cls(
-            **{
-                key: from_record(nested[key], value, f"{where}: {key}")
-                if key in nested and value is not None and not isinstance(value, nested[key])  # an instance: as it is
-                else check_type(key, value, hint)
-                for key, value in data.items()
-                for hint in [hints[key]]
-            }
-        )
+        return cls(**{key: _field_value(key, value, hints[key], where) for key, value in data.items()})
 
 
 def at_least(name: str, value, low) -> None:

@@ -33,7 +33,7 @@ from xling.tagging.evaluate import leakage_warning
 from xling.train.cards.adapter import model_card
 from xling.train.cards.common import CARD_FILE
 from xling.train.progress import TrainingProgress
-from xling.train.report import REPORT_FILE, read_report
+from xling.train.report import REPORT_FILE, RecipeEvaluation, read_report
 from xling.workspace import Workspace
 
 
@@ -123,13 +123,15 @@ def record_evaluations(runs: list[Recipe], rows: list[dict]) -> None:
                 write_text_atomic(directory / CARD_FILE, model_card(report))
 
 
-def evaluation_record(row: dict, seed: int | None) -> dict:
+def evaluation_record(row: dict, seed: int | None) -> RecipeEvaluation:
     """A results row as an adapter's card shows it: this adapter's seed's F1, and over the seeds."""
     own = next((r["f1"] for r in row.get("per_seed", []) if r["seed"] == seed), row["f1"])
-    record = {"label": row["label"], "data": row["data"], "setup": row["setup"], "f1": own}
+    evaluation = RecipeEvaluation(row["label"], row["data"], row["setup"], own)
     if "per_seed" in row:
-        record |= {"seeds": [r["seed"] for r in row["per_seed"]], "f1_mean": row["f1"], "f1_std": row["f1_std"]}
-    return record
+        evaluation = replace(
+            evaluation, seeds=[r["seed"] for r in row["per_seed"]], f1_mean=row["f1"], f1_std=row["f1_std"]
+        )
+    return evaluation
 
 
 def run_recipe(

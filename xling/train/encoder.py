@@ -34,7 +34,7 @@ from xling.train.cards.encoder import encoder_card
 from xling.train.language import mlm_head, split_held_out, unigram_bias
 from xling.train.mlm import BlockMix, MaskedLMObjective, check_window, pack_blocks, pack_pairs, temperature_shares
 from xling.train.progress import TrainingProgress
-from xling.train.report import Resolved
+from xling.train.report import MixedSource, Resolved
 from xling.train.run import TrainingRun
 from xling.train.text_config import EncoderOptions, mixed_sources
 from xling.workspace import Workspace
@@ -199,17 +199,17 @@ def encoder_record(options: EncoderOptions, sources: list[Source], mix: BlockMix
         "method": options.method,
         "temperature": options.temperature,
         "mix": [
-            {
-                "name": source.name,
-                "translation_pairs": source.parallel,
-                "data": source.data,
-                "files": source.files,
-                "train": len(source.train),
-                "held_out": len(source.held_out),
-                "left_out": source.left_out,
-                "blocks": size,
-                "share": round(shares[source.name], 4),
-            }
+            MixedSource(
+                name=source.name,
+                translation_pairs=source.parallel,
+                data=source.data,
+                files=source.files,
+                train=len(source.train),
+                held_out=len(source.held_out),
+                left_out=source.left_out,
+                blocks=size,
+                share=round(shares[source.name], 4),
+            )
             for source, size in zip(sources, mix.sizes)
         ],
         "commit": source_commit(),

@@ -80,6 +80,34 @@ class BestStep:
 
 
 @dataclass
+class MixedSource:
+    """One source of an adapted encoder's mix: a language's text or translation pairs (named `es-qu`)."""
+
+    name: str
+    translation_pairs: bool
+    data: list[str]  # as given: files, folders, corpus:NAME
+    files: list[str]
+    train: int  # lines or pairs trained on
+    held_out: int
+    left_out: int  # lines or pairs that held a sentence of --exclude
+    blocks: int
+    share: float  # of the rows drawn
+
+
+@dataclass
+class RecipeEvaluation:
+    """An evaluation a recipe made with a task adapter it trained: this adapter's seed's F1, and over the seeds."""
+
+    label: str
+    data: str
+    setup: str
+    f1: float
+    seeds: list[int] | None = None
+    f1_mean: float | None = None
+    f1_std: float | None = None
+
+
+@dataclass
 class RunReport:
     """One run's report. Every run writes `name`, `role` and what all runs share (xling's version, steps, time,
     precision, parameters, the options and training settings it ran with); each role adds its own fields."""
@@ -120,12 +148,12 @@ class RunReport:
     # adapted encoders
     base_model: str | None = None
     temperature: float | None = None
-    mix: list[dict] | None = None
+    mix: list[MixedSource] | None = None
     commit: str | None = None
     held_out_perplexity: dict[str, dict[str, float]] | None = None  # per language: before and after
     # what a recipe measured with a task adapter it trained
     recipe: str | None = None
-    evaluations: list[dict] | None = None
+    evaluations: list[RecipeEvaluation] | None = None
 
     @classmethod
     def from_record(cls, record, where: str) -> RunReport:
@@ -142,7 +170,7 @@ class RunReport:
     def to_record(self) -> dict:
         """The JSON object written: the role by name, the options as the run recorded them and the loop's settings
         beside them, fields a run leaves unset left out."""
-        written = set_fields(self, ALWAYS_WRITTEN) | {"role": self.role.name, "best": self.best and asdict(self.best)}
+        written = set_fields(self, ALWAYS_WRITTEN) | {"role": self.role.name}
         del written["resolved"]
         if self.options is not None:
             written["options"] = options_record(self.role, self.options, self.resolved)

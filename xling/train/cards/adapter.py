@@ -164,8 +164,8 @@ def evaluations_section(report: RunReport) -> str:
         "|---|---|---|---|---|",
     ]
     for e in report.evaluations:
-        over = f"{100 * e['f1_mean']:.1f} ± {100 * e['f1_std']:.1f} (seeds {e['seeds']})" if "seeds" in e else ""
-        lines.append(f"| {e['label']} | {public_name(e['data'])} | `{e['setup']}` | {100 * e['f1']:.1f} | {over} |")
+        over = f"{100 * e.f1_mean:.1f} ± {100 * e.f1_std:.1f} (seeds {e.seeds})" if e.seeds else ""
+        lines.append(f"| {e.label} | {public_name(e.data)} | `{e.setup}` | {100 * e.f1:.1f} | {over} |")
     return "\n".join(lines) + "\n"
 
 

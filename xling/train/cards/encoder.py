@@ -19,15 +19,14 @@ def encoder_card(report: RunReport) -> str:
     """A `README.md` for an encoder `xling train-encoder` adapted: Hub metadata, its mix, perplexities, use."""
     base, mixed = hub_id(report.model or ""), report.mix or []
     mix = "\n".join(
-        f"| {m['name']}{' (translation pairs)' if m['translation_pairs'] else ''} | "
-        f"{', '.join(dict.fromkeys(public_name(s) for s in m['data']))} | {m['train']:,} | "
-        f"{100 * m['share']:.1f}% |"
+        f"| {m.name}{' (translation pairs)' if m.translation_pairs else ''} | "
+        f"{', '.join(dict.fromkeys(public_name(s) for s in m.data))} | {m.train:,} | {100 * m.share:.1f}% |"
         for m in mixed
     )
     perplexity = "\n".join(
         f"| {lang} | {p['before']:,.1f} | {p['after']:,.1f} |" for lang, p in (report.held_out_perplexity or {}).items()
     )
-    languages = sorted({part for m in mixed for part in m["name"].split("-")})
+    languages = sorted({part for m in mixed for part in m.name.split("-")})
     data = ModelCardData(
         language=languages,
         library_name="transformers",
