@@ -270,24 +270,26 @@ def read_records(path: Path, cls: type, damaged: list[str] | None = None) -> lis
     return read_jsonl(Path(path), damaged, lambda value, where: from_record(cls, value, where))
 
 
+def _without_none(hint):
+    """`X` of an optional `X | None`; any other hint as it is."""
+    if typing.get_origin(hint) not in (typing.Union, types.UnionType):
+        return hint
+    inner = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+    return inner[0] if len(inner) == 1 else hint
+
+
 def nested_record(hint) -> type | None:
     """The dataclass a field holds (`Config`, or `Config | None`), read as a nested object; None for any other."""
-    if is_dataclass(hint):
-        return hint
-    if typing.get_origin(hint) not in (typing.Union, types.UnionType):
-        return None
-    inner = [arg for arg in typing.get_args(hint) if arg is not type(None)]
-    return inner[0] if len(inner) == 1 and is_dataclass(inner[0]) else None
+    inner = _without_none(hint)
+    return inner if is_dataclass(inner) else None
 
 
 def nested_records(hint) -> type | None:
     """The dataclass of a field holding a list of them (`list[Record]`, or `list[Record] | None`); else None."""
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        inner = [arg for arg in typing.get_args(hint) if arg is not type(None)]
-        hint = inner[0] if len(inner) == 1 else None
-    if typing.get_origin(hint) is not list:
+    inner = _without_none(hint)
+    if typing.get_origin(inner) is not list:
         return None
-    (item,) = typing.get_args(hint)
+    (item,) = typing.get_args(inner)
     return item if is_dataclass(item) else None
 
 
