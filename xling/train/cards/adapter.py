@@ -171,8 +171,7 @@ def evaluations_section(report: RunReport) -> str:
 
 def adapter_title(report: RunReport) -> str:
     """What kind of adapter a report's run trained."""
-    kind = report.adapter_kind
-    return KINDS[kind].title if kind in KINDS else f"{kind} adapters"
+    return KINDS[report.adapter_kind].title  # a kind the options' AdapterChoice checked
 
 
 def model_card(report: RunReport, repo_id: str | None = None, layout: str = "xling") -> str:
