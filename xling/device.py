@@ -16,8 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from xling.errors import XlingError
-from xling.fileio import read_json
-from xling.options import from_record
+from xling.options import read_record
 
 DEVICE_HELP = "auto (a GPU when present), cpu or cuda."
 DEVICES = ("auto", "cpu", "cuda")
@@ -145,7 +144,7 @@ class Bf16Speedup:
 
     @classmethod
     def read(cls, file: Path) -> Bf16Speedup:
-        return from_record(cls, read_json(file), str(file))
+        return read_record(file, cls)
 
 
 def machine_record(key: str) -> Path:

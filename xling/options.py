@@ -20,7 +20,7 @@ from dataclasses import MISSING, Field, asdict, dataclass, field, fields, is_dat
 from pathlib import Path
 
 from xling.errors import XlingError, naming
-from xling.fileio import read_jsonl
+from xling.fileio import read_json, read_jsonl
 
 
 class OptionMeta(typing.TypedDict, total=False):
@@ -262,6 +262,11 @@ def _plain(value):
     if is_dataclass(value):
         return asdict(value)
     return [_plain(item) for item in value] if isinstance(value, list) else value
+
+
+def read_record(path: Path, cls: type):
+    """The `cls` record a JSON file holds, its keys and types checked; one line naming the file otherwise."""
+    return from_record(cls, read_json(Path(path)), str(path))
 
 
 def read_records(path: Path, cls: type, damaged: list[str] | None = None) -> list:

@@ -24,7 +24,7 @@ from xling.fileio import atomic_directory, read_json
 from xling.methods import METHODS, check_method
 from xling.models import load_model
 from xling.names import check_lang
-from xling.options import from_record
+from xling.options import from_record, read_record
 from xling.roles import FUSION, TASK, TASK_FILE, Role
 
 
@@ -54,7 +54,7 @@ def read_task(directory: Path) -> TaskRecord:
         raise XlingError(
             f"no trained task at {directory}; train one with: xling train-task ner --lang LANG --train FILE --dev FILE"
         )
-    return from_record(TaskRecord, read_json(file), str(file))
+    return read_record(file, TaskRecord)
 
 
 def peft_task(directory: Path) -> TaskRecord | None:

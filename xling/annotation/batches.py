@@ -14,8 +14,8 @@ from pathlib import Path
 
 from xling.annotation.options import SelectOptions
 from xling.errors import XlingError
-from xling.fileio import read_json, read_jsonl, write_json_atomic, write_text_atomic
-from xling.options import from_record, set_fields
+from xling.fileio import read_jsonl, write_json_atomic, write_text_atomic
+from xling.options import from_record, read_record, set_fields
 
 BATCHES = "batches"
 SESSION_FILE = "session.json"
@@ -107,7 +107,7 @@ def start_session(directory: Path, options: SelectOptions) -> None:
     """Record the options a new session starts with; a later batch must agree on the language and corpus."""
     file = directory / SESSION_FILE
     if file.is_file():
-        started = from_record(SelectOptions, read_json(file), str(file))
+        started = read_record(file, SelectOptions)
         before, now = _fixed(started), _fixed(options)
         for key in before:
             if before[key] != now[key]:

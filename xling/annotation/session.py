@@ -31,9 +31,9 @@ from xling.data.conll import Sentence, conll_text
 from xling.data.iob2 import type_counts
 from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
-from xling.fileio import append_jsonl, read_json, write_text_atomic
+from xling.fileio import append_jsonl, write_text_atomic
 from xling.names import no_link
-from xling.options import from_record
+from xling.options import read_record
 from xling.workspace import Workspace, check_name
 
 ANSWERS_FILE = "answers.jsonl"
@@ -56,7 +56,7 @@ class Session:
         file = directory / SESSION_FILE
         if not file.is_file():
             raise XlingError(f"no annotation session in {directory}; start one with: xling select CORPUS --lang LANG")
-        self.options = from_record(SelectOptions, read_json(file), str(file))
+        self.options = read_record(file, SelectOptions)
         self.overlap = 0.0  # the share of items two people answer: `xling annotate --overlap`, set by its server
         self.load_batches()
         damaged: list[str] = []  # claims.jsonl's damaged lines: left out and shown on the page

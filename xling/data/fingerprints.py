@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from xling.errors import XlingError
-from xling.fileio import read_json, write_text_atomic
-from xling.options import from_record, shown
+from xling.fileio import write_text_atomic
+from xling.options import read_record, shown
 
 FINGERPRINTS_FILE = "fingerprints.json"  # beside a task adapter: the sentences it was trained on
 NORMALISATION = "nfc-casefold-no-spaces-sha256-16"
@@ -66,7 +66,7 @@ def read_fingerprints(folder: Path | None) -> set[str] | None:
     file = Path(folder) / FINGERPRINTS_FILE if folder else None
     if file is None or not file.is_file():
         return None
-    return set(from_record(Fingerprints, read_json(file), str(file)).sentences)
+    return set(read_record(file, Fingerprints).sentences)
 
 
 def trained_on(folders: list[Path]) -> set[str] | None:

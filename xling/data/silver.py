@@ -16,8 +16,8 @@ from pathlib import Path
 from xling.data.conll import Sentence, conll_text, read_conll
 from xling.data.fingerprints import fingerprint
 from xling.errors import XlingError
-from xling.fileio import file_sha256, read_json, write_text_atomic
-from xling.options import from_record
+from xling.fileio import file_sha256, write_text_atomic
+from xling.options import read_record
 
 SPLITS = ("silver-dev", "silver-pool")
 SALT = "xling-silver:"
@@ -64,7 +64,7 @@ class SilverRecord:
     def read(cls, file: Path) -> SilverRecord | None:
         """The record, or None where there is none this xling wrote (the splits are made again)."""
         try:
-            return from_record(cls, read_json(file), str(file)) if file.is_file() else None
+            return read_record(file, cls) if file.is_file() else None
         except XlingError:
             return None
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from xling.errors import XlingError
 from xling.fileio import read_json
-from xling.options import from_record, set_fields
+from xling.options import from_record, read_record, set_fields
 
 MAX_COUNT = 10**9  # entities in one sentence: far beyond any real one, and exact in every sum
 
@@ -47,7 +47,7 @@ class EvaluationResult:
 
     @classmethod
     def read(cls, path: Path) -> EvaluationResult:
-        return from_record(cls, read_json(Path(path)), str(path))
+        return read_record(path, cls)
 
 
 @dataclass

@@ -26,8 +26,8 @@ from rich.console import Console
 
 from xling.data.conll import read_lines, read_tokens, whole_lines
 from xling.errors import XlingError
-from xling.fileio import atomic_text_file, read_json, write_json_atomic, write_text_atomic
-from xling.options import at_least, from_record
+from xling.fileio import atomic_text_file, write_json_atomic, write_text_atomic
+from xling.options import at_least, read_record
 from xling.tagging.options import TagOptions
 from xling.tagging.output import render
 
@@ -86,7 +86,7 @@ class TagJob:
     def read(cls, file: Path) -> TagJob | None:
         """The job a parts folder was left by; None for a record no job of this xling wrote (another job's)."""
         try:
-            return from_record(cls, read_json(file), str(file))
+            return read_record(file, cls)
         except XlingError:
             return None
 
@@ -140,7 +140,7 @@ class BlockCounts:
 
     @classmethod
     def read(cls, file: Path) -> BlockCounts:
-        return from_record(cls, read_json(file), str(file))
+        return read_record(file, cls)
 
 
 def block_files(folder: Path, number: int, output_format: str) -> tuple[Path, Path]:

@@ -18,9 +18,8 @@ from xling.data.decoding import check_decoder
 from xling.data.labels import check_labels
 from xling.device import PRECISION_TABLE
 from xling.errors import XlingError
-from xling.fileio import read_json
 from xling.names import is_hub_name, is_path
-from xling.options import from_record
+from xling.options import read_record
 from xling.paths import cache_dir
 from xling.tagging import align
 from xling.tagging.align import Window, padded, predict_windows
@@ -70,7 +69,7 @@ class OnnxConfig:
     @classmethod
     def load(cls, directory: Path) -> OnnxConfig:
         file = directory / CONFIG_FILE
-        return from_record(cls, read_json(file), str(file))
+        return read_record(file, cls)
 
 
 def is_onnx_folder(path: str | Path | None) -> bool:

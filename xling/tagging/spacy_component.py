@@ -40,10 +40,9 @@ from xling.data.decoding import check_decoder
 from xling.data.iob2 import entities
 from xling.device import check_device, check_precision
 from xling.errors import XlingError, naming
-from xling.fileio import read_json
 from xling.models.loading import DEFAULT_MODEL
 from xling.names import check_lang
-from xling.options import from_record
+from xling.options import read_record
 from xling.roles import ROLES, TASK
 from xling.tagging.base import check_batch_size
 from xling.tagging.spec import TaggerSpec
@@ -208,7 +207,7 @@ class XlingNER:
         """The saved settings, checked, and the tagger loaded from the copied adapters: a damaged pipeline is
         refused by `spacy.load`, not at its first document."""
         path = Path(path).resolve()
-        saved = from_record(SavedComponent, read_json(path / SAVED), str(path / SAVED))
+        saved = read_record(path / SAVED, SavedComponent)
         self.paragraphs, self.overwrite_ents = saved.paragraphs, saved.overwrite_ents
         settings = {k: v for k, v in asdict(saved).items() if k not in ("paragraphs", "overwrite_ents")}
         self.load = settings | {"workspace": str(path / WORKSPACE), "use_lang_adapter": saved.lang_adapter is not None}

@@ -15,10 +15,10 @@ from xling.adapters import AdaptedModel
 from xling.adapters.heads import MaskedLMHead, MaskedLMHeadConfig
 from xling.data.text import read_text
 from xling.device import autocast
-from xling.fileio import read_json, write_json_atomic
+from xling.fileio import write_json_atomic
 from xling.models import load_model
 from xling.models.loading import DEFAULT_MODEL
-from xling.options import from_record
+from xling.options import read_record
 from xling.pretrained import MLM_HEAD_FILE
 from xling.provenance import made_where
 from xling.train.config import MaskingConfig, TrainConfig
@@ -71,7 +71,7 @@ class HeadReport:
 
     @classmethod
     def read(cls, file: Path) -> HeadReport:
-        return from_record(cls, read_json(file), str(file))
+        return read_record(file, cls)
 
 
 def language_blocks(recipe: HeadRecipe, tokenizer) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
