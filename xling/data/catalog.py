@@ -14,6 +14,7 @@ from pathlib import Path
 
 from xling.data.silver import SPLITS as SILVER_SPLITS
 from xling.data.silver import SilverSplits
+from xling.data.token_rows import TokenRowSplits
 from xling.errors import XlingError
 from xling.options import opt
 from xling.paths import cache_dir
@@ -28,7 +29,9 @@ CATALOG = PACKAGED if PACKAGED.is_file() else Path(__file__).parents[2] / "corpo
 PREFIX = "corpus:"  # corpus:NAME[/SPLIT], resolved by xling.data.fetch.resolve
 FILES_PREFIX = "hf-files:"  # a dataset repository whose text files are the corpus
 URLS = "urls"  # files fetched one by one from the addresses in `files`, each checked against its sha256
-HUB_SPLITS = {"train": "train", "dev": "validation"}  # catalogue split -> the hub dataset's split
+# catalogue split -> the hub dataset's split; `test` is never a catalogue split: it is read only to leave its
+# sentences out of a corpus made from rows (TokenRowSplits.without_splits)
+HUB_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
 
 
 @dataclass
@@ -45,10 +48,13 @@ class Corpus:
     unfetched: dict[str, str] = field(default_factory=dict)  # split -> where it comes from instead
     silver: SilverSplits | None = None  # silver-dev and silver-pool, made here from a split of silver data
     files: dict[str, dict[str, str]] = field(default_factory=dict)  # with hub "urls": name -> url and sha256
+    rows: TokenRowSplits | None = None  # splits made from the token rows of `files` (xling.data.token_rows)
 
     def __post_init__(self):
         if isinstance(self.silver, dict):
             self.silver = SilverSplits(**self.silver)
+        if isinstance(self.rows, dict):
+            self.rows = TokenRowSplits(**self.rows)
 
     def made_from(self, split: str | None) -> str | None:
         """The split a split's sentences come from: silver-dev and silver-pool are made from the silver source."""
@@ -90,6 +96,8 @@ def fetchable(corpus: Corpus, split: str | None) -> bool:
     """Whether the corpus (a split of labelled data, or a whole text corpus) has a hub source to fetch."""
     if not corpus.hub:
         return False
+    if corpus.rows and split in corpus.splits:
+        return True
     return split is None if corpus.hub.startswith(FILES_PREFIX) or corpus.hub == URLS else split in HUB_SPLITS
 
 

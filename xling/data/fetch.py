@@ -1,6 +1,7 @@
 """Fetching a catalogued corpus from its public source into xling's corpus cache, laid out as a local
 corpora root: labelled splits through `datasets` (written as CoNLL files), text corpora as the text files
-of a dataset repository. Each fetch is pinned to the catalogue's `revision` and leaves a `MANIFEST.json`
+of a dataset repository, a corpus published as token rows made into its splits from the fetched files
+(`xling.data.token_rows`). Each fetch is pinned to the catalogue's `revision` and leaves a `MANIFEST.json`
 with the sha256 of every file; a later use checks the files against it."""
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from xling.data.catalog import (
     load_catalog,
     local_path,
 )
-from xling.data.conll import conll_text
+from xling.data.conll import conll_text, read_conll
 from xling.data.hub_datasets import hub_dataset, sentences_from_dataset
 from xling.data.silver import SPLITS as SILVER_SPLITS
 from xling.data.silver import write_silver
+from xling.data.token_rows import write_token_row_splits
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, file_sha256, read_json, write_text_atomic
 
@@ -47,7 +49,9 @@ def fetch(corpus: Corpus, split: str | None = None, console: Console | None = No
         where = f"{corpus.name}{'/' + split if split else ''}"
         console.print(f"fetching {where} from {corpus.hub} ({corpus.source})", highlight=False, soft_wrap=True)
         try:
-            if split is not None:
+            if corpus.rows and split is not None:
+                _make_from_rows(corpus, folder, console)
+            elif split is not None:
                 _fetch_split(corpus, split, target)
             elif corpus.hub == URLS:
                 _fetch_urls(corpus, folder, console)
@@ -73,6 +77,30 @@ def _fetch_split(corpus: Corpus, split: str, target: Path) -> None:
     sentences = sentences_from_dataset(dataset, corpus.hub)
     write_text_atomic(target, conll_text(sentences))
     _record(target.parent, [target])
+
+
+def _make_from_rows(corpus: Corpus, folder: Path, console: Console) -> None:
+    """Every split of a corpus made from token rows: its files fetched, the sentences of `without` left out."""
+    spec = corpus.rows
+    sources = fetch(corpus, None, console)  # the token-row files, checked against the catalogue's sums
+    without = []
+    for split in spec.without_splits:
+        try:
+            without += read_conll(_held_split(spec.without, split))
+        except XlingError as err:
+            raise XlingError(f"{corpus.name} is made without the sentences of {spec.without}/{split}: {err}") from None
+    made = write_token_row_splits(spec, [sources / name for name in corpus.files], without, folder, corpus.name)
+    _record(folder, made)
+
+
+def _held_split(name: str, split: str) -> Path:
+    """A split of a catalogued corpus, the held-out test split too: that one is read only to leave its sentences
+    out of another corpus (never a `corpus:` split, so nothing trains or scores on it)."""
+    catalog = load_catalog()
+    corpus = catalog[name]
+    if split in corpus.splits:
+        return Path(resolve(f"{PREFIX}{name}/{split}", catalog))
+    return local_path(corpus, split) or fetch(corpus, split)
 
 
 def _fetch_files(corpus: Corpus, folder: Path, console: Console) -> None:
@@ -144,6 +172,8 @@ def fetch_all(corpus: Corpus, console: Console) -> list[Path]:
     """Every part of a corpus that has a hub source (`xling corpora get NAME`)."""
     if not corpus.hub:
         raise XlingError(f"corpus {corpus.name} has no hub source to fetch ({corpus.source or 'development only'})")
+    if corpus.rows:
+        return [fetch(corpus, split, console) for split in corpus.splits]
     if corpus.hub.startswith(FILES_PREFIX) or corpus.hub == URLS:
         return [fetch(corpus, None, console)]
     return [fetch(corpus, split, console) for split in corpus.splits if split in HUB_SPLITS]
