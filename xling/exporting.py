@@ -69,6 +69,7 @@ class ExportOptions:
             "task",
             "task_adapter",
             "fusion",
+            "ensemble",
             "no_lang_adapter",
             "batch_size",
             "decoder",

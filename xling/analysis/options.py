@@ -93,7 +93,7 @@ class AnalyzeOptions:
     # the analyses look into the PyTorch model, task by task
     tagger: TaggerSpec = opt(
         factory=TaggerSpec,
-        without=("task", "runtime"),
+        without=("task", "runtime", "ensemble"),
         overrides={
             "lang": {
                 "required": False,

@@ -32,7 +32,7 @@ class SelectOptions:
     # the model proposes tags for a person to correct: a single task adapter, in PyTorch
     tagger: TaggerSpec = opt(
         factory=lambda: TaggerSpec(batch_size=64),
-        without=("task", "fusion", "no_lang_adapter", "runtime"),
+        without=("task", "fusion", "ensemble", "no_lang_adapter", "runtime"),
         overrides={
             "task_adapter": {"help": "Task adapter that proposes the tags (default: ner-LANG if trained, else ner-en)."}
         },

@@ -39,6 +39,7 @@ COMMANDS = {
     "train-task": ("xling.cli.train", "train_task"),
     "train-fusion": ("xling.cli.train", "train_fusion_command"),
     "self-train": ("xling.cli.train", "self_train_command"),
+    "soup": ("xling.cli.train", "soup_command"),
     "evaluate": ("xling.cli.evaluate", "evaluate_command"),
     "compare": ("xling.cli.evaluate", "compare_command"),
     "tag": ("xling.cli.tag", "tag"),

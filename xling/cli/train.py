@@ -1,4 +1,5 @@
-"""`xling train-lang`, `train-encoder`, `train-task`, `train-fusion` and `self-train`: thin commands over `xling.train`.
+"""`xling train-lang`, `train-encoder`, `train-task`, `train-fusion`, `self-train` and `soup`: thin commands over
+`xling.train`.
 
 The training functions (and torch with them) are imported when a command runs; each command's options, their
 defaults and help come from its options dataclass in `xling.train.config` alone.
@@ -10,7 +11,7 @@ from rich.console import Console
 
 from xling.cli.options import command
 from xling.cli.progress import TrainingBar
-from xling.train.config import FusionOptions, SelfTrainingOptions, TaskAdapterOptions
+from xling.train.config import FusionOptions, SelfTrainingOptions, SoupOptions, TaskAdapterOptions
 from xling.train.text_config import EncoderOptions, LanguageAdapterOptions
 
 console = Console(stderr=True)
@@ -59,3 +60,13 @@ def self_train_command(options: SelfTrainingOptions):
     from xling.train.summary import self_training_summary
 
     Console().print(self_training_summary(self_train(options, console, TrainingBar(console))))
+
+
+@command(SoupOptions)
+def soup_command(options: SoupOptions):
+    """Average task adapters trained alike (the seeds of one run) weight by weight into one: a model soup."""
+    from xling.train.soup import soup
+
+    console.print(
+        f"saved {options.name} to {soup(options)}: the mean of {', '.join(options.adapters)}", highlight=False
+    )

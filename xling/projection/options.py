@@ -32,7 +32,7 @@ class ProjectOptions:
     # the source side's tagger: its `lang` is the source language
     tagger: TaggerSpec = opt(
         factory=TaggerSpec,
-        without=("lang", "task", "fusion", "runtime"),
+        without=("lang", "task", "fusion", "ensemble", "runtime"),
         overrides={"task_adapter": {"help": "Task adapter that tags the source side (default: ner-SOURCE_LANG)."}},
     )
     layer: int = opt(8, "Encoder layer whose word vectors align the words not named alike (at most the last).")
@@ -137,7 +137,7 @@ class MatchOptions:
     # the zero-shot tagger that may veto a match's type: its `lang` is the text's
     tagger: TaggerSpec = opt(
         factory=TaggerSpec,
-        without=("task", "fusion", "runtime"),
+        without=("task", "fusion", "ensemble", "runtime"),
         overrides={
             "task_adapter": {"help": "Task adapter whose tags may veto a match (default: ner-LANG, else ner-en)."}
         },

@@ -23,7 +23,7 @@ from xling.recipes.reading import RUN_LEVEL, Recipe, Step
 from xling.roles import FUSION, LANG, TASK, Role
 from xling.shipping.options import SHIPPED, ShipOptions
 from xling.tagging.options import EvaluationOptions, TagOptions
-from xling.train.config import FusionOptions, SelfTrainingOptions, TaskAdapterOptions
+from xling.train.config import FusionOptions, SelfTrainingOptions, SoupOptions, TaskAdapterOptions
 from xling.train.text_config import LanguageAdapterOptions
 from xling.workspace import Workspace
 
@@ -69,9 +69,14 @@ class RunKind(ABC):
         return output
 
 
+class Saving(RunKind):
+    """A step that saves an adapter, which later steps may need: `saves` names it."""
+
+
 @dataclass(frozen=True)
-class Training(RunKind):
-    """A step that trains and saves an adapter, printing the trainer's report as `summary` puts it."""
+class Training(Saving):
+    """A step that trains and saves an adapter, printing the trainer's report as `summary` puts it; a recipe's
+    seeds set its seed."""
 
     train: Callable
     summary: Callable
@@ -109,9 +114,23 @@ class SelfTraining(Training):
         return [(TASK, options.source), (LANG, options.lang)]
 
 
+class Souping(Saving):
+    """`xling soup`: task adapters trained alike averaged into one (it trains nothing: no seed of its own)."""
+
+    def perform(self, options: SoupOptions, context: StepContext) -> None:
+        context.console.print(f"saved {options.name} to {later('xling.train.soup:soup')(options)}")
+
+    def saves(self, options: SoupOptions) -> Adapter:
+        return (TASK, options.name)
+
+    def needs(self, options: SoupOptions, context: StepContext) -> list[Adapter]:
+        return [(TASK, name) for name in options.adapters]
+
+
 class Tagging(RunKind):
     """A step that tags with a trained setup: a fusion, or the task adapter `xling tag` would find (the steps
-    before count as trained; `ner-en` when none is, which validation reports), and the language adapter under it."""
+    before count as trained; `ner-en` when none is, which validation reports) with those of its ensemble, and the
+    language adapter under it."""
 
     def needs(self, options, context: StepContext) -> list[Adapter]:
         spec = options.tagger
@@ -123,7 +142,7 @@ class Tagging(RunKind):
                 adapter = context.workspace.task_adapter_name(spec.task, spec.lang, spec.task_adapter, trained)
             except XlingError:
                 adapter = "ner-en"
-            needs = [(TASK, adapter)]
+            needs = [(TASK, adapter)] + [(TASK, name) for name in spec.ensemble]
         if spec.use_lang_adapter:
             needs.append((LANG, spec.lang_adapter or spec.lang))
         return needs
@@ -213,6 +232,7 @@ RUNS: dict[str, RunKind] = {
         later("xling.train.self_training:self_train"),
         later("xling.train.summary:self_training_summary"),
     ),
+    "soup": Souping(SoupOptions),
     "evaluate": Evaluation(EvaluationOptions),
     "tag": TagFile(TagOptions),
     "analyze": AnalysisStep(AnalyzeOptions),
@@ -233,13 +253,13 @@ def step_options(step: Step, **run_level):
 
 
 def trains(step: Step) -> bool:
-    return step.run in RUNS and produces(step) is not None
+    return step.run in RUNS and isinstance(RUNS[step.run], Training)
 
 
 def produces(step: Step) -> Adapter | None:
-    """(role, name) of the adapter a training step saves; `name` names it, else the command's default. Other
+    """(role, name) of the adapter a saving step saves; `name` names it, else the command's default. Other
     steps save none, said without building their options (every step asks this of all steps before it)."""
-    return RUNS[step.run].saves(step_options(step)) if isinstance(RUNS[step.run], Training) else None
+    return RUNS[step.run].saves(step_options(step)) if isinstance(RUNS[step.run], Saving) else None
 
 
 def earlier_tasks(recipe: Recipe, step: Step) -> set[str]:

@@ -25,7 +25,7 @@ import inspect
 import json
 import shutil
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -73,10 +73,11 @@ class SavedComponent:
     batch_size: int = 32
     precision: str = "auto"
     device: str = "auto"
+    ensemble: list[str] = field(default_factory=list)  # task adapters averaged with task_adapter's
 
     def __post_init__(self):
         check_lang(self.lang)
-        for name in (self.lang_adapter, self.task_adapter, self.fusion):
+        for name in (self.lang_adapter, self.task_adapter, self.fusion, *self.ensemble):
             if name is not None:
                 check_name(name)
         if (self.task_adapter is None) == (self.fusion is None):
@@ -155,7 +156,8 @@ class XlingNER:
         workspace = Workspace(path / WORKSPACE, self.load.get("model", DEFAULT_MODEL))
         roles = {role.name: role for role in ROLES}
         copies = [(roles[role], Path(d).name, d) for role, d in tagger.directories.items()]
-        copies += [(TASK, name, directory) for name, directory in tagger.fused.items()]  # found by name
+        others = getattr(tagger, "ensemble", {})  # an ensemble's task adapters beside the first's
+        copies += [(TASK, name, directory) for name, directory in (tagger.fused | others).items()]  # found by name
         staging = path / f"{WORKSPACE}.new"
         shutil.rmtree(staging, ignore_errors=True)
         for role, name, directory in copies:
@@ -171,6 +173,7 @@ class XlingNER:
             "lang_adapter": names.get("lang"),
             "task_adapter": names.get("task"),
             "fusion": names.get("fusion"),
+            "ensemble": list(others),
         }
         (path / SAVED).write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
         self._forget_local_paths(path.parent / "config.cfg")
@@ -244,7 +247,12 @@ def make_xling_ner(
 # The config's keys, types and defaults are TaggerSpec's (spaCy reads them from the signature): they cannot drift.
 _own = list(inspect.signature(make_xling_ner).parameters.values())[:4]
 _load = [
-    inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=f.type)
+    inspect.Parameter(
+        f.name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=f.default_factory() if f.default is MISSING else f.default,  # a list's default is made by a factory
+        annotation=f.type,
+    )
     for f in fields(TaggerSpec)
 ]
 make_xling_ner.__signature__ = inspect.Signature(_own + _load)

@@ -12,7 +12,7 @@ from xling.device import DEVICE_HELP, INFERENCE_PRECISION_HELP, check_device, ch
 from xling.errors import XlingError
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.names import check_lang, is_hub_name
-from xling.options import MAX_BATCH, at_least, at_most, opt
+from xling.options import MAX_BATCH, at_least, at_most, comma_list, opt
 from xling.paths import WORKSPACE_HELP
 from xling.roles import FUSION, TASK, Role
 from xling.tagging.onnx_tagger import RUNTIME_HELP, check_onnx_precision, check_runtime
@@ -29,6 +29,12 @@ class TaggerSpec:
         None, "Task adapter: a name, a directory or hf:ORG/NAME (default: TASK-LANG if trained, else TASK-en)."
     )
     fusion: str | None = opt(None, "A trained fusion to use instead of a single task adapter.")
+    ensemble: list[str] = opt(
+        factory=list,
+        help="More task adapters, comma-separated, whose word probabilities are averaged with the task adapter's "
+        "before decoding, each in its own setup (e.g. ner-es beside ner-en).",
+        parse=comma_list,
+    )
     use_lang_adapter: bool = opt(True, "Tag without a language adapter.", name="no_lang_adapter", invert=True)
     lang_adapter: str | None = opt(None, LANG_ADAPTER_HELP)
     model: str = opt(DEFAULT_MODEL, MODEL_HELP)
@@ -53,6 +59,10 @@ class TaggerSpec:
             raise XlingError(
                 f"--no-lang-adapter and --lang-adapter {self.lang_adapter} contradict each other; give one"
             )
+        if self.fusion and self.ensemble:
+            raise XlingError(f"--fusion {self.fusion} and --ensemble contradict each other: give one")
+        if self.task_adapter in self.ensemble or len(set(self.ensemble)) < len(self.ensemble):
+            raise XlingError(f"--ensemble names a task adapter twice: {', '.join(self.ensemble)}")
         if self.fusion and self.task_adapter:
             raise XlingError(
                 f"--fusion {self.fusion} and --task-adapter {self.task_adapter} contradict each other: a fusion "

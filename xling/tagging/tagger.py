@@ -23,6 +23,7 @@ from xling.models.stored_weights import quantize_int8
 from xling.pretrained import say_notice
 from xling.roles import FUSION, LANG, TASK, Role
 from xling.tagging.base import TextTagger, check_batch_size
+from xling.tagging.ensemble import EnsembleTagger, ensemble_tagger
 from xling.tagging.onnx_tagger import GRAPH_VERSION, OnnxTagger, export_key, exported_tagger, is_onnx_folder
 from xling.tagging.predict import predict_probabilities
 from xling.tagging.spec import TaggerSpec
@@ -56,7 +57,7 @@ class Tagger(TextTagger):
             quantize_int8(model)
 
     @classmethod
-    def load(cls, spec: TaggerSpec | str | None = None, **settings) -> Tagger | OnnxTagger:
+    def load(cls, spec: TaggerSpec | str | None = None, **settings) -> Tagger | OnnxTagger | EnsembleTagger:
         """A ready tagger: `Stack(<lang>, <task adapter>)`, or `Stack(<lang>, Fuse(...))` with `fusion`, as `spec`
         (or `TaggerSpec(**settings)`: `Tagger.load(lang="qu")`, or `Tagger.load("qu")`; with both, the settings
         change the spec) says.
@@ -64,12 +65,15 @@ class Tagger(TextTagger):
         Adapters are workspace names, directories or Hub names (`hf:ORG/NAME`); the language adapter is
         `lang_adapter` if given, else the workspace's adapter for `lang`. `decoder` None: the task adapter's own
         (the one its dev F1 was measured with). `runtime="onnx"`: an `OnnxTagger` of the same adapters (exported
-        into the workspace on first use), or of the folder `task_adapter` if `xling export --format onnx` wrote it."""
+        into the workspace on first use), or of the folder `task_adapter` if `xling export --format onnx` wrote it.
+        `ensemble`: an `EnsembleTagger` of the task adapter and those, each loaded so."""
         if isinstance(spec, str):
             spec, settings = None, {"lang": spec, **settings}
         spec = replace(spec, **settings) if spec else TaggerSpec(**settings)
         if spec.lang is None:
             raise XlingError("a tagger needs the language of its text (lang)")
+        if spec.ensemble:
+            return ensemble_tagger(cls.load, spec)
         if spec.runtime == "onnx":
             return onnx_tagger(cls, spec)
         device = pick_device(spec.device)

@@ -281,3 +281,24 @@ class SelfTrainingOptions(TaggingRunOptions):
                 setattr(self, key, None)  # 0 on the command line: no limit
             elif getattr(self, key) is not None and getattr(self, key) < 1:
                 raise XlingError(f"{key.replace('_', '-')} must be at least 1")
+
+
+@dataclass
+class SoupOptions:
+    """`xling soup`: task adapters trained alike averaged weight by weight into one (`xling.train.soup`)."""
+
+    adapters: list[str] = opt(
+        help="Task adapters to average, comma-separated names or folders, e.g. ner-qu-s1,ner-qu-s2,ner-qu-s3: the "
+        "seeds of one run (same settings, labels and starting adapter).",
+        parse=comma_list,
+    )
+    name: str = opt(help="Name of the averaged task adapter.")
+    model: str = opt(DEFAULT_MODEL, MODEL_HELP)
+    workspace: str | None = opt(None, WORKSPACE_HELP)
+    overwrite: bool = opt(False, "Replace an existing adapter of the same name.")
+
+    def __post_init__(self):
+        if self.name is not None:  # unset while the command line builds its help
+            check_name(self.name)
+        if self.adapters is not None and len(set(self.adapters)) < 2:
+            raise XlingError(f"a soup averages two task adapters or more, not {', '.join(self.adapters) or 'none'}")
