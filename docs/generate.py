@@ -44,9 +44,9 @@ EXPECT = [
         "zero-shot Stack(qu, ner-en), silver-dev",
     ),
     (
-        "few-shot: the 100 WikiANN-qu train sentences (silver-dev)",
-        "quality-qu/fp32-cpu.json",
-        "few-shot Stack(qu, ner-qu), 100 gold sentences, silver-dev",
+        "every public Quechua label (qubert-qu/dev), `Stack(qu, ner-qu)`",
+        "all-labels-qu/results.json",
+        "Stack(qu, ner-qu-all) against the shipped ner-qu, qubert-qu/dev, viterbi",
     ),
     ("100 answers, random sentences (silver-dev)", "active-qu/random-correct.json", "random-correct, 100 answers"),
     (

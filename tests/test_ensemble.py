@@ -115,3 +115,16 @@ no_lang_adapter = true
     recipe = write_recipe(tmp_path / "ensemble.toml", model_dir, tmp_path / "ws", steps)
     result = run_xling("run", recipe, "--dry-run", env={"COLUMNS": "300"})
     assert result.returncode == 1 and "ner-missing" in result.stderr and "step 2" in result.stderr
+
+
+def test_an_ensemble_runs_on_onnx_runtime_as_on_torch(copied_workspace):
+    pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+    workspace, model_dir, _, _ = copied_workspace
+    shifted(workspace, model_dir, "ner-up", 0.05)
+    spec = TaggerSpec(
+        lang="qu", task_adapter="ner-en", ensemble=["ner-up"], model=str(model_dir), workspace=str(workspace)
+    )
+    on_torch = Tagger.load(spec, precision="fp32").word_probabilities(SENTENCES)
+    on_onnx = Tagger.load(spec, runtime="onnx", precision="fp32")
+    assert on_onnx.runtime == "onnx" and on_onnx.head == "ner-en+ner-up"
+    assert all(np.allclose(a, b, atol=1e-4) for a, b in zip(on_onnx.word_probabilities(SENTENCES), on_torch))

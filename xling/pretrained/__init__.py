@@ -131,7 +131,7 @@ def notice(directories: dict[str, Path], reasons: list[str] = (), zero_shot: boo
     if score is None:
         return f"{line}: no figure for {setup}"
     low, high = (100 * bound for bound in score.f1_interval)
-    where = f"{score.sentences} {score.data.rsplit('/', 1)[-1]} sentences"
+    where = f"{score.sentences:,} {score.data.removeprefix('corpus:')} sentences"
     return f"{line}: {score.setup} F1 {100 * score.f1:.1f} [{low:.1f}, {high:.1f}] on {where}"
 
 

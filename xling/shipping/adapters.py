@@ -48,7 +48,7 @@ from xling.tagging.options import EvaluationOptions
 from xling.tagging.spec import TaggerSpec
 from xling.train.cards.adapter import model_card
 from xling.train.cards.common import CARD_FILE, catalogued, corpus_table
-from xling.train.report import REPORT_FILE, read_report
+from xling.train.report import REPORT_FILE, RunReport, read_report
 from xling.trained_tasks import TASK_FILE, read_task, task_text
 
 RECIPE, SEED = "recipes/pretrained.toml", 2
@@ -80,13 +80,21 @@ def copy_adapter(source: Path, target: Path, role, dtype: torch.dtype) -> None:
             weights = {k: v.to(dtype) if v.is_floating_point() else v for k, v in read_weights(source / name).items()}
             save_file({k: v.contiguous() for k, v in weights.items()}, str(target / name))
         elif name == REPORT_FILE:
-            write_json_atomic(target / name, without_local_paths(read_report(source).to_record()))
+            write_json_atomic(target / name, without_local_paths(named_report(source, role).to_record()))
         elif name == TASK_FILE:  # the language adapter it was trained over, by name rather than by path
             record = read_task(source)
             by_name = replace(record, lang_adapter=record.lang_adapter and Path(record.lang_adapter).name)
             (target / name).write_text(task_text(by_name), encoding="utf-8")
         elif (source / name).is_file():
             shutil.copy(source / name, target / name)
+
+
+def named_report(source: Path, role) -> RunReport:
+    """The adapter's report with its training data named as the recipe gave it (the corpora by catalogue name,
+    where the run recorded the files it read), so that nothing it must say is left out with the local paths."""
+    report, step = read_report(source), recipe_steps()[source.name]
+    given = {key: step[key] for key in (("corpus",) if role is LANG else ("train", "dev")) if key in step}
+    return replace(report, options=replace(report.options, **given))
 
 
 def without_local_paths(value):
@@ -184,10 +192,6 @@ def build(source_workspace: Path, model: str = DEFAULT_MODEL) -> Path:
 
 def write_record(staged_ws: Path, role, name: str, fp16: bool, checks: list[dict]) -> None:
     target = staged_ws / model_label(DEFAULT_MODEL) / role.name / name
-    report = read_report(target)  # its corpora by catalogue name, as the recipe gave them
-    step = recipe_steps()[name]
-    given = {"corpus" if role is LANG else "train": step.get("corpus") or step.get("train")}
-    write_json_atomic(target / REPORT_FILE, replace(report, options=replace(report.options, **given)).to_record())
     scores = [score(staged_ws, lang, task, data) for lang, task, data in SETUPS[name]]
     files = {f.name: file_sha256(f) for f in sorted(target.iterdir()) if f.is_file()}
     record = PretrainedRecord(

@@ -32,8 +32,9 @@ class EnsembleTagger(TextTagger):
         self.head = "+".join(member.head for member in members)
         self.setup = f"Mean({', '.join(str(member.setup) for member in members)})"
         self.trained_from: list[Path] = [f for member in members for f in getattr(member, "trained_from", [])]
-        self.directories, self.fused = first.directories, first.fused  # the first member's adapters, by role
-        self.ensemble = {member.head: member.directories["task"] for member in members[1:]}  # the others, by name
+        # the first member's adapters by role, the others' by name (an ONNX member's export holds its own)
+        self.directories, self.fused = getattr(first, "directories", {}), getattr(first, "fused", {})
+        self.ensemble = {m.head: d for m in members[1:] if (d := getattr(m, "directories", {}).get("task"))}
 
     def word_probabilities(self, sentences: list[list[str]]) -> list[np.ndarray]:
         each = [member.word_probabilities(sentences) for member in self.members]
