@@ -288,3 +288,14 @@ def test_the_shipping_copy_keeps_what_tagging_reads_in_fp16_and_names_the_langua
     assert read_report(tmp_path / "ner-en").options.train == "corpus:wikiann-en/train"
     told = subprocess.run([sys.executable, "-m", "xling.shipping.head", "--help"], capture_output=True, text=True)
     assert told.returncode == 0 and "workdir" in told.stdout  # the command the docs give exists
+
+
+def test_a_shipped_setup_is_scored_with_its_interval_as_the_record_keeps_it(tmp_path):
+    from xling.shipping.adapters import score
+
+    data = tmp_path / "few.conll"
+    data.write_text("Qusqu\tB-LOC\nllaqtaqa\tO\nPerú\tB-LOC\nsuyupi\tI-LOC\nkachkan\tO\n\nJuan\tB-PER\nrimaq\tO\n\n")
+    scored = score(tmp_path / "empty", "qu", "ner-qu", str(data))  # the shipped adapters, as shipping scores them
+    assert (scored.data, scored.setup, scored.sentences) == (str(data), "Stack(qu, ner-qu)", 2)
+    low, high = scored.f1_interval
+    assert 0 <= low <= scored.f1 <= high <= 1 and isinstance(scored.f1, float)

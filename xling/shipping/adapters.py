@@ -136,7 +136,7 @@ def agreeing(source: Path, staged: Path, lang: str, task: str) -> dict:
 def score(workspace: Path, lang: str, task: str, data: str) -> Score:
     spec = TaggerSpec(lang=lang, task_adapter=task, workspace=str(workspace), precision="fp32")
     result = evaluate(EvaluationOptions(data=data, tagger=spec, bootstrap=1000))
-    return Score(data, f"Stack({lang}, {task})", result["f1"], result["f1_interval"], result["sentences"])
+    return Score(data, f"Stack({lang}, {task})", result.f1, result.f1_interval, result.sentences)
 
 
 def recipe_steps() -> dict[str, dict]:
