@@ -278,7 +278,7 @@ def test_the_embedded_model_exports_from_its_light_encoder_and_tags_as_pytorch(t
     checks = json.loads((tmp_path / "onnx" / "xling_onnx.json").read_text())["checks"]
     assert checks["fp32_max_logit_difference"] < 1e-3
     onnx = run_xling("tag", "--lang", "qu", "-t", tmp_path / "onnx", "--runtime", "onnx", "-", input=line, cwd=tmp_path)
-    assert onnx.returncode == 0 and onnx.stdout == "[Qusqu](LOC) llaqtaqa [Perú suyupi](LOC) kachkan.\n"  # as torch
+    assert onnx.returncode == 0 and onnx.stdout == "[Qusqu llaqtaqa](LOC) [Perú suyupi](LOC) kachkan.\n"  # as torch
 
 
 def test_an_exported_folder_tags_without_importing_torch_or_transformers(exported):

@@ -44,12 +44,12 @@ def test_tag_writes_onto_a_fifo_as_it_is_and_reads_one(tmp_path):
     writer.join(10)
     assert done.returncode == 0, done.stderr
     assert stat.S_ISFIFO(fifo_out.stat().st_mode)  # written into, not replaced by a file
-    assert read == ["[Qusqu](LOC) llaqtaqa [Perú suyupi](LOC) kachkan.\n"]
+    assert read == ["[Qusqu llaqtaqa](LOC) [Perú suyupi](LOC) kachkan.\n"]
 
 
 def test_tag_reads_dev_stdin_and_a_closed_stdin_is_one_line(tmp_path):
     done = tag("/dev/stdin", input=LINE + "\n", cwd=tmp_path)
-    assert done.returncode == 0 and done.stdout == "[Qusqu](LOC) llaqtaqa [Perú suyupi](LOC) kachkan.\n", done.stderr
+    assert done.returncode == 0 and done.stdout == "[Qusqu llaqtaqa](LOC) [Perú suyupi](LOC) kachkan.\n", done.stderr
     closed = subprocess.run(
         [sys.executable, "-m", "xling", "tag", "--lang", "qu", "-"],
         capture_output=True,

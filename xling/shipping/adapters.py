@@ -185,6 +185,8 @@ def build(source_workspace: Path, model: str = DEFAULT_MODEL) -> Path:
                 copy_adapter(source / role.name / name, staged / role.name / name, role, torch.float32)
         for role, name in SHIPPED:
             write_record(staged_ws, role, name, fp16, checks)
+        if (head := PRETRAINED_ROOT / label / "head").is_dir():  # `xling.shipping.head` writes it: kept as it is
+            shutil.copytree(head, staged / "head")
         with atomic_directory(PRETRAINED_ROOT / label, overwrite=True, replaces=()) as target:
             shutil.copytree(staged, target, dirs_exist_ok=True)
     return PRETRAINED_ROOT / label
