@@ -71,15 +71,16 @@ def value(row: dict, with_seeds: bool = False) -> str:
     sentences' counts, optionally with the per-seed values."""
     metric = row.get("metric", "f1")
     scale = 100 if metric == "f1" else 1
+    per_seed = row.get("per_seed")  # none in a seedless recipe's row: one run at the seeds its steps set
     text = f"{scale * row[metric]:.1f}"
-    if len(row["per_seed"]) > 1:
+    if per_seed and len(per_seed) > 1:
         text += f" ± {scale * row[metric + '_std']:.1f}"
-    else:  # a score names its seed; a timing, that it is one run
-        text += f" (seed {row['per_seed'][0]['seed']})" if metric == "f1" else " (one run)"
+    else:  # a score names its seed; a timing or a seedless recipe's score, that it is one run
+        text += f" (seed {per_seed[0]['seed']})" if per_seed and metric == "f1" else " (one run)"
     if metric == "f1":
         text += f" {interval_cell(row)}" if "f1_interval" in row else " (no interval: earlier protocol)"
     if with_seeds:
-        text = " / ".join(f"{scale * s[metric]:.1f}" for s in row["per_seed"]) + f" | {text}"
+        text = " / ".join(f"{scale * s[metric]:.1f}" for s in per_seed or [row]) + f" | {text}"
     return text
 
 

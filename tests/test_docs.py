@@ -58,6 +58,9 @@ def test_records_without_intervals_are_set_apart_on_the_results_page():
     assert page.index("## new run: a CPU") < earlier < page.index("### old run: a CPU")
     assert "50.0 (seed 1) [45.0, 55.0]" in page[:earlier]
     assert "50.0 (seed 1) (no interval: earlier protocol)" in page[earlier:]
+    seedless = record("seedless run", f1_interval=[0.45, 0.55])  # a recipe whose steps set their own seeds
+    del seedless["rows"][0]["per_seed"]
+    assert "| 50.0 | 50.0 (one run) [45.0, 55.0] | 392 |" in results_page({"soups.json": seedless})
 
 
 def readme_commands() -> list[list[str]]:
