@@ -129,6 +129,8 @@ def test_an_empty_workspace_tags_with_the_shipped_adapters_and_says_so(tmp_path,
     assert [(s.text, s.label) for s in spans][:1] == [("Qusqu llaqtaqa", "LOC")]  # QuBERT's spans hold "llaqta"
     told = capsys.readouterr().err.strip().splitlines()
     assert len(told) == 1 and "task/ner-qu" in told[0] and told[0].endswith("on 701 qubert-qu/dev sentences")
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    assert f"\n{told[0]}\n" in readme  # the README shows this very line, its figure too
     zero_shot = Tagger.load("qu", task_adapter="ner-en", workspace=str(tmp_path / "empty"))
     assert zero_shot.directories == {"task": shipped("task/ner-en"), "lang": shipped("lang/qu")}
     assert "Stack(qu, ner-en) F1" in capsys.readouterr().err
