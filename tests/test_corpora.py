@@ -244,7 +244,7 @@ def test_a_corpus_made_from_rows_is_refused_whole_when_it_is_not_the_pinned_one(
     no split written."""
     files = _row_files([(1, ["Qusqu", "llaqta"], ["B-LOC", "O"])])
     _serve_rows(files, monkeypatch)
-    monkeypatch.setattr("xling.data.fetch._held_split", lambda name, split: Path(os.devnull))
+    monkeypatch.setattr("xling.data.fetch._held_split", lambda corpus, split, catalog: Path(os.devnull))
     with pytest.raises(XlingError, match=r"^qubert-qu/dev made from train_qu_ner.csv, test_qu_ner.csv has sha256"):
         resolve("corpus:qubert-qu/dev")
     folder = no_local_corpora / "ner" / "qubert-qu"

@@ -81,25 +81,23 @@ def _fetch_split(corpus: Corpus, split: str, target: Path) -> None:
 
 def _make_from_rows(corpus: Corpus, folder: Path, console: Console) -> None:
     """Every split of a corpus made from token rows: its files fetched, the sentences of `without` left out."""
-    spec = corpus.rows
+    spec, catalog = corpus.rows, load_catalog()
     sources = fetch(corpus, None, console)  # the token-row files, checked against the catalogue's sums
     without = []
     for split in spec.without_splits:
         try:
-            without += read_conll(_held_split(spec.without, split))
+            without += read_conll(_held_split(catalog[spec.without], split, catalog))
         except XlingError as err:
             raise XlingError(f"{corpus.name} is made without the sentences of {spec.without}/{split}: {err}") from None
     made = write_token_row_splits(spec, [sources / name for name in corpus.files], without, folder, corpus.name)
     _record(folder, made)
 
 
-def _held_split(name: str, split: str) -> Path:
+def _held_split(corpus: Corpus, split: str, catalog: dict[str, Corpus]) -> Path:
     """A split of a catalogued corpus, the held-out test split too: that one is read only to leave its sentences
     out of another corpus (never a `corpus:` split, so nothing trains or scores on it)."""
-    catalog = load_catalog()
-    corpus = catalog[name]
     if split in corpus.splits:
-        return Path(resolve(f"{PREFIX}{name}/{split}", catalog))
+        return Path(resolve(f"{PREFIX}{corpus.name}/{split}", catalog))
     return local_path(corpus, split) or fetch(corpus, split)
 
 
