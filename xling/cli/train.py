@@ -65,8 +65,6 @@ def self_train_command(options: SelfTrainingOptions):
 @command(SoupOptions)
 def soup_command(options: SoupOptions):
     """Average task adapters trained alike (the seeds of one run) weight by weight into one: a model soup."""
-    from xling.train.soup import soup
+    from xling.train.soup import soup, soup_summary
 
-    console.print(
-        f"saved {options.name} to {soup(options)}: the mean of {', '.join(options.adapters)}", highlight=False
-    )
+    console.print(soup_summary(options, soup(options)), highlight=False)

@@ -118,7 +118,8 @@ class Souping(Saving):
     """`xling soup`: task adapters trained alike averaged into one (it trains nothing: no seed of its own)."""
 
     def perform(self, options: SoupOptions, context: StepContext) -> None:
-        context.console.print(f"saved {options.name} to {later('xling.train.soup:soup')(options)}")
+        folder = later("xling.train.soup:soup")(options)
+        context.console.print(later("xling.train.soup:soup_summary")(options, folder), highlight=False)
 
     def saves(self, options: SoupOptions) -> Adapter:
         return (TASK, options.name)

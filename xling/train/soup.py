@@ -78,11 +78,16 @@ def mean_weights(files: list[Path]) -> dict[str, torch.Tensor]:
     """Tensor by tensor, the mean of the files' weights (computed in fp32, stored as the first file stores them)."""
     states = [read_weights(file) for file in files]
     first = states[0]
-    for file, state in zip(files[1:], states[1:]):
-        shapes = {k: tuple(v.shape) for k, v in state.items()}
-        if shapes != {k: tuple(v.shape) for k, v in first.items()}:
+    shapes = [{k: tuple(v.shape) for k, v in state.items()} for state in states]
+    for file, shape in zip(files[1:], shapes[1:]):
+        if shape != shapes[0]:
             raise XlingError(f"{file} holds other tensors than {files[0]}: a soup averages adapters of one shape")
     return {
         key: torch.stack([state[key].float() for state in states]).mean(0).to(tensor.dtype)
         for key, tensor in first.items()
     }
+
+
+def soup_summary(options: SoupOptions, folder: Path) -> str:
+    """What `xling soup` and a recipe's soup step say when it is saved."""
+    return f"saved {options.name} to {folder}: the mean of {', '.join(options.adapters)}"
