@@ -169,6 +169,22 @@ def test_the_command_line_says_it_in_one_line(copied_workspace, tmp_path):
     assert "holds non-finite weights" in run.stderr and run.stdout == ""
 
 
+def test_an_adapter_whose_record_says_no_role_is_refused_where_a_role_is_needed(copied_workspace, tmp_path):
+    import json
+    import shutil
+
+    workspace, model_dir, model_root, _ = copied_workspace
+    stray = shutil.copytree(model_root / "task" / "ner-en", tmp_path / "stray")
+    data = json.loads((stray / "xling_adapter.json").read_text())
+    del data["metadata"]["role"]  # a task adapter's record that cannot say what it is for
+    (stray / "xling_adapter.json").write_text(json.dumps(data))
+    where = ["-m", str(model_dir), "-w", str(workspace)]
+    run = run_xling("tag", "-", "--lang", "qu", "-t", "ner-en", "--lang-adapter", str(stray), *where, input="Qusqu\n")
+    assert run.returncode == 1 and len(run.stderr.strip().splitlines()) == 1 and run.stdout == ""
+    assert "stray/xling_adapter.json does not say what the adapter is for (no metadata.role)" in run.stderr
+    assert "not a language adapter" in run.stderr
+
+
 def test_a_language_adapter_loads_without_its_masked_lm_head(copied_workspace):
     workspace, model_dir, model_root, _ = copied_workspace
     sentences = [["Qusqu", "llaqta"], ["Lima", "Perú", "suyupi"]]

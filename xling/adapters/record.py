@@ -80,9 +80,14 @@ class AdapterRecord:
         return LANG if self.metadata.role == LANG.word else TASK
 
     def check_role(self, role: Role | None, where: str) -> None:
-        """Refuse an adapter whose record says another role than `role` (None: any)."""
-        said = self.metadata.role
-        if role is not None and said is not None and said != role.word:
+        """Refuse an adapter whose record says another role than `role`, or none (`role` None: any): a record
+        that cannot say what it is for is never taken for what it may not be."""
+        if role is None:
+            return
+        said = FUSION.word if self.kind == "fusion" else self.metadata.role  # a fusion's record says it by its kind
+        if said is None:
+            raise XlingError(f"{where} does not say what the adapter is for (no metadata.role): not a {role.title}")
+        if said != role.word:
             raise XlingError(f"{where} is a {said} adapter, not a {role.title}: give a {role.title} here")
 
     @classmethod
