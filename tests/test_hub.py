@@ -107,6 +107,23 @@ def test_push_in_the_adapterhub_layout_loads_as_the_library_and_xling_read_it(tr
     tags_as_local(root, model_dir, "hf:org/ah-ner-en", "hf:org/ah-lang-qu")
 
 
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_push_refuses_links_in_the_adapter_folder_naming_them_and_uploads_nothing(
+    copied_workspace, hub, tmp_path, kind
+):
+    workspace, model_dir, model_root, _ = copied_workspace
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "id_rsa").write_text("private")
+    link = model_root / "task" / "ner-en" / "notes"
+    link.symlink_to(outside / "id_rsa" if kind == "file" else outside)
+    where = ["--model", str(model_dir), "-w", str(workspace)]
+    pushed = CliRunner().invoke(app, ["push", "ner-en", "org/ner-en", *where])
+    assert isinstance(pushed.exception, XlingError)  # the command line's one line
+    assert str(pushed.exception).startswith(f"{link}: symbolic links, which xling never uploads")
+    assert not (hub.root / "org").exists()
+
+
 def test_hub_names_that_cannot_be_fetched_are_one_line_errors(trained_workspace, hub):
     root, model_dir, _, _ = trained_workspace
     for name, message in (("hf:org/missing", "cannot fetch hf:org/missing"), ("hf:nothing", "not a Hub adapter name")):

@@ -39,10 +39,12 @@ def upload(
 ) -> str:
     """Upload the files of `directory`, those named in `written` replaced by its texts (a model card naming the
     repository), to model repository `repo_id` (created if new) as one commit; returns the commit's URL."""
+    found = sorted(Path(directory).rglob("*"))
+    if links := [p for p in found if p.is_symlink()]:  # a link would upload what it points to, anywhere
+        named = ", ".join(str(p) for p in links[:3]) + (f" and {len(links) - 3} more" if len(links) > 3 else "")
+        raise XlingError(f"{named}: symbolic links, which xling never uploads; replace them with the files")
+    files = [p for p in found if p.is_file() and str(p.relative_to(directory)) not in written]
     api = HfApi(token=token)
-    files = sorted(
-        p for p in Path(directory).rglob("*") if p.is_file() and str(p.relative_to(directory)) not in written
-    )
     operations = [CommitOperationAdd(str(p.relative_to(directory)), str(p)) for p in files]
     operations += [CommitOperationAdd(name, text.encode("utf-8")) for name, text in written.items()]
     try:
