@@ -170,6 +170,18 @@ def test_missing_local_model_is_a_clear_error(tmp_path):
         load_model(str(tmp_path / "nope"))
 
 
+def test_a_model_folder_that_links_to_itself_is_one_line(tmp_path):
+    from tests.tiny import run_xling
+
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    with pytest.raises(XlingError, match="model directory .*loop cannot be followed"):
+        model_label(str(loop))
+    done = run_xling("tag", "-", "--lang", "qu", "-t", "ner-en", "-m", str(loop), input="Qusqu\n", cwd=tmp_path)
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1 and "unexpected" not in done.stderr
+    assert "cannot be followed" in done.stderr
+
+
 def test_model_labels():
     assert model_label("e5-small") == model_label("multilingual-e5-small") == "multilingual-e5-small"
     assert model_label("FacebookAI/xlm-roberta-base") == "FacebookAI--xlm-roberta-base"

@@ -158,6 +158,11 @@ def damaged_model_folders(root: Path) -> tuple[Path, list[tuple[Path, str]]]:
     pickled = copy("pickled")
     torch.save(weights, pickled / "pytorch_model.bin")
     (pickled / "model.safetensors").unlink()
+    stray_vocabulary = copy("stray-vocabulary")  # every tokenizer file gone but a short vocab.txt of its own
+    for file in stray_vocabulary.iterdir():
+        if file.name not in ("config.json", "model.safetensors"):
+            file.unlink()
+    (stray_vocabulary / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nqusqu\n")
     wider = copy("wider")
     config = json.loads((wider / "config.json").read_text())
     (wider / "config.json").write_text(json.dumps(config | {"hidden_size": config["hidden_size"] * 2}))
@@ -168,4 +173,5 @@ def damaged_model_folders(root: Path) -> tuple[Path, list[tuple[Path, str]]]:
         (huge_header, "model.safetensors is damaged"),
         (pickled, "only pytorch_model.bin, a pickle, which xling never loads"),
         (wider, "holds in another shape weights its architecture needs: embeddings."),
+        (stray_vocabulary, r"its tokenizer \(vocab.txt\) has 6 ids but its embeddings 84"),
     ]

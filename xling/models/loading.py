@@ -41,7 +41,12 @@ class ModelSpec:
         """A short, filesystem-safe name for the model, used to separate workspaces."""
         if self.kind == "embedded":
             return EMBEDDED_NAME
-        return self.folder.resolve().name if self.kind == "folder" else self.given.replace("/", "--")
+        if self.kind == "hub":
+            return self.given.replace("/", "--")
+        try:
+            return self.folder.resolve().name
+        except (OSError, RuntimeError) as err:  # a link that leads back to itself (RuntimeError before Python 3.13)
+            raise XlingError(f"model directory {self.given} cannot be followed: {err}") from None
 
     @property
     def hub_id(self) -> str | None:
@@ -158,15 +163,16 @@ def load_model(spec: str = DEFAULT_MODEL, on_step: Callable[[str], None] = lambd
         tokenizer = AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError, KeyError, RuntimeError) as err:  # Transformers' words for a folder it cannot read
         raise XlingError(f"cannot load model {spec!r}: {str(err).splitlines()[0][:300]}") from None
-    check_loaded(spec, found, config, tokenizer)
+    check_loaded(spec, found, config, tokenizer, Path(path))
     model.name_or_path = model_label(spec)
     model.eval()
     return model, tokenizer
 
 
-def check_loaded(spec: str, found: dict, config, tokenizer) -> None:
+def check_loaded(spec: str, found: dict, config, tokenizer, folder: Path) -> None:
     """Every weight the architecture needs was in the files, in its shape, and the tokenizer's ids fit the
-    embeddings: never a model with layers started at random, never ids past the vocabulary."""
+    embeddings: never a model with layers started at random, never ids past the vocabulary, never a stray
+    tokenizer that reaches a few of the embeddings."""
     missing = sorted(found.get("missing_keys") or ())
     mismatched = sorted(str(key) for key, *_ in found.get("mismatched_keys") or ())
     if missing or mismatched:
@@ -175,9 +181,12 @@ def check_loaded(spec: str, found: dict, config, tokenizer) -> None:
         said = "lacks" if missing else "holds in another shape"
         raise XlingError(f"model {spec!r} {said} weights its architecture needs: {', '.join(listed[:3])}{more}")
     vocabulary = getattr(config, "vocab_size", None)
-    if vocabulary is not None and len(tokenizer) > vocabulary:
+    # embeddings may have a few rows more than the tokenizer's ids (padded to a round number), never twice as many
+    if vocabulary is not None and not vocabulary / 2 <= len(tokenizer) <= vocabulary:
+        files = ", ".join(name for name in TOKENIZER_FILES if (folder / name).is_file()) or "the Hub's"
         raise XlingError(
-            f"model {spec!r}: its tokenizer has {len(tokenizer):,} ids but its embeddings {vocabulary:,}: not a pair"
+            f"model {spec!r}: its tokenizer ({files}) has {len(tokenizer):,} ids but its embeddings {vocabulary:,}: "
+            "not a pair; save the model's own tokenizer beside it (tokenizer.save_pretrained)"
         )
 
 
