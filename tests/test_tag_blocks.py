@@ -115,6 +115,42 @@ def test_a_folder_xling_did_not_write_is_never_removed(trained_workspace, tmp_pa
     assert done.returncode != 0 and "is not xling's" in done.stderr and (mine / "notes.txt").read_text() == "keep"
 
 
+def test_a_parts_folder_that_is_a_link_is_refused_before_anything_runs(trained_workspace, tmp_path):
+    source, _ = corpus(tmp_path / "in.txt", 0.01)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "job.json").write_text("{}")  # another job's parts, by its record
+    parts_dir(tmp_path / "out.jsonl").symlink_to(elsewhere)
+    done = run_xling("tag", source, "--lang", "qu", "-o", tmp_path / "out.jsonl", *where(trained_workspace))
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "out.jsonl.parts is a symbolic link, which xling does not write through" in done.stderr
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["job.json"] and not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_damaged_block_count_says_which_files_to_remove_and_the_rerun_finishes(trained_workspace, tmp_path):
+    root, model_dir, _, _ = trained_workspace
+    source, count = corpus(tmp_path / "in.txt", 0.01)
+    output = tmp_path / "out.jsonl"
+    options = TagOptions(
+        input=str(source),
+        output=str(output),
+        tagger=TaggerSpec(lang="qu", model=str(model_dir), workspace=str(root / "ws")),
+    )
+    folder = parts_dir(output)
+    prepare_parts(folder, job_of(options, source))
+    (folder / "00000000.jsonl").write_text("half a blo")
+    (folder / "00000000.json").write_text('{"results": ')  # a block's counts, cut
+    done = run_xling("tag", source, "--lang", "qu", "-o", output, *where(trained_workspace))
+    error = done.stderr.strip().splitlines()[-1]  # after the line that says which adapters tag
+    assert done.returncode == 1 and error.startswith("error: ") and "Traceback" not in done.stderr, done.stderr
+    assert "00000000.json is not valid JSON" in error and "remove it and 00000000.jsonl, then run the same" in error
+    for name in ("00000000.json", "00000000.jsonl"):
+        (folder / name).unlink()
+    again = run_xling("tag", source, "--lang", "qu", "-o", output, *where(trained_workspace))
+    assert again.returncode == 0, again.stderr
+    assert len(output.read_text().splitlines()) == count and not folder.exists()
+
+
 @pytest.mark.slow
 def test_a_job_killed_mid_run_and_resumed_writes_the_bytes_an_uninterrupted_one_writes(trained_workspace, tmp_path):
     import signal

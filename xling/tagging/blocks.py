@@ -186,9 +186,12 @@ def join_blocks(folder: Path, output: Path, number_of_blocks: int, output_format
             text_file, counts_file = block_files(folder, number, output_format)
             if not counts_file.is_file():
                 raise XlingError(f"{folder}: block {number} is missing; run the same command again to finish it")
+            try:
+                counts = BlockCounts.read(counts_file)
+            except XlingError as err:  # a block whose counts are damaged is tagged again once they are gone
+                raise XlingError(f"{err}; remove it and {text_file.name}, then run the same command again") from None
             with text_file.open(encoding="utf-8") as block:
                 shutil.copyfileobj(block, f)
-            counts = BlockCounts.read(counts_file)
             total = BlockCounts(total.results + counts.results, total.entities + counts.entities)
     shutil.rmtree(folder)
     console.print(f"[green]wrote[/] {output}: {total.results} lines, {total.entities} entities")
@@ -230,7 +233,9 @@ def run_in_blocks(load: Callable, options: TagOptions, launch: Launch, console: 
 
 
 def check_blocks(options: TagOptions, launch: Launch) -> None:
-    """Several processes need a file in and a file out in a format that joins."""
+    """Several processes need a file in and a file out in a format that joins; the parts folder is no link."""
+    if options.output and (folder := parts_dir(Path(options.output))).is_symlink():
+        raise XlingError(f"{folder} is a symbolic link, which xling does not write through; remove it")
     if launch.world > 1 and (options.input == "-" or not options.output):
         raise XlingError("tagging in several processes reads a file and writes --output FILE (not standard streams)")
     if launch.world > 1 and options.output_format() not in BLOCK_FORMATS:
