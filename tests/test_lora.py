@@ -362,9 +362,12 @@ def test_a_peft_lora_folder_loads_as_an_xling_lora_adapter_with_peft_s_logits(tm
         (lambda r: r["config"].__setitem__("rank", "abc"), "option 'rank' takes a whole number, not 'abc'"),
         (lambda r: r.pop("config"), "'config' is missing or not a dict"),
         (lambda r: r["base_model"]["fingerprint"].pop("num_layers"), "architecture, width or layers are missing"),
+        ("extra tensor", "xling_adapter.safetensors holds 'notes', which is no LoRA update: not exported"),
     ],
 )
 def test_a_damaged_lora_folder_is_refused_in_one_line_when_exported_to_peft(tmp_path, damage, said):
+    from safetensors.torch import load_file, save_file
+
     from tests.tiny import run_xling, save_tiny_model
     from xling.adapters.saving import save
     from xling.models import load_model
@@ -374,9 +377,13 @@ def test_a_damaged_lora_folder_is_refused_in_one_line_when_exported_to_peft(tmp_
     model.add_adapter("ner-lo", LoraConfig(rank=4))
     model.add_head("ner-lo", TaggingHead(model.hidden_size, TaggingHeadConfig(["O", "B-LOC", "I-LOC"])))
     folder = save(model, "ner-lo", tmp_path / "ws" / "tinybert" / "task" / "ner-lo")
-    record = json.loads((folder / "xling_adapter.json").read_text())
-    damage(record)
-    (folder / "xling_adapter.json").write_text(json.dumps(record))
+    if damage == "extra tensor":  # one tensor more than LoRA's updates
+        weights = folder / "xling_adapter.safetensors"
+        save_file(load_file(weights) | {"notes": torch.zeros(2)}, weights)
+    else:
+        record = json.loads((folder / "xling_adapter.json").read_text())
+        damage(record)
+        (folder / "xling_adapter.json").write_text(json.dumps(record))
     where = ["--model", str(model_dir), "-w", str(tmp_path / "ws")]
     done = run_xling("export", "ner-lo", tmp_path / "peft", "--format", "peft", *where)
     lines = done.stderr.strip().splitlines()

@@ -76,7 +76,9 @@ def export_peft(directory: Path, target: Path, overwrite: bool = False, extra_fi
     }
     weights = {}
     for key, tensor in read_weights(directory / WEIGHTS_FILE).items():
-        layer, update, part = re.fullmatch(r"updates\.(\d+)_(\w+)\.(lora_[AB])", key).groups()
+        if (found := re.fullmatch(r"updates\.(\d+)_(\w+)\.(lora_[AB])", key)) is None:
+            raise XlingError(f"{directory / WEIGHTS_FILE} holds {shown(key)}, which is no LoRA update: not exported")
+        layer, update, part = found.groups()
         weights[f"base_model.model.{prefix}.encoder.layer.{layer}.attention.self.{update}.{part}.weight"] = tensor
     for key, tensor in read_weights(directory / HEAD_WEIGHTS_FILE).items():
         weights[f"base_model.model.{key}"] = tensor
