@@ -53,7 +53,9 @@ def test_the_bf16_speedup_is_measured_where_the_cpu_has_bf16_instructions():
     assert not has_units or np.isfinite(measured_bf16_speedup())
 
 
-@pytest.mark.parametrize("kept", ['{"cpu": "x", "bf16_speedup": "fast"}', '{"bf16_speedup": 2', "[]"])
+@pytest.mark.parametrize(
+    "kept", ['{"cpu": "x", "bf16_speedup": "fast"}', '{"bf16_speedup": 2', "[]", '{"cpu": "x", "bf16_speedup": -5}']
+)
 def test_a_damaged_speedup_record_is_measured_again_and_kept(tmp_path, monkeypatch, kept):
     from xling import device
 
@@ -69,6 +71,32 @@ def test_a_damaged_speedup_record_is_measured_again_and_kept(tmp_path, monkeypat
     finally:
         device.cpu_bf16_speedup.cache_clear()
     assert device.Bf16Speedup.read(record) == device.Bf16Speedup(device.cpu_name(), 2.5)
+
+
+@pytest.mark.parametrize("place", ["machine is a file", "machine is a fifo", "record is a folder", "record is a fifo"])
+def test_with_nowhere_to_keep_the_measurement_it_is_measured_and_said_once(tmp_path, monkeypatch, place):
+    from xling import device
+
+    monkeypatch.setenv("XLING_HOME", str(tmp_path))
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: True)
+    monkeypatch.setattr(device, "measured_bf16_speedup", lambda: 2.5)
+    record = device.machine_record(f"bf16-speedup {device.cpu_name()} torch {torch.__version__}")
+    what, kind = place.split(" is a ")
+    where = record.parent if what == "machine" else record
+    where.parent.mkdir(parents=True, exist_ok=True)
+    {"file": where.write_text, "fifo": lambda _: os.mkfifo(where), "folder": lambda _: where.mkdir()}[kind]("{}")
+    device.cpu_bf16_speedup.cache_clear()
+    device.not_kept.cache_clear()
+    try:
+        with pytest.warns(UserWarning, match=f"cannot keep this CPU's bf16 measurement in {record.parent}"):
+            assert device.cpu_bf16_speedup() == 2.5  # a FIFO is never opened: no hang
+        device.cpu_bf16_speedup.cache_clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # said once per process
+            assert device.cpu_bf16_speedup() == 2.5
+    finally:
+        device.cpu_bf16_speedup.cache_clear()
+    assert (where.is_file(), where.is_fifo(), where.is_dir()) == (kind == "file", kind == "fifo", kind == "folder")
 
 
 @pytest.mark.slow

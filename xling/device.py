@@ -5,6 +5,7 @@ torch is imported inside the functions, so that the options, which name these ch
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -126,13 +127,36 @@ def cpu_bf16_speedup() -> float:
         return 0.0
     cpu = cpu_name()
     record = machine_record(f"bf16-speedup {cpu} torch {torch.__version__}")
-    if record.is_file():
-        try:
-            return Bf16Speedup.read(record).bf16_speedup
-        except (XlingError, OSError):  # damaged or unreadable: measured again, and kept in its place
-            record.unlink(missing_ok=True)
-    keep_first(record, json.dumps(asdict(Bf16Speedup(cpu, measured_bf16_speedup()))))
-    return Bf16Speedup.read(record).bf16_speedup  # the first process's, where several raced
+    if (kept := kept_speedup(record)) is not None:
+        return kept
+    measured = measured_bf16_speedup()
+    try:
+        if os.path.lexists(record):  # a folder, a FIFO or a link in the record's place: never read or replaced
+            raise OSError(f"{record} is not a file")
+        keep_first(record, json.dumps(asdict(Bf16Speedup(cpu, measured))))
+        return Bf16Speedup.read(record).bf16_speedup  # the first process's, where several raced
+    except (OSError, XlingError) as err:  # `machine` a file, the home read-only: this process's measurement
+        not_kept(str(record.parent), getattr(err, "strerror", None) or str(err))
+        return measured
+
+
+def kept_speedup(record: Path) -> float | None:
+    """The measurement kept in `record`; None where there is none, or one that cannot be believed (damaged,
+    unreadable or impossible: removed, to be measured again)."""
+    if record.is_symlink() or not record.is_file():
+        return None
+    try:
+        return Bf16Speedup.read(record).bf16_speedup
+    except (XlingError, OSError):
+        with contextlib.suppress(OSError):  # a home that cannot be written keeps it; it is then not read again
+            record.unlink()
+        return None
+
+
+@functools.cache
+def not_kept(folder: str, why: str) -> None:
+    """Once per process: the measurement serves this process only, as nothing can be kept where xling keeps it."""
+    warnings.warn(f"cannot keep this CPU's bf16 measurement in {folder} ({why}): measured for this run", stacklevel=4)
 
 
 @dataclass
@@ -141,6 +165,10 @@ class Bf16Speedup:
 
     cpu: str
     bf16_speedup: float
+
+    def __post_init__(self):
+        if not (math.isfinite(self.bf16_speedup) and self.bf16_speedup >= 0):
+            raise XlingError(f"a bf16 speedup is a finite number of at least 0, not {self.bf16_speedup}")
 
     @classmethod
     def read(cls, file: Path) -> Bf16Speedup:
