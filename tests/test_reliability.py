@@ -11,6 +11,7 @@ import re
 import sys
 
 import pytest
+import torch
 
 from tests.tiny import run_xling
 
@@ -494,6 +495,54 @@ def test_an_unexpected_error_is_one_line_with_its_traceback_kept(monkeypatch, ca
     monkeypatch.setenv("XLING_DEBUG", "1")  # what --debug sets
     with pytest.raises(KeyError, match="boom"):
         app.main()
+
+
+@pytest.mark.parametrize(
+    "said, line",
+    [
+        ("memory allocation of 492830720 bytes failed", "out of memory"),
+        ("called `Result::unwrap()` on an `Err` value", "error: unexpected PanicException: called `Result::unwrap()`"),
+    ],
+)
+def test_a_panic_in_a_rust_library_is_one_line_too(monkeypatch, capsys, tmp_path, said, line):
+    app = importlib.import_module("xling.cli.app")
+
+    class PanicException(BaseException):  # pyo3's, as safetensors and tokenizers raise it: no Exception
+        pass
+
+    def fail():
+        raise PanicException(said)
+
+    monkeypatch.setenv("XLING_HOME", str(tmp_path))
+    monkeypatch.delenv("XLING_DEBUG", raising=False)
+    monkeypatch.setattr(app, "check_launcher", fail)
+    monkeypatch.setattr(sys, "argv", ["xling", "--version"])
+    with pytest.raises(SystemExit) as exit_code:
+        app.main()
+    error = capsys.readouterr().err.strip()
+    assert exit_code.value.code == 1 and "\n" not in error and line in error, error
+
+
+def test_an_encoder_folder_is_saved_from_the_tensors_memory_without_a_second_copy(tmp_path):
+    import tracemalloc
+
+    import safetensors.torch
+    from transformers import AutoModel
+
+    from tests.tiny import tiny_config, tiny_tokenizer
+    from xling.models.folders import write_model_folder
+
+    encoder = AutoModel.from_config(tiny_config("bert", 40_000))  # a 5 MB embedding matrix
+    tracemalloc.start()
+    try:
+        folder = write_model_folder(encoder, tiny_tokenizer(), {}, tmp_path / "adapted", False, {})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    size = (folder / "model.safetensors").stat().st_size
+    assert size > 5_000_000 and peak < size / 2  # the file was never built whole as a Python bytes object
+    saved = safetensors.torch.load_file(folder / "model.safetensors")
+    assert torch.equal(saved["bert.embeddings.word_embeddings.weight"], encoder.embeddings.word_embeddings.weight)
 
 
 # ---- one very long line -----------------------------------------------------------------------------------

@@ -184,7 +184,9 @@ def main() -> None:
         if done.code in (130, 143):  # Ctrl+C as typer says it (nothing), or SIGTERM as training leaves on it
             _fail(INTERRUPTED, code=done.code)
         raise
-    except Exception as err:
+    except BaseException as err:  # an Exception, or pyo3's PanicException (a Rust library's panic), which is not one
+        if not isinstance(err, Exception) and type(err).__name__ != "PanicException":
+            raise
         if process_rank() > 0:  # its own failure, not one the first process reports
             traceback.print_exc(file=sys.__stderr__)
         if os.environ.get(DEBUG) == "1":
@@ -249,7 +251,10 @@ TRAINING_STACK = ("torch", "transformers", "datasets", "accelerate", "safetensor
 
 
 # torch's CPU allocator, CUDA's and numpy's words for a request the machine cannot meet
-ALLOCATION = re.compile(r"can't allocate memory|out of memory|Unable to allocate|not enough memory", re.IGNORECASE)
+ALLOCATION = re.compile(
+    r"can't allocate memory|out of memory|Unable to allocate|not enough memory|memory allocation .*failed",
+    re.IGNORECASE,
+)
 REQUESTED = re.compile(r"allocate ([0-9.]+) ?(bytes|[KMGT]i?B)\b")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from safetensors.torch import save as safetensors_bytes
+from safetensors.torch import save_file
 
 from xling.fileio import atomic_directory
 from xling.models.families import family_of
@@ -43,7 +43,7 @@ def write_model_folder(
     tensors = {name: t.detach().cpu().contiguous() for name, t in masked_lm_state(encoder, head).items()}
     with atomic_directory(Path(directory), overwrite=overwrite, replaces=(WEIGHTS_FILE,)) as staging:
         type(encoder.config).from_dict(config).to_json_file(staging / "config.json")
-        (staging / WEIGHTS_FILE).write_bytes(safetensors_bytes(tensors, {"format": "pt"}))
+        save_file(tensors, staging / WEIGHTS_FILE, {"format": "pt"})  # from the tensors' memory: no second copy
         tokenizer.save_pretrained(str(staging))
         for name, text in extra_files.items():
             (staging / name).write_text(text)
