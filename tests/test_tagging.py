@@ -339,6 +339,38 @@ def test_tagger_spacy_component_and_command_give_the_same_entities(trained_works
     assert [[(e.start_char, e.end_char, e.label_) for e in nlp(texts[0]).ents]] == from_spacy[:1]
 
 
+FORKED = """
+import json, spacy
+nlp = spacy.blank("xx")
+nlp.add_pipe("xling_ner", config={"lang": "qu"})  # the embedded default with the shipped adapters
+texts = ["Qusqu llaqtaqa Peru suyupi kachkan.", "Tupac Amaru Tinta llaqtapi paqarirqan.", "Lima", "Juan Qusqupi"]
+alone = [[(e.start_char, e.end_char, e.label_) for e in doc.ents] for doc in nlp.pipe(texts)]  # loads it here
+two = [[(e.start_char, e.end_char, e.label_) for e in doc.ents] for doc in nlp.pipe(texts, n_process=2)]
+print(json.dumps([alone, two]))
+"""
+
+
+def test_a_pipeline_whose_tagger_loaded_before_tags_in_two_processes(tmp_path):
+    pytest.importorskip("spacy")
+    import os
+    import signal
+
+    # forked after the tagger computed, each child hung in the parent's thread pools until killed
+    started = subprocess.Popen(
+        [sys.executable, "-c", FORKED], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        start_new_session=True,  # its workers are killed with it
+        env={**os.environ, "OMP_NUM_THREADS": str(max(2, os.cpu_count() or 2))},  # a thread pool to inherit
+    )  # fmt: skip
+    try:
+        out, err = started.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(started.pid, signal.SIGKILL)
+        raise
+    assert started.returncode == 0, err[-2000:]
+    alone, two = json.loads(out.splitlines()[-1])
+    assert any(alone) and two == alone
+
+
 def spacy_pipeline(trained_workspace, *before: str, **settings):
     """A blank pipeline with `before` components ahead of `xling_ner` (an entity ruler, a sentencizer)."""
     spacy = pytest.importorskip("spacy")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -92,11 +93,19 @@ class XlingNER:
     def __init__(self, load: dict, paragraphs: bool, overwrite_ents: bool = False, name: str = "xling_ner"):
         self.load, self.paragraphs, self.overwrite_ents, self.name = load, paragraphs, overwrite_ents, name
         self._tagger: Tagger | None = None
+        self._loaded_in = os.getpid()
 
     @property
     def tagger(self) -> Tagger:
+        """Loaded on first use, and again in a process forked after it loaded (`nlp.pipe(n_process=N)`): a
+        child computing with the parent's thread pools hangs, so it takes threads and a tagger of its own."""
+        if self._tagger is not None and self._loaded_in != os.getpid():
+            import torch
+
+            torch.set_num_threads(1)  # the children share the cores; the parent's pools are not theirs
+            self._tagger = None
         if self._tagger is None:
-            self._tagger = Tagger.load(**self.load)
+            self._tagger, self._loaded_in = Tagger.load(**self.load), os.getpid()
         return self._tagger
 
     def __call__(self, doc: Doc) -> Doc:
