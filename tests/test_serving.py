@@ -69,6 +69,37 @@ def test_a_failed_batch_fails_its_callers_and_the_next_one_is_served():
     batcher.close()
 
 
+def test_ctrl_c_while_jobs_are_gathered_refuses_them_instead_of_leaving_their_callers_waiting():
+    from xling.web import Refused
+
+    batcher, answers = Batcher(lambda texts: list(texts), 8, 0.0), []
+
+    def call():
+        try:
+            answers.append(batcher.submit(["Lima"]))
+        except Refused as refused:
+            answers.append(refused)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    while batcher.jobs.empty():
+        time.sleep(0.01)
+    real_get, gets = batcher.jobs.get, []
+
+    def get(*args, **kwargs):  # Ctrl+C as the first job waits for others to join it
+        gets.append(args)
+        if len(gets) == 2:
+            raise KeyboardInterrupt
+        return real_get(*args, **kwargs)
+
+    batcher.jobs.get = get
+    with pytest.raises(KeyboardInterrupt):
+        batcher.run()
+    caller.join(10)
+    assert not caller.is_alive() and len(gets) == 2
+    assert isinstance(answers[0], Refused) and answers[0].status == 503
+
+
 @pytest.fixture(scope="module")
 def served(trained_workspace):
     """The tiny workspace's `Stack(qu, ner-en)` behind the app (Flask's test client, no socket), and its tagger."""
@@ -176,6 +207,25 @@ def test_on_every_interface_each_request_needs_the_token(served):
 
 def test_xling_serve_tags_with_the_embedded_models_shipped_pair_and_stops_on_ctrl_c(tmp_path):
     port = free_port()
+    server = started_server(tmp_path, port)
+    try:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/",
+            json.dumps({"inputs": ["Lima llaqtapi tiyan.", "Qusqu llaqta Perú suyupi."]}).encode(),
+            {"Content-Type": "application/json"},
+        )
+        found = json.load(urllib.request.urlopen(request, timeout=60))
+        names = {e["word"].split()[0] for e in found[0] + found[1]}  # QuBERT-style spans hold "llaqta": "Qusqu llaqta"
+        assert len(found) == 2 and names & {"Lima", "Qusqu", "Perú"}
+        server.send_signal(signal.SIGINT)
+        code, last_words = stopped(server, 60)  # a loaded machine (the suite's other worker training) slows the stop
+        assert code == 0 and "stopped" in last_words, f"exit code {code}: {last_words}"
+    finally:
+        server.kill()
+
+
+def started_server(tmp_path, port: int) -> subprocess.Popen:
+    """`xling serve` on the embedded model's shipped pair, once it has said its address."""
     command = [sys.executable, "-m", "xling", "serve", "--lang", "qu", "--port", str(port), "-w", str(tmp_path / "ws")]
     # faulthandler: should it abort as it exits, its stderr says in which thread
     server = subprocess.Popen(
@@ -186,29 +236,71 @@ def test_xling_serve_tags_with_the_embedded_models_shipped_pair_and_stops_on_ctr
         # an xdist worker ignores SIGINT, and a child inherits that: Ctrl+C as a terminal's foreground job has it
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+    said = [server.stderr.readline()]
+    while f"http://127.0.0.1:{port}/" not in said[-1] and said[-1] and len(said) < 50:
+        said.append(server.stderr.readline())  # notices of the adapters loaded come first
+    assert f"http://127.0.0.1:{port}/" in said[-1], "".join(said) + server.stderr.read()
+    return server
+
+
+def stopped(server: subprocess.Popen, seconds: float) -> tuple[int, str]:
+    """Its exit code and last words, or the test fails with every thread's stack if it has not stopped."""
     try:
-        said = [server.stderr.readline() for _ in range(1)]
-        while f"http://127.0.0.1:{port}/" not in said[-1] and said[-1] and len(said) < 50:
-            said.append(server.stderr.readline())  # notices of the adapters loaded come first
-        assert f"http://127.0.0.1:{port}/" in said[-1], "".join(said) + server.stderr.read()
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{port}/",
-            json.dumps({"inputs": ["Lima llaqtapi tiyan.", "Qusqu llaqta Perú suyupi."]}).encode(),
-            {"Content-Type": "application/json"},
-        )
-        found = json.load(urllib.request.urlopen(request, timeout=60))
-        names = {e["word"].split()[0] for e in found[0] + found[1]}  # QuBERT-style spans hold "llaqta": "Qusqu llaqta"
-        assert len(found) == 2 and names & {"Lima", "Qusqu", "Perú"}
+        code = server.wait(seconds)
+    except subprocess.TimeoutExpired:  # faulthandler dumps every thread's stack on SIGABRT: where it hangs
+        server.send_signal(signal.SIGABRT)
+        pytest.fail(f"no stop {seconds} s after Ctrl+C; its threads:\n{server.communicate(timeout=30)[1][-6000:]}")
+    return code, server.stderr.read()
+
+
+def test_ctrl_c_with_clients_sending_stops_in_seconds_and_every_request_is_answered_or_refused(tmp_path):
+    import http.client
+
+    port, outcomes, go_on = free_port(), [], threading.Event()
+    server = started_server(tmp_path, port)
+
+    def client():  # one keep-alive connection, a request after another, as a busy caller sends them
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        body = json.dumps({"inputs": ["Lima llaqtapi tiyan.", "Qusqu llaqta Perú suyupi."] * 8})
+        while go_on.is_set():
+            try:
+                connection.request("POST", "/", body, {"Content-Type": "application/json"})
+                response = connection.getresponse()
+                response.read()  # the answer read whole: the connection serves the next request
+                outcomes.append(response.status)
+            except (ConnectionError, http.client.HTTPException, OSError) as err:
+                outcomes.append(type(err).__name__)  # the stopped server closed the connection
+                connection.close()
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                time.sleep(0.05)
+
+    go_on.set()
+    clients = [threading.Thread(target=client) for _ in range(4)]
+    try:
+        for thread in clients:
+            thread.start()
+        while outcomes.count(200) < 8:
+            time.sleep(0.05)
         server.send_signal(signal.SIGINT)
-        try:
-            code = server.wait(60)  # a loaded machine (the suite's other worker training) slows the stop
-        except subprocess.TimeoutExpired:  # faulthandler dumps every thread's stack on SIGABRT: where it hangs
-            server.send_signal(signal.SIGABRT)
-            pytest.fail(f"no stop 60 s after Ctrl+C; its threads:\n{server.communicate(timeout=30)[1][-6000:]}")
-        last_words = server.stderr.read()
-        assert code == 0 and "stopped" in last_words, f"exit code {code}: {last_words}"
+        interrupted = time.monotonic()
+        code, last_words = stopped(server, 30)
+        took = time.monotonic() - interrupted
     finally:
+        go_on.clear()
         server.kill()
+        for thread in clients:
+            thread.join(60)
+    assert code == 0 and "stopped" in last_words, f"exit code {code}: {last_words}"
+    assert took < 5, f"stopped {took:.1f} s after Ctrl+C"
+    assert not any(thread.is_alive() for thread in clients)  # no caller left waiting for an answer
+    assert set(outcomes) <= {
+        200,
+        503,
+        "ConnectionRefusedError",
+        "ConnectionResetError",
+        "RemoteDisconnected",
+        "BrokenPipeError",
+    }, outcomes
 
 
 def test_a_request_after_the_server_began_to_stop_is_told_so(served):

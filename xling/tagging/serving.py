@@ -64,43 +64,53 @@ class Batcher:
         if self.thread is not None:
             self.thread.join()
 
-    def _gather(self, first: tuple[list[str], Future]) -> tuple[list[tuple[list[str], Future]], bool]:
-        """The first job and those that come within `wait` of it (none after it when the last call had one job
-        only), up to `size` texts; and whether to stop after."""
-        jobs, count, deadline = [first], len(first[0]), time.monotonic() + (self.wait if self.busy else 0.0)
+    def _gather(self, taken: list[tuple[list[str], Future]]) -> bool:
+        """Into `taken` (the first job), those that come within `wait` of it (none after it when the last call had
+        one job only), up to `size` texts; whether to stop after them."""
+        count, deadline = len(taken[0][0]), time.monotonic() + (self.wait if self.busy else 0.0)
         while count < self.size:
             try:
                 job = self.jobs.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                break
+                return False
             if job is None:
-                return jobs, True
-            jobs.append(job)
+                return True
+            taken.append(job)
             count += len(job[0])
-        return jobs, False
+        return False
 
     def run(self) -> None:
-        """Tag the jobs as they come, until `close`."""
-        while (first := self.jobs.get()) is not None:
-            jobs, stop = self._gather(first)
-            self.busy = len(jobs) > 1
-            try:
-                results = self.tag([text for texts, _ in jobs for text in texts])
-            except Exception as err:  # noqa: BLE001 - the callers answer it; the thread serves on
-                for _, done in jobs:
-                    done.set_exception(err)
-            except BaseException:  # Ctrl+C in the middle of a call: its callers are told, not left waiting
-                for _, done in jobs:
+        """Tag the jobs as they come, until `close`. Ctrl+C anywhere in it refuses every job it has taken and not
+        answered (a caller left waiting would hold its request, and the server's stop, for ever)."""
+        taken: list[tuple[list[str], Future]] = []
+        try:
+            while (first := self.jobs.get()) is not None:
+                taken = [first]
+                stop = self._gather(taken)
+                self.busy = len(taken) > 1
+                self._answer(taken)
+                taken = []
+                if stop:
+                    return
+        except BaseException:
+            for _, done in taken:
+                if not done.done():
                     done.set_exception(Refused("the server is stopping", 503))
-                raise
-            else:
-                self.batches, self.texts = self.batches + 1, self.texts + len(results)
-                start = 0
-                for texts, done in jobs:
-                    done.set_result(results[start : start + len(texts)])
-                    start += len(texts)
-            if stop:
-                return
+            raise
+
+    def _answer(self, jobs: list[tuple[list[str], Future]]) -> None:
+        """The jobs' texts tagged in one call, each caller given its own results (or the call's error)."""
+        try:
+            results = self.tag([text for texts, _ in jobs for text in texts])
+        except Exception as err:  # noqa: BLE001 - the callers answer it; the thread serves on
+            for _, done in jobs:
+                done.set_exception(err)
+            return
+        self.batches, self.texts = self.batches + 1, self.texts + len(results)
+        start = 0
+        for texts, done in jobs:
+            done.set_result(results[start : start + len(texts)])
+            start += len(texts)
 
 
 def tagging_function(tagger: TextTagger) -> Callable[[list[str]], list[TaggedText]]:
