@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -74,10 +75,13 @@ def push_pair(trained_workspace, prefix: str, *options: str) -> None:
         assert pushed.exit_code == 0, pushed.output
 
 
-def test_push_then_load_by_hub_name_gives_the_same_tags(trained_workspace, hub):
+def test_push_then_load_by_hub_name_gives_the_same_tags(trained_workspace, hub, monkeypatch):
     root, model_dir, _, _ = trained_workspace
+    monkeypatch.setenv("HF_XET_CACHE", "unset")
+    monkeypatch.delenv("HF_XET_CACHE")  # restored as it was after the test
     push_pair(trained_workspace, "", "--token", "secret")
     assert hub.tokens == ["secret", "secret"]
+    assert os.environ["HF_XET_CACHE"] == str(Path(os.environ["XLING_HOME"]) / "xet")  # hf_xet's cache, not $HOME's
     card = (hub.root / "org" / "ner-en" / "README.md").read_text()
     assert "--task-adapter hf:org/ner-en" in card and 'task_adapter="hf:org/ner-en"' in card
     assert {p.name for p in (hub.root / "org" / "ner-en").iterdir()} >= {"xling_adapter.safetensors", "task.json"}

@@ -7,6 +7,7 @@ The token comes from where `huggingface_hub` looks (`HF_TOKEN`, `hf auth login`)
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from huggingface_hub import CommitOperationAdd, HfApi, snapshot_download
@@ -14,6 +15,7 @@ from huggingface_hub.errors import HfHubHTTPError
 
 from xling import __version__
 from xling.errors import XlingError, is_network_error
+from xling.paths import cache_dir
 
 
 def _hub_error(err: Exception, what: str) -> Exception:
@@ -44,6 +46,8 @@ def upload(
         named = ", ".join(str(p) for p in links[:3]) + (f" and {len(links) - 3} more" if len(links) > 3 else "")
         raise XlingError(f"{named}: symbolic links, which xling never uploads; replace them with the files")
     files = [p for p in found if p.is_file() and str(p.relative_to(directory)) not in written]
+    # hf_xet keeps an upload cache and a log of every call under HF_HOME, in $HOME: a push's go where xling's do
+    os.environ.setdefault("HF_XET_CACHE", str(cache_dir() / "xet"))
     api = HfApi(token=token)
     operations = [CommitOperationAdd(str(p.relative_to(directory)), str(p)) for p in files]
     operations += [CommitOperationAdd(name, text.encode("utf-8")) for name, text in written.items()]
