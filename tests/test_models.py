@@ -182,6 +182,20 @@ def test_a_model_folder_that_links_to_itself_is_one_line(tmp_path):
     assert "cannot be followed" in done.stderr
 
 
+def test_a_weights_file_that_memory_cannot_hold_is_not_called_damaged(tmp_path, monkeypatch):
+    import safetensors
+
+    from xling.models.loading import check_safetensors
+
+    def short_of_memory(*args, **kwargs):
+        raise RuntimeError("Error while deserializing header: Cannot allocate memory (os error 12)")
+
+    (tmp_path / "model.safetensors").write_bytes(b"whole")
+    monkeypatch.setattr(safetensors, "safe_open", short_of_memory)
+    with pytest.raises(RuntimeError, match="Cannot allocate memory"):  # the command line says memory, in one line
+        check_safetensors(tmp_path / "model.safetensors")
+
+
 def test_model_labels():
     assert model_label("e5-small") == model_label("multilingual-e5-small") == "multilingual-e5-small"
     assert model_label("FacebookAI/xlm-roberta-base") == "FacebookAI--xlm-roberta-base"

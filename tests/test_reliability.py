@@ -459,6 +459,7 @@ def test_push_to_an_unreachable_hub_is_one_line(trained_workspace):
         (RuntimeError("SafetensorError: No space left on device (os error 28)"), "the disk is full"),
         (OSError(errno.EROFS, "Read-only file system", "/ws"), "the file system is read-only"),
         (OSError(errno.ENOTDIR, "Not a directory", "/ws/f/x"), "/ws/f/x: not a directory"),
+        (RuntimeError("Error while deserializing header: Cannot allocate memory (os error 12)"), "out of memory"),
     ],
 )
 def test_the_machines_failures_are_one_line_saying_what_to_do(monkeypatch, capsys, error, message):

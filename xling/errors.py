@@ -1,5 +1,7 @@
 """The one error type the command line turns into a one-line message and a non-zero exit."""
 
+import errno
+import re
 from contextlib import contextmanager
 
 # The HTTP clients under huggingface_hub and datasets (httpx before huggingface_hub 2, httpx2 after).
@@ -8,6 +10,20 @@ NETWORK_MODULES = ("httpx", "httpx2", "httpcore", "requests", "urllib3", "aiohtt
 
 class XlingError(Exception):
     """A problem the user can fix: bad input, missing files, mismatched adapters."""
+
+
+# torch's CPU allocator, CUDA's, numpy's, Rust's and the system's words for a request the machine cannot meet
+ALLOCATION = re.compile(
+    r"can(no|')t allocate memory|out of memory|Unable to allocate|not enough memory|memory allocation .*failed",
+    re.IGNORECASE,
+)
+
+
+def is_out_of_memory(err: BaseException) -> bool:
+    """Memory ran short, whoever said so (an allocator's words, ENOMEM, MemoryError)."""
+    return (
+        isinstance(err, MemoryError) or getattr(err, "errno", None) == errno.ENOMEM or bool(ALLOCATION.search(str(err)))
+    )
 
 
 def is_network_error(err: BaseException) -> bool:

@@ -25,7 +25,7 @@ from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 
 from xling import __version__
-from xling.errors import XlingError, is_network_error
+from xling.errors import XlingError, is_network_error, is_out_of_memory
 from xling.fileio import MAX_NAME_BYTES
 
 DEBUG = "XLING_DEBUG"
@@ -221,7 +221,7 @@ def system_error(err: BaseException) -> str | None:
     text = str(err).splitlines()[0] if str(err) else type(err).__name__
     where = f" {err.filename}" if isinstance(err, OSError) and err.filename else ""
     number = err.errno if isinstance(err, OSError) else None
-    if isinstance(err, MemoryError) or number == errno.ENOMEM or ALLOCATION.search(text):
+    if is_out_of_memory(err):
         return out_of_memory(text)
     if number == errno.ENAMETOOLONG:
         return (
@@ -250,11 +250,6 @@ def system_error(err: BaseException) -> str | None:
 TRAINING_STACK = ("torch", "transformers", "datasets", "accelerate", "safetensors", "seqeval", "sentencepiece")
 
 
-# torch's CPU allocator, CUDA's and numpy's words for a request the machine cannot meet
-ALLOCATION = re.compile(
-    r"can't allocate memory|out of memory|Unable to allocate|not enough memory|memory allocation .*failed",
-    re.IGNORECASE,
-)
 REQUESTED = re.compile(r"allocate ([0-9.]+) ?(bytes|[KMGT]i?B)\b")
 
 

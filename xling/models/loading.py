@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from xling.errors import XlingError
+from xling.errors import XlingError, is_out_of_memory
 from xling.fileio import read_json
 from xling.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, UPSTREAM_ID, embedded_dir
 from xling.options import opt
@@ -116,6 +116,8 @@ def check_safetensors(file: Path) -> None:
         with safe_open(str(file), "pt") as opened:
             opened.keys()
     except Exception as err:  # safetensors' own words: a cut file, a header out of bounds, not safetensors at all
+        if is_out_of_memory(err):  # a whole file that memory could not hold: the command line says memory
+            raise
         raise XlingError(f"{file} is damaged ({str(err).splitlines()[0][:120]}): not loaded") from None
 
 
