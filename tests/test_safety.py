@@ -126,6 +126,9 @@ def _damage(directory, file_name, how):
         first = sorted(tensors)[0]
         tensors[first] = tensors[first].flatten().repeat(2)  # twice as many values, one dimension
         save_file(tensors, str(file))
+    elif how == "other labels":
+        task = json.loads(file.read_text())
+        file.write_text(json.dumps(task | {"labels": task["labels"][1:] + task["labels"][:1]}))
     elif how == "no fingerprint":
         config = json.loads(file.read_text())
         config["base_model"].pop("fingerprint")
@@ -148,6 +151,7 @@ def torch_nan_like(tensor):
         ("head_config.json", "delete", r"the task's head is missing \(head_config.json\)"),
         ("head_config.json", "bad json", r"head_config.json is not valid JSON"),
         ("task.json", "bad json", r"task.json is not valid JSON"),
+        ("task.json", "other labels", r"task.json says labels .* but its head \(head_config.json\) tags O, "),
         ("xling_adapter.json", "no fingerprint", r"xling_adapter.json has no base-model fingerprint"),
     ],
 )

@@ -107,6 +107,11 @@ def load_task_model(
         load(model, Path(directory), name=record.name, role=TASK)
     if record.name not in model.heads:
         raise XlingError(f"{directory}: the task's head is missing ({HEAD_CONFIG_FILE})")
+    if (head_labels := model.heads[record.name].labels) != record.labels:  # one of them edited, or another's
+        raise XlingError(
+            f"{Path(directory) / TASK_FILE} says labels {', '.join(record.labels)} but its head "
+            f"({HEAD_CONFIG_FILE}) tags {', '.join(head_labels)}: not loaded"
+        )
     return model, tokenizer, record
 
 
