@@ -163,6 +163,8 @@ def damaged_model_folders(root: Path) -> tuple[Path, list[tuple[Path, str]]]:
         if file.name not in ("config.json", "model.safetensors"):
             file.unlink()
     (stray_vocabulary / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nqusqu\n")
+    bad_tokenizer = copy("bad-tokenizer")
+    (bad_tokenizer / "tokenizer.json").write_text("{ not json")
     wider = copy("wider")
     config = json.loads((wider / "config.json").read_text())
     (wider / "config.json").write_text(json.dumps(config | {"hidden_size": config["hidden_size"] * 2}))
@@ -173,5 +175,6 @@ def damaged_model_folders(root: Path) -> tuple[Path, list[tuple[Path, str]]]:
         (huge_header, "model.safetensors is damaged"),
         (pickled, "only pytorch_model.bin, a pickle, which xling never loads"),
         (wider, "holds in another shape weights its architecture needs: embeddings."),
-        (stray_vocabulary, r"its tokenizer \(vocab.txt\) has 6 ids but its embeddings 84"),
+        (stray_vocabulary, r"stray-vocabulary/vocab.txt\) has 6 ids but its embeddings 84"),
+        (bad_tokenizer, r"cannot read the tokenizer of .*bad-tokenizer/tokenizer.json, "),
     ]

@@ -162,13 +162,28 @@ def load_model(spec: str = DEFAULT_MODEL, on_step: Callable[[str], None] = lambd
         # shapes are compared below, so that a mismatch is named in one line rather than in Transformers' report
         kwargs |= {"output_loading_info": True, "ignore_mismatched_sizes": True}
         model, found = AutoModel.from_pretrained(path, config=config, **kwargs)
-        tokenizer = AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError, KeyError, RuntimeError) as err:  # Transformers' words for a folder it cannot read
-        raise XlingError(f"cannot load model {spec!r}: {str(err).splitlines()[0][:300]}") from None
+        raise XlingError(f"cannot load model {spec!r}: {first_line(err)}") from None
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except Exception as err:  # noqa: BLE001 - tokenizers' Rust errors and Transformers' alike: the files are named
+        raise XlingError(
+            f"cannot read the tokenizer of {spec!r} ({tokenizer_files(Path(path))}): {first_line(err)}"
+        ) from None
     check_loaded(spec, found, config, tokenizer, Path(path))
     model.name_or_path = model_label(spec)
     model.eval()
     return model, tokenizer
+
+
+def tokenizer_files(folder: Path) -> str:
+    """The tokenizer's files a model folder holds, for a message (a Hub id's come from the Hub)."""
+    names = [name for name in (*TOKENIZER_FILES, "tokenizer_config.json") if (folder / name).is_file()]
+    return ", ".join(str(folder / name) for name in names) or "the Hub's"
+
+
+def first_line(err: BaseException) -> str:
+    return (str(err).splitlines() or [type(err).__name__])[0][:300]
 
 
 def check_loaded(spec: str, found: dict, config, tokenizer, folder: Path) -> None:
@@ -185,9 +200,8 @@ def check_loaded(spec: str, found: dict, config, tokenizer, folder: Path) -> Non
     vocabulary = getattr(config, "vocab_size", None)
     # embeddings may have a few rows more than the tokenizer's ids (padded to a round number), never twice as many
     if vocabulary is not None and not vocabulary / 2 <= len(tokenizer) <= vocabulary:
-        files = ", ".join(name for name in TOKENIZER_FILES if (folder / name).is_file()) or "the Hub's"
         raise XlingError(
-            f"model {spec!r}: its tokenizer ({files}) has {len(tokenizer):,} ids but its embeddings {vocabulary:,}: "
+            f"model {spec!r}: its tokenizer ({tokenizer_files(folder)}) has {len(tokenizer):,} ids but its embeddings {vocabulary:,}: "
             "not a pair; save the model's own tokenizer beside it (tokenizer.save_pretrained)"
         )
 
