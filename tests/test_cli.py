@@ -247,7 +247,10 @@ def test_an_error_line_is_one_printable_line_of_bounded_length():
 
     assert one_line("no adapter 'ner-qu'") == "no adapter 'ner-qu'"
     damaged = one_line("bad line: " + "\x00" * 20_000)
-    assert len(damaged) == MAX_ERROR and damaged.endswith("...") and damaged.isprintable() and "\\x00" in damaged
+    assert len(damaged) == MAX_ERROR and damaged.endswith(" ...") and damaged.isprintable() and "\\x00" in damaged
+    worded = one_line("one problem after another; " * 100)
+    assert len(worded) <= MAX_ERROR and worded.endswith(" ...")
+    assert worded[:-4].split(" ")[-1] in ("one", "problem", "after", "another;")  # no word cut in two
     turned = one_line("file \u202egpj.exe: not loaded\nsecond line")
     assert turned == "file \\u202egpj.exe: not loaded\\nsecond line" and turned.isprintable()
 

@@ -293,6 +293,36 @@ def test_seeds_run_each_training_step_per_seed_and_report_mean_and_spread(tmp_pa
         assert "## Evaluations (recipe tiny)" in card and f"| {100 * own:.1f} | {100 * row['f1']:.1f} ± " in card
 
 
+def test_a_dry_run_fetches_no_corpus_and_lists_problems_in_one_readable_line(tmp_path, trained_workspace):
+    _, model_dir, train, dev = trained_workspace
+    recipe = write_recipe(
+        tmp_path / "plan.toml",
+        model_dir,
+        tmp_path / "ws",
+        f"""
+{english_step(train, dev)}
+[[step]]
+title = "wikiann"
+run = "evaluate"
+data = "corpus:wikiann-qu/dev"
+lang = "en"
+task_adapter = "ner-en-nolang"
+no_lang_adapter = true
+""",
+    )
+    offline = {"XLING_CORPORA": str(tmp_path / "no-corpora"), "XLING_HOME": str(tmp_path / "home")}
+    offline |= {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "0"}  # a fetch would fail: none is tried
+    planned = run_xling("run", str(recipe), "--dry-run", env=offline | {"COLUMNS": "200"})
+    assert planned.returncode == 0, planned.stderr
+    assert "step 2/2 wikiann (evaluate): run: not run yet" in planned.stderr
+    assert not (tmp_path / "home" / "corpora").exists()
+    broken = recipe.read_text().replace('lang = "en"', 'lang = "de"').replace("batch_size", "batch_sise")
+    recipe.write_text(broken, encoding="utf-8")
+    refused = run_xling("run", str(recipe), "--dry-run", env=offline)
+    (line,) = refused.stderr.strip().splitlines()
+    assert refused.returncode == 1 and "has 2 problems: (1) " in line and "; (2) " in line and "\\n" not in line
+
+
 def test_dry_run_prints_the_plan_and_runs_nothing(tmp_path, trained_workspace):
     _, model_dir, train, dev = trained_workspace
     workspace = tmp_path / "ws"

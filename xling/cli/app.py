@@ -206,7 +206,11 @@ def one_line(message: str) -> str:
     """`message` as one line a terminal shows as it is: control characters and direction overrides (U+202E)
     escaped, cut to MAX_ERROR characters."""
     escaped = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
-    return escaped if len(escaped) <= MAX_ERROR else f"{escaped[: MAX_ERROR - 3]}..."
+    if len(escaped) <= MAX_ERROR:
+        return escaped
+    cut = escaped[: MAX_ERROR - 4]
+    word = cut.rpartition(" ")[0]  # at a word where one ends near the bound, else where the bound falls
+    return f"{word if len(word) > len(cut) - 80 else cut} ..."
 
 
 def _fail(message: str, code: int = 1) -> None:

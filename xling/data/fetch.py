@@ -177,8 +177,9 @@ def fetch_all(corpus: Corpus, console: Console) -> list[Path]:
     return [fetch(corpus, split, console) for split in corpus.splits if split in HUB_SPLITS]
 
 
-def resolve(reference: str, catalog: dict[str, Corpus] | None = None) -> str:
-    """`corpus:NAME[/SPLIT]` -> a local path or a hub source; any other string passes through."""
+def resolve(reference: str, catalog: dict[str, Corpus] | None = None, fetching: bool = True) -> str:
+    """`corpus:NAME[/SPLIT]` -> a local path or a hub source; any other string passes through. Without
+    `fetching`, a corpus that would be fetched (or made from fetched files) comes back as `reference` itself."""
     if not reference.startswith(PREFIX):
         return reference
     catalog = catalog or load_catalog()
@@ -189,14 +190,14 @@ def resolve(reference: str, catalog: dict[str, Corpus] | None = None) -> str:
     if split and corpus.splits and split not in corpus.splits:
         raise XlingError(f"corpus {name} has no split {split!r} (splits: {', '.join(corpus.splits)})")
     if corpus.silver and split in SILVER_SPLITS:
-        return str(silver_split(corpus, split, catalog))
+        return str(silver_split(corpus, split, catalog)) if fetching else reference
     path = local_path(corpus, split or None)
     if path is not None and path.is_relative_to(corpus_cache()):
         check_manifest(corpus_cache() / corpus.local)  # fetched once: still what was fetched
     if path is not None:
         return str(path)
     if fetchable(corpus, split or None):
-        return str(fetch(corpus, split or None))
+        return str(fetch(corpus, split or None)) if fetching else reference
     raise XlingError(
         f"corpus {reference[len(PREFIX) :]} is not in the local corpora root "
         f"{corpora_root() or '(XLING_CORPORA is not set)'} nor in {corpus_cache()}, and has no hub source to fetch; "

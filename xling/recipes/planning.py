@@ -37,7 +37,9 @@ def seeded(recipe: Recipe, seed: int) -> Recipe:
     return replace(recipe, workspace=str(root), seeds=[seed], steps=steps)
 
 
-def validate(recipe: Recipe, workspace: Workspace) -> None:
+def validate(recipe: Recipe, workspace: Workspace, fetching: bool = True) -> None:
+    """Every problem of the recipe at once, in one line; without `fetching` (a dry run) no corpus is fetched,
+    and one that would be is taken as there."""
     problems: list[str] = []
     catalog = load_catalog()
     made: set[Adapter] = set()
@@ -63,12 +65,13 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
                         problems.append(f"{where}: key {key!r}: no earlier step writes {value}")
                     continue
                 try:
-                    resolved = _resolved(value, catalog, unreachable)
+                    resolved = _resolved(value, catalog, unreachable, fetching)
                 except XlingError as err:
                     problems.append(f"{where}: key {key!r}: {err}")
                     continue
                 if (
-                    hub_dataset_id(resolved) is None
+                    not resolved.startswith(PREFIX)  # a corpus a dry run leaves to be fetched
+                    and hub_dataset_id(resolved) is None
                     and not Path(resolved).exists()
                     and not any(c in resolved for c in "*?[")
                 ):
@@ -95,20 +98,21 @@ def validate(recipe: Recipe, workspace: Workspace) -> None:
         if product:
             made.add(product)
         problems += _baseline_problems(recipe, step)
-    if problems:
-        if len(problems) == 1:
-            raise XlingError(problems[0])
-        raise XlingError(f"recipe {recipe.file} has {len(problems)} problems:\n  " + "\n  ".join(problems))
+    if len(problems) == 1:
+        raise XlingError(problems[0])
+    if problems:  # numbered in the one line an error is
+        listed = "; ".join(f"({number}) {problem}" for number, problem in enumerate(problems, start=1))
+        raise XlingError(f"recipe {recipe.file} has {len(problems)} problems: {listed}")
 
 
-def _resolved(value: str, catalog: dict, unreachable: dict[str, FetchError]) -> str:
+def _resolved(value: str, catalog: dict, unreachable: dict[str, FetchError], fetching: bool) -> str:
     """resolve(), except that a corpus whose fetch failed once fails again at once: offline, each step naming it
     would otherwise wait through the hub client's retries again."""
     name = value.removeprefix(PREFIX).partition("/")[0] if value.startswith(PREFIX) else None
     if name in unreachable:
         raise unreachable[name]
     try:
-        return resolve(value, catalog)
+        return resolve(value, catalog, fetching)
     except FetchError as err:
         unreachable[name] = err
         raise
@@ -247,7 +251,7 @@ def print_plan(recipe: Recipe, console: Console) -> None:
     """What `xling run` would do, step by step (and seed by seed), without doing it."""
     for run in [seeded(recipe, s) for s in recipe.seeds] or [recipe]:
         workspace = Workspace(run.workspace, run.model)
-        validate(run, workspace)
+        validate(run, workspace, fetching=False)
         console.print(
             f"[bold]{run.name}[/]{f' seed {run.seeds[0]}' if recipe.seeds else ''}: workspace {workspace.root}"
         )
