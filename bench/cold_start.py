@@ -1,6 +1,8 @@
 """Cold start: `echo LINE | xling tag --lang qu -` in a fresh process (the model already converted), its wall time
 and peak memory, against `python -c "import torch"` in the same run; and `Tagger.load("qu")` plus one line from
-Python. Each is run `--rounds` times in turn; the medians are printed with their ratio to the torch import.
+Python. Each is run `--rounds` times in turn; the min / median / max are printed with the median's ratio to the
+torch import, beside the load average (1 minute) as each round started: a figure taken while other work ran on
+the machine shows as one (the start took 2-3.7x `import torch` on a busy machine, 1.1x alone).
 
     python -m bench.cold_start [--rounds 5] [--json results/cold-start/NAME.json]
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -57,23 +60,30 @@ def main() -> None:
         for command, stdin in commands.values():  # the model converted, its files in the page cache
             seconds(command, stdin, empty)
         times: dict[str, list[float]] = {name: [] for name in commands}
+        loads: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.rounds):
             for name, (command, stdin) in commands.items():
+                loads[name].append(os.getloadavg()[0])
                 times[name].append(seconds(command, stdin, empty))
         peaks = {name: peak_gb(command, stdin, empty) for name, (command, stdin) in commands.items()}
     torch_seconds = statistics.median(times["import torch"])
     rows = {
         name: {
             "seconds": statistics.median(values),
+            "min_seconds": min(values),
+            "max_seconds": max(values),
             "ratio_to_import_torch": statistics.median(values) / torch_seconds,
             "peak_gb": peaks[name],
+            "load_average": [min(loads[name]), max(loads[name])],
         }
         for name, values in times.items()
     }
+    print(f"{os.cpu_count()} CPUs; load average (1 min) as each round started, lowest to highest")
     for name, row in rows.items():
         print(
-            f"{name:34} {row['seconds']:5.2f} s  ({row['ratio_to_import_torch']:.2f}x import torch)  "
-            f"peak {row['peak_gb']:.2f} GB"
+            f"{name:34} {row['min_seconds']:5.2f} / {row['seconds']:5.2f} / {row['max_seconds']:5.2f} s  "
+            f"({row['ratio_to_import_torch']:.2f}x import torch)  peak {row['peak_gb']:.2f} GB  "
+            f"load {row['load_average'][0]:.1f}-{row['load_average'][1]:.1f}"
         )
     if args.json:
         machine = machine_name()

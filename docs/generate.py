@@ -413,13 +413,18 @@ def runtime_table(files: dict) -> str:
 
 def cold_start_table(files: dict) -> str:
     """`bench/cold_start.py`: a fresh process's wall time and peak memory, against `import torch` in the same run."""
-    rows = ["| machine | run | seconds (median) | against `import torch` | peak memory |", "|---|---|---|---|---|"]
+    rows = [
+        "| machine | run | seconds (median; min-max) | against `import torch` | peak memory | load average |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, data in files.items():
         if name.startswith(COLD_START):
             for run, row in data["rows"].items():
+                spread = f" ({row['min_seconds']:.2f}-{row['max_seconds']:.2f})" if "min_seconds" in row else ""
+                load = "{:.1f}-{:.1f}".format(*row["load_average"]) if "load_average" in row else "not kept"
                 rows.append(
-                    f"| {data['machine']} | `{run}` | {row['seconds']:.2f} | {row['ratio_to_import_torch']:.2f}x "
-                    f"| {row['peak_gb']:.2f} GB |"
+                    f"| {data['machine']} | `{run}` | {row['seconds']:.2f}{spread} | "
+                    f"{row['ratio_to_import_torch']:.2f}x | {row['peak_gb']:.2f} GB | {load} |"
                 )
     return "\n".join(rows)
 
