@@ -269,7 +269,7 @@ def simulate(
     answers = [Sentence(tokens, tags) for tokens, tags in state["answers"]]
     taken = {sentence_id(" ".join(s.tokens)) for s in answers} | held_out(sentences, how)
     adapter, curve, adapters = state["adapter"], state["curve"], Workspace(workspace, MODEL)
-    if len(curve) < rounds and not adapters.adapter_dir(TASK, adapter).is_dir():
+    if len(curve) < rounds and adapter != start and not adapters.adapter_dir(TASK, adapter).is_dir():
         train_round(answers, adapter, seed, workspace, unjudged, epochs, start, augment)  # state without its adapter
     for number in range(len(curve) + 1, rounds + 1):
         started = time.perf_counter()
