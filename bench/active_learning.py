@@ -328,7 +328,8 @@ def rows(curves: dict[int, list[dict]], label: str, start: dict[str, dict], eval
 
 
 def versus(curves: dict[int, list[dict]], baseline: dict[int, list[dict]], evaluations: dict) -> list[dict]:
-    """Paired bootstrap of a setting against random at each checkpoint both reached, seed against seed."""
+    """Paired bootstrap of a setting against a baseline (random, or the start) at each checkpoint both reached,
+    seed against seed."""
     from xling.scoring.bootstrap import paired
 
     def at(curve: list[dict], sentences: int) -> dict | None:
@@ -410,6 +411,8 @@ def write_results(
     data["rows"] = rows(curves, name, start, protocol.evaluations)
     if baseline is not None and name != "random-correct":
         data["versus_random"] = versus(curves, baseline, protocol.evaluations)
+    unanswered = {seed: [{"sentences": n, "scores": start} for n in CHECKPOINTS] for seed in curves}
+    data["versus_start"] = versus(curves, unanswered, protocol.evaluations)  # what the answers bought
     results.mkdir(parents=True, exist_ok=True)
     (results / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n")
 

@@ -278,13 +278,16 @@ def learning_curves(files: dict, prefix: str) -> list[str]:
         for n in answers:
             cells = [by_answers[name].get(n) for name in runs]
             parts.append(f"| {n} | " + " | ".join(_curve_cell(r, evaluation) if r else "" for r in cells) + " |")
-    parts += ["", "### Against random (paired bootstrap over sentences and seeds)", ""]
-    parts += [
-        "| strategy | answers | " + " | ".join(first["evaluations"]) + " |",
-        "|---|---|" + "---|" * len(first["evaluations"]),
-    ]
-    for name, data in runs.items():
-        for test in data.get("versus_random", []):
+    for key, against in (("versus_random", "random"), ("versus_start", "no answers (the start)")):
+        tests = [(name, test) for name, data in runs.items() for test in data.get(key, [])]
+        if not tests:
+            continue
+        parts += ["", f"### Against {against} (paired bootstrap over sentences and seeds)", ""]
+        parts += [
+            "| strategy | answers | " + " | ".join(first["evaluations"]) + " |",
+            "|---|---|" + "---|" * len(first["evaluations"]),
+        ]
+        for name, test in tests:
             cells = [versus({"versus": test[evaluation]}) for evaluation in first["evaluations"]]
             parts.append(f"| {name} | {test['sentences']} | " + " | ".join(cells) + " |")
     return parts + ["", f"![Learning curves](img/{prefix.rstrip('/')}.png)"]
