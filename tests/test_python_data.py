@@ -134,3 +134,15 @@ def test_ray_data_maps_one_tagger_per_actor_as_the_docs_show(trained_workspace, 
     expected = {text: [span.to_dict() for span in spans] for text, spans in zip(texts, Tagger.load(**where)(texts))}
     assert any(expected.values())
     assert {row["text"]: [dict(e) for e in row["entities"]] for row in rows} == expected
+
+
+def test_a_token_holding_spaces_is_one_token_to_every_reader(tmp_path):
+    from xling.annotation.select import corpus_sentences
+    from xling.data.conll import read_lines, read_tokens
+
+    conll = tmp_path / "qu.conll"  # QuBERT's place names are such tokens
+    conll.write_text("Killki phaqcha\tB-LOC\ndistritu\tI-LOC\n\nLima\tB-LOC\n", encoding="utf-8")
+    expected = [["Killki phaqcha", "distritu"], ["Lima"]]
+    assert [s.tokens for s in read_conll(conll)] == list(read_tokens(read_lines(conll))) == expected
+    (text, words), _ = corpus_sentences([conll])  # what xling select picks from
+    assert text == "Killki phaqcha distritu" and [text[start:end] for start, end in words] == expected[0]

@@ -124,9 +124,7 @@ def read_conll(path: Path, scheme: str = "auto") -> list[Sentence]:
             if read[-1][0]:
                 read.append(([], [], []))
             continue
-        line = line.rstrip()  # trailing tabs or spaces are no empty tag column
-        columns = line.split("\t") if "\t" in line else line.split()
-        columns = [c.strip() for c in columns]
+        columns = columns_of(line)
         if len(columns) < 2 or not columns[0]:
             raise XlingError(f"{path}:{number}: expected a token and a tag, got {line!r}")
         tag = columns[-1]
@@ -146,13 +144,21 @@ def conll_text(sentences: list[Sentence]) -> str:
     return "".join("".join(f"{t}\t{g}\n" for t, g in zip(s.tokens, s.tags)) + "\n" for s in sentences)
 
 
+def columns_of(line: str) -> list[str]:
+    """A CoNLL line's columns: tab-separated where the line has tabs (a token may then hold spaces, as QuBERT's
+    place names do: `Killki phaqcha<TAB>B-LOC`), else whitespace-separated; trailing tabs or spaces are no empty
+    column."""
+    line = line.rstrip()
+    return [c.strip() for c in line.split("\t")] if "\t" in line else line.split()
+
+
 def read_tokens(lines) -> Iterator[list[str]]:
-    """Pre-tokenised input, sentence by sentence as it is read: the first column of each line, blank lines
-    between sentences."""
+    """Pre-tokenised input, sentence by sentence as it is read: the first column of each line (as `read_conll`
+    reads it), blank lines between sentences."""
     sentence: list[str] = []
     for _, line in lines:
         if line.strip():
-            sentence.append(WIKIANN_PREFIX.sub("", line.split()[0], count=1))
+            sentence.append(WIKIANN_PREFIX.sub("", columns_of(line)[0], count=1))
         elif sentence:
             yield sentence
             sentence = []
