@@ -165,6 +165,15 @@ def test_seqeval_strict_scores():
     assert result["precision"] == pytest.approx(1 / 2) and result["recall"] == pytest.approx(1 / 3)
     assert result["per_type"]["PER"]["f1"] == pytest.approx(2 / 3)
     assert result["per_type"]["ORG"]["f1"] == 0  # strict: an entity must start with B-
+    from seqeval.metrics import classification_report
+    from seqeval.scheme import IOB2
+
+    seqevals = classification_report(gold, predicted, mode="strict", scheme=IOB2, output_dict=True, zero_division=0)
+    assert set(result["seqeval_report"]) == set(seqevals)  # its keys and averages, as dashboards read them
+    for label, values in seqevals.items():
+        assert result["seqeval_report"][label] == pytest.approx({key: float(v) for key, v in values.items()})
+    assert {"micro avg", "macro avg", "weighted avg"} <= set(result["seqeval_report"])
+    assert result["seqeval_report"]["micro avg"]["f1-score"] == pytest.approx(result["f1"])
 
 
 # ---- training and evaluation -------------------------------------------------------------------
@@ -347,6 +356,8 @@ def test_evaluate_cli_json(setup_dirs):
     assert result.returncode == 0, result.stderr
     scores = json.loads(result.stdout)
     assert {"precision", "recall", "f1", "per_type", "support"} <= set(scores)
+    assert scores["seqeval_report"]["micro avg"]["f1-score"] == pytest.approx(scores["f1"])
+    assert set(scores["seqeval_report"]) == set(scores["per_type"]) | {"micro avg", "macro avg", "weighted avg"}
     table = run_xling(
         "evaluate",
         "ner",

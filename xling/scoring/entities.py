@@ -12,7 +12,9 @@ from xling.scoring.result import EvaluationResult
 
 
 def score(gold: list[list[str]], predicted: list[list[str]]) -> dict:
-    """{"precision", "recall", "f1", "support", "per_type": {type: {...}}}, fractions in [0, 1]."""
+    """{"precision", "recall", "f1", "support", "per_type": {type: {...}}, "seqeval_report"}, fractions in [0, 1];
+    `seqeval_report` is seqeval's own `classification_report(output_dict=True)`, its keys (`f1-score`) and its
+    micro, macro and weighted averages, for the dashboards that read that shape."""
     if len(gold) != len(predicted) or any(len(g) != len(p) for g, p in zip(gold, predicted)):
         raise ValueError("gold and predicted tag sequences differ in shape")
     if any(UNJUDGED in tags for tags in gold):
@@ -32,6 +34,10 @@ def score(gold: list[list[str]], predicted: list[list[str]]) -> dict:
         "support": int(micro["support"]),
         "sentences": len(gold),
         "per_type": per_type,
+        "seqeval_report": {
+            label: {key: int(value) if key == "support" else float(value) for key, value in values.items()}
+            for label, values in report.items()
+        },
     }
 
 

@@ -35,6 +35,8 @@ class EvaluationResult:
     seen_in_training: int | None  # scored sentences the task was trained on; None: its files do not say
     sentences_digest: str  # which sentences, in order
     sentence_counts: list[list[int]] | None = None  # [correct, predicted, gold] per sentence
+    # seqeval's classification_report(output_dict=True) as it gives it: "f1-score", and the three averages
+    seqeval_report: dict[str, dict[str, float]] | None = None
     f1_interval: list[float] | None = None  # with --bootstrap: its 95% interval
     bootstrap_samples: int | None = None
     # a recipe's evaluation: its row's label, its step's title and the row it is tested against
