@@ -24,7 +24,9 @@ REPO = Path(__file__).resolve().parent.parent
 def corpora_root() -> Path:
     root = Path(os.environ.get("XLING_CORPORA", REPO.parent / "shared" / "corpora"))
     if not (root / "ner").is_dir():
-        raise SystemExit(f"corpora not found at {root}: set XLING_CORPORA")
+        raise SystemExit(
+            f"the real corpora: set XLING_CORPORA to the folder holding ner/ (docs/recipes.md; not at {root})"
+        )
     return root
 
 

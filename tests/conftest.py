@@ -48,7 +48,7 @@ def xling_home(tmp_path_factory):
 def corpora_root() -> Path:
     root = Path(os.environ.get("XLING_CORPORA", REPO.parent / "shared" / "corpora"))
     if not (root / "ner").is_dir():
-        pytest.skip(f"real corpora not found at {root} (set XLING_CORPORA)")
+        pytest.skip(f"the real corpora: set XLING_CORPORA to the folder holding ner/ (docs/recipes.md; not at {root})")
     return root
 
 
