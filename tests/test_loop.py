@@ -62,3 +62,16 @@ def test_a_frozen_encoder_trains_without_dropout_unless_asked(tmp_path, method, 
     assert {mode[0] for mode in modes} == {Dropout}
     assert set(attention) == {ATTENTION} and model.config._attn_implementation == before != ATTENTION
     assert type(model.encoder.base_model.encoder.layer[0].output.dropout) is nn.Dropout
+
+
+@pytest.mark.parametrize("patience, steps", [(1, 2), (0, 6)])  # 0: never stop early (a recipe has no null)
+def test_patience_stops_after_evaluations_without_gain_and_zero_never_stops(tmp_path, patience, steps):
+    from xling.train.config import TrainConfig
+    from xling.train.loop import train
+
+    model, objective = _tagging_run(tmp_path, "adapter")
+    config = TrainConfig(
+        max_steps=6, batch_size=4, eval_every=1, checkpoint_every=6, learning_rate=1e-12, patience=patience
+    )  # a rate too small to move dev F1: no evaluation improves on the first
+    result = train(model, objective, config, tmp_path / "run", {}, "patience")
+    assert result.steps == steps and result.stopped_early == (patience > 0)

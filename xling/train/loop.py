@@ -308,7 +308,7 @@ def train(
                 run.track({"train/loss": loss, "train/learning_rate": run.scheduler.get_last_lr()[0]})
                 if state["step"] % eval_every == 0 or state["step"] == run.total:
                     run.evaluate()
-                    if config.patience is not None and state["stale"] >= config.patience:
+                    if config.patience and state["stale"] >= config.patience:  # None or 0: never
                         stopped_early = True
                         progress.note(f"stopping early: no improvement in {config.patience} evaluations")
                         break
