@@ -29,6 +29,16 @@ def where(trained_workspace) -> list[str]:
     return ["--model", str(model_dir), "-w", str(root / "ws")]
 
 
+def started_job(trained_workspace, source, output) -> tuple[TagOptions, object]:
+    """`xling tag SOURCE --lang qu -o OUTPUT`'s options and its parts folder, made as the command makes it."""
+    root, model_dir, _, _ = trained_workspace
+    spec = TaggerSpec(lang="qu", model=str(model_dir), workspace=str(root / "ws"))
+    options = TagOptions(input=str(source), output=str(output), tagger=spec)
+    folder = parts_dir(output)
+    prepare_parts(folder, job_of(options, source))
+    return options, folder
+
+
 @pytest.mark.slow
 def test_two_processes_write_what_one_writes_line_for_line(trained_workspace, tmp_path):
     source, count = corpus(tmp_path / "in.txt")
@@ -52,16 +62,9 @@ def test_two_processes_write_what_one_writes_line_for_line(trained_workspace, tm
 def test_a_stopped_run_tags_only_its_missing_blocks(trained_workspace, tmp_path):
     from xling import Tagger
 
-    root, model_dir, _, _ = trained_workspace
     source, count = corpus(tmp_path / "in.txt")
     output = tmp_path / "out.jsonl"
-    options = TagOptions(
-        input=str(source),
-        output=str(output),
-        tagger=TaggerSpec(lang="qu", model=str(model_dir), workspace=str(root / "ws")),
-    )
-    folder = parts_dir(output)
-    prepare_parts(folder, job_of(options, source))
+    options, folder = started_job(trained_workspace, source, output)
     tagger = Tagger.load(options.tagger)
     tag_blocks(tagger, options, source, folder, Launch(rank=0, world=2))  # as if stopped with blocks 0 and 2 done
     written = sorted(p.name for p in folder.glob("*.jsonl"))
@@ -128,16 +131,9 @@ def test_a_parts_folder_that_is_a_link_is_refused_before_anything_runs(trained_w
 
 
 def test_a_damaged_block_count_says_which_files_to_remove_and_the_rerun_finishes(trained_workspace, tmp_path):
-    root, model_dir, _, _ = trained_workspace
     source, count = corpus(tmp_path / "in.txt", 0.01)
     output = tmp_path / "out.jsonl"
-    options = TagOptions(
-        input=str(source),
-        output=str(output),
-        tagger=TaggerSpec(lang="qu", model=str(model_dir), workspace=str(root / "ws")),
-    )
-    folder = parts_dir(output)
-    prepare_parts(folder, job_of(options, source))
+    _, folder = started_job(trained_workspace, source, output)
     (folder / "00000000.jsonl").write_text("half a blo")
     (folder / "00000000.json").write_text('{"results": ')  # a block's counts, cut
     done = run_xling("tag", source, "--lang", "qu", "-o", output, *where(trained_workspace))
