@@ -40,21 +40,21 @@ EXPECT = [
         "wikiann-en dev, Stack(en, ner-en)",
     ),
     (
-        "Quechua zero-shot (silver-dev), `Stack(qu, ner-en)`",
-        "quality-qu/fp32-cpu.json",
-        "zero-shot Stack(qu, ner-en), silver-dev",
+        "Quechua zero-shot, no Quechua label (qubert-qu/dev), `Stack(qu, ner-en)`",
+        "label-free-qubert-qu/results.json",
+        "zero-shot Stack(qu, ner-en), qubert-qu/dev, viterbi",
     ),
     (
         "every public Quechua label (qubert-qu/dev), `Stack(qu, ner-qu)`",
         "all-labels-qu/results.json",
         "Stack(qu, ner-qu-all) against the shipped ner-qu, qubert-qu/dev, viterbi",
     ),
-    ("100 answers, random sentences (silver-dev)", "active-qu/random-correct.json", "random-correct, 100 answers"),
     (
-        "200 answers, `xling select`'s default `uncertainty` (silver-dev)",
-        "active-qu/uncertainty-correct.json",
-        "uncertainty-correct, 200 answers",
+        "100 answers, `xling select`'s default `random` (qubert-qu/dev)",
+        "active-qubert-qu/random-correct.json",
+        "random-correct, 100 answers",
     ),
+    ("200 answers, random (qubert-qu/dev)", "active-qubert-qu/random-correct.json", "random-correct, 200 answers"),
     (
         "zero-shot pipeline, minutes a seed: 2 CPU cores; one GPU",
         ["quality-qu/zero-shot-pipeline-xeon.json", "quality-qu/zero-shot-pipeline-h200.json"],
