@@ -131,8 +131,8 @@ def cpu_bf16_speedup() -> float:
         return kept
     measured = measured_bf16_speedup()
     try:
-        if os.path.lexists(record):  # a folder, a FIFO or a link in the record's place: never read or replaced
-            raise OSError(f"{record} is not a file")
+        if os.path.lexists(record) and (record.is_symlink() or not record.is_file()):  # a folder, a FIFO, a link
+            raise OSError(f"{record} is not a file")  # in the record's place: never read or replaced
         keep_first(record, json.dumps(asdict(Bf16Speedup(cpu, measured))))
         return Bf16Speedup.read(record).bf16_speedup  # the first process's, where several raced
     except (OSError, XlingError) as err:  # `machine` a file, the home read-only: this process's measurement
