@@ -34,14 +34,16 @@ def test_the_results_table_follows_the_result_files(tmp_path, monkeypatch):
         copy = tmp_path / file.relative_to(ROOT / "results")
         copy.parent.mkdir(parents=True, exist_ok=True)
         copy.write_text(file.read_text())
-    changed = tmp_path / "quality-qu" / "fp32-cpu.json"
+    changed = tmp_path / "label-free-qubert-qu" / "results.json"
     data = json.loads(changed.read_text())
-    zero_shot = next(row for row in data["rows"] if row["label"] == "zero-shot Stack(qu, ner-en), silver-dev")
+    label = "zero-shot Stack(qu, ner-en), qubert-qu/dev, viterbi"
+    zero_shot = next(row for row in data["rows"] if row["label"] == label)
     zero_shot |= {"f1": 0.123, "f1_std": 0.016, "f1_interval": [0.1, 0.15]}
     changed.write_text(json.dumps(data))
     monkeypatch.setattr(generate, "RESULTS", tmp_path)
     table = generate.expect_table(generate.result_files())
-    assert "| Quechua zero-shot (silver-dev), `Stack(qu, ner-en)` | 12.3 ± 1.6 [10.0, 15.0] | 392 |" in table
+    what = "Quechua zero-shot, no Quechua label (qubert-qu/dev), `Stack(qu, ner-en)`"
+    assert f"| {what} | 12.3 ± 1.6 [10.0, 15.0] | 701 |" in table
 
 
 def test_records_without_intervals_are_set_apart_on_the_results_page():
