@@ -27,6 +27,7 @@ from rich.console import Console
 from xling.data.conll import read_lines, read_tokens, whole_lines
 from xling.errors import XlingError
 from xling.fileio import atomic_text_file, write_json_atomic, write_text_atomic
+from xling.names import no_link
 from xling.options import at_least, read_record
 from xling.tagging.options import TagOptions
 from xling.tagging.output import render
@@ -234,8 +235,9 @@ def run_in_blocks(load: Callable, options: TagOptions, launch: Launch, console: 
 
 def check_blocks(options: TagOptions, launch: Launch) -> None:
     """Several processes need a file in and a file out in a format that joins; the parts folder is no link."""
-    if options.output and (folder := parts_dir(Path(options.output))).is_symlink():
-        raise XlingError(f"{folder} is a symbolic link, which xling does not write through; remove it")
+    if options.output:
+        folder = parts_dir(Path(options.output))
+        no_link(folder.parent, Path(folder.name), "tag's parts folder")
     if launch.world > 1 and (options.input == "-" or not options.output):
         raise XlingError("tagging in several processes reads a file and writes --output FILE (not standard streams)")
     if launch.world > 1 and options.output_format() not in BLOCK_FORMATS:
