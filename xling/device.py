@@ -131,8 +131,8 @@ def cpu_bf16_speedup() -> float:
         return kept
     measured = measured_bf16_speedup()
     try:
-        if os.path.lexists(record) and (record.is_symlink() or not record.is_file()):  # a folder, a FIFO, a link
-            raise OSError(f"{record} is not a file")  # in the record's place: never read or replaced
+        if os.path.lexists(record) and not is_plain_file(record):  # a folder, a FIFO, a link in the record's place:
+            raise OSError(f"{record} is not a file")  # never read or replaced
         keep_first(record, json.dumps(asdict(Bf16Speedup(cpu, measured))))
         return Bf16Speedup.read(record).bf16_speedup  # the first process's, where several raced
     except (OSError, XlingError) as err:  # `machine` a file, the home read-only: this process's measurement
@@ -143,7 +143,7 @@ def cpu_bf16_speedup() -> float:
 def kept_speedup(record: Path) -> float | None:
     """The measurement kept in `record`; None where there is none, or one that cannot be believed (damaged,
     unreadable or impossible: removed, to be measured again)."""
-    if record.is_symlink() or not record.is_file():
+    if not is_plain_file(record):
         return None
     try:
         return Bf16Speedup.read(record).bf16_speedup
@@ -151,6 +151,11 @@ def kept_speedup(record: Path) -> float | None:
         with contextlib.suppress(OSError):  # a home that cannot be written keeps it; it is then not read again
             record.unlink()
         return None
+
+
+def is_plain_file(path: Path) -> bool:
+    """A regular file, not reached through a link (which could lead anywhere, a FIFO that blocks a read too)."""
+    return path.is_file() and not path.is_symlink()
 
 
 @functools.cache
