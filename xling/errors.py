@@ -26,6 +26,11 @@ def is_out_of_memory(err: BaseException) -> bool:
     )
 
 
+def first_line(err: BaseException) -> str:
+    """The first line of what an error says, or its type's name where it says nothing: for a one-line message."""
+    return (str(err).splitlines() or [type(err).__name__])[0]
+
+
 def is_network_error(err: BaseException) -> bool:
     """A failure to reach a server (refused, timed out, no route), whichever HTTP client raised it."""
     return type(err).__module__.split(".")[0] in NETWORK_MODULES

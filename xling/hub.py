@@ -14,14 +14,14 @@ from huggingface_hub import CommitOperationAdd, HfApi, snapshot_download
 from huggingface_hub.errors import HfHubHTTPError
 
 from xling import __version__
-from xling.errors import XlingError, is_network_error
+from xling.errors import XlingError, first_line, is_network_error
 from xling.paths import cache_dir
 
 
 def _hub_error(err: Exception, what: str) -> Exception:
     """One line for the Hub's refusals and for a server out of reach; any other error as it is."""
     if isinstance(err, (HfHubHTTPError, OSError, ValueError)) or is_network_error(err):
-        return XlingError(f"{what}: {(str(err).splitlines() or [type(err).__name__])[0]}")
+        return XlingError(f"{what}: {first_line(err)}")
     return err
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from xling.errors import XlingError, is_out_of_memory
+from xling.errors import XlingError, first_line, is_out_of_memory
 from xling.fileio import read_json
 from xling.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, UPSTREAM_ID, embedded_dir
 from xling.options import opt
@@ -163,12 +163,12 @@ def load_model(spec: str = DEFAULT_MODEL, on_step: Callable[[str], None] = lambd
         kwargs |= {"output_loading_info": True, "ignore_mismatched_sizes": True}
         model, found = AutoModel.from_pretrained(path, config=config, **kwargs)
     except (OSError, ValueError, KeyError, RuntimeError) as err:  # Transformers' words for a folder it cannot read
-        raise XlingError(f"cannot load model {spec!r}: {first_line(err)}") from None
+        raise XlingError(f"cannot load model {spec!r}: {first_line(err)[:300]}") from None
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
     except Exception as err:  # noqa: BLE001 - tokenizers' Rust errors and Transformers' alike: the files are named
         raise XlingError(
-            f"cannot read the tokenizer of {spec!r} ({tokenizer_files(Path(path))}): {first_line(err)}"
+            f"cannot read the tokenizer of {spec!r} ({tokenizer_files(Path(path))}): {first_line(err)[:300]}"
         ) from None
     check_loaded(spec, found, config, tokenizer, Path(path))
     model.name_or_path = model_label(spec)
@@ -180,10 +180,6 @@ def tokenizer_files(folder: Path) -> str:
     """The tokenizer's files a model folder holds, for a message (a Hub id's come from the Hub)."""
     names = [name for name in (*TOKENIZER_FILES, "tokenizer_config.json") if (folder / name).is_file()]
     return ", ".join(str(folder / name) for name in names) or "the Hub's"
-
-
-def first_line(err: BaseException) -> str:
-    return (str(err).splitlines() or [type(err).__name__])[0][:300]
 
 
 def check_loaded(spec: str, found: dict, config, tokenizer, folder: Path) -> None:
