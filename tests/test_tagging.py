@@ -216,6 +216,32 @@ def test_tag_command_formats(trained_workspace, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt", "out.html", "pre.conll"]  # no temporary left
 
 
+def test_conll_input_keeps_its_columns_and_skips_document_markers(trained_workspace, tmp_path):
+    """`tag --conll` as other tools write CoNLL: `-DOCSTART-` is no sentence, and each line comes back with every
+    column it had (POS, a gold tag) and the predicted tag after them, to standard output and into a file alike."""
+    given = tmp_path / "given.conll"
+    given.write_text(
+        "-DOCSTART- -X- O O\n\njuan NNP B-PER\nlima NNP B-LOC\n\n-DOCSTART- -X- O O\n\nqu:maria NNP B-PER\n",
+        encoding="utf-8",
+    )
+    streamed = run_tag(trained_workspace, str(given), "--lang", "qu", "--conll", "-f", "conll")
+    assert streamed.returncode == 0, streamed.stderr
+    written = tmp_path / "tagged.conll"
+    into_file = run_tag(trained_workspace, str(given), "--lang", "qu", "--conll", "-o", str(written))
+    assert into_file.returncode == 0, into_file.stderr
+    for text in (streamed.stdout, written.read_text(encoding="utf-8")):
+        sentences = [[line.split("\t") for line in block.splitlines()] for block in text.strip("\n").split("\n\n")]
+        assert [[row[:3] for row in rows] for rows in sentences] == [
+            [["juan", "NNP", "B-PER"], ["lima", "NNP", "B-LOC"]],
+            [["qu:maria", "NNP", "B-PER"]],
+        ]
+        assert all(
+            len(row) == 4 and (row[3] == "O" or row[3][:2] in ("B-", "I-")) for rows in sentences for row in rows
+        )
+    jsonl = run_tag(trained_workspace, str(given), "--lang", "qu", "--conll", "-f", "jsonl")
+    assert [json.loads(line)["text"] for line in jsonl.stdout.splitlines()] == ["juan lima", "maria"]
+
+
 def test_tag_streams_results_before_its_input_ends(trained_workspace):
     root, model_dir, _, _ = trained_workspace
     command = [sys.executable, "-m", "xling", "tag", "-", "--lang", "qu", "-f", "jsonl"]  # batches of 32

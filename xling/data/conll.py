@@ -152,15 +152,32 @@ def columns_of(line: str) -> list[str]:
     return [c.strip() for c in line.split("\t")] if "\t" in line else line.split()
 
 
-def read_tokens(lines) -> Iterator[list[str]]:
-    """Pre-tokenised input, sentence by sentence as it is read: the first column of each line (as `read_conll`
-    reads it), blank lines between sentences."""
-    sentence: list[str] = []
+@dataclass
+class TokenRows:
+    """One pre-tokenised sentence as its file gives it: each token's line as columns, the token first."""
+
+    rows: list[list[str]]
+
+    @property
+    def tokens(self) -> list[str]:
+        return [WIKIANN_PREFIX.sub("", row[0], count=1) for row in self.rows]
+
+
+def read_rows(lines) -> Iterator[TokenRows]:
+    """Pre-tokenised input, sentence by sentence as it is read, every column kept (POS, chunk, a gold tag: what
+    other tools wrote); blank lines between sentences, `-DOCSTART-` document markers skipped as `read_conll` skips
+    them."""
+    rows: list[list[str]] = []
     for _, line in lines:
-        if line.strip():
-            sentence.append(WIKIANN_PREFIX.sub("", columns_of(line)[0], count=1))
-        elif sentence:
-            yield sentence
-            sentence = []
-    if sentence:
-        yield sentence
+        if line.strip() and not line.startswith("-DOCSTART-"):
+            rows.append(columns_of(line))
+        elif rows:
+            yield TokenRows(rows)
+            rows = []
+    if rows:
+        yield TokenRows(rows)
+
+
+def read_tokens(lines) -> Iterator[list[str]]:
+    """The tokens of `read_rows`' sentences: the first column of each line, as `read_conll` reads it."""
+    return (sentence.tokens for sentence in read_rows(lines))

@@ -14,7 +14,7 @@ from itertools import count
 
 import numpy as np
 
-from xling.data.conll import read_tokens
+from xling.data.conll import TokenRows, read_rows
 from xling.data.decoding import decode
 from xling.data.iob2 import entities
 from xling.data.text import line_pieces
@@ -47,7 +47,8 @@ class Span:
 @dataclass
 class TaggedText:
     """One input text: its words with tags and probabilities, and the entity spans; `about`, what the input said of
-    it (its line or sentence number, or a JSON record's id and other keys), which JSONL output carries."""
+    it (its line or sentence number, or a JSON record's id and other keys), which JSONL output carries; `columns`,
+    each token's columns as CoNLL input gave them, which CoNLL output writes before the predicted tag."""
 
     text: str
     tokens: list[Token]
@@ -55,6 +56,7 @@ class TaggedText:
     scores: list[float]
     spans: list[Span]
     about: dict = field(default_factory=dict)
+    columns: list[list[str]] = field(default_factory=list)
 
 
 def merged(parts: list[TaggedText], about: dict) -> TaggedText:
@@ -143,11 +145,11 @@ class TextTagger(ABC):
         """`tag_lines` of numbered lines; a text longer than `MAX_LINE_CHARS` is tagged in pieces cut at spaces and
         comes back whole. Without `streaming`, the lines are tagged as one read (a block of a file)."""
         if conll:
-            sentences = enumerate(read_tokens(lines), start=1)
+            sentences = read_rows(lines)
             chunks = self._reads(sentences) if streaming else [list(sentences)]
+            numbers = count(1)
             for chunk in chunks:
-                tagged = self.tag_tokens([words for _, words in chunk])
-                yield from (replace(t, about={"sentence": n}) for (n, _), t in zip(chunk, tagged))
+                yield from self.tag_rows(chunk, numbers)
             return
         order: deque[tuple[dict, int]] = deque()  # each piece's record and how many pieces its text has
 
@@ -161,9 +163,9 @@ class TextTagger(ABC):
         results = self.pipe(texts(), paragraphs=paragraphs) if streaming else self.tag_texts(list(texts()), paragraphs)
         parts: list[TaggedText] = []
         for result in results:
-            about, count = order.popleft()
+            about, pieces = order.popleft()
             parts.append(result)
-            if len(parts) == count:
+            if len(parts) == pieces:
                 yield merged(parts, about)
                 parts = []
 
@@ -175,6 +177,14 @@ class TextTagger(ABC):
             tags, scores = [t for t, _ in tagged], [p for _, p in tagged]
             results.append(TaggedText(text, words, tags, scores, spans_from_tags(text, words, tags, scores)))
         return results
+
+    def tag_rows(self, sentences: list[TokenRows], numbers: Iterator[int]) -> list[TaggedText]:
+        """CoNLL input's sentences -> tagged texts that keep their columns, each numbered by `numbers`."""
+        tagged = self.tag_tokens([sentence.tokens for sentence in sentences])
+        return [
+            replace(t, about={"sentence": next(numbers)}, columns=s.rows)
+            for s, t in zip(sentences, tagged, strict=True)
+        ]
 
     def tag_texts(self, texts: list[str], paragraphs: bool = False) -> list[TaggedText]:
         """Raw texts -> tagged texts. With `paragraphs`, each text is split into sentences first."""

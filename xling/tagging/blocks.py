@@ -17,14 +17,14 @@ import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from datetime import timedelta
-from itertools import islice
+from itertools import count, islice
 from pathlib import Path
 
 from rich.console import Console
 
-from xling.data.conll import read_lines, read_tokens, whole_lines
+from xling.data.conll import read_lines, read_rows, whole_lines
 from xling.errors import XlingError
 from xling.fileio import atomic_text_file, write_json_atomic, write_text_atomic
 from xling.names import no_link
@@ -56,7 +56,7 @@ def units(path: Path, conll: bool) -> Iterator:
     """What each result is tagged from: CoNLL sentences' tokens, or the numbered lines (a long one whole, so
     that no block boundary cuts it)."""
     if conll:
-        return read_tokens(read_lines(path))
+        return read_rows(read_lines(path))
     return whole_lines(read_lines(path), str(path))
 
 
@@ -165,8 +165,7 @@ def tag_blocks(
         # The whole block as one read: sorted by length together, its batches pad least (a fifth faster than
         # `pipe`'s growing reads, which are for the first results of a stream).
         if options.conll:
-            tagged = tagger.tag_tokens(block)
-            results = [replace(r, about={"sentence": number * BLOCK + i}) for i, r in enumerate(tagged, start=1)]
+            results = tagger.tag_rows(block, count(number * BLOCK + 1))
         else:
             where = (options.paragraphs, False, options.jsonl, str(path))
             results = list(tagger.tag_numbered(block, *where, streaming=False))

@@ -31,7 +31,11 @@ class TagOptions:
     )
     output: str | None = opt(None, "Write here instead of standard output (written whole, or not at all).")
     paragraphs: bool = opt(False, "Lines are running text: split them into sentences first.")
-    conll: bool = opt(False, "Input is pre-tokenised: a token per line, blank lines between sentences.")
+    conll: bool = opt(
+        False,
+        "Input is pre-tokenised CoNLL: a token first on each line, blank lines between sentences, -DOCSTART- "
+        "skipped; -f conll writes each line's columns back with the predicted tag last.",
+    )
     jsonl: bool = opt(
         False, 'Input is JSON lines, {"id": ..., "text": ...}: the id and any other keys come back with each result.'
     )

@@ -34,7 +34,17 @@ def colour(label: str) -> str:
 
 
 def to_conll(results: Iterable[TaggedText]) -> str:
-    return "".join("".join(f"{t.text}\t{tag}\n" for t, tag in zip(r.tokens, r.tags)) + "\n" for r in results)
+    """A line a token, a blank line after each result: the columns CoNLL input gave (else the token), then the
+    predicted tag, tab-separated (a gold tag given last is then followed by the prediction, as conlleval reads)."""
+    return "".join(
+        "".join("\t".join([*columns, tag]) + "\n" for columns, tag in zip(r.columns or _token_columns(r), r.tags))
+        + "\n"
+        for r in results
+    )
+
+
+def _token_columns(result: TaggedText) -> list[list[str]]:
+    return [[token.text] for token in result.tokens]
 
 
 NUMBERS = ("id", "line", "sentence")  # what says which input a record is, first in it
