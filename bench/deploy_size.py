@@ -1,7 +1,7 @@
 """How much a machine that only tags exported ONNX folders installs, against a full install of xling.
 
-The deploy environment is built as the docs say: a fresh venv, the wheel of this tree with `--no-deps`, then
-`pip install --group deploy` (pyproject.toml's dependency group; pip 25.1 or later). The full install is measured
+The deploy environment is built as the docs say: a fresh venv and `pip install ./deploy` (the `xling-onnx`
+distribution of this tree: the package with the deploy requirements only). The full install is measured
 in the running environment: the files of every distribution that `pip install xling` pulls in (its requirements,
 followed through theirs). Writes `results/deploy/sizes.json`; docs/sharing.md's table is generated from it.
 
@@ -38,19 +38,27 @@ def pip(python: Path, *arguments: str, cwd: Path | None = None) -> None:
 
 
 def build_deploy_venv(venv: Path, fresh: bool = True) -> Path:
-    """The deploy environment at `venv` (its dependencies kept unless `fresh`), with this tree's wheel installed
-    anew; returns its python. Raises RuntimeError with pip's last line when pip cannot build it (offline)."""
+    """The deploy environment at `venv` (its requirements kept unless `fresh` or changed), with this tree's
+    `xling-onnx` wheel installed anew; returns its python. Raises RuntimeError with pip's last line when pip cannot
+    build it (offline)."""
     python = venv / "bin" / "python"
-    marker, group = venv / "deploy-group", deploy_group()
-    if fresh or not marker.is_file() or marker.read_text() != "\n".join(group):
+    marker, requirements = venv / "deploy-requirements", deploy_requirements()
+    if fresh or not marker.is_file() or marker.read_text() != "\n".join(requirements):
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-        pip(python, "install", "--upgrade", "pip>=25.1")  # --group
-        pip(python, "install", "--group", "deploy", cwd=REPO)
-        marker.write_text("\n".join(group))
+        pip(python, "install", *requirements)
+        marker.write_text("\n".join(requirements))
     with tempfile.TemporaryDirectory() as scratch:
         wheels = Path(scratch) / "wheels"
-        pip(python, "wheel", "--no-deps", "--wheel-dir", str(wheels), str(tracked_copy(Path(scratch) / "tree")))
-        pip(python, "install", "--no-deps", "--force-reinstall", *map(str, wheels.glob("xling-*.whl")))
+        pip(
+            python,
+            "wheel",
+            "--no-deps",
+            "--wheel-dir",
+            str(wheels),
+            str(tracked_copy(Path(scratch) / "tree") / "deploy"),
+        )
+        # its requirements are those installed above (pip check says so in the test); only the package is new
+        pip(python, "install", "--no-deps", "--force-reinstall", *map(str, wheels.glob("xling_onnx-*.whl")))
     return python
 
 
@@ -65,10 +73,11 @@ def tracked_copy(target: Path) -> Path:
     return target
 
 
-def deploy_group() -> list[str]:
+def deploy_requirements() -> list[str]:
+    """What `xling-onnx` requires (deploy/pyproject.toml)."""
     from xling.data.catalog import tomllib
 
-    return tomllib.loads((REPO / "pyproject.toml").read_text())["dependency-groups"]["deploy"]
+    return tomllib.loads((REPO / "deploy" / "pyproject.toml").read_text())["project"]["dependencies"]
 
 
 def installed(python: Path) -> list[str]:

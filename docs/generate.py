@@ -512,13 +512,13 @@ def deploy_table(files: dict) -> str:
         [
             "| install | size | distributions | torch, Transformers |",
             "|---|---|---|---|",
-            f"| `pip install xling` (full) | {full['megabytes'] / 1000:.1f} GB | {len(full['distributions'])} | yes |",
-            f"| deploy: `--no-deps`, then `--group deploy` | {deploy['megabytes']:.0f} MB "
+            f"| `pip install -e .` (full) | {full['megabytes'] / 1000:.1f} GB | {len(full['distributions'])} | yes |",
+            f"| deploy: `pip install ./deploy` (xling-onnx) | {deploy['megabytes']:.0f} MB "
             f"| {len(deploy['distributions'])} | {', '.join(deploy['training_stack']) or 'none'} |",
             "",
             f"Measured by `python -m bench.deploy_size` (Python {data['python']}, Linux, {data['machine']}, commit "
             f"{data['commit']}): the deploy venv whole, pip included; the full install as the files of every "
-            "distribution `pip install xling` pulls in (torch's default build with its CUDA libraries).",
+            "distribution `pip install -e .` pulls in (torch's default build with its CUDA libraries).",
         ]
     )
 

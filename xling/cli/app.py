@@ -244,13 +244,13 @@ def system_error(err: BaseException) -> str | None:
         return f"cannot reach the network ({text}); check the connection, or work offline with local files"
     if isinstance(err, ModuleNotFoundError) and err.name in TRAINING_STACK:
         return (
-            f"this command needs {err.name}, which this install lacks (a deploy install tags exported ONNX folders "
-            "only, with --runtime onnx): pip install xling"
+            f"this command needs {err.name}, which this install lacks (xling-onnx tags exported ONNX folders only, "
+            "with --runtime onnx); for every command, in another virtual environment: pip install -e . in xling's clone"
         )
     return None
 
 
-# what a deploy install (docs/sharing.md: the wheel with --no-deps and the `deploy` group) leaves out
+# what a deploy install (docs/sharing.md: `xling-onnx`, deploy/pyproject.toml) leaves out
 TRAINING_STACK = ("torch", "transformers", "datasets", "accelerate", "safetensors", "seqeval", "sentencepiece")
 
 
