@@ -243,10 +243,9 @@ def test_a_lora_task_adapter_exports_to_peft_and_peft_gives_its_logits(copied_wo
     assert exported.returncode == 0, exported.stderr
     saved = json.loads((tmp_path / "peft" / "adapter_config.json").read_text())
     assert saved["peft_type"] == "LORA" and saved["target_modules"] == ["query", "key", "value"]
-    labels = json.loads((tmp_path / "peft" / "config.json").read_text())["id2label"]
-    base = AutoModelForTokenClassification.from_pretrained(
-        model_dir, num_labels=len(labels), id2label={int(i): label for i, label in labels.items()}
-    )
+    assert not (tmp_path / "peft" / "config.json").exists()  # Transformers would take the folder for a whole model
+    labels = json.loads((tmp_path / "peft" / "head_config.json").read_text())["labels"]
+    base = AutoModelForTokenClassification.from_pretrained(model_dir, id2label=dict(enumerate(labels)))
     theirs = peft.PeftModel.from_pretrained(base, tmp_path / "peft").eval()
     ids = torch.randint(5, 80, (2, 12))
     with torch.no_grad():
@@ -265,15 +264,18 @@ AUTO_PEFT = """
 import sys, torch
 {snippet}
 ids = torch.load(sys.argv[1])
+assert isinstance(ner("juan lima went to peru"), list)
 with torch.no_grad():
-    torch.save(model.eval()(input_ids=ids, attention_mask=torch.ones_like(ids)).logits, sys.argv[2])
+    for loaded, file in ((model, sys.argv[2]), (ner.model, sys.argv[3])):
+        torch.save(loaded.eval()(input_ids=ids, attention_mask=torch.ones_like(ids)).logits, file)
 """
 
 
 @pytest.mark.slow
-def test_a_peft_export_of_a_hub_model_loads_with_autopeft_offline_from_its_card_s_snippet(tmp_path):
+def test_a_peft_export_of_a_hub_model_loads_with_autopeft_and_pipeline_offline_from_its_card_s_snippet(tmp_path):
     """Trained on a Hub id (a tiny stand-in placed in a local Hugging Face cache, as after a download), the PEFT
-    export names that id, and its card's snippet (AutoPeft, the base fetched by id) gives xling's logits."""
+    export names that id, and its card's snippet, AutoPeft and `pipeline("token-classification", model=DIR)` (the
+    base fetched by id), both give xling's logits."""
     import re
     import subprocess
     import sys
@@ -297,18 +299,25 @@ def test_a_peft_export_of_a_hub_model_loads_with_autopeft_offline_from_its_card_
     assert config["base_model_name_or_path"] == "xling-test/tiny-bert"
     card = (tmp_path / "peft" / "README.md").read_text()
     snippet = re.search(r"```python\n(.*?)```", card, re.S).group(1).replace("DIR", str(tmp_path / "peft"))
-    assert "AutoPeftModelForTokenClassification.from_pretrained(" in snippet
+    assert (
+        "AutoPeftModelForTokenClassification.from_pretrained(" in snippet
+        and 'pipeline("token-classification"' in snippet
+    )
     ids = torch.randint(5, 80, (2, 12))
     torch.save(ids, tmp_path / "ids.pt")
     script = tmp_path / "autopeft.py"
     script.write_text(AUTO_PEFT.format(snippet=snippet))
     env = {**os.environ, **offline}
     ran = subprocess.run(
-        [sys.executable, script, tmp_path / "ids.pt", tmp_path / "logits.pt"], env=env, text=True, capture_output=True
+        [sys.executable, script, tmp_path / "ids.pt", tmp_path / "autopeft.pt", tmp_path / "pipeline.pt"],
+        env=env,
+        text=True,
+        capture_output=True,
     )
     assert ran.returncode == 0, ran.stderr[-2000:]
-    theirs = torch.load(tmp_path / "logits.pt")
-    torch.testing.assert_close(theirs, xling_logits(model_dir, tmp_path / "peft", ids), atol=1e-4, rtol=0)
+    ours = xling_logits(model_dir, tmp_path / "peft", ids)
+    for loaded in ("autopeft.pt", "pipeline.pt"):
+        torch.testing.assert_close(torch.load(tmp_path / loaded), ours, atol=1e-4, rtol=0)
 
 
 @pytest.mark.slow

@@ -4,9 +4,12 @@
 PEFT's folder holds `adapter_config.json` (`peft_type: LORA`, `task_type: TOKEN_CLS`, the rank, alpha, dropout,
 target modules and layers) and `adapter_model.safetensors` with each update as
 `base_model.model.<prefix>.encoder.layer.<L>.attention.self.<target>.lora_A.weight` (and `lora_B`), the tagging
-head, a module to save, as `base_model.model.classifier.weight`. The labels, which PEFT leaves to the base model's
-config, go into `config.json` beside them (`id2label`), as a token-classification model's config has them. The
-arithmetic is the same: `W x + (alpha / r) B A x` on the projections named.
+head, a module to save, as `base_model.model.classifier.weight`. PEFT leaves the labels to the base model's config,
+and Transformers takes a folder with a `config.json` beside `adapter_config.json` for a whole model with an adapter
+in it (so `pipeline()` would look for the base's weights there): an export writes no `config.json`, its labels go
+into xling's head record (`head_config.json`) and its card's snippets pass them as `id2label`. A PEFT folder from
+elsewhere says its labels in a `config.json` of its own (`id2label`), which is read. The arithmetic is the same:
+`W x + (alpha / r) B A x` on the projections named.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from xling.adapters.files import CONFIG_FILE, FOREIGN_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE
+from xling.adapters.files import CONFIG_FILE, FOREIGN_CONFIG_FILE, HEAD_CONFIG_FILE, HEAD_WEIGHTS_FILE, WEIGHTS_FILE
 from xling.adapters.heads import TaggingHead, TaggingHeadConfig, read_head_config
 from xling.adapters.lora.config import TARGETS, LoraConfig
 from xling.adapters.record import AdapterRecord
@@ -28,7 +31,7 @@ from xling.models.loading import hub_id_of_label
 from xling.options import from_record, shown, typed
 
 PEFT_WEIGHTS = "adapter_model.safetensors"
-LABELS_FILE = "config.json"  # a token-classification model's config: id2label and label2id
+LABELS_FILE = "config.json"  # a token-classification model's config (id2label), where others' PEFT folders say labels
 UPDATE = re.compile(
     r"^base_model\.model\.\w+\.encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.(lora_[AB])\.weight$"
 )
@@ -82,14 +85,13 @@ def export_peft(directory: Path, target: Path, overwrite: bool = False, extra_fi
         weights[f"base_model.model.{prefix}.encoder.layer.{layer}.attention.self.{update}.{part}.weight"] = tensor
     for key, tensor in read_weights(directory / HEAD_WEIGHTS_FILE).items():
         weights[f"base_model.model.{key}"] = tensor
-    labels = read_head_config(directory).labels
-    labelled = {"id2label": dict(enumerate(labels)), "label2id": {label: i for i, label in enumerate(labels)}}
+    head_config = read_head_config(directory)
     from safetensors.torch import save
 
     with atomic_directory(Path(target), overwrite=overwrite, replaces=(FOREIGN_CONFIG_FILE,)) as staging:
         (staging / FOREIGN_CONFIG_FILE).write_text(json.dumps(peft_config, indent=2) + "\n")
         (staging / PEFT_WEIGHTS).write_bytes(save({k: v.contiguous() for k, v in weights.items()}, {"format": "pt"}))
-        (staging / LABELS_FILE).write_text(json.dumps(labelled, indent=2) + "\n")
+        (staging / HEAD_CONFIG_FILE).write_text(json.dumps(head_config.to_dict(), indent=2) + "\n")
         for file_name, text in (extra_files or {}).items():
             (staging / file_name).write_text(text, encoding="utf-8")
     return Path(target)
@@ -121,7 +123,7 @@ def config_from_peft(record: dict, directory: Path, num_layers: int) -> LoraConf
 
 def load_peft(model, directory: Path, record: dict, name: str, head: bool = True) -> str:
     """A PEFT LoRA folder into `model` as xling's LoRA adapter `name`, with its classifier as the tagging head where
-    the folder holds one and says its labels (`config.json`)."""
+    the folder holds one and says its labels (`peft_labels`)."""
     config = config_from_peft(record, directory, model.num_layers)
     state = read_weights(directory / PEFT_WEIGHTS)
     updates, head_weights, unread = {}, {}, []
@@ -138,22 +140,27 @@ def load_peft(model, directory: Path, record: dict, name: str, head: bool = True
     adapter = model.add_adapter(name, config)
     with model.adding(name):
         load_fitting(adapter, updates, f"{directory}: the LoRA updates")
-        if head and head_weights and (directory / LABELS_FILE).is_file():
-            model.add_head(name, peft_head(directory, head_weights, model.hidden_size))
+        if head and head_weights and (labels := peft_labels(directory)):
+            model.add_head(name, peft_head(directory, labels, head_weights, model.hidden_size))
     return name
 
 
-def peft_labels(directory: Path) -> list[str]:
-    """The labels `config.json` beside a PEFT folder names (`id2label`), in id order."""
-    record = read_json(directory / LABELS_FILE)
-    id2label = record.get("id2label") if isinstance(record, dict) else None
-    if not isinstance(id2label, dict) or sorted(map(str, id2label)) != sorted(str(i) for i in range(len(id2label))):
-        raise XlingError(f"{directory / LABELS_FILE}: id2label must name every label id 0..N-1")
-    return [id2label[key] for key in sorted(id2label, key=int)]
+def peft_labels(directory: Path) -> list[str] | None:
+    """The labels of a PEFT folder's classifier, in id order: those `config.json` names (`id2label`), or xling's head
+    record of an export; None when it says none."""
+    if (directory / LABELS_FILE).is_file():
+        record = read_json(directory / LABELS_FILE)
+        id2label = record.get("id2label") if isinstance(record, dict) else None
+        if not isinstance(id2label, dict) or sorted(map(str, id2label)) != sorted(str(i) for i in range(len(id2label))):
+            raise XlingError(f"{directory / LABELS_FILE}: id2label must name every label id 0..N-1")
+        return [id2label[key] for key in sorted(id2label, key=int)]
+    if (directory / HEAD_CONFIG_FILE).is_file():
+        return list(read_head_config(directory).labels)
+    return None
 
 
-def peft_head(directory: Path, weights: dict[str, torch.Tensor], hidden_size: int) -> TaggingHead:
-    where = str(directory / LABELS_FILE)
-    head = TaggingHead(hidden_size, from_record(TaggingHeadConfig, {"labels": peft_labels(directory)}, where))
+def peft_head(directory: Path, labels: list[str], weights: dict[str, torch.Tensor], hidden_size: int) -> TaggingHead:
+    where = str(directory / (LABELS_FILE if (directory / LABELS_FILE).is_file() else HEAD_CONFIG_FILE))
+    head = TaggingHead(hidden_size, from_record(TaggingHeadConfig, {"labels": labels}, where))
     load_fitting(head, weights, f"{directory}: the classifier")
     return head

@@ -12,34 +12,26 @@ from xling.train.cards.common import (
 from xling.train.report import RunReport
 
 
-def snippet(base: str, labels: int, repo_id: str | None) -> str:
-    """How PEFT loads the folder `DIR` (or repository `repo_id`). AutoPeft builds the base model from the Hub id the
-    adapter's config names, with the default two labels unless told: the labels go in as `id2label` (a local
-    base has no id to name)."""
+def snippet(base: str, labels: list[str], repo_id: str | None) -> str:
+    """How PEFT and Transformers' `pipeline()` load the folder `DIR` (or repository `repo_id`). Both build the base
+    model from the Hub id the adapter's config names, with the default two labels unless told: the labels go in as
+    `id2label`. A local base has no id to name: it is loaded first, then the adapter over it."""
     where = f'"{repo_id}"' if repo_id else '"DIR"'
-    labels_line = (
-        f'labels = json.load(open(hf_hub_download({where}, "config.json")))["id2label"]'
-        if repo_id
-        else 'labels = json.load(open("DIR/config.json"))["id2label"]'
-    )
-    fetch = "from huggingface_hub import hf_hub_download\n" if repo_id else ""
+    id2label = "id2label = {" + ", ".join(f'{i}: "{label}"' for i, label in enumerate(labels)) + "}"
     if base == "BASE_MODEL":
-        return f"""import json
-{fetch}from peft import PeftModel
+        return f"""from peft import PeftModel
 from transformers import AutoModelForTokenClassification
 
-{labels_line}
-base = AutoModelForTokenClassification.from_pretrained(
-    "BASE_MODEL", num_labels={labels}, id2label={{int(i): label for i, label in labels.items()}}
-)
+{id2label}
+base = AutoModelForTokenClassification.from_pretrained("BASE_MODEL", id2label=id2label)
 model = PeftModel.from_pretrained(base, {where})"""
-    return f"""import json
-{fetch}from peft import AutoPeftModelForTokenClassification
+    return f"""from peft import AutoPeftModelForTokenClassification
+from transformers import pipeline
 
-{labels_line}
-model = AutoPeftModelForTokenClassification.from_pretrained(
-    {where}, id2label={{int(i): label for i, label in labels.items()}}
-)"""
+{id2label}
+model = AutoPeftModelForTokenClassification.from_pretrained({where}, id2label=id2label)
+# or a pipeline (first: each word's tag is its first sub-token's, as in xling)
+ner = pipeline("token-classification", model={where}, model_kwargs={{"id2label": id2label}}, aggregation_strategy="first")"""
 
 
 def peft_card(report: RunReport, repo_id: str | None = None) -> str:
@@ -63,10 +55,10 @@ def peft_card(report: RunReport, repo_id: str | None = None) -> str:
     body = f"""# {report.name}
 
 A LoRA task adapter trained with xling, in PEFT's format (`adapter_config.json`, `adapter_model.safetensors`; the
-labels in `config.json`).{note}
+labels, which PEFT leaves to the base model's config, below and in xling's `head_config.json`).{note}
 
 ```python
-{snippet(base, len(labels), repo_id)}
+{snippet(base, labels, repo_id)}
 ```
 
 In xling: `xling tag --lang {report.lang or "LANG"} -t {f"hf:{repo_id}" if repo_id else "DIR"} FILE`.
