@@ -146,3 +146,52 @@ def test_a_token_holding_spaces_is_one_token_to_every_reader(tmp_path):
     assert [s.tokens for s in read_conll(conll)] == list(read_tokens(read_lines(conll))) == expected
     (text, words), _ = corpus_sentences([conll])  # what xling select picks from
     assert text == "Killki phaqcha distritu" and [text[start:end] for start, end in words] == expected[0]
+
+
+def labelled_dataset(sentences):
+    datasets = pytest.importorskip("datasets")
+    return datasets.Dataset.from_dict({"tokens": [s.tokens for s in sentences], "tags": [s.tags for s in sentences]})
+
+
+def test_every_data_option_takes_a_name_a_dataset_or_sentences_in_memory_as_the_option_checks_say(trained_workspace):
+    """docs/python-api.md's rule, through `build` as recipes and the retraining of `annotate` build options: each
+    labelled-data option takes a name, a `Dataset` or a list of sentences; each text option names or a `Dataset`
+    or tokenised sentences; anything else is one line naming what it takes."""
+    from xling.analysis.options import AnalyzeOptions
+    from xling.exporting import ExportOptions
+    from xling.options import build
+    from xling.tagging.options import EvaluationOptions
+    from xling.train.config import FusionOptions, SelfTrainingOptions
+
+    _, _, train, _ = trained_workspace
+    sentences = read_conll(train)
+    labelled = (str(train), labelled_dataset(sentences), [(s.tokens, s.tags) for s in sentences])
+    text = ([str(train)], labelled_dataset(sentences), [s.tokens for s in sentences])
+    given = {"lang": "qu", "task": "ner", "dev": str(train), "train": str(train), "corpus": [str(train)]}
+    given |= {"adapters": ["ner-en"], "adapter": "ner-en", "target": "out", "format": "onnx", "data": str(train)}
+    cases = [(TaskAdapterOptions, f, labelled) for f in ("train", "dev")] + [(FusionOptions, "train", labelled)]
+    cases += [(EvaluationOptions, "data", labelled), (AnalyzeOptions, "data", labelled)]
+    cases += [(ExportOptions, "check_data", labelled), (SelfTrainingOptions, "dev", labelled)]
+    cases += [(SelfTrainingOptions, "corpus", text), (LanguageAdapterOptions, "corpus", text)]
+    for cls, name, values in cases:
+        for value in values:
+            assert getattr(build(cls, given | {name: value}), name) is value, (cls.__name__, name)
+        with pytest.raises(XlingError, match=f"option '{name}' takes .*a datasets.Dataset or a list, not 3"):
+            build(cls, given | {name: 3})
+
+
+def test_evaluate_scores_a_dataset_and_sentences_in_memory_as_it_scores_their_file(trained_workspace):
+    from xling.tagging.evaluate import evaluate
+    from xling.tagging.options import EvaluationOptions
+    from xling.tagging.spec import TaggerSpec
+    from xling.tagging.tagger import Tagger
+
+    root, model_dir, _, dev = trained_workspace
+    spec = TaggerSpec(lang="qu", model=str(model_dir), workspace=str(root / "ws"))
+    tagger, sentences = Tagger.load(spec), read_conll(dev)
+    scored = [
+        evaluate(EvaluationOptions(data=data, tagger=spec), tagger)
+        for data in (str(dev), labelled_dataset(sentences), [(s.tokens, s.tags) for s in sentences])
+    ]
+    assert [r.f1 for r in scored] == [scored[0].f1] * 3 and [r.sentences for r in scored] == [len(sentences)] * 3
+    assert scored[1].data.startswith("datasets.Dataset ") and "sentences in memory" in scored[2].data

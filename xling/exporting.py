@@ -9,6 +9,7 @@ from pathlib import Path
 
 from xling.adapters.files import CONFIG_FILE
 from xling.errors import XlingError
+from xling.given_data import LabelledData
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.names import is_hub_name, is_path
 from xling.options import opt
@@ -59,7 +60,7 @@ class ExportOptions:
         "onnx: also write the int8 graph (dynamic quantisation, 7-bit weights with a scale per output channel; "
         "a feed-forward output projection whose input carries massive activations stays fp32).",
     )
-    check_data: str | None = opt(
+    check_data: LabelledData | None = opt(
         None, "onnx: labelled data to check the graphs on, with F1 (default: a few built-in sentences)."
     )
     # onnx: the tagger that is exported; its task adapter or fusion is `adapter`, and it is exported in fp32

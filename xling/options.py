@@ -21,6 +21,7 @@ from pathlib import Path
 
 from xling.errors import XlingError, naming
 from xling.fileio import read_json, read_jsonl
+from xling.given_data import DatasetLike
 
 
 class OptionMeta(typing.TypedDict, total=False):
@@ -210,6 +211,7 @@ def _matches(value, hint) -> bool:
 
 def _type_name(hint) -> str:
     names = {str: "text", int: "a whole number", float: "a number", bool: "true or false", type(None): "unset"}
+    names |= {list: "a list", DatasetLike: "a datasets.Dataset"}  # `xling.given_data`: data in memory
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         return " or ".join(_type_name(arg) for arg in typing.get_args(hint) if arg is not type(None))
     if typing.get_origin(hint) is list:

@@ -9,12 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from xling.data.sources import load_scored
+from xling.given_data import LabelledData
 from xling.scoring.entities import score
 from xling.tagging.tagger import Tagger
 
 
 def layer_ablation(
-    tagger: Tagger, data: str, limit: int | None = None, on_span: Callable[[int, int], None] = lambda i, j: None
+    tagger: Tagger,
+    data: LabelledData,
+    limit: int | None = None,
+    on_span: Callable[[int, int], None] = lambda i, j: None,
 ) -> dict:
     """{"f1": full F1, "drop": [[relative drop for span i..j, None (JSON null) below the diagonal]]}."""
     sentences = load_scored(data, limit)

@@ -14,6 +14,7 @@ from seqeval.metrics.sequence_labeling import get_entities
 
 from xling.data.conll import Sentence
 from xling.data.sources import load_scored
+from xling.given_data import LabelledData
 from xling.tagging.tagger import Tagger
 
 BINS = 10  # confidence bins of 0.1: [0, 0.1), ..., [0.9, 1]
@@ -41,7 +42,7 @@ def count_by_confidence(sentences: list[Sentence], tagged: list[list[tuple[str, 
     return {"bins": [i / BINS for i in range(BINS)], "entities": dict(sorted(entities.items())), "o_words": o_words}
 
 
-def tagger_confidence(tagger: Tagger, data: str, limit: int | None = None) -> dict:
+def tagger_confidence(tagger: Tagger, data: LabelledData, limit: int | None = None) -> dict:
     sentences = load_scored(data, limit)
     result = count_by_confidence(sentences, tagger.tag_words([s.tokens for s in sentences]))
     return {**result, "sentences": len(sentences)}

@@ -14,6 +14,7 @@ from seqeval.metrics.sequence_labeling import get_entities
 
 from xling.data.conll import Sentence
 from xling.data.sources import load_scored
+from xling.given_data import LabelledData
 from xling.tagging.tagger import Tagger
 
 KINDS = ("right", "wrong type", "wrong span", "wrong type and span", "spurious", "missed")
@@ -85,7 +86,7 @@ def shown(words: list[str], predicted: tuple | None, gold: tuple | None) -> str:
     return f"tagged {side(predicted)}, gold {side(gold)}"
 
 
-def tagger_errors(tagger: Tagger, data: str, limit: int | None = None) -> dict:
+def tagger_errors(tagger: Tagger, data: LabelledData, limit: int | None = None) -> dict:
     sentences = load_scored(data, limit)
     tagged = tagger.tag_words([s.tokens for s in sentences])
     return {**count_errors(sentences, [[tag for tag, _ in words] for words in tagged]), "sentences": len(sentences)}

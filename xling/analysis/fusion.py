@@ -5,13 +5,14 @@ from __future__ import annotations
 import torch
 
 from xling.data.sources import load_ner
+from xling.given_data import LabelledData
 from xling.tagging.align import length_batches
 from xling.tagging.predict import pad_batch, tagger_windows
 from xling.tagging.tagger import Tagger
 
 
 @torch.inference_mode()
-def fusion_attention(tagger: Tagger, data: str, batch_size: int = 32) -> dict:
+def fusion_attention(tagger: Tagger, data: LabelledData, batch_size: int = 32) -> dict:
     """{"layers": [...], "adapters": [...], "attention": [[mean weight per adapter] per layer]} over real tokens."""
     model = tagger.model
     fusion = model.fusions[tagger.head]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xling.errors import XlingError
+from xling.given_data import LabelledData
 from xling.options import at_least, opt
 from xling.tagging.spec import TaggerSpec
 
@@ -89,7 +90,7 @@ PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".eps", ".ps")
 @dataclass
 class AnalyzeOptions:
     analysis: str = opt("params", f"Which analysis: {', '.join(ANALYSES)} (on the command line, the subcommand).")
-    data: str | None = opt(None, "Labelled data of the language: a CoNLL file or a named source.", argument=1)
+    data: LabelledData | None = opt(None, "Labelled data of the language: a CoNLL file or a named source.", argument=1)
     # the analyses look into the PyTorch model, task by task
     tagger: TaggerSpec = opt(
         factory=TaggerSpec,

@@ -15,11 +15,18 @@ from xling.analysis.fusion import fusion_attention
 from xling.analysis.options import ANALYSES, AnalyzeOptions
 from xling.analysis.params import parameter_table
 from xling.analysis.plots import heatmap, rates_by_bin
+from xling.data.sources import data_name
 from xling.fileio import check_output_file, write_json_atomic
+from xling.given_data import in_memory
 from xling.lazy import later
 from xling.roles import LANG
 from xling.tagging.tagger import Tagger
 from xling.workspace import Workspace
+
+
+def short_name(data) -> str:
+    """How a plot's title names the data: a file by its name, data in memory by what identifies it."""
+    return data_name(data) if in_memory(data) else Path(data).name
 
 
 def _numbers_beside(result: dict, output: Path) -> Path:
@@ -36,12 +43,17 @@ def tagger_for(o: AnalyzeOptions) -> Tagger:
 
 def fusion_report(o: AnalyzeOptions, console: Console) -> dict:
     tagger, data, output = tagger_for(o), o.data, o.output_path
-    result = {**fusion_attention(tagger, data), "fusion": o.tagger.fusion, "data": data, "lang": o.tagger.lang}
+    result = {
+        **fusion_attention(tagger, data),
+        "fusion": o.tagger.fusion,
+        "data": data_name(data),
+        "lang": o.tagger.lang,
+    }
     heatmap(
         result["attention"],
         [k.replace("_", " ") for k in result["layers"]],
         result["adapters"],
-        f"Fusion attention: {o.tagger.fusion} on {Path(data).name}",
+        f"Fusion attention: {o.tagger.fusion} on {short_name(data)}",
         "fused adapter",
         "layer and site",
         "mean attention weight",
@@ -57,7 +69,7 @@ def ablation_report(o: AnalyzeOptions, console: Console) -> dict:
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("ablating layer spans", total=layers * (layers + 1) // 2)
         result = layer_ablation(tagger, o.data, o.limit, lambda i, j: progress.advance(task))
-    result.update({"data": o.data, "lang": o.tagger.lang, "setup": repr(tagger.setup)})
+    result.update({"data": data_name(o.data), "lang": o.tagger.lang, "setup": repr(tagger.setup)})
     names = [str(i) for i in range(layers)]
     heatmap(
         [[float("nan") if v is None else 100 * v for v in row] for row in result["drop"]],
@@ -85,7 +97,7 @@ def confidence_report(o: AnalyzeOptions, console: Console) -> dict:
     tagger, data, output = tagger_for(o), o.data, o.output_path
     result = {
         **tagger_confidence(tagger, data, o.limit),
-        "data": data,
+        "data": data_name(data),
         "lang": o.tagger.lang,
         "setup": repr(tagger.setup),
     }
@@ -93,7 +105,7 @@ def confidence_report(o: AnalyzeOptions, console: Console) -> dict:
     rates_by_bin(
         {**{f"{kind} entities right": cells for kind, cells in result["entities"].items()}, missed: result["o_words"]},
         {missed},
-        f"How right the tags are by their probability\n{tagger.setup!r}, decoder {tagger.decoder}, on {Path(data).name}",
+        f"How right the tags are by their probability\n{tagger.setup!r}, decoder {tagger.decoder}, on {short_name(data)}",
         "probability (an entity's: the least of its words')",
         "% (number of entities or words at each point)",
         output,
@@ -121,14 +133,19 @@ def confidence_table(result: dict, o: AnalyzeOptions | None = None) -> Table:
 
 def errors_report(o: AnalyzeOptions, console: Console) -> dict:
     tagger, data, output = tagger_for(o), o.data, o.output_path
-    result = {**tagger_errors(tagger, data, o.limit), "data": data, "lang": o.tagger.lang, "setup": repr(tagger.setup)}
+    result = {
+        **tagger_errors(tagger, data, o.limit),
+        "data": data_name(data),
+        "lang": o.tagger.lang,
+        "setup": repr(tagger.setup),
+    }
     result["decoder"] = tagger.decoder
     heatmap(
         result["confusion"],
         result["types"],
         result["types"],
         f"Entities by gold and tagged type (overlapping words)\n{tagger.setup!r}, decoder {tagger.decoder}, "
-        f"on {Path(data).name}",
+        f"on {short_name(data)}",
         "tagged",
         "gold",
         "entities",

@@ -20,23 +20,14 @@ from xling.data.hub_datasets import SPLIT_ALIASES, hub_dataset, sentences_from_d
 from xling.data.labels import relabel
 from xling.data.schemes import data_in_iob2
 from xling.errors import XlingError
-
-
-def in_memory(source) -> bool:
-    """Data given as Python objects rather than named: a `datasets.Dataset`, or a list of sentences (a list of
-    names is several sources)."""
-    if isinstance(source, str):
-        return False
-    return hasattr(source, "features") or (
-        isinstance(source, list | tuple) and not all(isinstance(s, str) for s in source)
-    )
+from xling.given_data import DatasetLike, in_memory
 
 
 def data_name(source) -> object:
     """What a run records of its data: a name as given; data in memory by what identifies it."""
     if not in_memory(source):
         return source
-    if hasattr(source, "features"):
+    if isinstance(source, DatasetLike):
         return f"datasets.Dataset {getattr(source, '_fingerprint', '?')} ({len(source):,} rows)"
     return f"{len(source):,} sentences in memory, digest {sentences_digest(_words(item) for item in source)}"
 
@@ -49,7 +40,7 @@ def _words(item) -> list[str]:
 
 def sentences_in(source, scheme: str = "auto") -> list[Sentence]:
     """Labelled sentences given in memory (`in_memory`), in IOB2 from `scheme`."""
-    if hasattr(source, "features"):
+    if isinstance(source, DatasetLike):
         return sentences_from_dataset(source, "the dataset", scheme)
     rows = []
     for number, item in enumerate(source, start=1):

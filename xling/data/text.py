@@ -16,8 +16,8 @@ from pathlib import Path
 from xling.data.conll import looks_like_conll, read_conll, read_lines
 from xling.data.fetch import resolve
 from xling.data.hub_datasets import TOKEN_COLUMNS
-from xling.data.sources import in_memory
 from xling.errors import XlingError
+from xling.given_data import DatasetLike, in_memory
 
 
 def expand_sources(sources: list[str]) -> list[Path]:
@@ -88,7 +88,7 @@ def clean(lines: Iterable[str]) -> list[str]:
 
 
 def memory_lines(source) -> Iterator[str]:
-    if hasattr(source, "features"):
+    if isinstance(source, DatasetLike):
         columns = [c for c in ("text", "sentence", *TOKEN_COLUMNS) if c in source.column_names]
         if not columns:
             raise XlingError(f"the dataset has no text or tokens column; its columns: {', '.join(source.column_names)}")

@@ -9,6 +9,7 @@ from xling.data.labels import parse_label_map
 from xling.data.schemes import SCHEME_HELP, SCHEMES, check_scheme
 from xling.data.text import MAX_LINE_CHARS
 from xling.errors import XlingError
+from xling.given_data import LabelledData
 from xling.options import MAX_BATCH, MAX_SAMPLES, at_least, at_most, comma_list, opt
 from xling.tagging.spec import TaggerSpec
 from xling.web import Address
@@ -74,7 +75,7 @@ class ServeOptions:
 
 @dataclass
 class EvaluationOptions:
-    data: str = opt(
+    data: LabelledData = opt(
         help="Labelled data: a CoNLL file, corpus:NAME/SPLIT, wikiann:LANG or hf:DATASET[:CONFIG[:SPLIT]].", argument=2
     )
     tagger: TaggerSpec = opt(

@@ -19,6 +19,7 @@ from xling.data.labels import TASKS, parse_label_map
 from xling.data.schemes import SCHEME_HELP, SCHEMES, check_scheme
 from xling.device import DEVICE_HELP, PRECISION_HELP, check_device, check_precision
 from xling.errors import XlingError
+from xling.given_data import LabelledData, LabelledSources, TextData, sources_of
 from xling.methods import METHODS, check_method
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
 from xling.options import MAX_BATCH, MAX_SEED, MAX_STEPS, MAX_WINDOW, at_least, at_most, comma_list, opt, positive
@@ -143,10 +144,10 @@ def other_sources(also_train: list[str]) -> list[tuple[str, str]]:
 class TaskAdapterOptions(TaggingRunOptions):
     lang: str = opt(help="Language of the training data; its language adapter is stacked below.")
     # one source, or several read one after the other (e.g. silver and gold)
-    train: str | list[str] = opt(
+    train: LabelledSources = opt(
         help="Training data: a CoNLL file, corpus:NAME/SPLIT, wikiann:LANG or hf:DATASET[:CONFIG[:SPLIT]]; repeat for several."
     )
-    dev: str = opt(help="Dev data for model selection and early stopping.")
+    dev: LabelledData = opt(help="Dev data for model selection and early stopping.")
     also_train: list[str] = opt(factory=list, help=ALSO_TRAIN_HELP)
     task: str = opt("ner", "The task: ner.", argument=1, choices=TASKS)
     name: str | None = opt(None, "Name of the trained task adapter (default: TASK-LANG, e.g. ner-en).")
@@ -178,8 +179,7 @@ class TaskAdapterOptions(TaggingRunOptions):
 
     def trained_on(self) -> list[str]:
         """Every source of its training sentences, as given (a model card's data)."""
-        train = [self.train] if isinstance(self.train, str) else list(self.train)
-        return train + [data for _, data in other_sources(self.also_train)]
+        return sources_of(self.train) + [data for _, data in other_sources(self.also_train)]
 
     def __post_init__(self):
         if self.name is not None:
@@ -196,8 +196,8 @@ class TaskAdapterOptions(TaggingRunOptions):
 class FusionOptions(TaggingRunOptions):
     lang: str = opt(help="Language of the training data; its language adapter goes below the fusion.")
     adapters: list[str] = opt(help="Task adapters to fuse, comma-separated, e.g. ner-en,ner-es.", parse=comma_list)
-    train: str = opt(help="Training data (e.g. the 100 Quechua training sentences).")
-    dev: str = opt(help="Dev data for model selection and early stopping.")
+    train: LabelledData = opt(help="Training data (e.g. the 100 Quechua training sentences).")
+    dev: LabelledData = opt(help="Dev data for model selection and early stopping.")
     task: str = opt("ner", "The task: ner.", argument=1, choices=TASKS)
     name: str | None = opt(None, "Name of the fusion (default: TASK-fusion-LANG).")
     use_lang_adapter: bool = opt(True, "Fuse without a language adapter below.", name="no_lang_adapter", invert=True)
@@ -220,8 +220,8 @@ CONFIDENCE_OF = ("words", "entities")
 @dataclass
 class SelfTrainingOptions(TaggingRunOptions):
     lang: str = opt(help="Language of the text; its language adapter goes under the task adapter.")
-    corpus: list[str] = opt(help="Unlabelled text of the language: files, folders or globs.", argument=2)
-    dev: str = opt(help="Labelled dev data, used only to pick each round's best epoch and the best round.")
+    corpus: TextData = opt(help="Unlabelled text of the language: files, folders or globs.", argument=2)
+    dev: LabelledData = opt(help="Labelled dev data, used only to pick each round's best epoch and the best round.")
     source: str = opt(
         "ner-en", "Task adapter that labels the first round and that every round starts from.", name="from"
     )

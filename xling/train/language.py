@@ -13,9 +13,10 @@ from xling.adapters.heads import MaskedLMHead, MaskedLMHeadConfig
 from xling.adapters.record import AdapterMetadata
 from xling.adapters.saving import save
 from xling.adapters.weights import read_weights
-from xling.data.sources import data_name, in_memory
+from xling.data.sources import data_name
 from xling.data.text import read_text
 from xling.errors import XlingError
+from xling.given_data import in_memory
 from xling.models import load_model, model_label, resolve_model_dir
 from xling.names import check_lang
 from xling.pretrained import shipped_mlm_head

@@ -18,8 +18,9 @@ from xling.adapters.saving import load
 from xling.data.fingerprints import FINGERPRINTS_FILE, fingerprints, fingerprints_text, read_fingerprints
 from xling.data.iob2 import entity_types
 from xling.data.labels import label_list, relabel
-from xling.data.sources import in_memory, load_ner, load_scored
+from xling.data.sources import load_ner, load_scored
 from xling.errors import XlingError
+from xling.given_data import sources_of
 from xling.methods import METHODS, Method
 from xling.models import load_model
 from xling.names import check_lang
@@ -36,10 +37,8 @@ from xling.workspace import Workspace
 
 def read_data(options: TaskAdapterOptions) -> tuple[list, list, dict[str, list]]:
     """Training and dev sentences (relabelled, limited), and each other language's training sentences."""
-    several = isinstance(options.train, list) and not in_memory(options.train)
-    sources = options.train if several else [options.train]
     train_data = relabel(
-        [s for source in sources for s in load_ner(source, "train", scheme=options.scheme)],
+        [s for source in sources_of(options.train) for s in load_ner(source, "train", scheme=options.scheme)],
         options.drop_labels,
         options.label_map,
     )[: options.train_limit]

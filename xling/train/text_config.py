@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from xling.adapters.composition import check_name
 from xling.adapters.registry import AdapterChoice, adapter_option
 from xling.errors import XlingError
+from xling.given_data import TextData
 from xling.names import check_lang
 from xling.options import MAX_WINDOW, at_least, at_most, opt, positive
 from xling.train.config import MIN_WINDOW, MaskingConfig, RunOptions, TrainConfig, lang_pairs
@@ -21,7 +22,7 @@ class MaskedTextOptions(RunOptions):
     """What masked-language modelling on unlabelled text takes, for a language adapter or the encoder itself."""
 
     lang: str = opt(help="Language code, e.g. qu, es, en: the adapter's name.", argument=1)
-    corpus: list[str] = opt(help="Text files, folders or globs (CoNLL files count as text).", argument=2)
+    corpus: TextData = opt(help="Text files, folders or globs (CoNLL files count as text).", argument=2)
     seq_len: int = opt(128, "Tokens per training block.")
     masking: MaskingConfig = opt(factory=MaskingConfig)
     vocab_from_corpus: bool = opt(False, "Restrict the training softmax to pieces seen in the corpus (faster).")
