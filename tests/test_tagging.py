@@ -274,11 +274,50 @@ def test_ready_chunks_take_what_has_come_and_pass_errors_on_in_order():
         next(chunks)
 
 
-def test_counted_bar_passes_everything_through_and_counts_it():
+def test_counted_bar_passes_everything_through_and_counts_its_units_with_rate_and_time_left():
     shown = io.StringIO()
-    console = Console(file=shown, force_terminal=True, width=80)
-    assert list(counted_bar(iter("abc"), 3, "tagging", console)) == ["a", "b", "c"]
-    assert "3/3" in shown.getvalue()
+    console = Console(file=shown, force_terminal=True, width=120)
+    blocks = [["a", "b"], ["c"], ["d", "e", "f"]]
+    assert list(counted_bar(iter(blocks), 6, "tagging", console, "lines", len)) == blocks
+    assert all(part in shown.getvalue() for part in ("6/6", "lines,", "lines/s", "left"))
+
+
+@pytest.mark.parametrize("output", [None, "out.jsonl"])
+def test_tagging_a_file_counts_its_lines_whether_streamed_or_in_blocks(trained_workspace, tmp_path, output):
+    """600 lines are 600 on the bar: streamed to standard output result by result, and into a file block by block
+    (two blocks of up to 512), each block counted by its lines."""
+    from xling.tagging.files import tag_file
+    from xling.tagging.options import TagOptions
+    from xling.tagging.spec import TaggerSpec
+
+    root, model_dir, _, _ = trained_workspace
+    source = tmp_path / "in.txt"
+    source.write_text("".join(f"juan lima {i}\n" for i in range(600)), encoding="utf-8")
+    spec = TaggerSpec(lang="qu", model=str(model_dir), workspace=str(root / "ws"))
+    target = str(tmp_path / output) if output else None
+    seen = []
+
+    def progress(items, total, unit, size):
+        for item in items:
+            seen.append(size(item))
+            yield item
+        seen.append((total, unit))
+
+    quiet = Console(file=io.StringIO())
+    tag_file(TagOptions(input=str(source), output=target, format="jsonl", tagger=spec), quiet, progress)
+    assert seen[-1] == (600, "lines") and sum(seen[:-1]) == 600
+    assert len(seen) - 1 == (2 if output else 600)
+
+
+def test_the_python_api_shows_no_transformers_bar_and_leaves_its_setting_as_it_was(trained_workspace, capfd):
+    from transformers.utils import logging
+
+    root, model_dir, _, _ = trained_workspace
+    logging.enable_progress_bar()
+    Tagger.load(lang="qu", model=str(model_dir), workspace=str(root / "ws"))
+    said = capfd.readouterr()
+    assert "Loading weights" not in said.err + said.out and "%|" not in said.err
+    assert logging.is_progress_bar_enabled()
 
 
 def test_badge_colours_meet_wcag_aa_with_white_text():

@@ -23,6 +23,7 @@ from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json
 from xling.methods import METHODS, check_method
 from xling.models import load_model
+from xling.models.loading import no_transformers_bars
 from xling.names import check_lang
 from xling.options import from_record, read_record
 from xling.roles import FUSION, TASK, TASK_FILE, Role
@@ -84,7 +85,8 @@ def save_task(
         save(model, record.name, target, overwrite, metadata, extra)
     else:
         with atomic_directory(Path(target), overwrite=overwrite, replaces=(TASK_FILE,)) as staging:
-            model.encoder.save_pretrained(staging / "encoder")
+            with no_transformers_bars():
+                model.encoder.save_pretrained(staging / "encoder")
             tokenizer.save_pretrained(staging / "encoder")
             write_head(staging, model.heads[record.name])
             for file_name, text in extra.items():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
@@ -10,11 +10,13 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     SpinnerColumn,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
 
 @contextmanager
@@ -42,14 +44,33 @@ def step_progress(title: str, total_steps: int):
         progress.update(task, completed=total_steps)
 
 
-def counted_bar(items: Iterable, total: int, title: str, console: Console) -> Iterator:
-    """Pass `items` through, advancing a bar on `console` by one for each; gone when they are."""
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+class RateColumn(ProgressColumn):
+    """What is done per second, in the bar's unit (`lines/s`), once there is a rate to show."""
+
+    def render(self, task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("" if speed is None else f"{speed:,.1f} {task.fields['unit']}/s", style="progress.data.speed")
+
+
+def counted_bar(
+    items: Iterable, total: int, title: str, console: Console, unit: str = "items", size: Callable = lambda _: 1
+) -> Iterator:
+    """Pass `items` through, advancing a bar on `console` by each one's `size` in `unit`s (lines, sentences), with
+    the rate and the time left; gone when they are."""
+    columns = (
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[unit]},"),
+        RateColumn(),
+        TimeRemainingColumn(),
+        TextColumn("left"),
+    )
     with Progress(*columns, console=console, transient=True, redirect_stdout=False, redirect_stderr=False) as bar:
-        task = bar.add_task(title, total=total)
+        task = bar.add_task(title, total=total, unit=unit)
         for item in items:
             yield item
-            bar.advance(task)
+            bar.advance(task, size(item))
 
 
 class TrainingBar:

@@ -26,7 +26,7 @@ def tag(options: TagOptions):
     tag_file(
         options,
         Console(highlight=False, soft_wrap=True, stderr=options.output is not None),
-        (lambda results, total: counted_bar(results, total, "tagging", status)) if shown else None,
+        (lambda items, total, unit, size: counted_bar(items, total, "tagging", status, unit, size)) if shown else None,
     )
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,7 +162,8 @@ def load_model(spec: str = DEFAULT_MODEL, on_step: Callable[[str], None] = lambd
         on_step("loading the encoder")
         # shapes are compared below, so that a mismatch is named in one line rather than in Transformers' report
         kwargs |= {"output_loading_info": True, "ignore_mismatched_sizes": True}
-        model, found = AutoModel.from_pretrained(path, config=config, **kwargs)
+        with no_transformers_bars():
+            model, found = AutoModel.from_pretrained(path, config=config, **kwargs)
     except (OSError, ValueError, KeyError, RuntimeError) as err:  # Transformers' words for a folder it cannot read
         raise XlingError(f"cannot load model {spec!r}: {first_line(err)[:300]}") from None
     try:
@@ -174,6 +176,22 @@ def load_model(spec: str = DEFAULT_MODEL, on_step: Callable[[str], None] = lambd
     model.name_or_path = model_label(spec)
     model.eval()
     return model, tokenizer
+
+
+@contextmanager
+def no_transformers_bars() -> Iterator[None]:
+    """Transformers' own tqdm bars (loading and writing weights) off while xling loads or saves a model, and as they
+    were after: they would cut into xling's progress and output, in Python as on the command line (which sets
+    `HF_HUB_DISABLE_PROGRESS_BARS`)."""
+    from transformers.utils import logging
+
+    shown = logging.is_progress_bar_enabled()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            logging.enable_progress_bar()
 
 
 def tokenizer_files(folder: Path) -> str:

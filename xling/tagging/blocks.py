@@ -52,6 +52,11 @@ class Launch:
 LAUNCH_VARIABLES = (("RANK", 0), ("WORLD_SIZE", 1), ("LOCAL_RANK", 0))
 
 
+def unit_name(options: TagOptions) -> str:
+    """What one result is the tagging of: a line, or a sentence of CoNLL input."""
+    return "sentences" if options.conll else "lines"
+
+
 def units(path: Path, conll: bool) -> Iterator:
     """What each result is tagged from: CoNLL sentences' tokens, or the numbered lines (a long one whole, so
     that no block boundary cuts it)."""
@@ -102,7 +107,7 @@ def job_of(options: TagOptions, path: Path) -> TagJob:
         size=stat.st_size,
         mtime_ns=stat.st_mtime_ns,
         block=BLOCK,
-        units="sentences" if options.conll else "lines",
+        units=unit_name(options),
         precision=computed_in(options.tagger),
         options=hashlib.blake2b(json.dumps(fields, sort_keys=True).encode(), digest_size=10).hexdigest(),
     )
@@ -148,11 +153,9 @@ def block_files(folder: Path, number: int, output_format: str) -> tuple[Path, Pa
     return folder / f"{number:08d}.{output_format}", folder / f"{number:08d}.json"
 
 
-def tag_blocks(
-    tagger, options: TagOptions, path: Path, folder: Path, launch: Launch, progress=None, total: int = 0
-) -> None:
-    """Tag this process's missing blocks, each written whole as soon as it is done; `progress` wraps them,
-    given how many of the input's `total` blocks are this process's to do."""
+def tag_blocks(tagger, options: TagOptions, path: Path, folder: Path, launch: Launch, progress=None) -> None:
+    """Tag this process's missing blocks, each written whole as soon as it is done; `progress` wraps them, counting
+    the lines (or sentences) of the blocks that are this process's to do."""
     output_format = options.output_format()
 
     def missing(number: int) -> bool:
@@ -160,7 +163,8 @@ def tag_blocks(
 
     mine = ((n, block) for n, block in enumerate(blocks(units(path, options.conll))) if missing(n))
     if progress is not None:
-        mine = progress(mine, sum(1 for n in range(total) if missing(n)))
+        to_do = sum(len(block) for n, block in enumerate(blocks(units(path, options.conll))) if missing(n))
+        mine = progress(mine, to_do, unit_name(options), lambda numbered: len(numbered[1]))
     for number, block in mine:
         # The whole block as one read: sorted by length together, its batches pad least (a fifth faster than
         # `pipe`'s growing reads, which are for the first results of a stream).
@@ -226,7 +230,7 @@ def run_in_blocks(load: Callable, options: TagOptions, launch: Launch, console: 
         barrier()
         if launch.rank != 0:
             tagger = load()
-        tag_blocks(tagger, options, path, folder, launch, progress if launch.rank == 0 else None, total)
+        tag_blocks(tagger, options, path, folder, launch, progress if launch.rank == 0 else None)
         barrier()
         if launch.rank == 0:
             join_blocks(folder, output, total, options.output_format(), console)

@@ -14,13 +14,14 @@ from rich.console import Console
 from xling.data.conll import MAX_RECORD_CHARS, read_lines, too_long, whole_lines
 from xling.errors import XlingError
 from xling.fileio import check_output_file
-from xling.tagging.blocks import Launch, check_blocks, in_blocks, run_in_blocks, units
+from xling.tagging.blocks import Launch, check_blocks, in_blocks, run_in_blocks, unit_name, units
 from xling.tagging.options import TagOptions
 from xling.tagging.output import write_results
 from xling.tagging.spec import TaggerSpec
 
-# Wraps the stream of results with a progress display, given how many there will be.
-Progress = Callable[[Iterable, int], Iterator]
+# Wraps a stream with a progress display, given how many units (lines, sentences) there will be, their name and
+# how many units each item of the stream is.
+Progress = Callable[[Iterable, int, str, Callable[[object], int]], Iterator]
 
 
 def stdin_lines() -> Iterator[str]:
@@ -89,5 +90,5 @@ def tag_file(options: TagOptions, console: Console, progress: Progress | None = 
     source = "<stdin>" if path is None else str(path)
     results = tagger.tag_numbered(lines, options.paragraphs, options.conll, options.jsonl, source)
     if progress is not None and regular:
-        results = progress(results, sum(1 for _ in units(path, options.conll)))
+        results = progress(results, sum(1 for _ in units(path, options.conll)), unit_name(options), lambda _: 1)
     write_results(results, options.output_format(), output, console)
