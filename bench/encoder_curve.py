@@ -14,7 +14,6 @@ again. `--collect` writes `results/adapted-encoder-qu/curve.json` from what has 
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from xling.recipes.reading import read_recipe
 from xling.recipes.results import combine
 from xling.scoring.result import EvaluationResult
 from xling.train.config import TrainConfig
+from xling.train.log_lines import read_train_log
 from xling.train.report import read_report
 from xling.train.text_config import EncoderOptions
 from xling.workspace import Workspace
@@ -99,7 +99,7 @@ def encoder_record(budget: int, workspace: str) -> dict | None:
     if not (folder / "report.json").is_file():
         return None
     report = read_report(folder)
-    log = [json.loads(line) for line in (folder / "train_log.jsonl").read_text().splitlines() if line.strip()]
+    log = read_train_log(folder / "train_log.jsonl").evaluations
     keys = ("steps", "training_seconds", "computed_in", "method", "temperature", "mix", "held_out_perplexity")
     record = {key: getattr(report, key) for key in keys}
     record["mix"] = [asdict(replace(source, files=[in_corpora(f) for f in source.files])) for source in report.mix]

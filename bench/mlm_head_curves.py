@@ -9,13 +9,13 @@ perplexity:
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from xling.fileio import write_json_atomic
 from xling.models import model_label
 from xling.models.loading import DEFAULT_MODEL
 from xling.provenance import made_where
+from xling.train.log_lines import read_train_log
 
 # The language adapters `recipes/mlm-head-qu.toml` trains under each head: (language, fresh head, pretrained head).
 COMPARED = [("qu", "qu", "qu-pretrained-head"), ("en", "en", "en-pretrained-head")]
@@ -23,8 +23,8 @@ COMPARED = [("qu", "qu", "qu-pretrained-head"), ("en", "en", "en-pretrained-head
 
 def held_out_curve(adapter: Path) -> list[dict]:
     """A saved language adapter's held-out perplexity at each evaluated step."""
-    lines = (adapter / "train_log.jsonl").read_text(encoding="utf-8").splitlines()
-    return [{"step": e["step"], "perplexity": e["perplexity"]} for e in map(json.loads, lines) if "perplexity" in e]
+    log = read_train_log(adapter / "train_log.jsonl").evaluations
+    return [{"step": e["step"], "perplexity": e["perplexity"]} for e in log if "perplexity" in e]
 
 
 def steps_to_reach(curve: list[dict], perplexity: float) -> int | None:

@@ -26,6 +26,7 @@ from xling.data.text import read_text
 from xling.errors import XlingError
 from xling.train.config import MaskingConfig, TrainConfig
 from xling.train.language import mlm_head, split_held_out, train_language_adapter
+from xling.train.log_lines import read_train_log
 from xling.train.mlm import MaskedLMObjective, pack_blocks
 from xling.train.text_config import LanguageAdapterOptions
 
@@ -231,8 +232,11 @@ def test_train_lang_saves_adapter_head_report_and_log(tmp_path, tiny_dir):
         and config["config"]["reduction_factor"] == 2
         and config["config"]["invertible"]
     )
-    log = [json.loads(line) for line in (saved / "train_log.jsonl").read_text().splitlines()]
-    assert [e["step"] for e in log] == [0, 4, 8, 12]
+    log = read_train_log(saved / "train_log.jsonl")
+    assert [e["step"] for e in log.evaluations] == [0, 4, 8, 12]
+    # every --log-every (10) steps and at the last: the mean loss, the learning rate, the step time
+    assert [line.step for line in log.training] == [10, 12] and all(line.loss > 0 for line in log.training)
+    assert log.training[1].learning_rate < log.training[0].learning_rate and log.training[0].step_seconds > 0
     assert report["steps"] == 12 and report["tokens_seen"] > 0
     # 12 steps move a tiny random model's perplexity by noise (0.04 of 12.5 here, up on a GPU): that training
     # lowers it is test_embedded_model_on_real_quechua_lowers_perplexity's check
@@ -315,10 +319,8 @@ def test_resume_after_crash_finishes_like_an_uninterrupted_run(tmp_path, tiny_di
     b = load_file(Path(resumed["saved_to"]) / "xling_adapter.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert resumed["held_out_perplexity_after"] == uninterrupted["held_out_perplexity_after"]
-    log = [
-        json.loads(line)["step"] for line in (Path(resumed["saved_to"]) / "train_log.jsonl").read_text().splitlines()
-    ]
-    assert log == [0, 4, 8, 12]
+    log = read_train_log(Path(resumed["saved_to"]) / "train_log.jsonl")
+    assert [e["step"] for e in log.evaluations] == [0, 4, 8, 12] and [line.step for line in log.training] == [10, 12]
 
 
 def test_changed_options_do_not_silently_resume(tmp_path, tiny_dir, monkeypatch):

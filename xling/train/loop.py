@@ -17,7 +17,7 @@ import math
 import time
 from collections.abc import Iterator
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -31,6 +31,7 @@ from xling.train.checkpoint import load_checkpoint, save_checkpoint
 from xling.train.config import TrainConfig
 from xling.train.cpu import cpu_training
 from xling.train.frozen import store_frozen_weights, training_mode
+from xling.train.log_lines import TrainingLine, is_training_line
 from xling.train.processes import flat
 from xling.train.progress import Silent, TextProgress, TrainingProgress
 from xling.train.run_folder import LOG_FILE, damaged, prepare, read_log
@@ -153,7 +154,9 @@ class _Run:
             self.state = saved["state"]
             self.best_weights = saved.get("best_weights")
             self.progress.note(f"resuming {title} from step {self.state['step']} of {self.total} ({self.run_dir})")
-        self.evaluations = read_log(self.run_dir, self.state["step"], write=self.main)
+        logged = read_log(self.run_dir, self.state["step"], write=self.main)
+        self.evaluations = [entry for entry in logged if not is_training_line(entry)]
+        self.since_logged: list[tuple[float, float, int]] = []  # each step's loss, seconds and tokens
         # `wrapped` runs the training forward (DDP under a launcher); evaluation uses `model` itself.
         self.wrapped, self.optimizer = self.accelerator.prepare(_LossModule(self.model, self.objective), self.optimizer)
 
@@ -168,17 +171,11 @@ class _Run:
                 metrics = self.objective.evaluate(self.model)
             training_mode(self.model, self.config.encoder_dropout)
         metrics = broadcast_object_list([metrics])[0]
-        entry = {
-            "step": state["step"],
-            "epoch": round(state["epoch"] + state["position"] / max(1, self.per_epoch * self.config.grad_accum), 3),
-            "seconds": round(state["seconds"], 1),
-            **metrics,
-        }
+        entry = {"step": state["step"], "epoch": self.epoch(), "seconds": round(state["seconds"], 1), **metrics}
         self.evaluations.append(entry)
         self.track({f"eval/{k}": v for k, v in metrics.items() if isinstance(v, int | float) and math.isfinite(v)})
+        self.write_line(entry)
         if self.main:
-            with open(self.run_dir / LOG_FILE, "a") as log:
-                log.write(json.dumps(entry) + "\n")
             shown = (f"{k} {v:.4g}" for k, v in metrics.items() if k != "score" and isinstance(v, (int, float)))
             self.progress.note(f"step {entry['step']}: " + "  ".join(shown))
         if self.objective.selects_best:
@@ -188,6 +185,36 @@ class _Run:
             else:
                 state["stale"] += 1
         return entry
+
+    def epoch(self) -> float:
+        """Epochs done, the current one in part."""
+        state = self.state
+        return round(state["epoch"] + state["position"] / max(1, self.per_epoch * self.config.grad_accum), 3)
+
+    def write_line(self, entry: dict) -> None:
+        """A line of the run's log (`log.jsonl`, saved as `train_log.jsonl`), by the main process."""
+        if self.main:
+            with open(self.run_dir / LOG_FILE, "a") as log:
+                log.write(json.dumps(entry) + "\n")
+
+    def after_step(self, loss: float, seconds: float, tokens: int) -> None:
+        """The step's loss and learning rate to the tracker; every `log_every` steps their means to the log."""
+        learning_rate = self.scheduler.get_last_lr()[0]
+        self.track({"train/loss": loss, "train/learning_rate": learning_rate})
+        self.since_logged.append((loss, seconds, tokens))
+        if self.state["step"] % self.config.log_every and self.state["step"] < self.total:
+            return
+        losses, times, counts = zip(*self.since_logged)
+        line = TrainingLine(
+            step=self.state["step"],
+            epoch=self.epoch(),
+            loss=round(sum(losses) / len(losses), 6),
+            learning_rate=learning_rate,
+            step_seconds=round(sum(times) / len(times), 4),
+            tokens_per_second=round(sum(counts) / max(1e-9, sum(times)), 1),
+        )
+        self.write_line(asdict(line))
+        self.since_logged = []
 
     def track(self, values: dict[str, float]) -> None:
         """Numbers for the tracker `--report-to` names, at this step (none named: nowhere)."""
@@ -297,7 +324,8 @@ def train(
             while state["step"] < run.total:
                 step_start = time.perf_counter()
                 loss, tokens, batches = run.step(batches)
-                state["seconds"] += time.perf_counter() - step_start
+                step_seconds = time.perf_counter() - step_start
+                state["seconds"] += step_seconds
                 boundary_rng = torch.get_rng_state()
                 session_tokens += tokens
                 running_loss = (running_loss + [loss])[-20:]
@@ -305,7 +333,7 @@ def train(
                 progress.advance(
                     state["step"], f"{objective.describe(sum(running_loss) / len(running_loss))}  {rate:,.0f} tok/s"
                 )
-                run.track({"train/loss": loss, "train/learning_rate": run.scheduler.get_last_lr()[0]})
+                run.after_step(loss, step_seconds, tokens)
                 if state["step"] % eval_every == 0 or state["step"] == run.total:
                     run.evaluate()
                     if config.patience and state["stale"] >= config.patience:  # None or 0: never
