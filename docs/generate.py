@@ -15,6 +15,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from xling.adapters.composition import setup_text
 from xling.scoring.cells import difference_cell, interval_cell, sentences_cell
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,7 +159,7 @@ def errors_section(files: dict) -> list[str]:
     first = next(iter(runs.values()))
     parts = [
         "",
-        f"## Where zero-shot goes wrong: {first['setup']}, decoder {first['decoder']}, {first['data']}",
+        f"## Where zero-shot goes wrong: {setup_text(first['setup'])}, decoder {first['decoder']}, {first['data']}",
         "",
         "`xling analyze errors`, the last step of `recipes/lang-contribution-qu.toml` (files: "
         + ", ".join(f"`results/{name}`" for name in runs)
@@ -238,7 +239,7 @@ def record_section(name: str, data: dict, heading: str) -> list[str]:
         "|---|---|---|---|---|---|---|" + ("---|" if typed else ""),
     ]
     return parts + [
-        f"| {r['label']} | `{r['setup']}` | {r.get('computed_in') or ''} | {value(r, with_seeds=True)} | "
+        f"| {r['label']} | `{setup_text(r['setup'])}` | {r.get('computed_in') or ''} | {value(r, with_seeds=True)} | "
         f"{sentences_cell(r)} | {versus(r)} |" + (f" {by_type(r)} |" if typed else "")
         for r in data["rows"]
     ]

@@ -40,6 +40,7 @@ def test_the_deploy_distribution_pins_what_the_package_and_its_onnx_extra_pin():
     assert required and all(pinned.get(r.name) == str(r) for r in required), [str(r) for r in required]
     assert not {r.name for r in required} & set(TRAINING_STACK)
     assert deploy["scripts"] == project["scripts"] and deploy["license"] == project["license"]
+    assert deploy["urls"] == project["urls"]
 
 
 def test_an_exported_folder_tags_there_as_the_full_install_tags_it(exported, deploy_python, tmp_path):

@@ -66,6 +66,17 @@ def test_saved_adapters_carry_a_model_card(trained_workspace):
     assert "masked-lm" in lang_card and "held-out perplexity" in lang_card and "--lang-adapter qu" in lang_card
 
 
+def test_cards_link_xling_s_repository_as_pyproject_names_it(trained_workspace):
+    from xling.data.catalog import tomllib
+
+    root, model_dir, _, _ = trained_workspace
+    repository = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["urls"][
+        "Repository"
+    ]
+    card = (root / "ws" / model_dir.name / "task" / "ner-en" / "README.md").read_text()
+    assert f"trained with [xling]({repository})" in card and f"a clone of {repository}: pip install -e ." in card
+
+
 def push_pair(trained_workspace, prefix: str, *options: str) -> None:
     """`xling push` of the workspace's ner-en and qu to org/PREFIXner-en and org/PREFIXlang-qu."""
     root, model_dir, _, _ = trained_workspace
@@ -322,7 +333,7 @@ def test_push_in_peft_s_layout_names_the_repository_in_its_card_and_tags_in_xlin
     repo = hub.root / "org" / "peft-ner"
     assert json.loads((repo / "adapter_config.json").read_text())["peft_type"] == "LORA"
     card = (repo / "README.md").read_text()
-    assert "library_name: peft" in card and 'hf_hub_download("org/peft-ner", "config.json")' in card
+    assert "library_name: peft" in card and 'PeftModel.from_pretrained(base, "org/peft-ner")' in card
     assert "-t hf:org/peft-ner" in card
     texts, settings = ["juan lima the city of qusqu"], {"model": str(model_dir), "workspace": str(workspace)}
     pulled = Tagger.load(lang="en", task_adapter="hf:org/peft-ner", use_lang_adapter=False, **settings)
@@ -339,8 +350,10 @@ def test_a_peft_card_loads_by_the_hub_id_or_names_the_base_it_lacks():
     report = RunReport(name="ner-lora", role=TASK, lang="en", model="e5-small", labels=["O", "B-PER", "I-PER"])
     card = peft_card(report)
     assert "base_model: intfloat/multilingual-e5-small" in card and "library_name: peft" in card
-    assert 'AutoPeftModelForTokenClassification.from_pretrained(\n    "DIR", id2label=' in card
+    assert 'id2label = {0: "O", 1: "B-PER", 2: "I-PER"}' in card
+    assert 'AutoPeftModelForTokenClassification.from_pretrained("DIR", id2label=id2label)' in card
+    assert 'pipeline("token-classification", model="DIR", model_kwargs={"id2label": id2label}' in card
     pushed = peft_card(report, "org/ner-lora")
-    assert 'hf_hub_download("org/ner-lora", "config.json")' in pushed and "-t hf:org/ner-lora" in pushed
+    assert 'from_pretrained("org/ner-lora", id2label=id2label)' in pushed and "-t hf:org/ner-lora" in pushed
     local = peft_card(replace(report, model="/somewhere/tinybert"))  # a local folder names no Hub model
-    assert '"BASE_MODEL", num_labels=3' in local and 'PeftModel.from_pretrained(base, "DIR")' in local
+    assert '"BASE_MODEL", id2label=id2label' in local and 'PeftModel.from_pretrained(base, "DIR")' in local

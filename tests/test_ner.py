@@ -223,7 +223,7 @@ def test_train_task_stacks_on_frozen_lang_adapter_and_selects_best(setup_dirs):
         )
     )
     assert result.f1 == pytest.approx(report["best"]["f1"])  # the saved weights are the selected ones
-    assert result.setup == "Stack('lang-en', 'ner-check')" and set(result.per_type) == {"LOC", "PER"}
+    assert result.setup == "Stack(en, ner-check)" and set(result.per_type) == {"LOC", "PER"}
 
 
 def test_also_train_runs_each_language_through_its_own_adapter(setup_dirs):

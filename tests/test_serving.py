@@ -147,6 +147,9 @@ def test_the_pipelines_parameters_are_honoured_or_refused_in_one_400_line(served
     tagged = [(i, t.text, tag) for i, (t, tag) in enumerate(zip(result.tokens, result.tags), start=1) if tag != "O"]
     assert [(w["index"], w["word"], w["entity"]) for w in words] == tagged and tagged
     assert all(text[w["start"] : w["end"]] == w["word"] for w in words)
+    # one rounding for every score served, a word's as an entity's: 4 decimal places
+    assert all(w["score"] == round(w["score"], 4) for w in words) and any(w["score"] != 1 for w in words)
+    assert all(e["score"] == round(e["score"], 4) for e in found)
     label = result.spans[0].label
     kept = post(client, {"inputs": text, "parameters": {"ignore_labels": ["O", label]}}).get_json()
     assert kept == [span.to_dict() for span in result.spans if span.label != label]

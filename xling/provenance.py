@@ -18,6 +18,20 @@ def source_commit() -> str | None:
     return found.stdout.strip() or None if found.returncode == 0 else None
 
 
+def repository_url() -> str | None:
+    """Where xling's source is (`project.urls` of pyproject.toml, read from the installed package's metadata);
+    None where xling runs without being installed."""
+    from importlib import metadata
+
+    for distribution in ("xling", "xling-onnx"):
+        try:
+            urls = metadata.metadata(distribution).get_all("Project-URL") or []
+        except metadata.PackageNotFoundError:
+            continue
+        return next((url for label, _, url in (u.partition(", ") for u in urls) if label == "Repository"), None)
+    return None
+
+
 def made_where() -> dict:
     """The xling version, commit and machine a result was made with."""
     from xling import __version__

@@ -6,8 +6,34 @@ task adapter), `Fuse("ner-en", "ner-es")`, or `Stack("qu", Fuse("ner-en", "ner-e
 
 from __future__ import annotations
 
+import re
+
 from xling.errors import XlingError
 from xling.options import shown
+
+# A language adapter's name inside a model, apart from task adapters, which may be named anything; shown as its
+# language, as users know it (`Stack(qu, ner-en)`).
+LANG_PREFIX = "lang-"
+
+
+def lang_adapter_name(lang: str) -> str:
+    return f"{LANG_PREFIX}{lang}"
+
+
+def setup_text(setup) -> str:
+    """A setup as result files, notices and plots show it: `Stack(qu, ner-en)`, a language adapter by its language
+    and names unquoted (`repr` keeps the Python spelling); a setup recorded in that spelling
+    (`Stack('lang-qu', 'ner-en')`, older result files) is shown the same way."""
+    if isinstance(setup, _Block):
+        return f"{type(setup).__name__}({', '.join(map(setup_text, setup.children))})"
+    unquoted = re.sub(r"'([^']*)'", lambda quoted: quoted.group(1).removeprefix(LANG_PREFIX), str(setup))
+    return unquoted.removeprefix(LANG_PREFIX)
+
+
+def setup_names(text: str) -> set[str]:
+    """The adapter names a shown setup holds (`Stack(qu, ner-en)`: qu and ner-en), read from either spelling."""
+    names = set(re.findall(r"[\w.-]+", text)) - {"Stack", "Fuse"}
+    return {name.removeprefix(LANG_PREFIX) for name in names}
 
 
 class _Block:
@@ -24,6 +50,9 @@ class _Block:
 
     def __repr__(self):
         return f"{type(self).__name__}({', '.join(map(repr, self.children))})"
+
+    def __str__(self):
+        return setup_text(self)
 
 
 class Fuse(_Block):

@@ -69,13 +69,13 @@ def ablation_report(o: AnalyzeOptions, console: Console) -> dict:
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("ablating layer spans", total=layers * (layers + 1) // 2)
         result = layer_ablation(tagger, o.data, o.limit, lambda i, j: progress.advance(task))
-    result.update({"data": data_name(o.data), "lang": o.tagger.lang, "setup": repr(tagger.setup)})
+    result.update({"data": data_name(o.data), "lang": o.tagger.lang, "setup": str(tagger.setup)})
     names = [str(i) for i in range(layers)]
     heatmap(
         [[float("nan") if v is None else 100 * v for v in row] for row in result["drop"]],
         names,
         names,
-        f"Relative F1 drop when removing adapters of layers i..j (blue: F1 rises)\n{tagger.setup!r}, "
+        f"Relative F1 drop when removing adapters of layers i..j (blue: F1 rises)\n{tagger.setup}, "
         f"F1 {100 * result['f1']:.1f}",
         "last layer removed (j)",
         "first layer removed (i)",
@@ -99,13 +99,13 @@ def confidence_report(o: AnalyzeOptions, console: Console) -> dict:
         **tagger_confidence(tagger, data, o.limit),
         "data": data_name(data),
         "lang": o.tagger.lang,
-        "setup": repr(tagger.setup),
+        "setup": str(tagger.setup),
     }
     missed = "words tagged O inside a gold entity"
     rates_by_bin(
         {**{f"{kind} entities right": cells for kind, cells in result["entities"].items()}, missed: result["o_words"]},
         {missed},
-        f"How right the tags are by their probability\n{tagger.setup!r}, decoder {tagger.decoder}, on {short_name(data)}",
+        f"How right the tags are by their probability\n{tagger.setup}, decoder {tagger.decoder}, on {short_name(data)}",
         "probability (an entity's: the least of its words')",
         "% (number of entities or words at each point)",
         output,
@@ -137,14 +137,14 @@ def errors_report(o: AnalyzeOptions, console: Console) -> dict:
         **tagger_errors(tagger, data, o.limit),
         "data": data_name(data),
         "lang": o.tagger.lang,
-        "setup": repr(tagger.setup),
+        "setup": str(tagger.setup),
     }
     result["decoder"] = tagger.decoder
     heatmap(
         result["confusion"],
         result["types"],
         result["types"],
-        f"Entities by gold and tagged type (overlapping words)\n{tagger.setup!r}, decoder {tagger.decoder}, "
+        f"Entities by gold and tagged type (overlapping words)\n{tagger.setup}, decoder {tagger.decoder}, "
         f"on {short_name(data)}",
         "tagged",
         "gold",

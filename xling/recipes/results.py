@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from xling.adapters.composition import setup_text
 from xling.provenance import made_where
 from xling.recipes.reading import Recipe
 from xling.scoring.bootstrap import interval, paired, spread
@@ -64,7 +65,7 @@ def results_table(rows: list[dict]) -> str:
     columns += ["95% interval", "sentences", "against baseline"]
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for r in rows:
-        cells = [r["label"], Path(r["data"]).parent.name + "/" + Path(r["data"]).name, f"`{r['setup']}`"]
+        cells = [r["label"], Path(r["data"]).parent.name + "/" + Path(r["data"]).name, f"`{setup_text(r['setup'])}`"]
         cells += [f"{100 * run['f1']:.1f}" for run in r.get("per_seed", [])]
         cells += [
             f"{100 * r['precision']:.1f}",
@@ -87,7 +88,13 @@ def rich_results(recipe: Recipe, rows: list[dict]) -> Table:
     for r in rows:
         precision_recall = (f"{100 * r[k]:.1f}" for k in ("precision", "recall"))
         table.add_row(
-            r["label"], r["setup"], *precision_recall, _f1(r), interval_cell(r), sentences_cell(r), _versus(r)
+            r["label"],
+            setup_text(r["setup"]),
+            *precision_recall,
+            _f1(r),
+            interval_cell(r),
+            sentences_cell(r),
+            _versus(r),
         )
     return table
 

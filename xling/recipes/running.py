@@ -9,6 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from xling.adapters.composition import setup_names
 from xling.data.fetch import resolve
 from xling.errors import XlingError
 from xling.fileio import write_json_atomic, write_text_atomic
@@ -116,7 +117,7 @@ def record_evaluations(runs: list[Recipe], rows: list[dict]) -> None:
             directory = workspace.adapter_dir(*made) if made and made[0] is TASK else None
             if directory is None or not (directory / REPORT_FILE).is_file():
                 continue
-            evaluations = [evaluation_record(row, seed) for row in rows if f"'{made[1]}'" in row["setup"]]
+            evaluations = [evaluation_record(row, seed) for row in rows if made[1] in setup_names(row["setup"])]
             if evaluations:
                 report = replace(read_report(directory), recipe=run.name, evaluations=evaluations)
                 write_json_atomic(directory / REPORT_FILE, report.to_record())

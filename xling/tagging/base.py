@@ -93,12 +93,20 @@ def line_records(lines: Iterable[tuple[int, str]], jsonl: bool, source: str) -> 
         yield ({} if "id" in record else {"line": number}) | kept, record["text"]
 
 
+# Decimal places of every score xling writes or serves (an entity's, a word's): one rounding, whatever the output.
+SCORE_DIGITS = 4
+
+
+def shown_score(probability: float) -> float:
+    return round(float(probability), SCORE_DIGITS)
+
+
 def spans_from_tags(text: str, tokens: list[Token], tags: list[str], scores: list[float]) -> list[Span]:
     """Entities from IOB2 tags; an entity's score is the mean probability of its words."""
     spans: list[Span] = []
     for kind, first, end in entities(tags):
         start, stop = tokens[first].start, tokens[end - 1].end
-        spans.append(Span(start, stop, text[start:stop], kind, round(sum(scores[first:end]) / (end - first), 4)))
+        spans.append(Span(start, stop, text[start:stop], kind, shown_score(sum(scores[first:end]) / (end - first))))
     return spans
 
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 
 from xling.errors import XlingError
-from xling.tagging.base import TaggedText, TextTagger
+from xling.tagging.base import TaggedText, TextTagger, shown_score
 from xling.tagging.options import ServeOptions
 from xling.web import Refused, json_body, refusal, server_on
 
@@ -166,7 +166,14 @@ def answer(result: TaggedText, strategy: str, ignored: set[str]) -> list[dict]:
         return [span.to_dict() for span in result.spans if span.label not in ignored]
     words = zip(result.tokens, result.tags, result.scores)
     return [
-        {"entity": tag, "score": score, "index": index, "word": token.text, "start": token.start, "end": token.end}
+        {
+            "entity": tag,
+            "score": shown_score(score),
+            "index": index,
+            "word": token.text,
+            "start": token.start,
+            "end": token.end,
+        }
         for index, (token, tag, score) in enumerate(words, start=1)
         if tag not in ignored
     ]

@@ -14,6 +14,7 @@ import numpy as np
 
 from xling import __version__
 from xling.adapters import Stack
+from xling.adapters.composition import lang_adapter_name
 from xling.adapters.saving import load
 from xling.data.decoding import DEFAULT_DECODER, check_decoder
 from xling.device import check_precision, pick_device, pick_precision
@@ -94,7 +95,9 @@ class Tagger(TextTagger):
         stacked = spec.stacks_lang_adapter(role, directory.name, trained_over_lang_adapter(role, directory))
         if setup is not None and stacked:
             directories["lang"] = spec.lang_adapter_dir(ws, under=directories.get("task"))
-            setup = Stack(load(loaded, directories["lang"], name=f"lang-{spec.lang}", head=False, role=LANG), setup)
+            setup = Stack(
+                load(loaded, directories["lang"], name=lang_adapter_name(spec.lang), head=False, role=LANG), setup
+            )
         loaded.set_active(setup)
         loaded.to(device)
         loaded.eval()

@@ -14,6 +14,7 @@ import torch
 from rich.console import Console
 
 from xling.adapters import AdaptedModel, Fuse, Stack, TaggingHead, TaggingHeadConfig
+from xling.adapters.composition import lang_adapter_name
 from xling.adapters.record import AdapterMetadata
 from xling.adapters.saving import load, save
 from xling.data.labels import label_list, relabel
@@ -70,7 +71,9 @@ def train_fusion(
     else:
         head = TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels))
     model.add_head(fuse.name, head)
-    setup = Stack(load(model, lang_dir, name=f"lang-{lang}", head=False, role=LANG), fuse) if lang_dir else fuse
+    setup = (
+        Stack(load(model, lang_dir, name=lang_adapter_name(lang), head=False, role=LANG), fuse) if lang_dir else fuse
+    )
     counts = model.train_adapter(setup, train=[fuse.name])
     objective = TaggingObjective.from_options(fuse.name, train_data, dev_data, tokenizer, model, options)
     console.print(f"training fusion [bold]{name}[/]: {setup!r}, labels {', '.join(head.labels)}; {counts}")

@@ -97,7 +97,7 @@ def train_round(
     workspace, console, processes = context["workspace"], context["console"], context["processes"]
     round_name = f"{context['name']}-round{number}"
     tagger = Tagger.load(options.labeller(labeller))
-    with console.status(f"round {number}: tagging {len(sentences):,} sentences with {tagger.setup!r}"):
+    with console.status(f"round {number}: tagging {len(sentences):,} sentences with {tagger.setup}"):
         tagged = tagger.tag_words(sentences)
     del tagger
     kept = select_confident(sentences, tagged, options.threshold, options.max_per_type, options.confidence_of)

@@ -13,6 +13,7 @@ import torch
 from rich.console import Console
 
 from xling.adapters import AdaptedModel, Stack, TaggingHead, TaggingHeadConfig
+from xling.adapters.composition import lang_adapter_name
 from xling.adapters.registry import AdapterChoice, kind_of
 from xling.adapters.saving import load
 from xling.data.fingerprints import FINGERPRINTS_FILE, fingerprints, fingerprints_text, read_fingerprints
@@ -122,14 +123,14 @@ def train_task_adapter(
     torch.manual_seed(options.training.seed)
     every_sentence = train_data + [s for sentences in other_data.values() for s in sentences]
     model, tokenizer, labels = task_model(options, workspace, name, every_sentence, console)
-    lang_name = load(model, lang_dir, name=f"lang-{lang}", head=False, role=LANG) if lang_dir else None
+    lang_name = load(model, lang_dir, name=lang_adapter_name(lang), head=False, role=LANG) if lang_dir else None
     setup = (Stack(lang_name, name) if lang_name else name) if method.adapters else None
     other_dirs = {other: workspace.lang_adapter(other) for other in other_data if other != lang} if stacked_lang else {}
     # each other language's sentences run through its own language adapter under the same task adapter (loaded
     # before train_adapter, which freezes it)
     more_train = [
         (
-            Stack(load(model, other_dirs[other], name=f"lang-{other}", head=False, role=LANG), name)
+            Stack(load(model, other_dirs[other], name=lang_adapter_name(other), head=False, role=LANG), name)
             if other in other_dirs
             else setup,
             sentences,
@@ -142,7 +143,7 @@ def train_task_adapter(
     also = "".join(f" + {len(sentences):,} {other}" for other, sentences in other_data.items())
     console.print(
         f"training {options.method} [bold]{name}[/] on {len(train_data):,} sentences{also} ({len(objective.windows):,} windows), "
-        f"labels {', '.join(labels)}; {'setup ' + repr(setup) if setup else 'no adapters'}; {counts}"
+        f"labels {', '.join(labels)}; {f'setup {setup}' if setup else 'no adapters'}; {counts}"
     )
     training = replace(options.training, learning_rate=options.training.learning_rate or method.learning_rate)
     recorded, resolved = run_record(options, model, name, labels, {"lang": lang_dir, "others": other_dirs}, training)

@@ -10,6 +10,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from xling import __version__
 from xling.adapters.registry import KINDS
 from xling.models.loading import hub_id
+from xling.provenance import repository_url
 from xling.roles import FUSION, LANG, Role
 from xling.train.cards.common import (
     EMBEDDED_BASE_LINES,
@@ -123,7 +124,7 @@ def usage(
         python = f'tagger = Tagger.load(lang="LANG", {"fusion" if role is FUSION else "task_adapter"}="{spec}")'
     library = "" if role is FUSION else "\n" + library_snippet(role, spec, base, embedded, library_repo)
     return f"""```bash
-# xling installs from a clone of its repository: pip install -e .
+# xling installs from a clone of {repository_url() or 'its repository'}: pip install -e .
 {command}
 ```
 
@@ -174,6 +175,11 @@ def adapter_title(report: RunReport) -> str:
     return KINDS[report.adapter_kind].title  # a kind the options' AdapterChoice checked
 
 
+def xling_link() -> str:
+    """xling named with a link to its repository where the install knows it."""
+    return f"[xling]({url})" if (url := repository_url()) else "xling"
+
+
 def model_card(report: RunReport, repo_id: str | None = None, layout: str = "xling") -> str:
     """A `README.md` for the adapter of a training report: Hub metadata, figures, use, limits, licences; its
     library and snippets those of the `layout` pushed to `repo_id`."""
@@ -196,7 +202,7 @@ def model_card(report: RunReport, repo_id: str | None = None, layout: str = "xli
     table = "\n".join(f"| {key} | {value} |" for key, value in card_rows(report))
     body = f"""# {name}
 
-A {role.word} adapter trained with xling: {adapter_title(report)} over a frozen {base or "encoder"}.
+A {role.word} adapter trained with {xling_link()}: {adapter_title(report)} over a frozen {base or "encoder"}.
 
 | | |
 |---|---|
