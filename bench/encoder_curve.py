@@ -103,7 +103,9 @@ def encoder_record(budget: int, workspace: str) -> dict | None:
     keys = ("steps", "training_seconds", "computed_in", "method", "temperature", "mix", "held_out_perplexity")
     record = {key: getattr(report, key) for key in keys}
     record["mix"] = [asdict(replace(source, files=[in_corpora(f) for f in source.files])) for source in report.mix]
-    return record | {"log": [{k: v for k, v in e.items() if k == "step" or k.startswith("perplexity")} for e in log]}
+    return record | {
+        "log": [{"step": e.step} | {k: v for k, v in e.metrics.items() if k.startswith("perplexity")} for e in log]
+    }
 
 
 def in_corpora(file: str) -> str:

@@ -24,7 +24,7 @@ COMPARED = [("qu", "qu", "qu-pretrained-head"), ("en", "en", "en-pretrained-head
 def held_out_curve(adapter: Path) -> list[dict]:
     """A saved language adapter's held-out perplexity at each evaluated step."""
     log = read_train_log(adapter / "train_log.jsonl").evaluations
-    return [{"step": e["step"], "perplexity": e["perplexity"]} for e in log if "perplexity" in e]
+    return [{"step": e.step, "perplexity": e.perplexity} for e in log if e.perplexity is not None]
 
 
 def steps_to_reach(curve: list[dict], perplexity: float) -> int | None:

@@ -501,7 +501,7 @@ def test_unjudged_words_carry_no_loss_and_are_refused_as_dev_data(tmp_path, trai
     report = train_task_adapter(
         TaskAdapterOptions(train=str(partial), dev=str(dev), name="partial", training=training, **base)
     )
-    assert report["train_sentences"] == 2
+    assert report.train_sentences == 2
     with pytest.raises(XlingError, match="dev data has words not judged"):
         train_task_adapter(
             TaskAdapterOptions(train=str(dev), dev=str(partial), name="refused", training=training, **base)

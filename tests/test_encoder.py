@@ -111,7 +111,7 @@ def test_a_sentence_of_an_evaluation_split_never_trains(data, tmp_path):
 def test_no_embeddings_trains_the_head_with_the_encoder_and_leaves_the_embeddings_bit_identical(data, tmp_path):
     root, model = data
     report = train_encoder(options(data, tmp_path))
-    folder = Path(report["saved_to"])
+    folder = Path(report.saved_to)
     before, after = load_file(model / "model.safetensors"), load_file(folder / "model.safetensors")
     name = "embeddings.word_embeddings.weight"
     assert torch.equal(after[f"bert.{name}"], before[name])
@@ -120,11 +120,11 @@ def test_no_embeddings_trains_the_head_with_the_encoder_and_leaves_the_embedding
     start = torch.zeros(after["cls.predictions.bias"].shape)  # a tiny model has no head: a fresh one starts at 0
     assert after["cls.predictions.transform.dense.weight"].std() > 0
     assert not torch.equal(after["cls.predictions.bias"], start)
-    assert [m["name"] for m in report["mix"]] == ["qu", "en", "es-qu"]
-    assert sum(m["share"] for m in report["mix"]) == pytest.approx(1, abs=1e-3)
-    assert set(report["held_out_perplexity"]) == {"qu", "en"}
+    assert [m.name for m in report.mix] == ["qu", "en", "es-qu"]
+    assert sum(m.share for m in report.mix) == pytest.approx(1, abs=1e-3)
+    assert set(report.held_out_perplexity) == {"qu", "en"}
     log = read_train_log(folder / "train_log.jsonl").evaluations
-    assert [entry["step"] for entry in log] == [0, 2, 4] and all("perplexity_en" in entry for entry in log)
+    assert [entry.step for entry in log] == [0, 2, 4] and all("perplexity_en" in entry.metrics for entry in log)
     card = (folder / "README.md").read_text()
     assert "pipeline_tag: fill-mask" in card and "es-qu (translation pairs)" in card
 
@@ -149,24 +149,22 @@ def test_vocab_from_corpus_restricts_the_softmax_to_the_pieces_of_every_source_o
     special = set(tokenizer.all_special_ids)
     assert set(objective.vocab_ids.tolist()) == {5, 6, 7, 8, 9} | special
     report = train_encoder(options(data, tmp_path, vocab_from_corpus=True))  # qu, en and translation pairs
-    assert report["steps"] == 4 and all(0 < p < float("inf") for p in report["held_out_perplexity"]["qu"].values())
+    assert report.steps == 4 and all(0 < p < float("inf") for p in report.held_out_perplexity["qu"].values())
 
 
 def test_full_trains_the_embeddings_and_lora_is_merged_into_a_plain_encoder(data, tmp_path):
     root, model = data
     before = load_file(model / "model.safetensors")
-    full = load_file(
-        Path(train_encoder(options(data, tmp_path / "a", method="full"))["saved_to"]) / "model.safetensors"
-    )
+    full = load_file(Path(train_encoder(options(data, tmp_path / "a", method="full")).saved_to) / "model.safetensors")
     assert not torch.equal(full["bert.embeddings.word_embeddings.weight"], before["embeddings.word_embeddings.weight"])
     report = train_encoder(options(data, tmp_path / "b", method="lora", lora_rank=2))
-    lora = load_file(Path(report["saved_to"]) / "model.safetensors")
+    lora = load_file(Path(report.saved_to) / "model.safetensors")
     assert set(lora) == set(full)  # no parametrisation left: the same names as any encoder
     weight = "encoder.layer.1.intermediate.dense.weight"
     delta = lora[f"bert.{weight}"] - before[weight]
     assert 0 < torch.linalg.matrix_rank(delta) <= 2  # a rank-2 update, merged
     assert torch.equal(lora["bert.embeddings.word_embeddings.weight"], before["embeddings.word_embeddings.weight"])
-    assert report["trainable_parameters"] < full_count(before) / 4
+    assert report.trainable_parameters < full_count(before) / 4
 
 
 def full_count(state: dict) -> int:
@@ -178,7 +176,7 @@ def test_the_folder_is_a_transformers_masked_lm_and_every_command_takes_it_as_m(
     from transformers import AutoModelForMaskedLM
 
     report = train_encoder(options(data, tmp_path))
-    folder = report["saved_to"]
+    folder = report.saved_to
     saved = load_file(Path(folder) / "model.safetensors")
     masked_lm, info = AutoModelForMaskedLM.from_pretrained(folder, output_loading_info=True)
     assert not info["missing_keys"] and not info["unexpected_keys"]

@@ -116,6 +116,6 @@ def test_a_resumed_run_keeps_the_precision_it_started_in_whatever_auto_would_pic
     monkeypatch.setattr(MaskedLMObjective, "prepare", original)
     monkeypatch.setattr(device, "cpu_bf16_speedup", lambda: 0.5)  # now it measures slower: auto would pick fp32
     resumed = train_language_adapter(_options(tmp_path, model_dir, corpus))
-    assert resumed["computed_in"] == "bf16"
+    assert resumed.computed_in == "bf16"
     fresh = train_language_adapter(_options(tmp_path / "fresh", model_dir, corpus))
-    assert fresh["computed_in"] == "fp32"  # a run started now picks by the timing
+    assert fresh.computed_in == "fp32"  # a run started now picks by the timing

@@ -214,7 +214,7 @@ def _options(tmp_path, tiny_dir, corpus, **overrides):
 def test_train_lang_saves_adapter_head_report_and_log(tmp_path, tiny_dir):
     corpus = write_corpus(tmp_path / "qu.txt")
     report = train_language_adapter(_options(tmp_path, tiny_dir, corpus))
-    saved = Path(report["saved_to"])
+    saved = Path(report.saved_to)
     assert saved == tmp_path / "ws" / "tinybert" / "lang" / "qu"
     assert {p.name for p in saved.iterdir()} == {
         "xling_adapter.json",
@@ -233,14 +233,14 @@ def test_train_lang_saves_adapter_head_report_and_log(tmp_path, tiny_dir):
         and config["config"]["invertible"]
     )
     log = read_train_log(saved / "train_log.jsonl")
-    assert [e["step"] for e in log.evaluations] == [0, 4, 8, 12]
+    assert [e.step for e in log.evaluations] == [0, 4, 8, 12]
     # every --log-every (10) steps and at the last: the mean loss, the learning rate, the step time
     assert [line.step for line in log.training] == [10, 12] and all(line.loss > 0 for line in log.training)
     assert log.training[1].learning_rate < log.training[0].learning_rate and log.training[0].step_seconds > 0
-    assert report["steps"] == 12 and report["tokens_seen"] > 0
+    assert report.steps == 12 and report.tokens_seen > 0
     # 12 steps move a tiny random model's perplexity by noise (0.04 of 12.5 here, up on a GPU): that training
     # lowers it is test_embedded_model_on_real_quechua_lowers_perplexity's check
-    assert all(math.isfinite(report[f"held_out_perplexity_{when}"]) for when in ("before", "after"))
+    assert all(math.isfinite(p) for p in (report.held_out_perplexity_before, report.held_out_perplexity_after))
     assert json.loads((saved / "report.json").read_text())["steps"] == 12
 
 
@@ -265,14 +265,12 @@ def shipped_head(tmp_path, tiny_dir, monkeypatch) -> dict[str, torch.Tensor]:
 def test_the_shipped_head_is_loaded_and_frozen_while_the_adapter_trains(tmp_path, tiny_dir, shipped_head):
     corpus = write_corpus(tmp_path / "qu.txt")
     report = train_language_adapter(_options(tmp_path, tiny_dir, corpus, mlm_head="pretrained"))
-    saved = Path(report["saved_to"])
+    saved = Path(report.saved_to)
     head = load_file(str(saved / "head_model.safetensors"))
     assert head.keys() == shipped_head.keys() and all(torch.equal(head[k], shipped_head[k]) for k in head)
-    assert (
-        report["mlm_head"] == "pretrained" and json.loads((saved / "head_config.json").read_text())["from_checkpoint"]
-    )
+    assert report.mlm_head == "pretrained" and json.loads((saved / "head_config.json").read_text())["from_checkpoint"]
     # the adapter alone trained: its parameters, not the head's, are the trainable ones
-    assert report["trainable_parameters"] == sum(
+    assert report.trainable_parameters == sum(
         t.numel() for t in load_file(str(saved / "xling_adapter.safetensors")).values()
     )
 
@@ -280,9 +278,9 @@ def test_the_shipped_head_is_loaded_and_frozen_while_the_adapter_trains(tmp_path
 def test_a_fresh_head_trains_beside_the_adapter_under_a_name_of_its_own(tmp_path, tiny_dir, shipped_head):
     corpus = write_corpus(tmp_path / "qu.txt")
     report = train_language_adapter(_options(tmp_path, tiny_dir, corpus, mlm_head="fresh", name="qu-fresh"))
-    saved = Path(report["saved_to"])
+    saved = Path(report.saved_to)
     assert saved == tmp_path / "ws" / "tinybert" / "lang" / "qu-fresh"
-    assert report["mlm_head"] == "fresh" and report["lang"] == "qu"
+    assert report.mlm_head == "fresh" and report.lang == "qu"
     head = load_file(str(saved / "head_model.safetensors"))
     assert not torch.equal(head["dense.weight"], shipped_head["dense.weight"])
 
@@ -315,12 +313,12 @@ def test_resume_after_crash_finishes_like_an_uninterrupted_run(tmp_path, tiny_di
     monkeypatch.setattr(MaskedLMObjective, "prepare", original)
     resumed = train_language_adapter(_options(tmp_path / "b", tiny_dir, corpus))
 
-    a = load_file(Path(uninterrupted["saved_to"]) / "xling_adapter.safetensors")
-    b = load_file(Path(resumed["saved_to"]) / "xling_adapter.safetensors")
+    a = load_file(Path(uninterrupted.saved_to) / "xling_adapter.safetensors")
+    b = load_file(Path(resumed.saved_to) / "xling_adapter.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    assert resumed["held_out_perplexity_after"] == uninterrupted["held_out_perplexity_after"]
-    log = read_train_log(Path(resumed["saved_to"]) / "train_log.jsonl")
-    assert [e["step"] for e in log.evaluations] == [0, 4, 8, 12] and [line.step for line in log.training] == [10, 12]
+    assert resumed.held_out_perplexity_after == uninterrupted.held_out_perplexity_after
+    log = read_train_log(Path(resumed.saved_to) / "train_log.jsonl")
+    assert [e.step for e in log.evaluations] == [0, 4, 8, 12] and [line.step for line in log.training] == [10, 12]
 
 
 def test_changed_options_do_not_silently_resume(tmp_path, tiny_dir, monkeypatch):
@@ -332,8 +330,7 @@ def test_changed_options_do_not_silently_resume(tmp_path, tiny_dir, monkeypatch)
     with pytest.raises(XlingError, match="other options.*--restart"):
         train_language_adapter(_options(tmp_path, tiny_dir, corpus, vocab_from_corpus=True))
     assert (
-        train_language_adapter(_options(tmp_path, tiny_dir, corpus, vocab_from_corpus=True, restart=True))["steps"]
-        == 12
+        train_language_adapter(_options(tmp_path, tiny_dir, corpus, vocab_from_corpus=True, restart=True)).steps == 12
     )
 
 
@@ -435,4 +432,4 @@ def test_embedded_model_on_real_quechua_lowers_perplexity(tmp_path, corpora_root
         held_out=0.05,
     )
     report = train_language_adapter(options)
-    assert report["held_out_perplexity_after"] < 0.5 * report["held_out_perplexity_before"]
+    assert report.held_out_perplexity_after < 0.5 * report.held_out_perplexity_before

@@ -377,3 +377,34 @@ def test_any_silver_record_reads_or_has_the_splits_made_again(tmp_path):
     file = tmp_path / ".silver.json"
     file.write_text(json.dumps(asdict(SilverRecord(0.3, {"source.conll": "ab" * 32}))))
     fuzz(file, lambda: SilverRecord.read(file))  # damaged: None, and the splits are made again
+
+
+@pytest.mark.parametrize("kind", ["evaluation", "training"])
+def test_any_train_log_line_reads_typed_or_is_refused_naming_its_file_and_line(tmp_path, kind):
+    from dataclasses import asdict
+
+    from xling.train.log_lines import Evaluation, TrainingLine, read_train_log
+
+    file = tmp_path / "train_log.jsonl"
+    if kind == "evaluation":
+        line = Evaluation(4, 0.5, 12.3, {"f1": 0.5, "precision": 0.4, "recall": 0.6, "score": 0.5}).to_line()
+    else:
+        line = asdict(TrainingLine(10, 0.5, 2.3, 1e-4, 0.41, 5000.0))
+    file.write_text(json.dumps(line) + "\n")
+    fuzz(file, lambda: read_train_log(file), line=0)
+
+
+def test_any_self_training_record_reads_typed_or_is_refused_naming_its_file(tmp_path):
+    from dataclasses import asdict
+
+    from xling.train.report import BestStep, SelfTrainingReport, SelfTrainingRound
+
+    best = BestStep(step=4, epoch=1.0, seconds=2.5, f1=0.5, precision=0.4, recall=0.6, score=0.5)
+    rounds = [SelfTrainingRound(1, "ner-qu-self-round1", "ner-en", 40, 47, best)]
+    report = SelfTrainingReport(
+        "ner-qu-self", "qu", "ner-en", ["a.txt"], 120, [], [], 0.5, "words", None, rounds, 1, 30.0, "ws/ner-qu-self"
+    )
+    file = tmp_path / "self_training.json"
+    file.write_text(json.dumps(asdict(report)))
+    assert SelfTrainingReport.read(file) == report
+    fuzz(file, lambda: SelfTrainingReport.read(file))

@@ -17,6 +17,7 @@ from xling.adapters.adapterhub import export_adapterhub
 from xling.adapters.lora import LoraConfig
 from xling.adapters.saving import load, save
 from xling.errors import XlingError
+from xling.train.report import read_report
 
 
 def merged(model: AdaptedModel, name: str):
@@ -174,10 +175,10 @@ def test_train_task_with_lora_from_the_command_line_tags_in_a_stack_with_quechua
     assert trained.exit_code == 0, trained.output
     record = json.loads((model_root / "task" / "ner-lora" / "xling_adapter.json").read_text())
     assert record["kind"] == "lora" and record["config"]["rank"] == 4 and record["config"]["alpha"] == 8
-    report = json.loads((model_root / "task" / "ner-lora" / "report.json").read_text())
-    assert report["options"]["adapter"]["kind"] == "lora"
-    assert report["trainable_parameters"] == 3 * 2 * (4 * 32 + 32 * 4) + 32 * 5 + 5
-    assert report["best"]["f1"] > 0.5
+    report = read_report(model_root / "task" / "ner-lora")
+    assert report.options.adapter.kind == "lora"
+    assert report.trainable_parameters == 3 * 2 * (4 * 32 + 32 * 4) + 32 * 5 + 5
+    assert report.best.f1 > 0.5
     assert "LoRA (low-rank updates" in (model_root / "task" / "ner-lora" / "README.md").read_text()
     where = {"model": str(model_dir), "workspace": str(workspace)}
     tagger = Tagger.load(lang="qu", task_adapter="ner-lora", precision="fp32", **where)

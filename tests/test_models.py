@@ -224,7 +224,7 @@ def test_a_deberta_v2_encoder_trains_adapters_and_tags(tmp_path):
             lang="qu", train=str(train), dev=str(dev), training=TrainConfig(epochs=3, learning_rate=5e-3), **where
         )
     )
-    assert report["best"]["f1"] > 0.5  # names and places are learnable even on a tiny random encoder
+    assert report.best.f1 > 0.5  # names and places are learnable even on a tiny random encoder
     tagger = Tagger.load(lang="qu", task_adapter="ner-qu", **where)
     assert repr(tagger.setup) == "Stack('lang-qu', 'ner-qu')" and tagger("juan lima the city")
 

@@ -204,14 +204,14 @@ def test_train_task_stacks_on_frozen_lang_adapter_and_selects_best(setup_dirs):
     root = setup_dirs[0]
     lang_before = load_file(root / "ws" / "tinybert" / "lang" / "en" / "xling_adapter.safetensors")
     report = train_task_adapter(task_options(setup_dirs, name="ner-check"))
-    saved = Path(report["saved_to"])
+    saved = Path(report.saved_to)
     assert saved == root / "ws" / "tinybert" / "task" / "ner-check"
     task = json.loads((saved / "task.json").read_text())
     assert task["method"] == "adapter" and task["labels"] == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
     assert json.loads((saved / "xling_adapter.json").read_text())["config"]["reduction_factor"] == 8
     log = read_train_log(saved / "train_log.jsonl").evaluations
-    assert report["best"]["f1"] == max(e["f1"] for e in log)
-    assert report["best"]["f1"] > 0.5  # the synthetic entities are easy to learn
+    assert report.best.f1 == max(e.metrics["f1"] for e in log)
+    assert report.best.f1 > 0.5  # the synthetic entities are easy to learn
     lang_after = load_file(root / "ws" / "tinybert" / "lang" / "en" / "xling_adapter.safetensors")
     assert all(torch.equal(lang_before[k], lang_after[k]) for k in lang_before)
     result = evaluate(
@@ -222,7 +222,7 @@ def test_train_task_stacks_on_frozen_lang_adapter_and_selects_best(setup_dirs):
             ),
         )
     )
-    assert result.f1 == pytest.approx(report["best"]["f1"])  # the saved weights are the selected ones
+    assert result.f1 == pytest.approx(report.best.f1)  # the saved weights are the selected ones
     assert result.setup == "Stack(en, ner-check)" and set(result.per_type) == {"LOC", "PER"}
 
 
@@ -263,15 +263,15 @@ def test_also_train_runs_each_language_through_its_own_adapter(setup_dirs):
         task_options(setup_dirs, also_train=["corpus:conll2002-es/train"])
     also_train = [f"qu={train}", f"qu = {dev}"]  # one language's sources are read one after the other
     report = train_task_adapter(task_options(setup_dirs, name="ner-en-qu", also_train=also_train))
-    assert report["also_train_sentences"] == {"qu": 240} and report["options"]["also_train"] == also_train
-    assert Path(report["options"]["other_lang_adapters"]["qu"]) == root / "ws" / "tinybert" / "lang" / "qu"
+    assert report.also_train_sentences == {"qu": 240} and report.options.also_train == also_train
+    assert Path(report.resolved.other_lang_adapters["qu"]) == root / "ws" / "tinybert" / "lang" / "qu"
     result = evaluate(
         EvaluationOptions(
             data=str(dev),
             tagger=TaggerSpec(lang="en", task_adapter="ner-en-qu", model=str(model_dir), workspace=str(root / "ws")),
         )
     )
-    assert result.f1 == pytest.approx(report["best"]["f1"])  # selected on English dev through lang-en
+    assert result.f1 == pytest.approx(report.best.f1)  # selected on English dev through lang-en
 
 
 @pytest.mark.parametrize("method, name", [("full", "ner-en-full"), ("head", "ner-en-head")])
@@ -284,7 +284,7 @@ def test_baselines(setup_dirs, method, name):
             training=TrainConfig(epochs=2, batch_size=16, learning_rate=1e-3, eval_every=None, precision="fp32"),
         )
     )
-    assert report["name"] == name and report["method"] == method
+    assert report.name == name and report.method == method
     result = evaluate(
         EvaluationOptions(
             data=str(setup_dirs[3]),
@@ -297,14 +297,14 @@ def test_baselines(setup_dirs, method, name):
             ),
         )
     )
-    assert result.f1 == pytest.approx(report["best"]["f1"]) and result.setup == "no adapters"
+    assert result.f1 == pytest.approx(report.best.f1) and result.setup == "no adapters"
     if method == "full":
-        assert (Path(report["saved_to"]) / "encoder" / "model.safetensors").is_file()
+        assert (Path(report.saved_to) / "encoder" / "model.safetensors").is_file()
 
 
 def test_no_lang_adapter_and_few_shot_continuation(setup_dirs):
     report = train_task_adapter(task_options(setup_dirs, use_lang_adapter=False))
-    assert report["name"] == "ner-en-nolang" and "lang_adapter" not in report  # unset: left out of the report
+    assert report.name == "ner-en-nolang" and "lang_adapter" not in report.to_record()  # unset: left out of the report
     output = io.StringIO()
     few = train_task_adapter(
         task_options(
@@ -319,11 +319,10 @@ def test_no_lang_adapter_and_few_shot_continuation(setup_dirs):
         Console(file=output, width=300),
     )
     assert "ner-en-nolang continues its bottleneck adapter as trained" in output.getvalue()
-    assert few["name"] == "ner-qu"
-    assert few["options"]["adapter"] == report["options"]["adapter"]
-    assert few["options"]["adapter"]["reduction_factor"] == 8
-    start = load_file(Path(report["saved_to"]) / "head_model.safetensors")
-    continued = load_file(Path(few["saved_to"]) / "head_model.safetensors")
+    assert few.name == "ner-qu"
+    assert few.options.adapter == report.options.adapter and few.options.adapter.config.reduction_factor == 8
+    start = load_file(Path(report.saved_to) / "head_model.safetensors")
+    continued = load_file(Path(few.saved_to) / "head_model.safetensors")
     assert continued.keys() == start.keys() and not all(torch.equal(start[k], continued[k]) for k in start)
     # trained alone, it tags alone: the workspace's qu language adapter is never put under it
     where = dict(model=str(setup_dirs[1]), workspace=str(setup_dirs[0] / "ws"), precision="fp32")

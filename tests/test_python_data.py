@@ -46,14 +46,11 @@ def test_train_task_takes_a_dataset_and_records_what_identifies_it(trained_works
     dataset = datasets.Dataset.from_dict(rows, features=features)
     where = dict(model=str(model_dir), workspace=str(tmp_path / "ws"), use_lang_adapter=False, training=SHORT)
     report = train_task_adapter(TaskAdapterOptions(lang="en", train=dataset, dev=str(dev), **where))
-    assert report["train_sentences"] == len(sentences)
-    assert (
-        report["options"]["train"].startswith("datasets.Dataset ")
-        and f"{len(sentences):,} rows" in report["options"]["train"]
-    )
+    assert report.train_sentences == len(sentences)
+    assert report.options.train.startswith("datasets.Dataset ") and f"{len(sentences):,} rows" in report.options.train
     listed = [(s.tokens, s.tags) for s in sentences]
     again = train_task_adapter(TaskAdapterOptions(lang="en", train=listed, dev=str(dev), name="listed", **where))
-    assert again["train_sentences"] == len(sentences) and "sentences in memory" in again["options"]["train"]
+    assert again.train_sentences == len(sentences) and "sentences in memory" in again.options.train
 
 
 def test_train_lang_takes_tokenised_sentences_and_a_text_dataset(trained_workspace, tmp_path):
@@ -62,11 +59,11 @@ def test_train_lang_takes_tokenised_sentences_and_a_text_dataset(trained_workspa
     words = [s.tokens for s in read_conll(train)]
     where = dict(model=str(model_dir), workspace=str(tmp_path / "ws"), seq_len=32, training=SHORT)
     report = train_language_adapter(LanguageAdapterOptions(lang="qu", corpus=words, **where))
-    assert report["lines"]["train"] + report["lines"]["held_out"] == len({" ".join(w) for w in words})
-    assert len(report["options"]["corpus"]) == 1 and "sentences in memory" in report["options"]["corpus"][0]
+    assert report.lines["train"] + report.lines["held_out"] == len({" ".join(w) for w in words})
+    assert len(report.options.corpus) == 1 and "sentences in memory" in report.options.corpus[0]
     text = datasets.Dataset.from_dict({"text": [" ".join(w) for w in words]})
     report = train_language_adapter(LanguageAdapterOptions(lang="en", corpus=text, **where))
-    assert report["options"]["corpus"][0].startswith("datasets.Dataset ")
+    assert report.options.corpus[0].startswith("datasets.Dataset ")
 
 
 def test_report_to_tensorboard_logs_loss_learning_rate_and_dev_f1(trained_workspace, tmp_path):

@@ -14,6 +14,7 @@ from xling.data.conll import read_conll
 from xling.errors import XlingError
 from xling.tagging.tagger import Tagger
 from xling.train.config import SelfTrainingOptions, TrainConfig
+from xling.train.report import SelfTrainingReport
 from xling.train.self_training import select_confident, self_train
 
 
@@ -68,21 +69,21 @@ def test_self_training_rounds_resume_and_refuse_to_overwrite(tmp_path, trained_w
     )
     report = self_train(options)
     tasks = workspace / "tinybert" / "task"
-    assert [r["adapter"] for r in report["rounds"]] == ["ner-qu-self-round1", "ner-qu-self-round2"]
-    assert [r["labelled_by"] for r in report["rounds"]] == ["ner-en", "ner-qu-self-round1"]
-    assert report["sentences_tagged"] == 120
-    for r in report["rounds"]:
-        pseudo = read_conll(tasks / r["adapter"] / "pseudo_labels.conll")
-        assert len(pseudo) == r["kept"] > 0 and all(any(t != "O" for t in s.tags) for s in pseudo)
-        assert json.loads((tasks / r["adapter"] / "report.json").read_text())["options"]["init_from"] == "ner-en"
+    assert [r.adapter for r in report.rounds] == ["ner-qu-self-round1", "ner-qu-self-round2"]
+    assert [r.labelled_by for r in report.rounds] == ["ner-en", "ner-qu-self-round1"]
+    assert report.sentences_tagged == 120
+    for r in report.rounds:
+        pseudo = read_conll(tasks / r.adapter / "pseudo_labels.conll")
+        assert len(pseudo) == r.kept > 0 and all(any(t != "O" for t in s.tags) for s in pseudo)
+        assert json.loads((tasks / r.adapter / "report.json").read_text())["options"]["init_from"] == "ner-en"
     # The result is the round best on dev, renamed, with the rounds' summary beside it.
-    scores = [r["best"]["score"] for r in report["rounds"]]
-    chosen = report["rounds"][scores.index(max(scores))]
-    assert report["chosen_round"] == chosen["round"]
+    scores = [r.best.score for r in report.rounds]
+    chosen = report.rounds[scores.index(max(scores))]
+    assert report.chosen_round == chosen.round and report.chosen == chosen
     final = tasks / "ner-qu-self"
-    assert json.loads((final / "self_training.json").read_text()) == report
+    assert SelfTrainingReport.read(final / "self_training.json") == report
     assert (final / "xling_adapter.safetensors").read_bytes() == (
-        tasks / chosen["adapter"] / "xling_adapter.safetensors"
+        tasks / chosen.adapter / "xling_adapter.safetensors"
     ).read_bytes()
     for file in ("xling_adapter.json", "task.json", "report.json"):
         assert json.loads((final / file).read_text())["name"] == "ner-qu-self"
@@ -97,7 +98,7 @@ def test_self_training_rounds_resume_and_refuse_to_overwrite(tmp_path, trained_w
     shutil.rmtree(tasks / "ner-qu-self-round2")
     again = self_train(options)
     assert (tasks / "ner-qu-self-round1" / "xling_adapter.json").stat().st_mtime_ns == round1
-    assert again["rounds"][0] == report["rounds"][0]
+    assert again.rounds[0] == report.rounds[0]
 
 
 def test_labelled_data_of_the_language_and_of_others_join_every_rounds_pseudo_labels(tmp_path, trained_workspace):
@@ -126,8 +127,8 @@ def test_labelled_data_of_the_language_and_of_others_join_every_rounds_pseudo_la
         self_train(replace(options, also_train=[f"de={train}"]))
     assert not (workspace / "tinybert" / "task" / "ner-qu-semi").exists()
     report = self_train(options)
-    (only,) = report["rounds"]
-    assert only["kept"] > 0 and only["trained_on"] == only["kept"] + 7
+    (only,) = report.rounds
+    assert only.kept > 0 and only.trained_on == only.kept + 7
     saved = workspace / "tinybert" / "task" / "ner-qu-semi"
     trained = json.loads((saved / "report.json").read_text())
     assert trained["options"]["train"][1:] == [str(gold)] and trained["also_train_sentences"] == {"en": 200}

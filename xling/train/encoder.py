@@ -32,9 +32,10 @@ from xling.provenance import source_commit
 from xling.roles import ENCODER
 from xling.train.cards.encoder import encoder_card
 from xling.train.language import mlm_head, split_held_out, unigram_bias
+from xling.train.log_lines import Evaluation
 from xling.train.mlm import BlockMix, MaskedLMObjective, check_window, pack_blocks, pack_pairs, temperature_shares
 from xling.train.progress import TrainingProgress
-from xling.train.report import MixedSource, Resolved
+from xling.train.report import MixedSource, Resolved, RunReport
 from xling.train.run import TrainingRun
 from xling.train.text_config import EncoderOptions, mixed_sources
 from xling.workspace import Workspace
@@ -137,7 +138,7 @@ def build_mix(sources: list[Source], tokenizer, options: EncoderOptions) -> tupl
 
 def train_encoder(
     options: EncoderOptions, console: Console | None = None, progress: TrainingProgress | None = None
-) -> dict:
+) -> RunReport:
     """Adapt the encoder, save it as a model folder under the workspace, and return the report."""
     console = console or Console(stderr=True)
     lang = check_lang(options.lang)
@@ -216,17 +217,15 @@ def encoder_record(options: EncoderOptions, sources: list[Source], mix: BlockMix
     }
 
 
-def perplexities(evaluations: list[dict], lang: str) -> dict:
+def perplexities(evaluations: list[Evaluation], lang: str) -> dict:
     """Each language's held-out perplexity before and after training (`perplexity` is `lang`'s)."""
     if not evaluations:
         return {}
-    keys = [key for key in evaluations[0] if key.startswith("perplexity")]
+    first, last = evaluations[0].metrics, evaluations[-1].metrics
+    keys = [key for key in first if key.startswith("perplexity")]
     return {
         "held_out_perplexity": {
-            key.removeprefix("perplexity").lstrip("_") or lang: {
-                "before": evaluations[0][key],
-                "after": evaluations[-1][key],
-            }
+            key.removeprefix("perplexity").lstrip("_") or lang: {"before": first[key], "after": last[key]}
             for key in keys
         }
     }

@@ -26,7 +26,7 @@ from xling.names import check_lang
 from xling.roles import FUSION, LANG, TASK
 from xling.train.config import FusionOptions
 from xling.train.progress import TrainingProgress
-from xling.train.report import Resolved
+from xling.train.report import Resolved, RunReport
 from xling.train.run import TrainingRun
 from xling.train.token_classification import TaggingObjective
 from xling.trained_tasks import read_task
@@ -35,7 +35,7 @@ from xling.workspace import Workspace
 
 def train_fusion(
     options: FusionOptions, console: Console | None = None, progress: TrainingProgress | None = None
-) -> dict:
+) -> RunReport:
     console = console or Console(stderr=True)
     lang = check_lang(options.lang)
     if len(options.adapters) < 2:

@@ -23,6 +23,7 @@ from xling.pretrained import shipped_mlm_head
 from xling.roles import LANG
 from xling.train.mlm import MaskedLMObjective, check_window, pack_blocks, pretrained_mlm_head
 from xling.train.progress import TrainingProgress
+from xling.train.report import RunReport
 from xling.train.run import TrainingRun
 from xling.train.text_config import DEFAULT_MLM_HEAD, LanguageAdapterOptions
 from xling.workspace import Workspace
@@ -90,7 +91,7 @@ def unigram_bias(head: MaskedLMHead, blocks: torch.Tensor, special_ids: list[int
 
 def train_language_adapter(
     options: LanguageAdapterOptions, console: Console | None = None, progress: TrainingProgress | None = None
-) -> dict:
+) -> RunReport:
     """Train, save under the workspace, and return the report."""
     console = console or Console(stderr=True)
     lang = check_lang(options.lang)
@@ -144,8 +145,8 @@ def train_language_adapter(
         corpus_files=[str(f) for f in files],
         lines={"train": len(train_lines), "held_out": len(held_out_lines)},
         tokens_seen=result.tokens,
-        held_out_perplexity_before=evaluations[0]["perplexity"] if evaluations else math.nan,
-        held_out_perplexity_after=evaluations[-1]["perplexity"] if evaluations else math.nan,
+        held_out_perplexity_before=evaluations[0].perplexity if evaluations else math.nan,
+        held_out_perplexity_after=evaluations[-1].perplexity if evaluations else math.nan,
         vocab_from_corpus=options.vocab_from_corpus,
     )
     return run.save(

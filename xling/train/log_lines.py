@@ -1,9 +1,10 @@
 """The lines of a run's `train_log.jsonl` (`log.jsonl` in the run folder while it trains), without torch.
 
-Two kinds, as a tracker gets them: an evaluation (`step`, `epoch`, `seconds` and the objective's metrics: `f1` and
-`score`, or `perplexity`), and every `--log-every` steps a training line (`kind: "train"`: the mean loss of those
-steps, the learning rate after the last, the mean seconds a step and the tokens per second), which a plot of the
-loss over steps reads. Logs written before training lines existed hold evaluations only, and read the same.
+Two kinds, as a tracker gets them: an `Evaluation` (`step`, `epoch`, `seconds` and the objective's metrics, flat
+beside them: `f1`, `precision`, `recall` and `score`, or `perplexity`, `held_out_loss`, `perplexity_en`, ...), and
+every `--log-every` steps a `TrainingLine` (`kind: "train"`: the mean loss of those steps, the learning rate after
+the last, the mean seconds a step and the tokens per second), which a plot of the loss over steps reads. Logs
+written before training lines existed hold evaluations only, and read the same.
 """
 
 from __future__ import annotations
@@ -12,10 +13,53 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xling.errors import XlingError
-from xling.fileio import parse_json
+from xling.fileio import read_jsonl
 from xling.options import from_record
 
 TRAINING = "train"  # the `kind` of a training line; an evaluation has none
+PLACE = ("step", "epoch", "seconds")  # where in the run an evaluation was made; its other keys are its metrics
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """An evaluation during training: what the loop compares (`score`), selects and logs."""
+
+    step: int
+    epoch: float
+    seconds: float  # training seconds so far
+    metrics: dict[str, float]
+
+    @property
+    def score(self) -> float | None:
+        """What selection compares, higher better (the dev F1); None for an objective that selects nothing."""
+        return self.metrics.get("score")
+
+    @property
+    def perplexity(self) -> float | None:
+        """The held-out perplexity of a masked-LM objective (of its main language)."""
+        return self.metrics.get("perplexity")
+
+    def to_line(self) -> dict:
+        return {"step": self.step, "epoch": self.epoch, "seconds": self.seconds, **self.metrics}
+
+    @classmethod
+    def from_line(cls, entry: dict, where: str) -> Evaluation:
+        """An evaluation from its log line, its place and metrics checked (numbers); an error names `where`."""
+        metrics = {key: value for key, value in entry.items() if key not in PLACE}
+        place = from_record(_Place, {key: entry.get(key) for key in PLACE}, where)
+        return cls(place.step, place.epoch, place.seconds, from_record(_Metrics, {"values": metrics}, where).values)
+
+
+@dataclass
+class _Place:
+    step: int
+    epoch: float
+    seconds: float
+
+
+@dataclass
+class _Metrics:
+    values: dict[str, float]
 
 
 @dataclass(frozen=True)
@@ -31,7 +75,7 @@ class TrainingLine:
 
 @dataclass
 class TrainLog:
-    evaluations: list[dict]
+    evaluations: list[Evaluation]
     training: list[TrainingLine]
 
 
@@ -40,19 +84,14 @@ def is_training_line(entry: dict) -> bool:
 
 
 def read_train_log(file: Path) -> TrainLog:
-    """A saved `train_log.jsonl`, its training lines typed; an error names the file and line."""
+    """A saved `train_log.jsonl`, each line typed; a damaged line is one error naming the file and line."""
     log = TrainLog([], [])
-    for number, line in enumerate(Path(file).read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            entry = parse_json(line)
-        except (ValueError, RecursionError):
-            raise XlingError(f"{file}:{number}: not a JSON line of a training log") from None
-        if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):
-            raise XlingError(f"{file}:{number}: not a line of a training log (it needs a step)")
-        if is_training_line(entry):
-            log.training.append(from_record(TrainingLine, entry, f"{file}:{number}"))
-        else:
-            log.evaluations.append(entry)
+    for line in read_jsonl(Path(file), record=_line):
+        (log.training if isinstance(line, TrainingLine) else log.evaluations).append(line)
     return log
+
+
+def _line(entry, where: str) -> Evaluation | TrainingLine:
+    if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):
+        raise XlingError(f"{where}: not a line of a training log (it needs a step)")
+    return from_record(TrainingLine, entry, where) if is_training_line(entry) else Evaluation.from_line(entry, where)

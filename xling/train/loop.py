@@ -31,7 +31,7 @@ from xling.train.checkpoint import load_checkpoint, save_checkpoint
 from xling.train.config import TrainConfig
 from xling.train.cpu import cpu_training
 from xling.train.frozen import store_frozen_weights, training_mode
-from xling.train.log_lines import TrainingLine, is_training_line
+from xling.train.log_lines import Evaluation, TrainingLine, is_training_line
 from xling.train.processes import flat
 from xling.train.progress import Silent, TextProgress, TrainingProgress
 from xling.train.run_folder import LOG_FILE, damaged, prepare, read_log
@@ -66,8 +66,8 @@ class TrainResult:
     steps: int
     seconds: float
     tokens: int
-    evaluations: list[dict] = field(default_factory=list)
-    best: dict | None = None
+    evaluations: list[Evaluation] = field(default_factory=list)
+    best: Evaluation | None = None
     stopped_early: bool = False
     is_main_process: bool = True  # under torchrun / accelerate launch, only the main process saves
     precision: str = "fp32"  # what the model computed in
@@ -155,12 +155,13 @@ class _Run:
             self.best_weights = saved.get("best_weights")
             self.progress.note(f"resuming {title} from step {self.state['step']} of {self.total} ({self.run_dir})")
         logged = read_log(self.run_dir, self.state["step"], write=self.main)
-        self.evaluations = [entry for entry in logged if not is_training_line(entry)]
+        where = str(self.run_dir / LOG_FILE)
+        self.evaluations = [Evaluation.from_line(entry, where) for entry in logged if not is_training_line(entry)]
         self.since_logged: list[tuple[float, float, int]] = []  # each step's loss, seconds and tokens
         # `wrapped` runs the training forward (DDP under a launcher); evaluation uses `model` itself.
         self.wrapped, self.optimizer = self.accelerator.prepare(_LossModule(self.model, self.objective), self.optimizer)
 
-    def evaluate(self) -> dict:
+    def evaluate(self) -> Evaluation:
         """The main process evaluates; every process gets the result and takes the same early-stopping decision."""
         from accelerate.utils import broadcast_object_list
 
@@ -171,20 +172,24 @@ class _Run:
                 metrics = self.objective.evaluate(self.model)
             training_mode(self.model, self.config.encoder_dropout)
         metrics = broadcast_object_list([metrics])[0]
-        entry = {"step": state["step"], "epoch": self.epoch(), "seconds": round(state["seconds"], 1), **metrics}
-        self.evaluations.append(entry)
+        evaluation = Evaluation(state["step"], self.epoch(), round(state["seconds"], 1), metrics)
+        self.evaluations.append(evaluation)
         self.track({f"eval/{k}": v for k, v in metrics.items() if isinstance(v, int | float) and math.isfinite(v)})
-        self.write_line(entry)
+        self.write_line(evaluation.to_line())
         if self.main:
             shown = (f"{k} {v:.4g}" for k, v in metrics.items() if k != "score" and isinstance(v, (int, float)))
-            self.progress.note(f"step {entry['step']}: " + "  ".join(shown))
+            self.progress.note(f"step {evaluation.step}: " + "  ".join(shown))
         if self.objective.selects_best:
-            if state["best"] is None or metrics["score"] > state["best"]["score"]:
-                state["best"], state["stale"] = entry, 0
+            if (best := self.best()) is None or evaluation.score > best.score:
+                state["best"], state["stale"] = evaluation.to_line(), 0  # a checkpoint holds it as its log line
                 self.best_weights = {n: p.detach().clone().cpu() for n, p in self.trainable.items()}
             else:
                 state["stale"] += 1
-        return entry
+        return evaluation
+
+    def best(self) -> Evaluation | None:
+        """The evaluation selected so far (objectives that select on dev)."""
+        return self.state["best"] and Evaluation.from_line(self.state["best"], "the checkpoint's selected evaluation")
 
     def epoch(self) -> float:
         """Epochs done, the current one in part."""
@@ -358,7 +363,7 @@ def train(
             for name, param in run.trainable.items():
                 param.copy_(run.best_weights[name].to(param.device))
     return TrainResult(
-        state["step"], state["seconds"], state["tokens"], run.evaluations, state["best"], stopped_early, main, precision
+        state["step"], state["seconds"], state["tokens"], run.evaluations, run.best(), stopped_early, main, precision
     )
 
 

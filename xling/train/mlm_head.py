@@ -137,7 +137,7 @@ def train_head(workdir: Path, recipe: HeadRecipe) -> HeadReport:
         recipe=recipe,
         blocks={lang: {"train": len(kept), "held_out": len(held)} for lang, (kept, held) in blocks.items()},
         held_out_perplexity=perplexity,
-        evaluations=result.evaluations,
+        evaluations=[evaluation.to_line() for evaluation in result.evaluations],
         training_seconds=round(result.seconds, 1),
         computed_in=result.precision,
     )

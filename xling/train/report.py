@@ -12,9 +12,10 @@ from xling.adapters.registry import AdapterChoice, describe, described
 from xling.data.sources import data_name
 from xling.errors import XlingError
 from xling.fileio import read_json
-from xling.options import from_record, set_fields, shown
+from xling.options import from_record, read_record, set_fields, shown
 from xling.roles import ENCODER, FUSION, LANG, TASK, Role, role_named
 from xling.train.config import FusionOptions, TaskAdapterOptions, TrainConfig
+from xling.train.log_lines import Evaluation
 from xling.train.text_config import EncoderOptions, LanguageAdapterOptions
 
 REPORT_FILE = "report.json"
@@ -77,6 +78,54 @@ class BestStep:
     precision: float
     recall: float
     score: float  # what selection compared: the F1
+
+    @classmethod
+    def of(cls, evaluation: Evaluation) -> BestStep:
+        """The record of the evaluation a run selected, its metrics those of a selecting objective."""
+        return from_record(cls, evaluation.to_line(), "the selected evaluation")
+
+
+@dataclass
+class SelfTrainingRound:
+    """One round of self-training: the adapter it trained, who labelled its sentences, how many it kept."""
+
+    round: int
+    adapter: str
+    labelled_by: str
+    kept: int  # pseudo-labelled sentences kept
+    trained_on: int  # with the --labelled sentences
+    best: BestStep | None
+
+
+SELF_TRAINING_FILE = "self_training.json"
+
+
+@dataclass
+class SelfTrainingReport:
+    """What `self_train` returns and writes beside the chosen round's copy (`self_training.json`)."""
+
+    name: str
+    lang: str
+    source: str
+    corpus_files: list[str]
+    sentences_tagged: int
+    labelled: list[str]
+    also_train: list[str]
+    threshold: float
+    confidence_of: str
+    max_per_type: int | None
+    rounds: list[SelfTrainingRound]
+    chosen_round: int
+    seconds: float
+    saved_to: str
+
+    @classmethod
+    def read(cls, file: Path) -> SelfTrainingReport:
+        return read_record(file, cls)
+
+    @property
+    def chosen(self) -> SelfTrainingRound:
+        return next(r for r in self.rounds if r.round == self.chosen_round)
 
 
 @dataclass

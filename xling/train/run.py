@@ -13,7 +13,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from xling import __version__
@@ -21,7 +21,6 @@ from xling.adapters import AdaptedModel
 from xling.adapters.model import ParameterCount
 from xling.errors import XlingError
 from xling.fileio import EntryLock
-from xling.options import from_record
 from xling.roles import Role
 from xling.train.cards.adapter import model_card
 from xling.train.cards.common import CARD_FILE
@@ -102,7 +101,7 @@ class TrainingRun:
             training_seconds=round(result.seconds, 1),
             computed_in=result.precision,
             total_seconds=round(time.perf_counter() - self.started, 1),
-            best=result.best and from_record(BestStep, result.best, "the selected evaluation"),
+            best=result.best and BestStep.of(result.best),
             trainable_parameters=self.counts.trainable,
             total_parameters=self.counts.total,
             options=self.options,
@@ -114,9 +113,9 @@ class TrainingRun:
         report: RunReport,
         write: Callable[[Path, dict[str, str]], None],
         card: Callable[[RunReport], str] = model_card,
-    ) -> dict:
+    ) -> RunReport:
         """`write(target, extra_files)` saves the adapter (main process only) with its report and model card (by
-        default an adapter's); the run directory then goes. Returns the report's record, where it was saved in it."""
+        default an adapter's); the run directory then goes. Returns the report, where it was saved in it."""
         record = report.to_record()
         try:
             if self.result.is_main_process:
@@ -129,4 +128,4 @@ class TrainingRun:
                 shutil.rmtree(self.run_dir, ignore_errors=True)
         finally:
             self.release()
-        return record | {"saved_to": str(self.target)}
+        return replace(report, saved_to=str(self.target))

@@ -41,7 +41,7 @@ from xling.train.cards.common import CARD_FILE
 from xling.train.config import SelfTrainingOptions, TaskAdapterOptions, other_sources
 from xling.train.processes import process_state, wait_for_everyone
 from xling.train.progress import TrainingProgress
-from xling.train.report import REPORT_FILE, read_report
+from xling.train.report import REPORT_FILE, SELF_TRAINING_FILE, SelfTrainingReport, SelfTrainingRound, read_report
 from xling.train.run import refuse_to_replace
 from xling.train.task import train_task_adapter
 from xling.trained_tasks import TASK_FILE, read_task, task_text
@@ -122,7 +122,7 @@ def train_round(
 
 def self_train(
     options: SelfTrainingOptions, console: Console | None = None, progress: TrainingProgress | None = None
-) -> dict:
+) -> SelfTrainingReport:
     console = console or Console(stderr=True)
     options = replace(options, lang=check_lang(options.lang))
     workspace = Workspace(options.workspace, options.model)
@@ -146,37 +146,29 @@ def self_train(
         if options.overwrite or not target.is_dir():  # else finished by an earlier, interrupted run
             train_round(number, labeller, sentences, options, context)
         report = read_report(target)
-        rounds.append(
-            {
-                "round": number,
-                "adapter": target.name,
-                "labelled_by": labeller,
-                "kept": len(read_conll(target / "pseudo_labels.conll")),
-                "trained_on": report.train_sentences,  # with the --labelled sentences
-                "best": report.best and asdict(report.best),
-            }
-        )
+        kept = len(read_conll(target / "pseudo_labels.conll"))
+        rounds.append(SelfTrainingRound(number, target.name, labeller, kept, report.train_sentences, report.best))
         labeller = target.name
     # Later rounds can drift on their own labels (the first round was best on some seeds): keep the best on dev.
-    chosen = max(rounds, key=lambda r: (r["best"] or {}).get("score", 0.0))
-    result = {
-        "name": name,
-        "lang": options.lang,
-        "source": options.source,
-        "corpus_files": [str(f) for f in files],
-        "sentences_tagged": len(sentences),
-        "labelled": options.labelled,
-        "also_train": options.also_train,
-        "threshold": options.threshold,
-        "confidence_of": options.confidence_of,
-        "max_per_type": options.max_per_type,
-        "rounds": rounds,
-        "chosen_round": chosen["round"],
-        "seconds": round(time.perf_counter() - started, 1),
-        "saved_to": str(final),
-    }
+    chosen = max(rounds, key=lambda r: r.best.score if r.best else 0.0)
+    result = SelfTrainingReport(
+        name=name,
+        lang=options.lang,
+        source=options.source,
+        corpus_files=[str(f) for f in files],
+        sentences_tagged=len(sentences),
+        labelled=options.labelled,
+        also_train=options.also_train,
+        threshold=options.threshold,
+        confidence_of=options.confidence_of,
+        max_per_type=options.max_per_type,
+        rounds=rounds,
+        chosen_round=chosen.round,
+        seconds=round(time.perf_counter() - started, 1),
+        saved_to=str(final),
+    )
     if processes.is_main_process:
-        copy_round(workspace.adapter_dir(TASK, chosen["adapter"]), final, result, options.overwrite)
+        copy_round(workspace.adapter_dir(TASK, chosen.adapter), final, result, options.overwrite)
     wait_for_everyone(processes)
     return result
 
@@ -187,7 +179,7 @@ def shared_options(options, cls) -> dict:
     return {f.name: getattr(options, f.name) for f in fields(cls) if any(f.name == g.name for g in fields(options))}
 
 
-def copy_round(source: Path, final: Path, summary: dict, overwrite: bool) -> None:
+def copy_round(source: Path, final: Path, summary: SelfTrainingReport, overwrite: bool) -> None:
     """`final` becomes a copy of the round saved at `source`, under its own name, with the rounds' summary."""
     name = final.name
     with atomic_directory(final, overwrite, replaces=(CONFIG_FILE,)) as staging:
@@ -198,4 +190,4 @@ def copy_round(source: Path, final: Path, summary: dict, overwrite: bool) -> Non
         report = replace(report, name=name, options=replace(report.options, name=name), saved_to=str(final))
         write_json_atomic(staging / REPORT_FILE, report.to_record())
         write_text_atomic(staging / CARD_FILE, model_card(report))
-        write_json_atomic(staging / "self_training.json", summary)
+        write_json_atomic(staging / SELF_TRAINING_FILE, asdict(summary))

@@ -29,7 +29,7 @@ from xling.options import defaults
 from xling.roles import LANG, TASK
 from xling.train.config import TaskAdapterOptions, TrainConfig, other_sources
 from xling.train.progress import TrainingProgress
-from xling.train.report import Resolved
+from xling.train.report import Resolved, RunReport
 from xling.train.run import TrainingRun
 from xling.train.token_classification import TaggingObjective
 from xling.trained_tasks import TaskRecord, load_task_model, save_task
@@ -110,7 +110,7 @@ def note_unseen_types(dev_data: list, labels: list[str], console: Console) -> No
 
 def train_task_adapter(
     options: TaskAdapterOptions, console: Console | None = None, progress: TrainingProgress | None = None
-) -> dict:
+) -> RunReport:
     console = console or Console(stderr=True)
     lang = check_lang(options.lang)
     method = METHODS[options.method]  # checked with the options

@@ -124,7 +124,7 @@ def usage(
         python = f'tagger = Tagger.load(lang="LANG", {"fusion" if role is FUSION else "task_adapter"}="{spec}")'
     library = "" if role is FUSION else "\n" + library_snippet(role, spec, base, embedded, library_repo)
     return f"""```bash
-# xling installs from a clone of {repository_url() or 'its repository'}: pip install -e .
+# xling installs from a clone of {repository_url() or "its repository"}: pip install -e .
 {command}
 ```
 
