@@ -253,10 +253,10 @@ def test_any_training_report_reads_or_is_refused_naming_it(trained_workspace, tm
 
 
 def test_any_shipped_record_reads_or_is_refused_naming_it(tmp_path):
-    from xling.pretrained import PRETRAINED_ROOT, read_record
+    from xling.pretrained import PRETRAINED_ROOT, PretrainedRecord
 
     task = shutil.copytree(PRETRAINED_ROOT / "multilingual-e5-small" / "task" / "ner-qu", tmp_path / "ner-qu")
-    fuzz(task / "pretrained.json", lambda: read_record(task))
+    fuzz(task / "pretrained.json", lambda: PretrainedRecord.read(task))
 
 
 # ---- the annotation session's logs, the ONNX tokenizer, compare's inputs, recipes ------------------------------

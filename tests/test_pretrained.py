@@ -16,7 +16,7 @@ from xling import Tagger
 from xling.data.fingerprints import read_fingerprints
 from xling.errors import XlingError
 from xling.models.embedded import EMBEDDED_NAME
-from xling.pretrained import PRETRAINED_ROOT, check_shipped_files, read_record
+from xling.pretrained import PRETRAINED_ROOT, PretrainedRecord, check_shipped_files
 from xling.roles import LANG, TASK
 from xling.tagging.evaluate import evaluate
 from xling.tagging.options import EvaluationOptions
@@ -42,7 +42,7 @@ def test_the_four_adapters_and_the_head_are_shipped_within_15_mb_with_the_files_
     assert total <= 15e6
     for name in SHIPPED | {HEAD}:
         check_shipped_files(shipped(name))
-        record, card = read_record(shipped(name)), (shipped(name) / CARD_FILE).read_text()
+        record, card = PretrainedRecord.read(shipped(name)), (shipped(name) / CARD_FILE).read_text()
         assert all(digest in card for digest in record.files.values())
         assert record.data and all(d.source and d.licence for d in record.data)
         assert not (shipped(name) / "head_config.json").is_file() or name.startswith("task/")  # no masked-LM head
@@ -61,7 +61,7 @@ def test_the_shipped_mlm_head_is_the_one_a_language_adapter_of_the_embedded_mode
     shipped_weights = read_weights(shipped(HEAD) / MLM_HEAD_FILE)
     assert head.config.from_checkpoint and head.bias.numel() == encoder.get_input_embeddings().num_embeddings
     assert all(torch.equal(tensor, shipped_weights[name].float()) for name, tensor in head.state_dict().items())
-    assert set(read_record(shipped(HEAD)).perplexity) == {"qu", "es", "en"}
+    assert set(PretrainedRecord.read(shipped(HEAD)).perplexity) == {"qu", "es", "en"}
 
 
 def test_a_changed_shipped_file_is_caught(tmp_path):
@@ -112,7 +112,7 @@ def test_an_adapter_config_with_keys_xling_does_not_write_is_refused_naming_the_
 
 def test_fp16_is_shipped_only_where_its_tags_equal_fp32s_on_every_silver_dev_sentence():
     for name in SHIPPED:
-        record = read_record(shipped(name))
+        record = PretrainedRecord.read(shipped(name))
         agreed = all(c["equal"] == c["sentences"] > 0 for c in record.fp16_check)
         assert record.stored_in == ("fp16" if agreed else "fp32")
         weights = shipped(name) / "xling_adapter.safetensors"
@@ -223,7 +223,7 @@ def test_the_command_line_tags_right_after_install(tmp_path):
 
 def test_the_shipped_weights_score_what_their_records_say_and_flag_their_training_sentences(corpora_root, monkeypatch):
     monkeypatch.setenv("XLING_CORPORA", str(corpora_root))  # found beside the clone, not named in the environment
-    record = read_record(shipped("task/ner-qu"))
+    record = PretrainedRecord.read(shipped("task/ner-qu"))
     held_out = record.headline()  # the held-out figure the notice gives
     spec = TaggerSpec(lang="qu", task_adapter="ner-qu", precision="fp32")  # as the record was computed
     result = evaluate(EvaluationOptions(data=held_out.data, tagger=spec))
@@ -244,12 +244,12 @@ def test_the_shipped_weights_score_what_their_records_say_and_flag_their_trainin
     ],
 )
 def test_a_shipped_record_of_another_shape_is_refused_naming_its_file(tmp_path, change, said):
-    from xling.pretrained import PRETRAINED_ROOT, RECORD_FILE, read_record
+    from xling.pretrained import PRETRAINED_ROOT, RECORD_FILE
 
     shipped = json.loads((PRETRAINED_ROOT / "multilingual-e5-small" / "task" / "ner-qu" / RECORD_FILE).read_text())
     (tmp_path / RECORD_FILE).write_text(json.dumps(shipped | change))
     with pytest.raises(XlingError) as refused:
-        read_record(tmp_path)
+        PretrainedRecord.read(tmp_path)
     assert str(tmp_path / RECORD_FILE) in str(refused.value) and said in str(refused.value)
 
 

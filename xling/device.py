@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from xling.errors import XlingError
-from xling.options import read_record
+from xling.records import read_record
 
 DEVICE_HELP = "auto (a GPU when present), cpu or cuda."
 DEVICES = ("auto", "cpu", "cuda")

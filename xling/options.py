@@ -15,12 +15,10 @@ import functools
 import math
 import types
 import typing
-from collections.abc import Callable, Collection, Mapping
-from dataclasses import MISSING, Field, asdict, dataclass, field, fields, is_dataclass, replace
-from pathlib import Path
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass, replace
 
-from xling.errors import XlingError, naming
-from xling.fileio import read_json, read_jsonl
+from xling.errors import XlingError
 from xling.given_data import DatasetLike
 
 
@@ -131,7 +129,7 @@ def options_of(
                 option_name(f),
                 meta.get("help", ""),
                 not value if meta.get("invert") else value,
-                required=_required(f) or meta.get("required", False),
+                required=is_required(f) or meta.get("required", False),
                 unset=_unset or f.name in paired or isinstance(value, (list, dict)),
                 from_preset=_preset,
                 switch=bool(meta.get("invert")),
@@ -173,16 +171,17 @@ def required_options(cls) -> tuple[str, ...]:
 
 def defaults(cls):
     """An instance holding every default; options without one (`lang`, `train`, ...) are None."""
-    return cls(**{f.name: None for f in fields(cls) if _required(f)})
+    return cls(**{f.name: None for f in fields(cls) if is_required(f)})
 
 
-def _required(f: Field) -> bool:
+def is_required(f: Field) -> bool:
+    """A field without a default: an option that must be given, a key a record must have."""
     return f.default is MISSING and f.default_factory is MISSING
 
 
 def build(cls, values: Mapping):
     """A `cls` from option values, its defaults for the rest; a missing required option is an error."""
-    required = [f for f in fields(cls) if _required(f)]
+    required = [f for f in fields(cls) if is_required(f)]
     missing = [name for name in required_options(cls) if values.get(name) is None]
     if missing:
         raise XlingError(f"missing option(s): {', '.join('--' + m.replace('_', '-') for m in missing)}")
@@ -191,11 +190,11 @@ def build(cls, values: Mapping):
     return with_options(cls(**given), values)
 
 
-def _matches(value, hint) -> bool:
+def matches(value, hint) -> bool:
     """Whether `value` has type `hint` (str, int, float, bool, None, list[X], dict[K, V] and unions of them)."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
-        return any(_matches(value, arg) for arg in args)
+        return any(matches(value, arg) for arg in args)
     if hint is type(None):
         return value is None
     if hint is float:  # a whole number is a float too, a truth value is neither
@@ -203,9 +202,9 @@ def _matches(value, hint) -> bool:
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
     if origin is list:
-        return isinstance(value, list) and all(_matches(item, args[0]) for item in value)
+        return isinstance(value, list) and all(matches(item, args[0]) for item in value)
     if origin is dict:
-        return isinstance(value, dict) and all(_matches(k, args[0]) and _matches(v, args[1]) for k, v in value.items())
+        return isinstance(value, dict) and all(matches(k, args[0]) and matches(v, args[1]) for k, v in value.items())
     return isinstance(value, hint)
 
 
@@ -223,7 +222,7 @@ def _type_name(hint) -> str:
 
 def check_type(name: str, value, hint):
     """`value` if it has the type that option `name` declares (`hint`), else an error in one line."""
-    if value is None or _matches(value, hint):
+    if value is None or matches(value, hint):
         if hint is float and isinstance(value, int):
             if abs(value) > 2**53:  # beyond what a float holds exactly (and far beyond any sensible setting)
                 raise XlingError(f"option {name!r} is out of range: {shown(value)}")
@@ -241,93 +240,6 @@ def shown(value, limit: int = 80) -> str:
 def printable(text: str, limit: int = 200) -> str:
     """`text` as it is if it is short and printable, else `shown` (quoted, escaped, cut)."""
     return text if text.isprintable() and len(text) <= limit else shown(text, limit)
-
-
-def typed(record: dict, key: str, hint, default, where: str):
-    """`record[key]` of a file another program wrote (absent or null: `default`), checked against `hint`; an
-    error names `where` and the key."""
-    value = record.get(key)
-    if value is None:
-        return default
-    with naming(where):
-        return check_type(key, value, hint)
-
-
-def set_fields(record, always: Collection[str] = ()) -> dict:
-    """A dataclass record as the JSON object it is written as: its fields, those left unset (None) out unless
-    named in `always`; a nested record (or a list of them) as its object."""
-    values = {f.name: getattr(record, f.name) for f in fields(record)}
-    return {key: _plain(value) for key, value in values.items() if value is not None or key in always}
-
-
-def _plain(value):
-    if is_dataclass(value):
-        return asdict(value)
-    return [_plain(item) for item in value] if isinstance(value, list) else value
-
-
-def read_record(path: Path, cls: type):
-    """The `cls` record a JSON file holds, its keys and types checked; one line naming the file otherwise."""
-    return from_record(cls, read_json(Path(path)), str(path))
-
-
-def read_records(path: Path, cls: type, damaged: list[str] | None = None) -> list:
-    """The `cls` records of a JSON-lines file, each line's keys and types checked; a damaged line is one error
-    naming the file and line, or, given `damaged`, skipped and named there (`fileio.read_jsonl`)."""
-    return read_jsonl(Path(path), damaged, lambda value, where: from_record(cls, value, where))
-
-
-def _without_none(hint):
-    """`X` of an optional `X | None`; any other hint as it is."""
-    if typing.get_origin(hint) not in (typing.Union, types.UnionType):
-        return hint
-    inner = [arg for arg in typing.get_args(hint) if arg is not type(None)]
-    return inner[0] if len(inner) == 1 else hint
-
-
-def nested_record(hint) -> type | None:
-    """The dataclass a field holds (`Config`, or `Config | None`), read as a nested object; None for any other."""
-    inner = _without_none(hint)
-    return inner if is_dataclass(inner) else None
-
-
-def nested_records(hint) -> type | None:
-    """The dataclass of a field holding a list of them (`list[Record]`, or `list[Record] | None`); else None."""
-    inner = _without_none(hint)
-    if typing.get_origin(inner) is not list:
-        return None
-    (item,) = typing.get_args(inner)
-    return item if is_dataclass(item) else None
-
-
-def _field_value(key: str, value, hint, where: str):
-    """A record's field from its JSON value: a nested record (or a list of them) read as its dataclass."""
-    if value is None:
-        return check_type(key, value, hint)
-    if (record := nested_record(hint)) and not isinstance(value, record):  # an instance: as it is
-        return from_record(record, value, f"{where}: {key}")
-    if (item := nested_records(hint)) and isinstance(value, list):
-        return [
-            v if isinstance(v, item) else from_record(item, v, f"{where}: {key} {n}") for n, v in enumerate(value, 1)
-        ]
-    return check_type(key, value, hint)
-
-
-def from_record(cls, data, where: str):
-    """A config dataclass from a saved JSON record, its keys and value types checked: an error names `where`. A
-    nested config is a nested object."""
-    if not isinstance(data, dict):
-        raise XlingError(f"{where}: expected a JSON object of {cls.__name__} settings, not {type(data).__name__}")
-    hints, known = type_hints(cls), {f.name for f in fields(cls)}
-    unknown = set(data) - known
-    if unknown:
-        raise XlingError(f"{where}: unknown settings {shown(', '.join(sorted(map(str, unknown))))}")
-    if missing := [f.name for f in fields(cls) if _required(f) and f.name not in data]:
-        raise XlingError(f"{where}: missing settings {', '.join(missing)}")
-    if unset := [key for key, value in data.items() if value is None and not _matches(None, hints[key])]:
-        raise XlingError(f"{where}: {', '.join(unset)} must be set, not null")
-    with naming(where):
-        return cls(**{key: _field_value(key, value, hints[key], where) for key, value in data.items()})
 
 
 def at_least(name: str, value, low) -> None:

@@ -25,7 +25,7 @@ from xling.methods import METHODS, check_method
 from xling.models import load_model
 from xling.models.loading import no_transformers_bars
 from xling.names import check_lang
-from xling.options import from_record, read_record
+from xling.records import from_record, read_record
 from xling.roles import FUSION, TASK, TASK_FILE, Role
 
 

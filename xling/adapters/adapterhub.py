@@ -26,7 +26,7 @@ from xling.errors import XlingError, naming
 from xling.fileio import atomic_directory, read_json, write_json_atomic
 from xling.models.families import FAMILIES
 from xling.models.loading import hub_id_of_label
-from xling.options import from_record, typed
+from xling.records import from_record, typed
 
 # Where the library keeps an adapter's weights: safetensors (`use_safetensors=True`), else a tensor pickle.
 _WEIGHTS_FILES = ("adapter.safetensors", "pytorch_adapter.bin", "adapter_model.safetensors")

@@ -12,7 +12,8 @@ from xling.adapters.files import HEAD_CONFIG_FILE
 from xling.data.labels import check_labels
 from xling.errors import XlingError
 from xling.fileio import read_json
-from xling.options import from_record, shown
+from xling.options import shown
+from xling.records import from_record
 
 
 @dataclass

@@ -10,7 +10,8 @@ from pathlib import Path
 from xling import __version__
 from xling.errors import XlingError
 from xling.fileio import read_json, write_json_atomic
-from xling.options import from_record, shown
+from xling.options import shown
+from xling.records import from_record
 from xling.roles import FUSION, LANG, TASK, Role
 
 

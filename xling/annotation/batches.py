@@ -15,7 +15,7 @@ from pathlib import Path
 from xling.annotation.options import SelectOptions
 from xling.errors import XlingError
 from xling.fileio import read_jsonl, write_json_atomic, write_text_atomic
-from xling.options import from_record, read_record, set_fields
+from xling.records import from_record, read_record, set_fields
 
 BATCHES = "batches"
 SESSION_FILE = "session.json"

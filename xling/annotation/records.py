@@ -25,7 +25,7 @@ from xling.data.iob2 import entity_tags
 from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
 from xling.fileio import read_jsonl
-from xling.options import from_record
+from xling.records import from_record
 from xling.web import Refused
 
 

@@ -262,7 +262,7 @@ def command(directory: Path, options: AnnotateOptions) -> list[str]:
 
 
 if __name__ == "__main__":
-    from xling.options import from_record
+    from xling.records import from_record
 
     try:
         retrain_round(Path(sys.argv[1]), from_record(AnnotateOptions, json.loads(sys.argv[2]), "options"))

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from xling.fileio import read_jsonl
-from xling.options import from_record, set_fields
+from xling.records import from_record, set_fields
 
 ROUNDS_FILE = "rounds.jsonl"
 

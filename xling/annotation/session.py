@@ -33,7 +33,7 @@ from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
 from xling.fileio import append_jsonl, write_text_atomic
 from xling.names import no_link
-from xling.options import read_record
+from xling.records import read_record
 from xling.workspace import Workspace, check_name
 
 ANSWERS_FILE = "answers.jsonl"

@@ -22,7 +22,8 @@ from xling.annotation.agreement import report
 from xling.annotation.batches import Item
 from xling.annotation.records import Adjudication, Answer, AnswerError, Given, given_from_record, origin
 from xling.fileio import append_jsonl
-from xling.options import at_least, read_records
+from xling.options import at_least
+from xling.records import read_records
 
 CLAIMS_FILE = "claims.jsonl"
 HOLD = 10  # sentences one person holds at a time where several share a session

@@ -15,7 +15,7 @@ from xling.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, UPSTREAM_ID, 
 from xling.models.families import SUPPORTED
 from xling.models.loading import DEFAULT_MODEL, ModelSpec, PullOptions, load_model
 from xling.paths import model_cache_dir
-from xling.pretrained import read_record
+from xling.pretrained import PretrainedRecord
 from xling.workspace import Workspace
 
 app = typer.Typer(
@@ -59,7 +59,7 @@ def shipped_table() -> Table:
     for column in ("adapter", "held-out score (F1 [95% interval] or perplexity)", "stored in", "size"):
         table.add_column(column, justify="right" if column == "size" else "left")
     for role, name, directory in Workspace(None, DEFAULT_MODEL).shipped():
-        record = read_record(directory)
+        record = PretrainedRecord.read(directory)
         score = record.headline()
         told = (
             f"{score.setup}: {100 * score.f1:.1f} [{100 * score.f1_interval[0]:.1f}, "

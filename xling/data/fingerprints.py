@@ -18,7 +18,8 @@ from pathlib import Path
 
 from xling.errors import XlingError
 from xling.fileio import write_text_atomic
-from xling.options import read_record, shown
+from xling.options import shown
+from xling.records import read_record
 
 FINGERPRINTS_FILE = "fingerprints.json"  # beside a task adapter: the sentences it was trained on
 NORMALISATION = "nfc-casefold-no-spaces-sha256-16"

@@ -17,7 +17,7 @@ from xling.data.conll import Sentence, conll_text, read_conll
 from xling.data.fingerprints import fingerprint
 from xling.errors import XlingError
 from xling.fileio import file_sha256, write_text_atomic
-from xling.options import read_record
+from xling.records import read_record
 
 SPLITS = ("silver-dev", "silver-pool")
 SALT = "xling-silver:"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from xling.errors import XlingError
 from xling.fileio import file_sha256, read_json
-from xling.options import from_record
+from xling.records import from_record
 from xling.roles import Role, role_named
 
 PRETRAINED_ROOT = Path(__file__).parent
@@ -79,6 +79,12 @@ class PretrainedRecord:
     def to_record(self) -> dict:
         return asdict(self) | {"role": self.role.name}
 
+    @classmethod
+    def read(cls, directory: Path) -> PretrainedRecord:
+        """The record of the shipped adapter in `directory` (its `pretrained.json`)."""
+        file = Path(directory) / RECORD_FILE
+        return cls.from_record(read_json(file), str(file))
+
     def headline(self, setup: str | None = None) -> Score | None:
         """The score the one-line notice gives, of `setup` (None: any): the first, which shipping makes the
         held-out figure (`xling.shipping.adapters.SETUPS`)."""
@@ -102,11 +108,6 @@ def is_pretrained(directory: Path) -> bool:
     return Path(directory).resolve().is_relative_to(PRETRAINED_ROOT.resolve())
 
 
-def read_record(directory: Path) -> PretrainedRecord:
-    file = Path(directory) / RECORD_FILE
-    return PretrainedRecord.from_record(read_json(file), str(file))
-
-
 def notice(directories: dict[str, Path], reasons: list[str] = (), zero_shot: bool = False) -> str | None:
     """One line for standard error: why the tagger is what it is (`reasons`, from the tagger), which adapters it
     tags with where that needs saying (shipped ones always; the workspace's own where there is a reason), and the
@@ -127,7 +128,7 @@ def notice(directories: dict[str, Path], reasons: list[str] = (), zero_shot: boo
     if "task" not in shipped or len(shipped) < len(directories):  # figures are of the shipped adapters together
         return line
     setup = f"Stack({Path(directories['lang']).name}, {task.name})" if "lang" in directories else task.name
-    score = read_record(shipped["task"]).headline(setup)
+    score = PretrainedRecord.read(shipped["task"]).headline(setup)
     if score is None:
         return f"{line}: no figure for {setup}"
     low, high = (100 * bound for bound in score.f1_interval)
@@ -142,7 +143,7 @@ def say_notice(directories: dict[str, Path], reasons: list[str] = (), zero_shot:
 
 def check_shipped_files(directory: Path) -> None:
     """The files of a shipped adapter are those its record names (by sha256), or one line saying which is not."""
-    record = read_record(directory)
+    record = PretrainedRecord.read(directory)
     for name, digest in record.files.items():
         if not (Path(directory) / name).is_file() or file_sha256(Path(directory) / name) != digest:
             raise XlingError(f"{directory / name} is not the file its {RECORD_FILE} names (sha256 differs)")

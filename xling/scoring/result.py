@@ -8,7 +8,7 @@ from pathlib import Path
 
 from xling.errors import XlingError
 from xling.fileio import read_json
-from xling.options import from_record, read_record, set_fields
+from xling.records import from_record, read_record, set_fields
 
 MAX_COUNT = 10**9  # entities in one sentence: far beyond any real one, and exact in every sum
 

@@ -38,7 +38,6 @@ from xling.pretrained import (
     CorpusRecord,
     PretrainedRecord,
     Score,
-    read_record,
 )
 from xling.provenance import source_commit
 from xling.roles import LANG, TASK
@@ -209,7 +208,7 @@ def write_record(staged_ws: Path, role, name: str, fp16: bool, checks: list[dict
         fp16_check=checks,
     )
     write_json_atomic(target / RECORD_FILE, record.to_record())
-    card = model_card(read_report(target)) + shipped_section(read_record(target), read_fingerprints(target))
+    card = model_card(read_report(target)) + shipped_section(PretrainedRecord.read(target), read_fingerprints(target))
     (target / CARD_FILE).write_text(card, encoding="utf-8")
 
 
@@ -253,5 +252,7 @@ def ship(source_workspace: Path, model: str = DEFAULT_MODEL) -> dict:
     """`build`, and what it shipped: each adapter's files and their hashes, named inside the package."""
     folder = build(source_workspace, model)
     return {
-        f"{d.parent.name}/{d.name}": read_record(d).files for d in sorted(folder.glob("*/*")) if d.parent.name != "head"
+        f"{d.parent.name}/{d.name}": PretrainedRecord.read(d).files
+        for d in sorted(folder.glob("*/*"))
+        if d.parent.name != "head"
     }

@@ -28,7 +28,8 @@ from xling.data.conll import read_lines, read_rows, whole_lines
 from xling.errors import XlingError
 from xling.fileio import atomic_text_file, write_json_atomic, write_text_atomic
 from xling.names import no_link
-from xling.options import at_least, read_record
+from xling.options import at_least
+from xling.records import read_record
 from xling.tagging.options import TagOptions
 from xling.tagging.output import render
 

@@ -19,8 +19,8 @@ from xling.data.labels import check_labels
 from xling.device import PRECISION_TABLE
 from xling.errors import XlingError
 from xling.names import is_hub_name, is_path
-from xling.options import read_record
 from xling.paths import cache_dir
+from xling.records import read_record
 from xling.tagging import align
 from xling.tagging.align import Window, padded, predict_windows
 from xling.tagging.base import TextTagger, check_batch_size

@@ -43,7 +43,7 @@ from xling.device import check_device, check_precision
 from xling.errors import XlingError, naming
 from xling.models.loading import DEFAULT_MODEL
 from xling.names import check_lang
-from xling.options import read_record
+from xling.records import read_record
 from xling.roles import ROLES, TASK
 from xling.tagging.base import check_batch_size
 from xling.tagging.spec import TaggerSpec

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from xling.errors import XlingError
 from xling.fileio import read_jsonl
-from xling.options import from_record
+from xling.records import from_record
 
 TRAINING = "train"  # the `kind` of a training line; an evaluation has none
 PLACE = ("step", "epoch", "seconds")  # where in the run an evaluation was made; its other keys are its metrics

@@ -18,9 +18,9 @@ from xling.device import autocast
 from xling.fileio import write_json_atomic
 from xling.models import load_model
 from xling.models.loading import DEFAULT_MODEL
-from xling.options import read_record
 from xling.pretrained import MLM_HEAD_FILE
 from xling.provenance import made_where
+from xling.records import read_record
 from xling.train.config import MaskingConfig, TrainConfig
 from xling.train.language import split_held_out, unigram_bias
 from xling.train.loop import train

@@ -12,7 +12,8 @@ from xling.adapters.registry import AdapterChoice, describe, described
 from xling.data.sources import data_name
 from xling.errors import XlingError
 from xling.fileio import read_json
-from xling.options import from_record, read_record, set_fields, shown
+from xling.options import shown
+from xling.records import from_record, read_record, set_fields
 from xling.roles import ENCODER, FUSION, LANG, TASK, Role, role_named
 from xling.train.config import FusionOptions, TaskAdapterOptions, TrainConfig
 from xling.train.log_lines import Evaluation

@@ -9,7 +9,8 @@ from pathlib import Path
 from xling.adapters.bottleneck.config import BottleneckConfig
 from xling.adapters.files import FOREIGN_CONFIG_FILE
 from xling.errors import XlingError
-from xling.options import from_record, shown, typed
+from xling.options import shown
+from xling.records import from_record, typed
 
 ARCHITECTURE = "bottleneck"  # the library's `architecture` (older configs leave it out)
 

@@ -6,7 +6,8 @@ from dataclasses import asdict, dataclass, replace
 
 from xling.adapters.kind import AdapterKind, check_layers, layer_indices
 from xling.errors import XlingError
-from xling.options import at_least, comma_ints, from_record, opt
+from xling.options import at_least, comma_ints, opt
+from xling.records import from_record
 
 PLACEMENTS = ("pfeiffer", "houlsby")
 ACTIVATIONS = ("relu", "gelu", "swish", "silu", "tanh")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from xling.options import at_least, from_record, opt, positive
+from xling.options import at_least, opt, positive
+from xling.records import from_record
 
 
 @dataclass

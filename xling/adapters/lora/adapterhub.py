@@ -9,7 +9,8 @@ from pathlib import Path
 from xling.adapters.files import FOREIGN_CONFIG_FILE
 from xling.adapters.lora.config import LoraConfig
 from xling.errors import XlingError
-from xling.options import from_record, shown, typed
+from xling.options import shown
+from xling.records import from_record, typed
 
 ARCHITECTURE = "lora"
 _MATRICES = {"q": "query", "k": "key", "v": "value"}

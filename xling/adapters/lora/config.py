@@ -6,7 +6,8 @@ from dataclasses import asdict, dataclass
 
 from xling.adapters.kind import AdapterKind, check_layers, layer_indices
 from xling.errors import XlingError
-from xling.options import at_least, comma_ints, comma_list, from_record, opt, positive
+from xling.options import at_least, comma_ints, comma_list, opt, positive
+from xling.records import from_record
 
 TARGETS = ("query", "key", "value")
 

@@ -28,7 +28,8 @@ from xling.adapters.weights import load_fitting, read_weights
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, read_json
 from xling.models.loading import hub_id_of_label
-from xling.options import from_record, shown, typed
+from xling.options import shown
+from xling.records import from_record, typed
 
 PEFT_WEIGHTS = "adapter_model.safetensors"
 LABELS_FILE = "config.json"  # a token-classification model's config (id2label), where others' PEFT folders say labels
