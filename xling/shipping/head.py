@@ -11,10 +11,10 @@ corpora (`XLING_CORPORA` or their public sources); the report and the perplexity
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
+import typer
 from safetensors.torch import save_file
 
 from xling.adapters.weights import read_weights
@@ -81,17 +81,16 @@ Held-out masked-LM perplexity over the whole vocabulary, after training (lines t
 """
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("workdir", help="where the run, its report and the fp32 head are kept")
-    parser.add_argument("--steps", type=int, default=HeadRecipe.steps, help="optimiser steps")
-    parser.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    arguments = parser.parse_args()
-    recipe = HeadRecipe(steps=arguments.steps, device=arguments.device)
-    workdir = Path(arguments.workdir)
+def main(
+    workdir: Path = typer.Argument(..., help="Where the run, its report and the fp32 head are kept."),
+    steps: int = typer.Option(HeadRecipe.steps, help="Optimiser steps."),
+    device: str = typer.Option(HeadRecipe.device, help="auto, cpu or cuda."),
+) -> None:
+    """Train the masked-LM head the embedded encoder lacks (rerun to resume), then ship it inside xling."""
+    recipe = HeadRecipe(steps=steps, device=device)
     report = train_head(workdir, recipe)
     print(json.dumps({"held_out_perplexity": report.held_out_perplexity, "shipped": str(ship_head(workdir, recipe))}))
 
 
 if __name__ == "__main__":
-    main()
+    typer.run(main)

@@ -149,11 +149,8 @@ def onnx_tagger(cls, spec: TaggerSpec) -> OnnxTagger:
     if (exported := exported_tagger(spec)) is not None:
         return exported
     ws = Workspace(spec.workspace, spec.model)
-    if spec.fusion:
-        sources = [ws.fusion(spec.fusion), ws.model_dir / "task"]
-    else:
-        sources = [ws.task(ws.task_adapter_name(spec.task, spec.lang, spec.task_adapter))]
-    role = FUSION if spec.fusion else TASK  # as `Tagger.load` decides
+    role, top = spec.top_adapter(ws)  # as `Tagger.load` decides
+    sources = [top, ws.model_dir / "task"] if role is FUSION else [top]
     if spec.stacks_lang_adapter(role, sources[0].name, trained_over_lang_adapter(role, sources[0])):
         try:
             sources.append(ws.lang_adapter(spec.lang_adapter or spec.lang, under=sources[0]))
