@@ -33,6 +33,7 @@ import torch
 
 from bench.common import REPO, train_as_xling
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
+from xling.adapters.record import AdapterMetadata
 from xling.adapters.saving import load, save
 from xling.data.conll import read_conll
 from xling.data.labels import IGNORE
@@ -174,7 +175,8 @@ def phase_lang(anchor, args, lang: str, vocab_from_corpus: bool) -> dict:
     )
     repeats = train_steps(anchor, model, objective, next_batch, args.lang_lr, args, LanguageAdapterOptions)
     if not vocab_from_corpus:  # the tagging phase stacks it
-        save(model, lang, Workspace(args.work_dir, args.model).adapter_dir(LANG, lang), True, {"role": LANG.word})
+        where = Workspace(args.work_dir, args.model).adapter_dir(LANG, lang)
+        save(model, lang, where, True, AdapterMetadata(role=LANG.word))
     return {"blocks": len(blocks), "repeats": repeats, "params": trainable(model), "peak_rss_mb": anchor.peak_rss_mb()}
 
 
