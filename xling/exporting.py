@@ -3,6 +3,7 @@ graph (`onnx`), from one options dataclass that the command line and Python shar
 
 from __future__ import annotations
 
+import importlib
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,10 +12,9 @@ from xling.adapters.files import CONFIG_FILE
 from xling.errors import XlingError
 from xling.given_data import LabelledData
 from xling.models.loading import DEFAULT_MODEL, MODEL_HELP
-from xling.names import is_hub_name, is_path
 from xling.options import opt
 from xling.paths import WORKSPACE_HELP
-from xling.roles import FUSION, TASK_FILE, task_record
+from xling.roles import TASK_FILE
 from xling.tagging.spec import TaggerSpec
 from xling.workspace import LANG_ADAPTER_HELP, Workspace
 
@@ -22,26 +22,35 @@ from xling.workspace import LANG_ADAPTER_HELP, Workspace
 @dataclass(frozen=True)
 class Layout:
     """A layout of an adapter (or a whole tagger) outside xling's own folders: what `xling export --format NAME`
-    writes and `xling push --format NAME` uploads."""
+    writes and `xling push --format NAME` uploads, and the module that does both (`xling.layouts`)."""
 
     exported: str | None  # what `export` writes in it (None: nothing to export, xling's own folder)
     pushed: str  # what `push` uploads in it
+    module: str  # `xling.layouts.<module>`: its `export` and `push_folder`
+    whole_tagger: bool = False  # a tagger, Stack(LANG, ADAPTER), rather than one adapter: takes --lang and the rest
+
+    def functions(self):
+        return importlib.import_module(f"xling.layouts.{self.module}")
 
 
-# every layout, registered once: `export` and `push` take their choices and help from here
+# every layout, registered once: `export` and `push` take their choices, help and behaviour from here
 LAYOUTS = {
-    "xling": Layout(None, "xling's own files (hf:ORG/NAME in xling)"),
+    "xling": Layout(None, "xling's own files (hf:ORG/NAME in xling)", "own"),
     "adapterhub": Layout(
         "an adapter for the AdapterHub adapters library (model.load_adapter(TARGET))",
         'the layout the adapters library\'s load_adapter("ORG/NAME") reads (xling reads it too)',
+        "adapterhub",
     ),
     "peft": Layout(
         "a LoRA task adapter for Hugging Face PEFT (AutoPeftModelForTokenClassification.from_pretrained)",
         "a LoRA task adapter as PEFT saves one (AutoPeftModelForTokenClassification; xling reads it too)",
+        "peft",
     ),
     "onnx": Layout(
         "the tagger Stack(LANG, ADAPTER) as one ONNX graph for ONNX Runtime (xling tag --runtime onnx -t TARGET)",
         "a folder `xling export --format onnx` wrote, as it is (xling tag --runtime onnx -t hf:ORG/NAME)",
+        "onnx",
+        whole_tagger=True,
     ),
 }
 FORMATS = tuple(name for name, layout in LAYOUTS.items() if layout.exported)
@@ -97,69 +106,18 @@ class ExportOptions:
             "int8": self.int8,
         }
         given = [name for name, value in onnx_only.items() if value]
-        if self.format in ("adapterhub", "peft") and given:
-            raise XlingError(f"--{given[0].replace('_', '-')} is an option of --format onnx only")
-        if self.format == "onnx" and not self.tagger.lang:
-            raise XlingError("--format onnx needs --lang: the language of the text the tagger will read")
+        taggers = " or ".join(name for name, layout in LAYOUTS.items() if layout.whole_tagger)
+        if not LAYOUTS[self.format].whole_tagger and given:
+            raise XlingError(f"--{given[0].replace('_', '-')} is an option of --format {taggers} only")
+        if LAYOUTS[self.format].whole_tagger and not self.tagger.lang:
+            raise XlingError(f"--format {self.format} needs --lang: the language of the text the tagger will read")
 
 
 def export(options: ExportOptions) -> str:
     """Write the export; returns how to load it."""
     options.check()
     workspace = Workspace(options.tagger.workspace, options.tagger.model)
-    if options.format == "onnx":
-        return export_onnx_tagger(options, workspace)
-    target = Path(options.target)
-    write_layout(options.format, workspace.adapter(options.adapter), target, overwrite=options.overwrite)
-    if options.format == "adapterhub":
-        return f"model.load_adapter({str(target)!r})"
-    return f"AutoPeftModelForTokenClassification.from_pretrained({str(target)!r}, id2label=...) (its README.md)"
-
-
-def write_layout(
-    layout: str, directory: Path, target: Path, repo_id: str | None = None, overwrite: bool = False
-) -> None:
-    """Adapter `directory` written at `target` in another library's layout (adapterhub, peft) with that layout's
-    card (naming `repo_id` where it is pushed there), and a task's `task.json` beside (the library ignores it;
-    xling reads the folder back as the task it is)."""
-    from xling.train.cards.common import CARD_FILE
-    from xling.train.report import read_report
-
-    report, task = read_report(directory), task_record(directory)
-    if layout == "adapterhub":
-        from xling.adapters.adapterhub import export_adapterhub
-        from xling.train.cards.adapter import model_card
-
-        card = model_card(report, repo_id, "adapterhub")
-        export_adapterhub(directory, target, overwrite=overwrite, extra_files={CARD_FILE: card} | task)
-    else:
-        from xling.adapters.lora.peft import export_peft
-        from xling.train.cards.peft import peft_card
-
-        export_peft(directory, target, overwrite=overwrite, extra_files={CARD_FILE: peft_card(report, repo_id)} | task)
-
-
-def export_onnx_tagger(options: ExportOptions, workspace: Workspace) -> str:
-    from xling.tagging.onnx_export import export_onnx
-    from xling.tagging.tagger import Tagger
-
-    lang = options.tagger.lang
-    named = not (is_path(options.adapter) or is_hub_name(options.adapter))  # a directory or Hub name: a task adapter
-    fusion = options.adapter if named and workspace.adapter_dir(FUSION, options.adapter).is_dir() else None
-    tagger = Tagger.load(
-        options.tagger, task_adapter=None if fusion else options.adapter, fusion=fusion, precision="fp32"
-    )
-    check = None
-    if options.check_data:
-        from xling.data.sources import load_ner
-
-        sentences = load_ner(options.check_data, "validation")
-        check = ([s.tokens for s in sentences], [s.tags for s in sentences])
-    describe = {"model": options.tagger.model, "lang": lang, "adapter": options.adapter, "fusion": bool(fusion)}
-    export_onnx(
-        tagger, Path(options.target), int8=options.int8, check=check, overwrite=options.overwrite, describe=describe
-    )
-    return f"xling tag --runtime onnx --task-adapter {options.target} --lang {lang} FILE"
+    return LAYOUTS[options.format].functions().export(options, workspace)
 
 
 @dataclass
@@ -182,28 +140,15 @@ def push(options: PushOptions) -> str:
     """Upload the adapter (or ONNX folder) to the Hub repository in the layout asked for, its card naming the
     repository; returns the commit's URL."""
     from xling.hub import upload
-    from xling.train.cards.common import CARD_FILE
 
-    where = {"repo_id": options.repo_id, "private": options.private, "token": options.token}
-    if options.format == "onnx":
-        from xling.tagging.onnx_tagger import OnnxConfig, is_onnx_folder
-        from xling.train.cards.onnx import onnx_card
+    with tempfile.TemporaryDirectory() as staging:
+        folder, written = LAYOUTS[options.format].functions().push_folder(options, Path(staging))
+        return upload(folder, written=written, repo_id=options.repo_id, private=options.private, token=options.token)
 
-        folder = Path(options.adapter)
-        if not is_onnx_folder(folder):
-            raise XlingError(
-                f"{folder} is not an ONNX folder; write one with: xling export ADAPTER {folder} --format onnx --lang LANG"
-            )
-        return upload(folder, written={CARD_FILE: onnx_card(OnnxConfig.load(folder), options.repo_id)}, **where)
+
+def saved_adapter(options: PushOptions) -> Path:
+    """The adapter folder a push names, refused in one line unless xling saved it."""
     directory = Workspace(options.workspace, options.model).adapter(options.adapter)
     if not (directory / CONFIG_FILE).is_file() and not (directory / TASK_FILE).is_file():
         raise XlingError(f"{directory} is not an adapter xling saved (no {CONFIG_FILE} or {TASK_FILE})")
-    if options.format == "xling":
-        from xling.train.cards.adapter import model_card
-        from xling.train.report import read_report
-
-        return upload(directory, written={CARD_FILE: model_card(read_report(directory), options.repo_id)}, **where)
-    with tempfile.TemporaryDirectory() as staging:
-        staged = Path(staging) / directory.name
-        write_layout(options.format, directory, staged, options.repo_id)
-        return upload(staged, written={}, **where)  # its card names the repository already
+    return directory

@@ -3,6 +3,7 @@ and how well, how to load it with xling and with the `adapters` library), made f
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
@@ -180,20 +181,32 @@ def xling_link() -> str:
     return f"[xling]({url})" if (url := repository_url()) else "xling"
 
 
-def model_card(report: RunReport, repo_id: str | None = None, layout: str = "xling") -> str:
+@dataclass(frozen=True)
+class CardLibrary:
+    """The library a card's metadata names and whose snippet loads the adapter: xling's own, or another's whose
+    layout the adapter was written in (the adapterhub layout's `ADAPTERHUB_CARD`)."""
+
+    name: str  # the Hub's `library_name`
+    tag: str
+    loads_from_repo: bool = False  # its snippet loads the repository the card is pushed to
+
+
+XLING_CARD = CardLibrary("xling", "adapters")
+
+
+def model_card(report: RunReport, repo_id: str | None = None, library: CardLibrary = XLING_CARD) -> str:
     """A `README.md` for the adapter of a training report: Hub metadata, figures, use, limits, licences; its
-    library and snippets those of the `layout` pushed to `repo_id`."""
+    library and snippets those of `library`, pushed to `repo_id`."""
     role, lang, name, base = report.role, report.lang, report.name, hub_id(report.model or "")
     results = eval_results(report)
-    library_repo = repo_id if layout == "adapterhub" else None  # the adapters library loads it from there
+    library_repo = repo_id if library.loads_from_repo else None
     data = ModelCardData(
         model_name=name if results else None,
         language=[lang] if lang else None,
-        library_name="adapter-transformers" if layout == "adapterhub" else "xling",
+        library_name=library.name,
         base_model=base,
         datasets=dataset_ids(data_sources(report) + [report.dev or ""]) or None,
-        tags=["xling", "adapter-transformers" if layout == "adapterhub" else "adapters", "mad-x"]
-        + ["masked-lm" if role is LANG else "named-entity-recognition"],
+        tags=["xling", library.tag, "mad-x"] + ["masked-lm" if role is LANG else "named-entity-recognition"],
         pipeline_tag=None if role is LANG else "token-classification",
         metrics=None if role is LANG else ["seqeval"],
         eval_results=results,

@@ -1,0 +1,16 @@
+"""The `xling` layout: an adapter folder as xling saves it, pushed with its card naming the repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xling.exporting import PushOptions, saved_adapter
+
+
+def push_folder(options: PushOptions, staging: Path) -> tuple[Path, dict[str, str]]:
+    from xling.train.cards.adapter import model_card
+    from xling.train.cards.common import CARD_FILE
+    from xling.train.report import read_report
+
+    directory = saved_adapter(options)
+    return directory, {CARD_FILE: model_card(read_report(directory), options.repo_id)}

@@ -1,0 +1,31 @@
+"""The `peft` layout: a LoRA task adapter as Hugging Face PEFT saves one (`xling.adapters.lora.peft`), its card
+loading it with PEFT and `pipeline()`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xling.exporting import ExportOptions, PushOptions, saved_adapter
+from xling.roles import task_record
+from xling.workspace import Workspace
+
+
+def write(directory: Path, target: Path, repo_id: str | None = None, overwrite: bool = False) -> None:
+    from xling.adapters.lora.peft import export_peft
+    from xling.train.cards.common import CARD_FILE
+    from xling.train.cards.peft import peft_card
+    from xling.train.report import read_report
+
+    card = peft_card(read_report(directory), repo_id)
+    export_peft(directory, target, overwrite=overwrite, extra_files={CARD_FILE: card} | task_record(directory))
+
+
+def export(options: ExportOptions, workspace: Workspace) -> str:
+    write(workspace.adapter(options.adapter), Path(options.target), overwrite=options.overwrite)
+    return f"AutoPeftModelForTokenClassification.from_pretrained({str(Path(options.target))!r}, id2label=...) (its README.md)"
+
+
+def push_folder(options: PushOptions, staging: Path) -> tuple[Path, dict[str, str]]:
+    directory = saved_adapter(options)
+    write(directory, staging / directory.name, options.repo_id)
+    return staging / directory.name, {}  # its card names the repository already
