@@ -298,6 +298,11 @@ def test_a_peft_export_of_a_hub_model_loads_with_autopeft_and_pipeline_offline_f
     assert exported.returncode == 0 and "AutoPeftModelForTokenClassification" in exported.stderr, exported.stderr
     config = json.loads((tmp_path / "peft" / "adapter_config.json").read_text())
     assert config["base_model_name_or_path"] == "xling-test/tiny-bert"
+    # what -m was decided to be is recorded, by the adapter and its report: exports and cards read it
+    saved = tmp_path / "ws" / "xling-test--tiny-bert" / "task" / "ner-lora"
+    assert json.loads((saved / "xling_adapter.json").read_text())["base_model"]["hub_id"] == "xling-test/tiny-bert"
+    identity = read_report(saved).model_identity
+    assert (identity.kind, identity.label, identity.hub_id) == ("hub", "xling-test--tiny-bert", "xling-test/tiny-bert")
     card = (tmp_path / "peft" / "README.md").read_text()
     snippet = re.search(r"```python\n(.*?)```", card, re.S).group(1).replace("DIR", str(tmp_path / "peft"))
     assert (

@@ -186,7 +186,7 @@ def export_adapterhub(
     about = {
         "hidden_size": shape.hidden_size,
         "model_class": family.adapterhub_class,
-        "model_name": hub_id_of_label(base.name) or base.name,  # what the library loads
+        "model_name": base.hub_id or hub_id_of_label(base.name) or base.name,  # what the library loads
         "model_type": model_type,
         "name": name,
         "version": EXPORT_VERSION,

@@ -42,6 +42,7 @@ class BaseModelRecord:
 
     name: str
     fingerprint: ModelFingerprint
+    hub_id: str | None = None  # the Hub model it is (ModelIdentity.hub_id); unset in records before it was kept
 
 
 @dataclass

@@ -30,7 +30,10 @@ from xling.roles import LANG, TASK, Role
 
 def _record(model: AdaptedModel, kind: str, name: str, metadata: AdapterMetadata | None, **settings) -> AdapterRecord:
     """xling_adapter.json: what was saved, by which xling, for which base model."""
-    base = BaseModelRecord(getattr(model.encoder, "name_or_path", ""), model.fingerprint)
+    encoder = model.encoder
+    base = BaseModelRecord(
+        getattr(encoder, "name_or_path", ""), model.fingerprint, getattr(encoder, "xling_hub_id", None)
+    )
     return AdapterRecord.made(kind, name, base, metadata=metadata or AdapterMetadata(), **settings)
 
 

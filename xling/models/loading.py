@@ -18,6 +18,16 @@ MODEL_HELP = "Base model: e5-small (embedded), a Hugging Face id or a local dire
 
 
 @dataclass(frozen=True)
+class ModelIdentity:
+    """What `ModelSpec.parse` decided of a model, recorded where a run or an adapter names its base model, so that
+    cards and exports read it rather than parse the spelling again."""
+
+    kind: str  # embedded, folder or hub
+    label: str  # its workspace's name
+    hub_id: str | None  # the Hub model it is (the embedded default's upstream one); None for a local folder
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """What `--model` names, decided once: the embedded default (by one of its aliases), a local folder (a path,
     or a name a folder here has), or a Hugging Face Hub id."""
@@ -53,6 +63,10 @@ class ModelSpec:
     def hub_id(self) -> str | None:
         """Its Hub id (the embedded default's upstream model); None for a local folder."""
         return {"embedded": UPSTREAM_ID, "hub": self.given}.get(self.kind)
+
+    @property
+    def identity(self) -> ModelIdentity:
+        return ModelIdentity(self.kind, self.label, self.hub_id)
 
     def resolve(self, on_step: Callable[[str], None] = lambda step: None) -> str:
         """A path or Hub id that `from_pretrained` accepts; converts the embedded model on first use."""
@@ -145,7 +159,7 @@ def load_model(spec: str = DEFAULT_MODEL, on_step: Callable[[str], None] = lambd
         path = embedded_dir(on_step)
         on_step("loading the encoder")
         model = load_light_encoder(path)
-        model.name_or_path = model_label(spec)
+        model.name_or_path, model.xling_hub_id = model_label(spec), hub_id(spec)
         return model, LightTokenizer(path)
     from transformers import AutoConfig, AutoModel, AutoTokenizer
     from transformers.models.auto.modeling_auto import MODEL_MAPPING
@@ -173,7 +187,7 @@ def load_model(spec: str = DEFAULT_MODEL, on_step: Callable[[str], None] = lambd
             f"cannot read the tokenizer of {spec!r} ({tokenizer_files(Path(path))}): {first_line(err)[:300]}"
         ) from None
     check_loaded(spec, found, config, tokenizer, Path(path))
-    model.name_or_path = model_label(spec)
+    model.name_or_path, model.xling_hub_id = model_label(spec), hub_id(spec)
     model.eval()
     return model, tokenizer
 

@@ -12,6 +12,7 @@ from xling.adapters.registry import AdapterChoice, describe, described
 from xling.data.sources import data_name
 from xling.errors import XlingError
 from xling.fileio import read_json
+from xling.models.loading import ModelIdentity, ModelSpec
 from xling.options import shown
 from xling.records import from_record, read_record, set_fields
 from xling.roles import ENCODER, FUSION, LANG, TASK, Role, role_named
@@ -165,7 +166,8 @@ class RunReport:
     name: str
     role: Role
     lang: str | None = None
-    model: str | None = None
+    model: str | None = None  # as given to -m
+    model_identity: ModelIdentity | None = None  # what that was decided to be (unset in reports before it was kept)
     xling_version: str | None = None
     steps: int | None = None
     stopped_early: bool | None = None
@@ -226,6 +228,11 @@ class RunReport:
             written["options"] = options_record(self.role, self.options, self.resolved)
             written["training"] = asdict(self.options.training)
         return written
+
+    @property
+    def base(self) -> ModelIdentity:
+        """The base model as training decided it; an older report's `model` decided again, here only."""
+        return self.model_identity or ModelSpec.parse(self.model or "").identity
 
     @property
     def dev(self) -> str | None:

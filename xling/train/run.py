@@ -21,6 +21,7 @@ from xling.adapters import AdaptedModel
 from xling.adapters.model import ParameterCount
 from xling.errors import XlingError
 from xling.fileio import EntryLock
+from xling.models.loading import ModelSpec
 from xling.roles import Role
 from xling.train.cards.adapter import model_card
 from xling.train.cards.common import CARD_FILE
@@ -91,10 +92,12 @@ class TrainingRun:
     def report(self, name: str, **fields) -> RunReport:
         """The run's report: what the caller describes (the fields of its role), then what every run shares."""
         result = self.result
+        model = fields.get("model")
         return RunReport(
             name=name,
             role=self.role,
             **fields,
+            model_identity=ModelSpec.parse(model).identity if model else None,
             xling_version=__version__,
             steps=result.steps,
             stopped_early=result.stopped_early,

@@ -74,7 +74,7 @@ def export_peft(directory: Path, target: Path, overwrite: bool = False, extra_fi
         "target_modules": list(config.targets),
         "layers_to_transform": layers if config.leave_out else None,
         "modules_to_save": ["classifier"],
-        "base_model_name_or_path": hub_id_of_label(name) or name or None,
+        "base_model_name_or_path": saved.base_model.hub_id or hub_id_of_label(name) or name or None,
         "inference_mode": True,
         **SUPPORTED,
     }

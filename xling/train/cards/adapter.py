@@ -10,7 +10,6 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from xling import __version__
 from xling.adapters.registry import KINDS
-from xling.models.loading import hub_id
 from xling.provenance import repository_url
 from xling.roles import FUSION, LANG, Role
 from xling.train.cards.common import (
@@ -47,7 +46,7 @@ def card_rows(report: RunReport) -> list[tuple[str, str]]:
     sources = ", ".join(dict.fromkeys(public_name(s) for s in data_sources(report))) or "?"
     rows = [
         ("kind", f"{role.word} adapter"),
-        ("base model", base_model_text(report.model or "")),
+        ("base model", base_model_text(report.base)),
         ("language", report.lang or "?"),
     ]
     if role is LANG:
@@ -197,7 +196,7 @@ XLING_CARD = CardLibrary("xling", "adapters")
 def model_card(report: RunReport, repo_id: str | None = None, library: CardLibrary = XLING_CARD) -> str:
     """A `README.md` for the adapter of a training report: Hub metadata, figures, use, limits, licences; its
     library and snippets those of `library`, pushed to `repo_id`."""
-    role, lang, name, base = report.role, report.lang, report.name, hub_id(report.model or "")
+    role, lang, name, base = report.role, report.lang, report.name, report.base.hub_id
     results = eval_results(report)
     library_repo = repo_id if library.loads_from_repo else None
     data = ModelCardData(
@@ -223,7 +222,7 @@ A {role.word} adapter trained with {xling_link()}: {adapter_title(report)} over 
 {evaluations_section(report)}
 ## Use it
 
-{usage(role, f"hf:{repo_id}" if repo_id else name, lang, base, is_embedded(report.model or ""), library_repo)}
+{usage(role, f"hf:{repo_id}" if repo_id else name, lang, base, is_embedded(report.base), library_repo)}
 ## Intended use and limitations
 
 {LIMITATIONS if role is not LANG else "A language adapter: it adapts the encoder to a language's text; it tags nothing by itself."}

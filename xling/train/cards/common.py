@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from xling.data.hub_datasets import hub_dataset_id
-from xling.models.embedded import embedded_identity
-from xling.models.loading import ModelSpec, hub_id
+from xling.models.embedded import UPSTREAM_ID, embedded_identity
+from xling.models.loading import ModelIdentity
 from xling.pretrained import CorpusRecord
 from xling.train.report import RunReport
 
@@ -47,14 +47,13 @@ EMBEDDED_BASE_LINES = [
 ]
 
 
-def is_embedded(spec: str) -> bool:
-    return ModelSpec.parse(spec).kind == "embedded"
+def is_embedded(model: ModelIdentity) -> bool:
+    return model.kind == "embedded"
 
 
-def base_model_text(spec: str) -> str:
+def base_model_text(model: ModelIdentity) -> str:
     """What the base model's weights are, exactly: the embedded default is a 4-bit conversion, not the Hub's."""
-    model = ModelSpec.parse(spec or "?")
-    return embedded_identity() if model.kind == "embedded" else (model.hub_id or model.label)
+    return embedded_identity() if is_embedded(model) else (model.hub_id or model.label)
 
 
 def shown_or_unknown(value) -> str:
@@ -67,11 +66,7 @@ def licences(report: RunReport) -> str:
     for source in dict.fromkeys(public_name(s) for s in data_sources(report)):
         corpus = catalogued(source)
         data.append(f"{source}: {corpus.licence}" if corpus and corpus.licence else f"{source}: see its own licence")
-    base = (
-        "MIT (intfloat/multilingual-e5-small)"
-        if hub_id(report.model or "") == "intfloat/multilingual-e5-small"
-        else "see the base model's card"
-    )
+    base = "MIT (intfloat/multilingual-e5-small)" if report.base.hub_id == UPSTREAM_ID else "see the base model's card"
     lines = ["- xling's code: Apache-2.0", f"- base model: {base}", *(f"- data, {d}" for d in data)]
     return "\n".join(lines)
 

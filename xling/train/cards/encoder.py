@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from huggingface_hub import ModelCard, ModelCardData
 
-from xling.models.loading import hub_id
 from xling.train.cards.common import (
     base_model_text,
     data_sources,
@@ -17,7 +16,7 @@ from xling.train.report import RunReport
 
 def encoder_card(report: RunReport) -> str:
     """A `README.md` for an encoder `xling train-encoder` adapted: Hub metadata, its mix, perplexities, use."""
-    base, mixed = hub_id(report.model or ""), report.mix or []
+    base, mixed = report.base.hub_id, report.mix or []
     mix = "\n".join(
         f"| {m.name}{' (translation pairs)' if m.translation_pairs else ''} | "
         f"{', '.join(dict.fromkeys(public_name(s) for s in m.data))} | {m.train:,} | {100 * m.share:.1f}% |"
@@ -39,7 +38,7 @@ def encoder_card(report: RunReport) -> str:
     name, lang = report.name, report.lang
     body = f"""# {name}
 
-{base_model_text(report.model or "")}, adapted to {lang} by continued masked-LM training with xling
+{base_model_text(report.base)}, adapted to {lang} by continued masked-LM training with xling
 ({report.method}: {report.steps} steps, seed {report.options.training.seed}, computed in
 {report.computed_in}, mix temperature {report.temperature}; xling {report.xling_version}, commit
 {report.commit or "unknown"}).

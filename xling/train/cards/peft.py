@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from huggingface_hub import ModelCard, ModelCardData
 
-from xling.models.loading import hub_id
 from xling.train.cards.common import (
     is_embedded,
     licences,
@@ -36,7 +35,7 @@ ner = pipeline("token-classification", model={where}, model_kwargs={{"id2label":
 
 def peft_card(report: RunReport, repo_id: str | None = None) -> str:
     """A `README.md` for a LoRA task adapter exported to PEFT's format: Hub metadata and how PEFT loads it."""
-    base = hub_id(report.model or "") or "BASE_MODEL"
+    base = report.base.hub_id or "BASE_MODEL"
     labels = report.labels or []
     data = ModelCardData(
         language=[report.lang] if report.lang else None,
@@ -49,7 +48,7 @@ def peft_card(report: RunReport, repo_id: str | None = None) -> str:
     note = (
         f" It was trained on xling's embedded encoder, a 4-bit conversion of {base}: on the full-precision model its "
         "scores may differ slightly."
-        if is_embedded(report.model or "")
+        if is_embedded(report.base)
         else ""
     )
     body = f"""# {report.name}
