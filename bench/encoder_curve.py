@@ -129,7 +129,7 @@ def collect(budgets: list[int], workspace: str) -> dict:
         runs, encoder = seed_results(budget, workspace), encoder_record(budget, workspace) if budget else None
         if runs is None and encoder is None:
             continue
-        rows = combine(runs) if runs else []  # an adapted encoder whose recipe has not finished: perplexity only
+        rows = [row.to_record() for row in combine(runs)] if runs else []  # no recipe finished yet: perplexity only
         if base is not None and runs and budget:
             for position, row in enumerate(rows):
                 ours = [runs[seed][position].sentence_counts for seed in runs]

@@ -45,7 +45,7 @@ def paths_off() -> None:
 def merge(out: Path, rows: list[dict], minutes: dict[int, float]) -> tuple[list[dict], dict[int, float]]:
     """The rows and minutes of the seeds in `out` before, with those just run replacing their own: each row's
     seeds merged and its figures taken over them again."""
-    from xling.recipes.results import over_seeds
+    from xling.recipes.results import SeedScores, seed_figures
 
     if not out.exists():
         return rows, minutes
@@ -55,8 +55,10 @@ def merge(out: Path, rows: list[dict], minutes: dict[int, float]) -> tuple[list[
         again = {run["seed"] for run in now["per_seed"]}
         runs = sorted([r for r in before["per_seed"] if r["seed"] not in again] + now["per_seed"], key=seed_of)
         seen = [before["seen_in_training"], now["seen_in_training"]]
+        means, spreads, by_type = seed_figures([SeedScores(**run) for run in runs])
         row = {key: now[key] for key in ("label", "data", "setup")} | {"per_seed": runs}
-        row |= {"computed_in": now["computed_in"]} | over_seeds(runs) | {"sentences": now["sentences"]}
+        row |= {"computed_in": now["computed_in"]} | means | spreads | {"f1_by_type": by_type}
+        row |= {"sentences": now["sentences"]}
         merged.append(row | {"seen_in_training": None if None in seen else max(seen)})
     minutes = {int(seed): m for seed, m in earlier.get("minutes", {}).items()} | minutes
     return merged, dict(sorted(minutes.items()))
@@ -88,7 +90,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as workspace:
         run = replace(recipe, name=f"fast-paths-{args.paths}", workspace=workspace, steps=steps, seeds=seeds)
         started = time.perf_counter()
-        rows = run_recipe(run.file, recipe=run)
+        rows = [row.to_record() for row in run_recipe(run.file, recipe=run)]
         spent = (time.perf_counter() - started) / 60 / len(seeds)
     out = ROOT / "results" / "fast-paths" / f"{args.paths}-{args.precision}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

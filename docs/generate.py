@@ -64,6 +64,11 @@ EXPECT = [
 ]
 
 
+def row_sentences(row: dict) -> str:
+    """A result row's sentences, and how many of them its task was trained on."""
+    return sentences_cell(row.get("sentences"), row.get("seen_in_training"))
+
+
 def result_files() -> dict[str, dict]:
     return {str(p.relative_to(RESULTS)): json.loads(p.read_text()) for p in sorted(RESULTS.rglob("*.json"))}
 
@@ -80,7 +85,7 @@ def value(row: dict, with_seeds: bool = False) -> str:
     else:  # a score names its seed; a timing or a seedless recipe's score, that it is one run
         text += f" (seed {per_seed[0]['seed']})" if per_seed and metric == "f1" else " (one run)"
     if metric == "f1":
-        text += f" {interval_cell(row)}" if "f1_interval" in row else " (no interval: earlier protocol)"
+        text += f" {interval_cell(row['f1_interval'])}" if "f1_interval" in row else " (no interval: earlier protocol)"
     if with_seeds:
         text = " / ".join(f"{scale * s[metric]:.1f}" for s in per_seed or [row]) + f" | {text}"
     return text
@@ -106,7 +111,7 @@ def expect_table(files: dict) -> str:
     for what, names, label in EXPECT:
         names = [names] if isinstance(names, str) else names  # one cell may hold several runs, ';' between
         rows = [find_row(files, name, label) for name in names]
-        values, scored = "; ".join(map(value, rows)), "; ".join(filter(None, map(sentences_cell, rows)))
+        values, scored = "; ".join(map(value, rows)), "; ".join(filter(None, map(row_sentences, rows)))
         lines.append(f"| {what} | {values} | {scored} | {'; '.join(files[name]['machine'] for name in names)} |")
     return "\n".join(lines)
 
@@ -240,7 +245,7 @@ def record_section(name: str, data: dict, heading: str) -> list[str]:
     ]
     return parts + [
         f"| {r['label']} | `{setup_text(r['setup'])}` | {r.get('computed_in') or ''} | {value(r, with_seeds=True)} | "
-        f"{sentences_cell(r)} | {versus(r)} |" + (f" {by_type(r)} |" if typed else "")
+        f"{row_sentences(r)} | {versus(r)} |" + (f" {by_type(r)} |" if typed else "")
         for r in data["rows"]
     ]
 
@@ -377,7 +382,7 @@ def _curve_cell(row: dict, evaluation: str) -> str:
     score = row["scores"][evaluation]
     spread = f" ± {100 * score['f1_std']:.1f}" if score["seeds"] > 1 else ""
     words = f" ({row['words']:,.0f} words)" if row["sentences"] else ""
-    return f"{100 * score['f1']:.1f}{spread} {interval_cell(score)}{words}"
+    return f"{100 * score['f1']:.1f}{spread} {interval_cell(score.get('f1_interval'))}{words}"
 
 
 def runtime_table(files: dict) -> str:
@@ -407,7 +412,7 @@ def runtime_table(files: dict) -> str:
     if quality["rows"]:
         note += f"; F1: `results/{QUALITY}` ({quality['machine']}, seeds {quality['seeds']})"
     costs = [
-        f"- {r['label']} against {r['versus']['baseline']} (paired, {sentences_cell(r)} sentences): {versus(r)}"
+        f"- {r['label']} against {r['versus']['baseline']} (paired, {row_sentences(r)} sentences): {versus(r)}"
         for r in quality["rows"]
         if "versus" in r
     ]

@@ -170,10 +170,11 @@ def test_a_recipe_row_carries_its_interval_and_its_paired_test_against_a_baselin
     recipe = tmp_path / "paired.toml"
     recipe.write_text(text)
     plain, split = run_recipe(recipe)
-    low, high = plain["f1_interval"]
-    assert low <= plain["f1"] <= high and plain["sentences"] == len(read_conll(dev)) and "sentence_counts" not in plain
-    versus = split["versus"]
-    assert versus["baseline"] == "plain" and versus["difference"] == pytest.approx(split["f1"] - plain["f1"])
+    low, high = plain.f1_interval
+    assert low <= plain.f1 <= high and plain.sentences == len(read_conll(dev))
+    assert "sentence_counts" not in plain.to_record()  # the results file holds the interval, not the counts
+    versus = split.versus
+    assert versus["baseline"] == "plain" and versus["difference"] == pytest.approx(split.f1 - plain.f1)
     assert versus["low"] <= versus["difference"] <= versus["high"] and 0 <= versus["p"] <= 1
     recipe.write_text(text.replace('baseline = "plain"', 'baseline = "nowhere"'))
     with pytest.raises(XlingError, match="baseline 'nowhere' is no earlier evaluate step"):

@@ -175,13 +175,13 @@ output = "tags.jsonl"
     statuses, console = [], Console(record=True, width=200)
     results = run_recipe(recipe, console=console, on_step=lambda step, status: statuses.append(status))
     assert statuses == ["ran"] * 4
-    assert [r["label"] for r in results] == ["tiny dev"] and 0 <= results[0]["f1"] <= 1
-    low, high = results[0]["f1_interval"]  # the results table's interval, from the same counts
-    said = f"tiny dev: F1 {100 * results[0]['f1']:.1f} [{100 * low:.1f}, {100 * high:.1f}] (precision"
+    assert [r.label for r in results] == ["tiny dev"] and 0 <= results[0].f1 <= 1
+    low, high = results[0].f1_interval  # the results table's interval, from the same counts
+    said = f"tiny dev: F1 {100 * results[0].f1:.1f} [{100 * low:.1f}, {100 * high:.1f}] (precision"
     assert said in console.export_text()  # each evaluate step says its interval as it runs
     out = workspace / "tinybert" / "results" / "tiny"
     assert "| tiny dev |" in (out / "results.md").read_text()
-    assert json.loads((out / "results.json").read_text())["rows"][0]["f1"] == results[0]["f1"]
+    assert json.loads((out / "results.json").read_text())["rows"][0]["f1"] == results[0].f1
     assert (out / "tags.jsonl").read_text().count("\n") > 10  # relative outputs go beside the results
     statuses.clear()
     again = run_recipe(recipe, on_step=lambda step, status: statuses.append(status))
@@ -277,20 +277,20 @@ def test_seeds_run_each_training_step_per_seed_and_report_mean_and_spread(tmp_pa
         for s in (1, 2)
     ]
     [row] = rows
-    assert [r["seed"] for r in row["per_seed"]] == [1, 2] and [r["f1"] for r in row["per_seed"]] == per_seed
-    assert row["f1"] == pytest.approx(sum(per_seed) / 2)
-    assert row["f1_std"] == pytest.approx(abs(per_seed[0] - per_seed[1]) / 2**0.5)
+    assert [r.seed for r in row.per_seed] == [1, 2] and [r.f1 for r in row.per_seed] == per_seed
+    assert row.f1 == pytest.approx(sum(per_seed) / 2) and row.adapters == ["ner-en"]  # what the cards match
+    assert row.f1_std == pytest.approx(abs(per_seed[0] - per_seed[1]) / 2**0.5)
     table = (workspace / "tinybert" / "results" / "tiny" / "results.md").read_text()
     assert "| F1 seed 1 | F1 seed 2 |" in table
-    assert f"| {100 * row['f1']:.1f} ± {100 * row['f1_std']:.1f} |" in table
+    assert f"| {100 * row.f1:.1f} ± {100 * row.f1_std:.1f} |" in table
     saved = json.loads((workspace / "tinybert" / "results" / "tiny" / "results.json").read_text())
-    assert saved["rows"] == rows and saved["recipe"] == "tiny" and saved["machine"]
+    assert saved["rows"] == [row.to_record()] and saved["recipe"] == "tiny" and saved["machine"]
     for seed, own in zip((1, 2), per_seed):  # each seed's task adapter carries the recipe's scores of it
         adapter = workspace / f"seed-{seed}" / "tinybert" / "task" / "ner-en"
         [evaluation] = json.loads((adapter / "report.json").read_text())["evaluations"]
-        assert evaluation["f1"] == own and evaluation["seeds"] == [1, 2] and evaluation["f1_mean"] == row["f1"]
+        assert evaluation["f1"] == own and evaluation["seeds"] == [1, 2] and evaluation["f1_mean"] == row.f1
         card = (adapter / "README.md").read_text()
-        assert "## Evaluations (recipe tiny)" in card and f"| {100 * own:.1f} | {100 * row['f1']:.1f} ± " in card
+        assert "## Evaluations (recipe tiny)" in card and f"| {100 * own:.1f} | {100 * row.f1:.1f} ± " in card
 
 
 def test_a_dry_run_fetches_no_corpus_and_lists_problems_in_one_readable_line(tmp_path, trained_workspace):

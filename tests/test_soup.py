@@ -108,7 +108,7 @@ label = "soup"
     recipe = write_recipe(tmp_path / "soup.toml", model_dir, tmp_path / "ws", steps)
     statuses: list[str] = []
     results = run_recipe(recipe, on_step=lambda step, status: statuses.append(status))
-    assert statuses == ["ran"] * 4 and results[0]["setup"] == "ner-en-soup"
+    assert statuses == ["ran"] * 4 and results[0].setup == "ner-en-soup"
     assert (tmp_path / "ws" / model_dir.name / "task" / "ner-en-soup" / "soup.json").is_file()
     statuses.clear()
     run_recipe(recipe, on_step=lambda step, status: statuses.append(status))

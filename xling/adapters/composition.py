@@ -30,12 +30,6 @@ def setup_text(setup) -> str:
     return unquoted.removeprefix(LANG_PREFIX)
 
 
-def setup_names(text: str) -> set[str]:
-    """The adapter names a shown setup holds (`Stack(qu, ner-en)`: qu and ner-en), read from either spelling."""
-    names = set(re.findall(r"[\w.-]+", text)) - {"Stack", "Fuse"}
-    return {name.removeprefix(LANG_PREFIX) for name in names}
-
-
 class _Block:
     children: tuple
 
@@ -105,6 +99,16 @@ def as_stack(setup: Setup) -> Stack:
 def adapter_names(setup: Setup) -> list[str]:
     """Every adapter a setup uses, bottom to top."""
     return [n for c in as_stack(setup) for n in ([c] if isinstance(c, str) else c.children)]
+
+
+def named_adapters(setup: Setup | None) -> list[str]:
+    """What a result records of its setup: the adapters it holds by name, bottom to top, language adapters left out
+    where it says which they are; a setup as shown (`Stack(qu, ner-en)`, `Mean(...)` of several) read from its
+    text."""
+    if isinstance(setup, Stack | Fuse):
+        return [name for name in adapter_names(setup) if not name.startswith(LANG_PREFIX)]
+    words = re.findall(r"[\w.-]+", str(setup or ""))
+    return [w for w in dict.fromkeys(words) if w not in ("Stack", "Fuse", "Mean") and not w.startswith(LANG_PREFIX)]
 
 
 def fusion_names(setup: Setup) -> list[str]:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from rich.console import Console
 
-from xling.adapters.composition import setup_names
 from xling.data.fetch import resolve
 from xling.errors import XlingError
 from xling.fileio import write_json_atomic, write_text_atomic
@@ -25,7 +24,7 @@ from xling.recipes.planning import (
     validate,
 )
 from xling.recipes.reading import STEPS_FILE, Recipe, Step, read_recipe
-from xling.recipes.results import combine, provenance, results_table, rich_results
+from xling.recipes.results import ResultRow, combine, provenance, results_table, rich_results
 from xling.roles import TASK
 from xling.scoring.bootstrap import interval
 from xling.scoring.cells import interval_cell
@@ -62,7 +61,7 @@ def run_step(
     if not kind.scores:
         return None
     result = replace(result, label=o.get("label", step.title), title=step.title, baseline=o.get("baseline"))
-    spread = interval_cell({"f1_interval": interval(result.sentence_counts)})  # counts resampled: no model run
+    spread = interval_cell(list(interval(result.sentence_counts)))  # counts resampled: no model run
     console.print(
         f"{result.label}: F1 {100 * result.f1:.1f} {spread} (precision {100 * result.precision:.1f}, "
         f"recall {100 * result.recall:.1f}) on {result.sentences:,} sentences",
@@ -107,7 +106,7 @@ def _run_once(
     return results
 
 
-def record_evaluations(runs: list[Recipe], rows: list[dict]) -> None:
+def record_evaluations(runs: list[Recipe], rows: list[ResultRow]) -> None:
     """Each task adapter a run trained gets the evaluations of the setups that use it, in its report and model
     card: its own seed's F1 and the mean ± sd over the recipe's seeds."""
     for run in runs:
@@ -117,21 +116,19 @@ def record_evaluations(runs: list[Recipe], rows: list[dict]) -> None:
             directory = workspace.adapter_dir(*made) if made and made[0] is TASK else None
             if directory is None or not (directory / REPORT_FILE).is_file():
                 continue
-            evaluations = [evaluation_record(row, seed) for row in rows if made[1] in setup_names(row["setup"])]
+            evaluations = [evaluation_record(row, seed) for row in rows if made[1] in row.adapters]
             if evaluations:
                 report = replace(read_report(directory), recipe=run.name, evaluations=evaluations)
                 write_json_atomic(directory / REPORT_FILE, report.to_record())
                 write_text_atomic(directory / CARD_FILE, model_card(report))
 
 
-def evaluation_record(row: dict, seed: int | None) -> RecipeEvaluation:
+def evaluation_record(row: ResultRow, seed: int | None) -> RecipeEvaluation:
     """A results row as an adapter's card shows it: this adapter's seed's F1, and over the seeds."""
-    own = next((r["f1"] for r in row.get("per_seed", []) if r["seed"] == seed), row["f1"])
-    evaluation = RecipeEvaluation(row["label"], row["data"], row["setup"], own)
-    if "per_seed" in row:
-        evaluation = replace(
-            evaluation, seeds=[r["seed"] for r in row["per_seed"]], f1_mean=row["f1"], f1_std=row["f1_std"]
-        )
+    own = next((run.f1 for run in row.per_seed or [] if run.seed == seed), row.f1)
+    evaluation = RecipeEvaluation(row.label, row.data, row.setup, own)
+    if row.per_seed:
+        evaluation = replace(evaluation, seeds=[run.seed for run in row.per_seed], f1_mean=row.f1, f1_std=row.f1_std)
     return evaluation
 
 
@@ -142,7 +139,7 @@ def run_recipe(
     recipe: Recipe | None = None,
     seeds: list[int] | None = None,
     progress: TrainingProgress | None = None,
-) -> list[dict]:
+) -> list[ResultRow]:
     """Validate, then run every step not yet done (once per seed); returns the evaluation rows of the results table.
     `progress` shows each training step's progress (the command line passes its bar)."""
     console = console or Console(stderr=True)
@@ -157,7 +154,7 @@ def run_recipe(
     if rows:
         results_path = results_dir(Workspace(recipe.workspace, recipe.model), recipe)
         write_text_atomic(results_path / "results.md", results_table(rows))
-        write_json_atomic(results_path / "results.json", provenance(recipe) | {"rows": rows})
+        write_json_atomic(results_path / "results.json", provenance(recipe) | {"rows": [r.to_record() for r in rows]})
         Console().print(rich_results(recipe, rows))
         console.print(f"results: {results_path / 'results.md'} and results.json")
     return rows

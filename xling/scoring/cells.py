@@ -4,11 +4,11 @@ F1 in points, its 95% interval in brackets, a paired difference signed with its 
 from __future__ import annotations
 
 
-def interval_cell(row: dict) -> str:
-    """A row's 95% interval of F1; empty for a row without one."""
-    if "f1_interval" not in row:
+def interval_cell(f1_interval: list[float] | None) -> str:
+    """A 95% interval of F1; empty where there is none."""
+    if f1_interval is None:
         return ""
-    low, high = row["f1_interval"]
+    low, high = f1_interval
     return f"[{100 * low:.1f}, {100 * high:.1f}]"
 
 
@@ -28,9 +28,8 @@ def difference_cell(versus: dict) -> str:
     )
 
 
-def sentences_cell(row: dict) -> str:
+def sentences_cell(sentences: int | None, seen: int | None = None) -> str:
     """How many sentences a score rests on, and how many of them its task was trained on."""
-    if "sentences" not in row:
+    if sentences is None:
         return ""
-    seen = row.get("seen_in_training")
-    return f"{row['sentences']:,}" + (f" ({seen:,} seen in training)" if seen else "")
+    return f"{sentences:,}" + (f" ({seen:,} seen in training)" if seen else "")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from xling.adapters.composition import named_adapters
 from xling.errors import XlingError
 from xling.fileio import read_json
 from xling.records import from_record, read_record, set_fields
@@ -27,7 +28,7 @@ class EvaluationResult:
     data: str
     lang: str
     task_adapter: str
-    setup: str
+    setup: str  # as shown: Stack(qu, ner-en)
     decoder: str
     computed_in: str
     runtime: str
@@ -43,6 +44,12 @@ class EvaluationResult:
     label: str | None = None
     title: str | None = None
     baseline: str | None = None
+    adapters: list[str] | None = None  # the setup's adapters by name (unset in results before they were kept)
+
+    @property
+    def named_adapters(self) -> list[str]:
+        """The setup's adapters by name: as recorded, or read from an older result's setup."""
+        return self.adapters if self.adapters is not None else named_adapters(self.setup)
 
     def to_record(self) -> dict:
         return set_fields(self, {"seen_in_training"})

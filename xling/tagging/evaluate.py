@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from xling.adapters.composition import named_adapters
 from xling.data.fingerprints import fingerprint, sentences_digest, trained_on
 from xling.data.iob2 import entity_types
 from xling.data.sources import data_name, load_scored
@@ -50,6 +51,7 @@ def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> Evalua
         lang=options.tagger.lang,
         task_adapter=tagger.head,
         setup=str(tagger.setup) if tagger.setup is not None else "no adapters",
+        adapters=named_adapters(tagger.setup),
         decoder=tagger.decoder,
         computed_in=tagger.computed_in,
         runtime=tagger.runtime,
