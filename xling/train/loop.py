@@ -17,9 +17,8 @@ import math
 import time
 from collections.abc import Iterator
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Protocol
 
 import torch
 
@@ -32,45 +31,11 @@ from xling.train.config import TrainConfig
 from xling.train.cpu import cpu_training
 from xling.train.frozen import store_frozen_weights, training_mode
 from xling.train.log_lines import Evaluation, TrainingLine, is_training_line
+from xling.train.objective import Objective, TrainResult
 from xling.train.processes import flat
 from xling.train.progress import Silent, TextProgress, TrainingProgress
 from xling.train.run_folder import LOG_FILE, damaged, prepare, read_log
 from xling.train.signals import StopSignals
-
-
-class Objective(Protocol):
-    """What the loop needs from a training objective."""
-
-    evaluate_at_start: bool  # e.g. held-out perplexity before training
-    selects_best: bool  # keep the weights of the best evaluation `score`
-
-    def micro_batches_per_epoch(self, batch_size: int) -> int: ...
-
-    def batches(self, epoch: int, batch_size: int) -> Iterator[dict]: ...
-
-    def prepare(self, batch: dict, step: int) -> dict[str, torch.Tensor]:
-        """The batch as tensors with one row per example: `input_ids`, `attention_mask`, `labels` (IGNORE
-        where a position carries no loss) and any other per-row tensor `loss` reads; any randomness follows
-        the seed and step alone."""
-
-    def loss(self, model: AdaptedModel, batch: dict[str, torch.Tensor], scale: float) -> torch.Tensor:
-        """The summed loss over the batch's labelled positions times `scale`, plus any regulariser."""
-
-    def evaluate(self, model: AdaptedModel) -> dict[str, float]: ...
-
-    def describe(self, loss: float) -> str: ...
-
-
-@dataclass
-class TrainResult:
-    steps: int
-    seconds: float
-    tokens: int
-    evaluations: list[Evaluation] = field(default_factory=list)
-    best: Evaluation | None = None
-    stopped_early: bool = False
-    is_main_process: bool = True  # under torchrun / accelerate launch, only the main process saves
-    precision: str = "fp32"  # what the model computed in
 
 
 class _LossModule(torch.nn.Module):

@@ -25,7 +25,8 @@ from xling.models.loading import ModelSpec
 from xling.roles import Role
 from xling.train.cards.adapter import model_card
 from xling.train.cards.common import CARD_FILE
-from xling.train.loop import Objective, TrainResult, train
+from xling.train.loop import train
+from xling.train.objective import Objective, TrainResult
 from xling.train.progress import TrainingProgress
 from xling.train.report import REPORT_FILE, BestStep, Resolved, RunOptions, RunReport, options_record, read_options
 from xling.train.run_folder import LOG_FILE
