@@ -85,12 +85,12 @@ class Training(Saving):
         context.console.print(self.summary(self.train(options, context.console, context.progress)))
 
     def saves(self, options) -> Adapter:
-        return (TASK, options.name or options.default_name())
+        return (TASK, options.run_name())
 
 
 class LanguageTraining(Training):
     def saves(self, options) -> Adapter:
-        return (LANG, options.name or options.lang)
+        return (LANG, options.run_name())
 
 
 class TaskTraining(Training):
@@ -103,7 +103,7 @@ class TaskTraining(Training):
 
 class FusionTraining(Training):
     def saves(self, options) -> Adapter:
-        return (FUSION, options.name or options.default_name())
+        return (FUSION, options.run_name())
 
     def needs(self, options, context: StepContext) -> list[Adapter]:
         return [(TASK, a) for a in options.adapters] + ([(LANG, options.lang)] if options.use_lang_adapter else [])

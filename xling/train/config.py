@@ -98,6 +98,10 @@ class RunOptions:
     overwrite: bool = opt(False, "Replace an existing adapter of the same name.")
     restart: bool = opt(False, "Discard an interrupted run instead of resuming it.")
 
+    def run_name(self) -> str:
+        """The name the run saves under: `--name`, else the command's default (`default_name`)."""
+        return self.name or self.default_name()
+
 
 @dataclass(kw_only=True)
 class TaggingRunOptions(RunOptions):

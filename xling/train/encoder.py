@@ -23,11 +23,10 @@ from xling.data.fingerprints import lines_holding
 from xling.data.overlap import sentences_of
 from xling.data.text import parallel_files, read_parallel, read_text
 from xling.errors import XlingError
-from xling.models import load_model, model_label
+from xling.models import load_model
 from xling.models.embedded import embedded_identity
 from xling.models.folders import write_model_folder
 from xling.models.loading import ModelSpec
-from xling.names import check_lang
 from xling.provenance import source_commit
 from xling.roles import ENCODER
 from xling.train.cards.encoder import encoder_card
@@ -36,9 +35,8 @@ from xling.train.log_lines import Evaluation
 from xling.train.mlm import BlockMix, MaskedLMObjective, check_window, pack_blocks, pack_pairs, temperature_shares
 from xling.train.progress import TrainingProgress
 from xling.train.report import MixedSource, Resolved, RunReport
-from xling.train.run import TrainingRun
+from xling.train.run import start
 from xling.train.text_config import EncoderOptions, mixed_sources
-from xling.workspace import Workspace
 
 
 @dataclass
@@ -140,12 +138,8 @@ def train_encoder(
     options: EncoderOptions, console: Console | None = None, progress: TrainingProgress | None = None
 ) -> RunReport:
     """Adapt the encoder, save it as a model folder under the workspace, and return the report."""
-    console = console or Console(stderr=True)
-    lang = check_lang(options.lang)
-    workspace = Workspace(options.workspace, options.model)
-    name = options.name or f"{model_label(options.model)}-{lang}"
-    target, run_dir = workspace.adapter_dir(ENCODER, name), workspace.run_dir(ENCODER, name)
-    run = TrainingRun(ENCODER, target, run_dir, options.overwrite, options.restart)
+    console, lang, workspace, run = start(options, ENCODER, console)
+    name = run.target.name
     sources = read_sources(options, lang)
     encoder, tokenizer = load_model(options.model)
     check_window(encoder, options.seq_len)

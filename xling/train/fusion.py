@@ -22,27 +22,22 @@ from xling.data.sources import load_ner, load_scored
 from xling.errors import XlingError
 from xling.methods import METHODS
 from xling.models import load_model
-from xling.names import check_lang
 from xling.roles import FUSION, LANG, TASK
 from xling.train.config import FusionOptions
 from xling.train.progress import TrainingProgress
 from xling.train.report import Resolved, RunReport
-from xling.train.run import TrainingRun
+from xling.train.run import start
 from xling.train.token_classification import TaggingObjective
 from xling.trained_tasks import read_task
-from xling.workspace import Workspace
 
 
 def train_fusion(
     options: FusionOptions, console: Console | None = None, progress: TrainingProgress | None = None
 ) -> RunReport:
-    console = console or Console(stderr=True)
-    lang = check_lang(options.lang)
     if len(options.adapters) < 2:
         raise XlingError("fusion needs at least two task adapters (--adapters ner-en,ner-es)")
-    workspace = Workspace(options.workspace, options.model)
-    name = options.name or options.default_name()
-    run = TrainingRun.in_workspace(workspace, FUSION, name, options.overwrite, options.restart)
+    console, lang, workspace, run = start(options, FUSION, console)
+    name = run.target.name
     records = [read_task(workspace.task(a)) for a in options.adapters]
     not_adapters = [r.name for r in records if not METHODS[r.method].adapters]
     if not_adapters:

@@ -18,15 +18,13 @@ from xling.data.text import read_text
 from xling.errors import XlingError
 from xling.given_data import in_memory
 from xling.models import load_model, model_label, resolve_model_dir
-from xling.names import check_lang
 from xling.pretrained import shipped_mlm_head
 from xling.roles import LANG
 from xling.train.mlm import MaskedLMObjective, check_window, pack_blocks, pretrained_mlm_head
 from xling.train.progress import TrainingProgress
 from xling.train.report import RunReport
-from xling.train.run import TrainingRun
+from xling.train.run import start
 from xling.train.text_config import DEFAULT_MLM_HEAD, LanguageAdapterOptions
-from xling.workspace import Workspace
 
 
 def split_held_out(lines: list[str], share: float, seed: int) -> tuple[list[str], list[str]]:
@@ -93,11 +91,8 @@ def train_language_adapter(
     options: LanguageAdapterOptions, console: Console | None = None, progress: TrainingProgress | None = None
 ) -> RunReport:
     """Train, save under the workspace, and return the report."""
-    console = console or Console(stderr=True)
-    lang = check_lang(options.lang)
-    name = options.name or lang  # checked when the options were read
-    workspace = Workspace(options.workspace, options.model)
-    run = TrainingRun.in_workspace(workspace, LANG, name, options.overwrite, options.restart)
+    console, lang, workspace, run = start(options, LANG, console)
+    name = run.target.name
 
     lines, files = read_text(options.corpus)
     if not lines:

@@ -16,12 +16,15 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from rich.console import Console
+
 from xling import __version__
 from xling.adapters import AdaptedModel
 from xling.adapters.model import ParameterCount
 from xling.errors import XlingError
 from xling.fileio import EntryLock
 from xling.models.loading import ModelSpec
+from xling.names import check_lang
 from xling.roles import Role
 from xling.train.cards.adapter import model_card
 from xling.train.cards.common import CARD_FILE
@@ -36,6 +39,14 @@ from xling.workspace import Workspace
 def refuse_to_replace(target: Path, what: str, overwrite: bool) -> None:
     if target.exists() and not overwrite:
         raise XlingError(f"a {what} already exists at {target} (use --overwrite to replace it)")
+
+
+def start(options: RunOptions, role: Role, console: Console | None) -> tuple[Console, str, Workspace, TrainingRun]:
+    """What every trainer does first: its console (standard error unless given), its language checked, its
+    workspace, and its run under the name it saves as (refused now if that adapter exists)."""
+    lang, workspace = check_lang(options.lang), Workspace(options.workspace, options.model)
+    run = TrainingRun.in_workspace(workspace, role, options.run_name(), options.overwrite, options.restart)
+    return console or Console(stderr=True), lang, workspace, run
 
 
 @dataclass

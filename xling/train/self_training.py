@@ -126,7 +126,7 @@ def self_train(
     console = console or Console(stderr=True)
     options = replace(options, lang=check_lang(options.lang))
     workspace = Workspace(options.workspace, options.model)
-    name = options.name or options.default_name()
+    name = options.run_name()
     final = workspace.adapter_dir(TASK, name)
     check_inputs(options, workspace, final)
     started = time.perf_counter()

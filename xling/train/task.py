@@ -30,7 +30,7 @@ from xling.roles import LANG, TASK
 from xling.train.config import TaskAdapterOptions, TrainConfig, other_sources
 from xling.train.progress import TrainingProgress
 from xling.train.report import Resolved, RunReport
-from xling.train.run import TrainingRun
+from xling.train.run import start
 from xling.train.token_classification import TaggingObjective
 from xling.trained_tasks import TaskRecord, load_task_model, save_task
 from xling.workspace import Workspace
@@ -111,12 +111,8 @@ def note_unseen_types(dev_data: list, labels: list[str], console: Console) -> No
 def train_task_adapter(
     options: TaskAdapterOptions, console: Console | None = None, progress: TrainingProgress | None = None
 ) -> RunReport:
-    console = console or Console(stderr=True)
-    lang = check_lang(options.lang)
-    method = METHODS[options.method]  # checked with the options
-    workspace = Workspace(options.workspace, options.model)
-    name = options.name or options.default_name()
-    run = TrainingRun.in_workspace(workspace, TASK, name, options.overwrite, options.restart)
+    console, lang, workspace, run = start(options, TASK, console)
+    method, name = METHODS[options.method], run.target.name  # the method checked with the options
     train_data, dev_data, other_data = read_data(options)
     stacked_lang = method.adapters and options.use_lang_adapter
     lang_dir = workspace.lang_adapter(options.lang_adapter or lang) if stacked_lang else None

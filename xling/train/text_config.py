@@ -9,6 +9,7 @@ from xling.adapters.composition import check_name
 from xling.adapters.registry import AdapterChoice, adapter_option
 from xling.errors import XlingError
 from xling.given_data import TextData
+from xling.models.loading import model_label
 from xling.names import check_lang
 from xling.options import MAX_WINDOW, at_least, at_most, opt, positive
 from xling.train.config import MIN_WINDOW, MaskingConfig, RunOptions, TrainConfig, lang_pairs
@@ -55,6 +56,9 @@ class LanguageAdapterOptions(MaskedTextOptions):
         choices=MLM_HEADS,
     )
     name: str | None = opt(None, "Save the adapter under this name instead of the language code.")
+
+    def default_name(self) -> str:
+        return self.lang
 
     def __post_init__(self):
         super().__post_init__()
@@ -115,6 +119,9 @@ class EncoderOptions(MaskedTextOptions):
     name: str | None = opt(
         None, "Save the encoder under this name (default: MODEL-LANG, e.g. multilingual-e5-small-qu)."
     )
+
+    def default_name(self) -> str:
+        return f"{model_label(self.model)}-{self.lang}"
 
     def __post_init__(self):
         super().__post_init__()
