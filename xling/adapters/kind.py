@@ -52,7 +52,9 @@ class AdapterModule:
     """What `AdaptedModel` asks of every adapter module; a kind answers the parts it has, None elsewhere.
 
     block(layer, site): a module that reads a sublayer's output and whose output is added before its LayerNorm
-      (bottleneck adapters; `reads_normalised` in its config says whether it reads the normalised sum).
+      (bottleneck adapters). A kind with blocks also says how they are placed: `reads_normalised` (they read the
+      normalised sum, else the sublayer's output), `block_sites()` (the sites they are at) and `fused_placement()`
+      (what adapters fused together must share).
     layer_norm(layer, site): the adapter's own copy of that LayerNorm, if it trains one.
     projection(layer, target): a module added in parallel to one of the attention's projections (`query`, `key`,
       `value`): the Linear's output gains module(Linear's input) (LoRA).
@@ -60,8 +62,16 @@ class AdapterModule:
       or None where the kind has none).
     """
 
+    reads_normalised: bool = False
+
     def block(self, layer: int, site: str):
         return None
+
+    def block_sites(self) -> tuple[str, ...]:
+        return ()
+
+    def fused_placement(self) -> tuple:
+        return ()
 
     def layer_norm(self, layer: int, site: str):
         return None

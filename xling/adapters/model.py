@@ -119,10 +119,12 @@ class AdaptedModel(nn.Module):
                 f"AdapterFusion mixes {' and '.join(fusable)} adapters; {names} "
                 f"{'is' if len(unfusable) == 1 else 'are'} {unfusable[0][1]}"
             )
-        if len({(c.placement, tuple(c.leave_out)) for c in configs}) > 1:
+        if len({self.adapters[n].fused_placement() for n in fuse}) > 1:
             raise XlingError("fused adapters must share placement and leave_out")
-        layers = self.adapters[fuse.children[0]].adapted_layers
-        fusion = AdapterFusion(list(fuse), config or FusionConfig(), self.hidden_size, layers, configs[0].sites)
+        first = self.adapters[fuse.children[0]]
+        fusion = AdapterFusion(
+            list(fuse), config or FusionConfig(), self.hidden_size, first.adapted_layers, first.block_sites()
+        )
         self.fusions[fuse.name] = fusion.to(self._device_dtype()[0])
         return fusion
 
@@ -176,7 +178,7 @@ class AdaptedModel(nn.Module):
         }
         self._plans = {key: self._plan(*key) for key in self._sites}
         self._reads_projection = {
-            key for key, plan in self._plans.items() if any(not config.reads_normalised for _, config, *_ in plan)
+            key for key, plan in self._plans.items() if any(not normalised for _, normalised, *_ in plan)
         }
         self._norms = {key: norm for key in self._sites if (norm := self._site_layer_norm(*key)) is not None}
         self._invertible = getattr(self.adapters[adapter_names(stack)[0]], "invertible", None)
@@ -322,19 +324,19 @@ class AdaptedModel(nn.Module):
                 layer = self.fusions[child.name].layer(i, site)
                 if layer is not None:
                     blocks = [self.adapters[n].block(i, site) for n in child]
-                    plan.append(("fuse", self.adapters[child.children[-1]].config, layer, blocks))
+                    plan.append(("fuse", self.adapters[child.children[-1]].reads_normalised, layer, blocks))
             elif (block := self.adapters[child].block(i, site)) is not None:
-                plan.append(("adapter", self.adapters[child].config, block, None))
+                plan.append(("adapter", self.adapters[child].reads_normalised, block, None))
         return plan
 
     def _compose(self, plan: list[tuple], total: torch.Tensor, projection, norm: nn.Module) -> torch.Tensor:
         """`total` (h + x, what the LayerNorm receives) with each adapter's output added, bottom to top;
         `projection` is h, where a Houlsby adapter reads it (it then takes in the outputs below it too)."""
-        for kind, config, module, blocks in plan:
+        for kind, reads_normalised, module, blocks in plan:
             # Functional call: calling the hooked LayerNorm module here would re-enter the hooks.
             inputs = (
                 F.layer_norm(total, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
-                if config.reads_normalised
+                if reads_normalised
                 else projection
             )
             if kind == "adapter":

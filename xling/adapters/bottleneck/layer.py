@@ -73,6 +73,16 @@ class BottleneckAdapter(AdapterModule, nn.Module):
     def block_key(self, layer: int, site: str) -> str:
         return site_key(layer // self.config.share_every, site)
 
+    @property
+    def reads_normalised(self) -> bool:
+        return self.config.reads_normalised
+
+    def block_sites(self) -> tuple[str, ...]:
+        return self.config.sites
+
+    def fused_placement(self) -> tuple:
+        return self.config.placement, tuple(self.config.leave_out)
+
     def block(self, layer: int, site: str) -> Bottleneck | None:
         if layer in self.config.leave_out:
             return None
