@@ -5,3 +5,28 @@
     push_folder(options: PushOptions, staging: Path) -> tuple[Path, dict[str, str]]    # what to upload, files over it
 
 (`xling`, the adapter folder as xling saves it, is pushed only). A new layout is its module and one entry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from xling.exporting import ExportOptions, PushOptions, saved_adapter
+from xling.workspace import Workspace
+
+# An adapter layout's writer: (adapter folder, target, repository it is pushed to or None, overwrite) -> None
+Writer = Callable[..., None]
+
+
+def export_adapter(write: Writer, options: ExportOptions, workspace: Workspace) -> Path:
+    """The adapter `options` names written at its target by `write`; returns the target."""
+    target = Path(options.target)
+    write(workspace.adapter(options.adapter), target, None, options.overwrite)
+    return target
+
+
+def push_adapter(write: Writer, options: PushOptions, staging: Path) -> tuple[Path, dict[str, str]]:
+    """The adapter `options` names written by `write` into `staging`, its card naming the repository already."""
+    directory = saved_adapter(options)
+    write(directory, staging / directory.name, options.repo_id, False)
+    return staging / directory.name, {}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xling.exporting import ExportOptions, PushOptions, saved_adapter
+from xling.exporting import ExportOptions, PushOptions
+from xling.layouts import export_adapter, push_adapter
 from xling.roles import task_record
 from xling.workspace import Workspace
 
@@ -22,11 +23,9 @@ def write(directory: Path, target: Path, repo_id: str | None = None, overwrite: 
 
 
 def export(options: ExportOptions, workspace: Workspace) -> str:
-    write(workspace.adapter(options.adapter), Path(options.target), overwrite=options.overwrite)
-    return f"model.load_adapter({str(Path(options.target))!r})"
+    target = export_adapter(write, options, workspace)
+    return f"model.load_adapter({str(target)!r})"
 
 
 def push_folder(options: PushOptions, staging: Path) -> tuple[Path, dict[str, str]]:
-    directory = saved_adapter(options)
-    write(directory, staging / directory.name, options.repo_id)
-    return staging / directory.name, {}  # its card names the repository already
+    return push_adapter(write, options, staging)
