@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.common import parsed
 from xling.device import machine_name
 
 LINE = "Qusqu llaqtaqa Perú suyupi kachkan."
@@ -49,7 +50,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", type=Path, help="write the figures to this result file")
-    args = parser.parse_args()
+    args = parsed(parser, {"rounds": 1, "json": None})
     xling = str(Path(sys.executable).with_name("xling"))
     commands = {
         "import torch": ([sys.executable, "-c", "import torch"], ""),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import random
@@ -19,6 +20,18 @@ from xling.train.frozen import store_frozen_weights, training_mode
 from xling.train.loop import make_optimizer
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def parsed(parser: argparse.ArgumentParser, smoke: dict) -> argparse.Namespace:
+    """The arguments; with `--smoke`, the smallest real run (`smoke`'s values, which write nothing into results/):
+    what `tests/test_benches.py` runs, so that no bench breaks unseen."""
+    shown = " ".join(f"--{key.replace('_', '-')} {value}" for key, value in smoke.items() if value is not None)
+    parser.add_argument("--smoke", action="store_true", help=f"the smallest real run, as the tests run it ({shown})")
+    args = parser.parse_args()
+    if args.smoke:
+        for key, value in smoke.items():
+            setattr(args, key, value)
+    return args
 
 
 def corpora_root() -> Path:

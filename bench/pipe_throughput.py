@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from bench.common import quechua_lines, setup_threads, time_interleaved
+from bench.common import parsed, quechua_lines, setup_threads, time_interleaved
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.device import cpu_bf16_speedup
 from xling.models import load_model
@@ -70,7 +70,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1000)
     parser.add_argument("--batch-sizes", default="32,128")
-    args = parser.parse_args()
+    args = parsed(parser, {"lines": 16, "batch_sizes": "8"})
     setup_threads()
     lines = quechua_lines(args.lines)
     words = sorted(len(line.split()) for line in lines)

@@ -16,7 +16,7 @@ import argparse
 
 import torch
 
-from bench.common import corpora_root, setup_threads, time_interleaved
+from bench.common import corpora_root, parsed, setup_threads, time_interleaved
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.data.conll import read_conll
 from xling.data.labels import label_list
@@ -33,7 +33,7 @@ def main():
     parser.add_argument("--sentences", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=32)
-    args = parser.parse_args()
+    args = parsed(parser, {"sentences": 16, "rounds": 1})
     setup_threads()
     sentences = read_conll(corpora_root() / "ner" / "wikiann-en" / "dev")[: args.sentences]
     texts = [" ".join(s.tokens) for s in sentences]

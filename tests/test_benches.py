@@ -1,4 +1,5 @@
-"""Benches cannot rot: every script in `bench/` imports and answers `--help` (timing stays in the benches)."""
+"""Benches cannot rot: every script in `bench/` imports and answers `--help`, and those with a smoke path (`--smoke`:
+the smallest real run, nothing written into results/) run it (timing stays in the benches)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,41 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted(p.stem for p in (REPO / "bench").glob("*.py") if p.stem not in ("__init__", "common"))
+# Benches that run their smoke path here, and those that read the real corpora to do so
+SMOKED = ("cold_start", "pipe_throughput", "tag_throughput")
+NEEDS_CORPORA = ("pipe_throughput", "tag_throughput")
+# Benches without a smoke path yet: each one given one leaves this list (a new bench comes with one)
+NO_SMOKE_YET = {
+    "active_learning", "adapterhub_export", "anchor_workload", "annotate_latency", "annotation_round",
+    "bootstrap_cost", "corpus_map", "deploy_size", "encoder_curve", "encoder_step", "fast_paths", "mlm_head_curves",
+    "mlm_step", "probes", "quantization_gap", "recipe_validation", "row_split", "runtimes", "serve_load", "task_step",
+}  # fmt: skip
+
+
+def bench(script: str, *arguments: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", f"bench.{script}", *arguments]
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_every_bench_imports_and_answers_help(script):
-    done = subprocess.run(
-        [sys.executable, "-m", f"bench.{script}", "--help"], cwd=REPO, capture_output=True, text=True, timeout=120
-    )
+    done = bench(script, "--help")
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("usage:")
+    assert ("--smoke" in done.stdout) == (script in SMOKED)
+
+
+def test_every_bench_has_a_smoke_path_or_is_listed_without_one():
+    assert set(SMOKED) | NO_SMOKE_YET == set(SCRIPTS) and not set(SMOKED) & NO_SMOKE_YET
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", SMOKED)
+def test_a_bench_s_smoke_path_runs_and_writes_nothing_into_results(script, request):
+    if script in NEEDS_CORPORA:
+        request.getfixturevalue("corpora_root")  # skipped, with the reason, where the corpora are absent
+    before = {p: p.stat().st_mtime_ns for p in (REPO / "results").rglob("*") if p.is_file()}
+    done = bench(script, "--smoke")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip()  # it reports what it measured
+    assert {p: p.stat().st_mtime_ns for p in (REPO / "results").rglob("*") if p.is_file()} == before
