@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import REPO, quechua_lines, setup_threads
+from bench.common import REPO, parsed, quechua_lines, setup_threads
 from xling import Tagger, __version__
 from xling.device import machine_name
 from xling.provenance import source_commit
@@ -60,7 +60,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=2000)
     parser.add_argument("--json", default=str(REPO / "results" / "corpus-map" / "xeon-2-cores.json"))
-    args = parser.parse_args()
+    args = parsed(parser, {"lines": 16, "json": None})
     from datasets import Dataset
 
     setup_threads()
@@ -91,8 +91,9 @@ def main():
             name: {"seconds": round(s, 2), "lines_per_second": round(len(lines) / s, 1)} for name, s in seconds.items()
         },
     }
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
     for name, row in result["rows"].items():
         print(f"{name:40} {row['lines_per_second']:8.1f} lines/s ({row['seconds']} s)")
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from bench.common import parsed
+
 
 def recipe_text(steps: int, folder: Path) -> str:
     text, data = folder / "x.txt", folder / "d.conll"
@@ -41,7 +43,7 @@ def seconds(steps: int, folder: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=500, help="the smaller recipe's steps (the larger has 10 times)")
-    args = parser.parse_args()
+    args = parsed(parser, {"steps": 5})
     with tempfile.TemporaryDirectory() as folder:
         small, large = (seconds(n, Path(folder)) for n in (args.steps, 10 * args.steps))
     print(f"{args.steps:,} steps: {small:.2f} s; {10 * args.steps:,} steps: {large:.2f} s; ratio {large / small:.1f}")
