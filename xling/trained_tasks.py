@@ -59,16 +59,16 @@ def read_task(directory: Path) -> TaskRecord:
 
 
 def peft_task(directory: Path) -> TaskRecord | None:
-    """The task of a PEFT LoRA token-classification folder that says its labels (`peft_labels`), saved without
+    """The task of a PEFT LoRA token-classification folder that says its labels (`peft_head_config`), saved without
     xling's record: its language is not known (`und`), and it tags without a language adapter."""
-    from xling.adapters.lora.peft import is_peft, peft_labels
+    from xling.adapters.lora.peft import is_peft, peft_head_config
 
     config = directory / FOREIGN_CONFIG_FILE
     record = read_json(config) if config.is_file() else {}
-    if not (isinstance(record, dict) and is_peft(record)) or (labels := peft_labels(directory)) is None:
+    if not (isinstance(record, dict) and is_peft(record)) or (head := peft_head_config(directory)) is None:
         return None
     task = {"name": "peft", "task": "ner", "lang": "und", "method": "adapter", "lang_adapter": None}
-    return from_record(TaskRecord, task | {"labels": labels}, str(directory))
+    return from_record(TaskRecord, task | {"labels": head.labels}, str(directory))
 
 
 def task_text(record: TaskRecord) -> str:

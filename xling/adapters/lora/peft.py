@@ -124,7 +124,7 @@ def config_from_peft(record: dict, directory: Path, num_layers: int) -> LoraConf
 
 def load_peft(model, directory: Path, record: dict, name: str, head: bool = True) -> str:
     """A PEFT LoRA folder into `model` as xling's LoRA adapter `name`, with its classifier as the tagging head where
-    the folder holds one and says its labels (`peft_labels`)."""
+    the folder holds one and says its labels (`peft_head_config`)."""
     config = config_from_peft(record, directory, model.num_layers)
     state = read_weights(directory / PEFT_WEIGHTS)
     updates, head_weights, unread = {}, {}, []
@@ -141,27 +141,30 @@ def load_peft(model, directory: Path, record: dict, name: str, head: bool = True
     adapter = model.add_adapter(name, config)
     with model.adding(name):
         load_fitting(adapter, updates, f"{directory}: the LoRA updates")
-        if head and head_weights and (labels := peft_labels(directory)):
-            model.add_head(name, peft_head(directory, labels, head_weights, model.hidden_size))
+        if head and head_weights and (config := peft_head_config(directory)) is not None:
+            model.add_head(name, peft_head(directory, config, head_weights, model.hidden_size))
     return name
 
 
-def peft_labels(directory: Path) -> list[str] | None:
-    """The labels of a PEFT folder's classifier, in id order: those `config.json` names (`id2label`), or xling's head
-    record of an export; None when it says none."""
+def peft_head_config(directory: Path) -> TaggingHeadConfig | None:
+    """The config of a PEFT folder's classifier: its labels in id order as `config.json` names them (`id2label`, a
+    folder from elsewhere), or xling's head record of an export; None when the folder says no labels."""
     if (directory / LABELS_FILE).is_file():
         record = read_json(directory / LABELS_FILE)
         id2label = record.get("id2label") if isinstance(record, dict) else None
         if not isinstance(id2label, dict) or sorted(map(str, id2label)) != sorted(str(i) for i in range(len(id2label))):
             raise XlingError(f"{directory / LABELS_FILE}: id2label must name every label id 0..N-1")
-        return [id2label[key] for key in sorted(id2label, key=int)]
+        labels = [id2label[key] for key in sorted(id2label, key=int)]
+        return from_record(TaggingHeadConfig, {"labels": labels}, str(directory / LABELS_FILE))
     if (directory / HEAD_CONFIG_FILE).is_file():
-        return list(read_head_config(directory).labels)
+        config = read_head_config(directory)
+        return config if isinstance(config, TaggingHeadConfig) else None
     return None
 
 
-def peft_head(directory: Path, labels: list[str], weights: dict[str, torch.Tensor], hidden_size: int) -> TaggingHead:
-    where = str(directory / (LABELS_FILE if (directory / LABELS_FILE).is_file() else HEAD_CONFIG_FILE))
-    head = TaggingHead(hidden_size, from_record(TaggingHeadConfig, {"labels": labels}, where))
+def peft_head(
+    directory: Path, config: TaggingHeadConfig, weights: dict[str, torch.Tensor], hidden_size: int
+) -> TaggingHead:
+    head = TaggingHead(hidden_size, config)
     load_fitting(head, weights, f"{directory}: the classifier")
     return head
