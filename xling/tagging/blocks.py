@@ -154,9 +154,11 @@ def block_files(folder: Path, number: int, output_format: str) -> tuple[Path, Pa
     return folder / f"{number:08d}.{output_format}", folder / f"{number:08d}.json"
 
 
-def tag_blocks(tagger, options: TagOptions, path: Path, folder: Path, launch: Launch, progress=None) -> None:
+def tag_blocks(
+    tagger, options: TagOptions, path: Path, folder: Path, launch: Launch, progress=None, sizes: list[int] = ()
+) -> None:
     """Tag this process's missing blocks, each written whole as soon as it is done; `progress` wraps them, counting
-    the lines (or sentences) of the blocks that are this process's to do."""
+    the lines (or sentences) of those that are this process's to do, given each block's (`sizes`, `block_sizes`)."""
     output_format = options.output_format()
 
     def missing(number: int) -> bool:
@@ -164,7 +166,7 @@ def tag_blocks(tagger, options: TagOptions, path: Path, folder: Path, launch: La
 
     mine = ((n, block) for n, block in enumerate(blocks(units(path, options.conll))) if missing(n))
     if progress is not None:
-        to_do = sum(len(block) for n, block in enumerate(blocks(units(path, options.conll))) if missing(n))
+        to_do = sum(size for n, size in enumerate(sizes) if missing(n))
         mine = progress(mine, to_do, unit_name(options), lambda numbered: len(numbered[1]))
     for number, block in mine:
         # The whole block as one read: sorted by length together, its batches pad least (a fifth faster than
@@ -179,8 +181,9 @@ def tag_blocks(tagger, options: TagOptions, path: Path, folder: Path, launch: La
         write_json_atomic(counts_file, asdict(BlockCounts(len(results), sum(len(r.spans) for r in results))))
 
 
-def count_blocks(path: Path, conll: bool) -> int:
-    return sum(1 for _ in blocks(units(path, conll)))
+def block_sizes(path: Path, conll: bool) -> list[int]:
+    """The results of each block of the input, in order (its length is the number of blocks)."""
+    return [len(block) for block in blocks(units(path, conll))]
 
 
 def join_blocks(folder: Path, output: Path, number_of_blocks: int, output_format: str, console: Console) -> None:
@@ -223,18 +226,18 @@ def run_in_blocks(load: Callable, options: TagOptions, launch: Launch, console: 
     path, output = Path(options.input), Path(options.output)
     folder = parts_dir(output)
     with process_group(launch) as barrier:
-        total = 0  # the input's blocks: the first process shows the progress and joins them
+        sizes = []  # the input's blocks: the first process shows the progress and joins them
         if launch.rank == 0:
-            total = count_blocks(path, options.conll)
+            sizes = block_sizes(path, options.conll)
             prepare_parts(folder, job_of(options, path))
             tagger = load()
         barrier()
         if launch.rank != 0:
             tagger = load()
-        tag_blocks(tagger, options, path, folder, launch, progress if launch.rank == 0 else None)
+        tag_blocks(tagger, options, path, folder, launch, progress if launch.rank == 0 else None, sizes)
         barrier()
         if launch.rank == 0:
-            join_blocks(folder, output, total, options.output_format(), console)
+            join_blocks(folder, output, len(sizes), options.output_format(), console)
 
 
 def check_blocks(options: TagOptions, launch: Launch) -> None:
