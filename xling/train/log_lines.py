@@ -46,20 +46,7 @@ class Evaluation:
     def from_line(cls, entry: dict, where: str) -> Evaluation:
         """An evaluation from its log line, its place and metrics checked (numbers); an error names `where`."""
         metrics = {key: value for key, value in entry.items() if key not in PLACE}
-        place = from_record(_Place, {key: entry.get(key) for key in PLACE}, where)
-        return cls(place.step, place.epoch, place.seconds, from_record(_Metrics, {"values": metrics}, where).values)
-
-
-@dataclass
-class _Place:
-    step: int
-    epoch: float
-    seconds: float
-
-
-@dataclass
-class _Metrics:
-    values: dict[str, float]
+        return from_record(cls, {key: entry[key] for key in PLACE if key in entry} | {"metrics": metrics}, where)
 
 
 @dataclass(frozen=True)
