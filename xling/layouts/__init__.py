@@ -18,15 +18,18 @@ from xling.workspace import Workspace
 Writer = Callable[..., None]
 
 
-def export_adapter(write: Writer, options: ExportOptions, workspace: Workspace) -> Path:
-    """The adapter `options` names written at its target by `write`; returns the target."""
-    target = Path(options.target)
-    write(workspace.adapter(options.adapter), target, None, options.overwrite)
-    return target
+def adapter_layout(write: Writer, loads: str) -> tuple[Callable, Callable]:
+    """The `export` and `push_folder` of a layout that writes one adapter with `write`; `loads` says how an export
+    loads, `{target}` its folder."""
 
+    def export(options: ExportOptions, workspace: Workspace) -> str:
+        target = Path(options.target)
+        write(workspace.adapter(options.adapter), target, None, options.overwrite)
+        return loads.format(target=repr(str(target)))
 
-def push_adapter(write: Writer, options: PushOptions, staging: Path) -> tuple[Path, dict[str, str]]:
-    """The adapter `options` names written by `write` into `staging`, its card naming the repository already."""
-    directory = saved_adapter(options)
-    write(directory, staging / directory.name, options.repo_id, False)
-    return staging / directory.name, {}
+    def push_folder(options: PushOptions, staging: Path) -> tuple[Path, dict[str, str]]:
+        directory = saved_adapter(options)  # written with its card naming the repository
+        write(directory, staging / directory.name, options.repo_id, False)
+        return staging / directory.name, {}
+
+    return export, push_folder

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xling.exporting import ExportOptions, PushOptions
-from xling.layouts import export_adapter, push_adapter
+from xling.layouts import adapter_layout
 from xling.roles import task_record
-from xling.workspace import Workspace
 
 
 def write(directory: Path, target: Path, repo_id: str | None = None, overwrite: bool = False) -> None:
@@ -22,10 +20,4 @@ def write(directory: Path, target: Path, repo_id: str | None = None, overwrite: 
     export_adapterhub(directory, target, overwrite=overwrite, extra_files={CARD_FILE: card} | task_record(directory))
 
 
-def export(options: ExportOptions, workspace: Workspace) -> str:
-    target = export_adapter(write, options, workspace)
-    return f"model.load_adapter({str(target)!r})"
-
-
-def push_folder(options: PushOptions, staging: Path) -> tuple[Path, dict[str, str]]:
-    return push_adapter(write, options, staging)
+export, push_folder = adapter_layout(write, "model.load_adapter({target})")

@@ -183,7 +183,7 @@ def xling_link() -> str:
 @dataclass(frozen=True)
 class CardLibrary:
     """The library a card's metadata names and whose snippet loads the adapter: xling's own, or another's whose
-    layout the adapter was written in (the adapterhub layout's `ADAPTERHUB_CARD`)."""
+    layout the adapter was written in (as `xling.layouts.adapterhub` names the AdapterHub library)."""
 
     name: str  # the Hub's `library_name`
     tag: str
