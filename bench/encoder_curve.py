@@ -24,8 +24,8 @@ from xling.recipes.reading import read_recipe
 from xling.recipes.results import combine
 from xling.scoring.result import EvaluationResult
 from xling.train.config import TrainConfig
-from xling.train.log_lines import read_train_log
-from xling.train.report import read_report
+from xling.train.log_lines import TrainLog
+from xling.train.report import RunReport
 from xling.train.text_config import EncoderOptions
 from xling.workspace import Workspace
 
@@ -98,8 +98,8 @@ def encoder_record(budget: int, workspace: str) -> dict | None:
     folder = encoder_folder(budget, workspace)
     if not (folder / "report.json").is_file():
         return None
-    report = read_report(folder)
-    log = read_train_log(folder / "train_log.jsonl").evaluations
+    report = RunReport.read(folder)
+    log = TrainLog.read(folder / "train_log.jsonl").evaluations
     keys = ("steps", "training_seconds", "computed_in", "method", "temperature", "mix", "held_out_perplexity")
     record = {key: getattr(report, key) for key in keys}
     record["mix"] = [asdict(replace(source, files=[in_corpora(f) for f in source.files])) for source in report.mix]

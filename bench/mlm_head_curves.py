@@ -15,7 +15,7 @@ from xling.fileio import write_json_atomic
 from xling.models import model_label
 from xling.models.loading import DEFAULT_MODEL
 from xling.provenance import made_where
-from xling.train.log_lines import read_train_log
+from xling.train.log_lines import TrainLog
 
 # The language adapters `recipes/mlm-head-qu.toml` trains under each head: (language, fresh head, pretrained head).
 COMPARED = [("qu", "qu", "qu-pretrained-head"), ("en", "en", "en-pretrained-head")]
@@ -23,7 +23,7 @@ COMPARED = [("qu", "qu", "qu-pretrained-head"), ("en", "en", "en-pretrained-head
 
 def held_out_curve(adapter: Path) -> list[dict]:
     """A saved language adapter's held-out perplexity at each evaluated step."""
-    log = read_train_log(adapter / "train_log.jsonl").evaluations
+    log = TrainLog.read(adapter / "train_log.jsonl").evaluations
     return [{"step": e.step, "perplexity": e.perplexity} for e in log if e.perplexity is not None]
 
 

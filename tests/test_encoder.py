@@ -17,7 +17,7 @@ from xling.data.fingerprints import lines_holding
 from xling.errors import XlingError
 from xling.train.config import TrainConfig
 from xling.train.encoder import read_sources, train_encoder
-from xling.train.log_lines import read_train_log
+from xling.train.log_lines import TrainLog
 from xling.train.mlm import BlockMix, pack_pairs, temperature_shares
 from xling.train.text_config import EncoderOptions
 
@@ -123,7 +123,7 @@ def test_no_embeddings_trains_the_head_with_the_encoder_and_leaves_the_embedding
     assert [m.name for m in report.mix] == ["qu", "en", "es-qu"]
     assert sum(m.share for m in report.mix) == pytest.approx(1, abs=1e-3)
     assert set(report.held_out_perplexity) == {"qu", "en"}
-    log = read_train_log(folder / "train_log.jsonl").evaluations
+    log = TrainLog.read(folder / "train_log.jsonl").evaluations
     assert [entry.step for entry in log] == [0, 2, 4] and all("perplexity_en" in entry.metrics for entry in log)
     card = (folder / "README.md").read_text()
     assert "pipeline_tag: fill-mask" in card and "es-qu (translation pairs)" in card

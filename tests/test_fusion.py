@@ -23,7 +23,7 @@ from xling.tagging.spec import TaggerSpec
 from xling.tagging.tagger import Tagger
 from xling.train.config import FusionOptions, TaskAdapterOptions, TrainConfig
 from xling.train.fusion import train_fusion
-from xling.train.report import read_report
+from xling.train.report import RunReport
 from xling.train.task import train_task_adapter
 from xling.workspace import Workspace
 
@@ -64,7 +64,7 @@ def test_fusion_is_trained_over_frozen_adapters_and_reloads_exactly(fused):
     assert report.name == "ner-fusion-qu" and report.adapters == ["ner-en", "ner-es"]
     saved = json.loads((root / "ws" / "tinybert" / "fusion" / "ner-fusion-qu" / "xling_adapter.json").read_text())
     assert saved["kind"] == "fusion" and saved["adapters"] == ["ner-en", "ner-es"]
-    read = read_report(root / "ws" / "tinybert" / "fusion" / "ner-fusion-qu")  # the options as the run's own
+    read = RunReport.read(root / "ws" / "tinybert" / "fusion" / "ner-fusion-qu")  # the options as the run's own
     assert read.options.adapters == ["ner-en", "ner-es"] and read.options.training.epochs == 3
     assert (
         Path(read.resolved.lang_adapter).name == "qu" and read.to_record() == replace(report, saved_to=None).to_record()

@@ -26,7 +26,7 @@ from xling.data.text import read_text
 from xling.errors import XlingError
 from xling.train.config import MaskingConfig, TrainConfig
 from xling.train.language import mlm_head, split_held_out, train_language_adapter
-from xling.train.log_lines import read_train_log
+from xling.train.log_lines import TrainLog
 from xling.train.mlm import MaskedLMObjective, pack_blocks
 from xling.train.text_config import LanguageAdapterOptions
 
@@ -232,7 +232,7 @@ def test_train_lang_saves_adapter_head_report_and_log(tmp_path, tiny_dir):
         and config["config"]["reduction_factor"] == 2
         and config["config"]["invertible"]
     )
-    log = read_train_log(saved / "train_log.jsonl")
+    log = TrainLog.read(saved / "train_log.jsonl")
     assert [e.step for e in log.evaluations] == [0, 4, 8, 12]
     # every --log-every (10) steps and at the last: the mean loss, the learning rate, the step time
     assert [line.step for line in log.training] == [10, 12] and all(line.loss > 0 for line in log.training)
@@ -317,7 +317,7 @@ def test_resume_after_crash_finishes_like_an_uninterrupted_run(tmp_path, tiny_di
     b = load_file(Path(resumed.saved_to) / "xling_adapter.safetensors")
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert resumed.held_out_perplexity_after == uninterrupted.held_out_perplexity_after
-    log = read_train_log(Path(resumed.saved_to) / "train_log.jsonl")
+    log = TrainLog.read(Path(resumed.saved_to) / "train_log.jsonl")
     assert [e.step for e in log.evaluations] == [0, 4, 8, 12] and [line.step for line in log.training] == [10, 12]
 
 

@@ -162,11 +162,11 @@ def test_an_adapterhub_config_whose_sizes_differ_from_its_weights_is_refused_in_
 
 
 def test_any_task_record_loads_or_is_refused_naming_it(trained_workspace, tmp_path):
-    from xling.trained_tasks import TASK_FILE, read_task
+    from xling.trained_tasks import TASK_FILE, TaskRecord
 
     root, model_dir, _, _ = trained_workspace
     task = shutil.copytree(root / "ws" / model_dir.name / "task" / "ner-en", tmp_path / "ner-en")
-    fuzz(task / TASK_FILE, lambda: read_task(task))
+    fuzz(task / TASK_FILE, lambda: TaskRecord.read(task))
 
 
 def test_any_run_record_resumes_or_is_refused_naming_it(tmp_path):
@@ -245,11 +245,11 @@ def test_any_fingerprints_file_loads_or_is_refused_naming_it(trained_workspace, 
 
 
 def test_any_training_report_reads_or_is_refused_naming_it(trained_workspace, tmp_path):
-    from xling.train.report import REPORT_FILE, read_report
+    from xling.train.report import REPORT_FILE, RunReport
 
     root, model_dir, _, _ = trained_workspace
     task = shutil.copytree(root / "ws" / model_dir.name / "task" / "ner-en", tmp_path / "ner-en")
-    fuzz(task / REPORT_FILE, lambda: read_report(task))
+    fuzz(task / REPORT_FILE, lambda: RunReport.read(task))
 
 
 def test_any_shipped_record_reads_or_is_refused_naming_it(tmp_path):
@@ -383,7 +383,7 @@ def test_any_silver_record_reads_or_has_the_splits_made_again(tmp_path):
 def test_any_train_log_line_reads_typed_or_is_refused_naming_its_file_and_line(tmp_path, kind):
     from dataclasses import asdict
 
-    from xling.train.log_lines import Evaluation, TrainingLine, read_train_log
+    from xling.train.log_lines import Evaluation, TrainingLine, TrainLog
 
     file = tmp_path / "train_log.jsonl"
     if kind == "evaluation":
@@ -391,7 +391,7 @@ def test_any_train_log_line_reads_typed_or_is_refused_naming_its_file_and_line(t
     else:
         line = asdict(TrainingLine(10, 0.5, 2.3, 1e-4, 0.41, 5000.0))
     file.write_text(json.dumps(line) + "\n")
-    fuzz(file, lambda: read_train_log(file), line=0)
+    fuzz(file, lambda: TrainLog.read(file), line=0)
 
 
 def test_any_self_training_record_reads_typed_or_is_refused_naming_its_file(tmp_path):

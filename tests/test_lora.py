@@ -17,7 +17,7 @@ from xling.adapters.adapterhub import export_adapterhub
 from xling.adapters.lora import LoraConfig
 from xling.adapters.saving import load, save
 from xling.errors import XlingError
-from xling.train.report import read_report
+from xling.train.report import RunReport
 
 
 def merged(model: AdaptedModel, name: str):
@@ -175,7 +175,7 @@ def test_train_task_with_lora_from_the_command_line_tags_in_a_stack_with_quechua
     assert trained.exit_code == 0, trained.output
     record = json.loads((model_root / "task" / "ner-lora" / "xling_adapter.json").read_text())
     assert record["kind"] == "lora" and record["config"]["rank"] == 4 and record["config"]["alpha"] == 8
-    report = read_report(model_root / "task" / "ner-lora")
+    report = RunReport.read(model_root / "task" / "ner-lora")
     assert report.options.adapter.kind == "lora"
     assert report.trainable_parameters == 3 * 2 * (4 * 32 + 32 * 4) + 32 * 5 + 5
     assert report.best.f1 > 0.5
@@ -301,7 +301,7 @@ def test_a_peft_export_of_a_hub_model_loads_with_autopeft_and_pipeline_offline_f
     # what -m was decided to be is recorded, by the adapter and its report: exports and cards read it
     saved = tmp_path / "ws" / "xling-test--tiny-bert" / "task" / "ner-lora"
     assert json.loads((saved / "xling_adapter.json").read_text())["base_model"]["hub_id"] == "xling-test/tiny-bert"
-    identity = read_report(saved).model_identity
+    identity = RunReport.read(saved).model_identity
     assert (identity.kind, identity.label, identity.hub_id) == ("hub", "xling-test--tiny-bert", "xling-test/tiny-bert")
     card = (tmp_path / "peft" / "README.md").read_text()
     snippet = re.search(r"```python\n(.*?)```", card, re.S).group(1).replace("DIR", str(tmp_path / "peft"))

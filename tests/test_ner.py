@@ -28,7 +28,7 @@ from xling.tagging.predict import predict_probabilities
 from xling.tagging.spec import TaggerSpec
 from xling.tagging.tagger import Tagger
 from xling.train.config import TaskAdapterOptions, TrainConfig
-from xling.train.log_lines import read_train_log
+from xling.train.log_lines import TrainLog
 from xling.train.task import train_task_adapter
 from xling.train.token_classification import TaggingObjective
 from xling.trained_tasks import load_task_model
@@ -209,7 +209,7 @@ def test_train_task_stacks_on_frozen_lang_adapter_and_selects_best(setup_dirs):
     task = json.loads((saved / "task.json").read_text())
     assert task["method"] == "adapter" and task["labels"] == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
     assert json.loads((saved / "xling_adapter.json").read_text())["config"]["reduction_factor"] == 8
-    log = read_train_log(saved / "train_log.jsonl").evaluations
+    log = TrainLog.read(saved / "train_log.jsonl").evaluations
     assert report.best.f1 == max(e.metrics["f1"] for e in log)
     assert report.best.f1 > 0.5  # the synthetic entities are easy to learn
     lang_after = load_file(root / "ws" / "tinybert" / "lang" / "en" / "xling_adapter.safetensors")

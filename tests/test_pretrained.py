@@ -272,22 +272,22 @@ def test_the_shipping_copy_keeps_what_tagging_reads_in_fp16_and_names_the_langua
     from safetensors import safe_open
 
     from xling.shipping.adapters import copy_adapter
-    from xling.train.report import read_report
-    from xling.trained_tasks import read_task
+    from xling.train.report import RunReport
+    from xling.trained_tasks import TaskRecord
 
     root, model_dir, _, _ = trained_workspace
     source = root / "ws" / model_dir.name
     copy_adapter(source / "task" / "ner-en", tmp_path / "ner-en", TASK, torch.float16)
     copy_adapter(source / "lang" / "qu", tmp_path / "qu", LANG, torch.float16)
-    assert read_task(tmp_path / "ner-en").lang_adapter == "en"  # by name: the path was the training machine's
+    assert TaskRecord.read(tmp_path / "ner-en").lang_adapter == "en"  # by name: the path was the training machine's
     assert not (tmp_path / "qu" / "head_config.json").is_file()  # the masked-LM head serves training only
     for folder in ("ner-en", "qu"):
         with safe_open(str(tmp_path / folder / "xling_adapter.safetensors"), "pt") as f:
             assert {f.get_tensor(k).dtype for k in f.keys()} == {torch.float16}
         assert str(root) not in (tmp_path / folder / "report.json").read_text()
     # the reports read back whole, their data named as the recipe gives it (the runs recorded local files)
-    assert read_report(tmp_path / "qu").options.corpus == ["corpus:quechua-text"]
-    assert read_report(tmp_path / "ner-en").options.train == "corpus:wikiann-en/train"
+    assert RunReport.read(tmp_path / "qu").options.corpus == ["corpus:quechua-text"]
+    assert RunReport.read(tmp_path / "ner-en").options.train == "corpus:wikiann-en/train"
     told = subprocess.run([sys.executable, "-m", "xling.shipping.head", "--help"], capture_output=True, text=True)
     assert told.returncode == 0 and "workdir" in told.stdout  # the command the docs give exists
 

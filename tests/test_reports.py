@@ -12,7 +12,7 @@ from xling.errors import XlingError
 from xling.fileio import write_json_atomic
 from xling.pretrained import PRETRAINED_ROOT
 from xling.roles import FUSION, LANG, TASK
-from xling.train.report import REPORT_FILE, RunReport, read_report
+from xling.train.report import REPORT_FILE, RunReport
 
 
 def test_every_training_run_writes_its_role_and_the_report_reads_back_as_it_was(trained_workspace):
@@ -22,16 +22,16 @@ def test_every_training_run_writes_its_role_and_the_report_reads_back_as_it_was(
         file = workspace / role.name / name / REPORT_FILE
         record = json.loads(file.read_text())
         assert record["role"] == role.name and record["name"] == name
-        report = read_report(file.parent)
+        report = RunReport.read(file.parent)
         assert report.role is role and report.to_record() == record
-    assert read_report(workspace / "task" / "ner-en").labels[0] == "O"
+    assert RunReport.read(workspace / "task" / "ner-en").labels[0] == "O"
 
 
 def test_the_shipped_adapters_reports_name_their_role():
     folders = sorted(p.parent for p in PRETRAINED_ROOT.glob(f"*/*/*/{REPORT_FILE}"))
     assert len(folders) == 4
     for folder in folders:
-        report = read_report(folder)
+        report = RunReport.read(folder)
         assert report.role.name == folder.parent.name and report.name == folder.name and report.lang
 
 
@@ -43,7 +43,7 @@ def test_a_report_reads_its_options_back_as_its_commands_options():
     from xling.train.text_config import LanguageAdapterOptions
 
     shipped = PRETRAINED_ROOT / "multilingual-e5-small"
-    task = read_report(shipped / "task" / "ner-qu")
+    task = RunReport.read(shipped / "task" / "ner-qu")
     assert isinstance(task.options, TaskAdapterOptions) and task.options.init_from == "ner-en"
     assert task.options.training.epochs == 10 and task.options.training.seed == 2 and task.dev == task.options.dev
     assert task.options.adapter.kind == task.adapter_kind == "bottleneck"
@@ -51,7 +51,7 @@ def test_a_report_reads_its_options_back_as_its_commands_options():
     assert task.resolved.labels == task.labels and task.resolved.other_lang_adapters == {}
     given = replace(task, options=replace(task.options, lang_adapter="qu-wiki"))
     assert RunReport.from_record(given.to_record(), "again").options.lang_adapter == "qu-wiki"  # an option, kept
-    lang = read_report(shipped / "lang" / "qu")
+    lang = RunReport.read(shipped / "lang" / "qu")
     assert isinstance(lang.options, LanguageAdapterOptions) and lang.options.corpus == ["corpus:quechua-text"]
     assert lang.options.adapter.config.invertible and lang.options.training.max_steps == 300 and lang.dev is None
 
@@ -71,7 +71,7 @@ def test_a_report_reads_its_options_back_as_its_commands_options():
 def test_a_report_of_another_shape_is_refused_in_one_line_naming_its_file(tmp_path, change, message):
     write_json_atomic(tmp_path / REPORT_FILE, {"name": "qu", "role": "lang", "steps": 10} | change)
     with pytest.raises(XlingError) as refused:
-        read_report(tmp_path)
+        RunReport.read(tmp_path)
     assert str(tmp_path / REPORT_FILE) in str(refused.value) and message in str(refused.value)
     assert "\n" not in str(refused.value)
 
@@ -85,6 +85,6 @@ def test_an_adapter_without_a_report_is_described_by_its_saved_config(tmp_path):
         (tmp_path / folder).mkdir()
         saved = {"xling_version": "0.1.0", "base_model": {"name": "tinybert", "fingerprint": {}}}
         write_json_atomic(tmp_path / folder / "xling_adapter.json", config | saved)
-        report = read_report(tmp_path / folder)
+        report = RunReport.read(tmp_path / folder)
         assert (report.name, report.role) == (config["name"], role)
         assert RunReport.from_record(report.to_record(), "again") == report

@@ -529,14 +529,14 @@ def test_nlp_evaluate_scores_xling_entities(trained_workspace):
 def test_the_decoder_a_task_was_trained_with_is_used_unless_another_is_given(copied_workspace):
     from xling.train.config import TaskAdapterOptions, TrainConfig
     from xling.train.task import train_task_adapter
-    from xling.trained_tasks import read_task
+    from xling.trained_tasks import TaskRecord
 
     workspace, model_dir, model_folder, dev = copied_workspace
-    assert read_task(model_folder / "task" / "ner-en").decoder == "viterbi"
+    assert TaskRecord.read(model_folder / "task" / "ner-en").decoder == "viterbi"
     training = TrainConfig(max_steps=2, batch_size=8, eval_every=None)
     given = dict(lang="en", train=str(dev), dev=str(dev), name="split-en", decoder="split", training=training)
     train_task_adapter(TaskAdapterOptions(**given, model=str(model_dir), workspace=str(workspace)))
-    assert read_task(model_folder / "task" / "split-en").decoder == "split"
+    assert TaskRecord.read(model_folder / "task" / "split-en").decoder == "split"
     load = dict(lang="en", task_adapter="split-en", model=str(model_dir), workspace=str(workspace))
     assert Tagger.load(**load).decoder == "split"
     assert Tagger.load(**load, decoder="viterbi").decoder == "viterbi"

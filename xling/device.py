@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from xling.errors import XlingError
-from xling.records import read_record
+from xling.records import Record
 
 DEVICE_HELP = "auto (a GPU when present), cpu or cuda."
 DEVICES = ("auto", "cpu", "cuda")
@@ -165,7 +165,7 @@ def not_kept(folder: str, why: str) -> None:
 
 
 @dataclass
-class Bf16Speedup:
+class Bf16Speedup(Record):
     """What xling's cache keeps of a CPU's bf16 measurement."""
 
     cpu: str
@@ -174,10 +174,6 @@ class Bf16Speedup:
     def __post_init__(self):
         if not (math.isfinite(self.bf16_speedup) and self.bf16_speedup >= 0):
             raise XlingError(f"a bf16 speedup is a finite number of at least 0, not {self.bf16_speedup}")
-
-    @classmethod
-    def read(cls, file: Path) -> Bf16Speedup:
-        return read_record(file, cls)
 
 
 def machine_record(key: str) -> Path:

@@ -1,7 +1,8 @@
 """Reading back what xling wrote (and what other programs wrote in its formats): every file is a typed record, a
 dataclass read from its JSON object with each key and value type checked, and an error in one line naming the
-file. `read_record(path, cls)` for a JSON file, `read_records` for JSON lines, `from_record(cls, data, where)` for
-an object already parsed; `set_fields` is how a record is written."""
+file. A record class reads itself, `Cls.read(path)` (`Record` gives the plain one: `read_record(path, cls)`);
+`read_records` for JSON lines, `from_record(cls, data, where)` for an object already parsed; `set_fields` is how a
+record is written."""
 
 from __future__ import annotations
 
@@ -42,6 +43,15 @@ def _plain(value):
 def read_record(path: Path, cls: type):
     """The `cls` record a JSON file holds, its keys and types checked; one line naming the file otherwise."""
     return from_record(cls, read_json(Path(path)), str(path))
+
+
+class Record:
+    """A dataclass xling writes as one JSON file and reads back with `Cls.read(path)`; a record that reads
+    differently (a folder, a file that may be absent) defines its own `read`."""
+
+    @classmethod
+    def read(cls, path: Path):
+        return read_record(path, cls)
 
 
 def read_records(path: Path, cls: type, damaged: list[str] | None = None) -> list:

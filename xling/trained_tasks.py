@@ -46,16 +46,17 @@ class TaskRecord:
         check_method(self.method)
         check_decoder(self.decoder)
 
-
-def read_task(directory: Path) -> TaskRecord:
-    file = Path(directory) / TASK_FILE
-    if not file.is_file() and (peft := peft_task(Path(directory))) is not None:
-        return peft
-    if not file.is_file():
-        raise XlingError(
-            f"no trained task at {directory}; train one with: xling train-task ner --lang LANG --train FILE --dev FILE"
-        )
-    return read_record(file, TaskRecord)
+    @classmethod
+    def read(cls, directory: Path) -> TaskRecord:
+        """The task trained in `directory`: xling's `task.json`, or a PEFT folder's labels (`peft_task`)."""
+        file = Path(directory) / TASK_FILE
+        if not file.is_file() and (peft := peft_task(Path(directory))) is not None:
+            return peft
+        if not file.is_file():
+            raise XlingError(
+                f"no trained task at {directory}; train one with: xling train-task ner --lang LANG --train FILE --dev FILE"
+            )
+        return read_record(file, cls)
 
 
 def peft_task(directory: Path) -> TaskRecord | None:
@@ -98,7 +99,7 @@ def load_task_model(
 ) -> tuple[AdaptedModel, object, TaskRecord]:
     """The model with the task loaded (adapter and head, or fine-tuned encoder and head); `inference_only` as
     `load_model`'s."""
-    record = read_task(directory)
+    record = TaskRecord.read(directory)
     if METHODS[record.method].trains_encoder:
         encoder, tokenizer = load_model(str(Path(directory) / "encoder"))
         model = AdaptedModel(encoder)
@@ -122,7 +123,7 @@ def trained_over_lang_adapter(role: Role, directory: Path) -> bool:
     says; a fusion saved before its record said so is taken to have been (as it was tagged then)."""
     if role is FUSION:
         return AdapterRecord.read(directory / CONFIG_FILE).metadata.over_lang_adapter is not False
-    return read_task(directory).lang_adapter is not None
+    return TaskRecord.read(directory).lang_adapter is not None
 
 
 def load_fusion_model(model_spec: str, workspace, name: str, inference_only: bool = False):

@@ -19,7 +19,7 @@ from pathlib import Path
 from xling.errors import XlingError
 from xling.fileio import write_text_atomic
 from xling.options import shown
-from xling.records import read_record
+from xling.records import Record
 
 FINGERPRINTS_FILE = "fingerprints.json"  # beside a task adapter: the sentences it was trained on
 NORMALISATION = "nfc-casefold-no-spaces-sha256-16"
@@ -41,7 +41,7 @@ HEX16 = re.compile(r"^[0-9a-f]{16}$")
 
 
 @dataclass
-class Fingerprints:
+class Fingerprints(Record):
     """`fingerprints.json`: how sentences were fingerprinted, and the fingerprints."""
 
     normalisation: str
@@ -67,7 +67,7 @@ def read_fingerprints(folder: Path | None) -> set[str] | None:
     file = Path(folder) / FINGERPRINTS_FILE if folder else None
     if file is None or not file.is_file():
         return None
-    return set(read_record(file, Fingerprints).sentences)
+    return set(Fingerprints.read(file).sentences)
 
 
 def trained_on(folders: list[Path]) -> set[str] | None:

@@ -13,10 +13,10 @@ def write(directory: Path, target: Path, repo_id: str | None = None, overwrite: 
     from xling.adapters.adapterhub import export_adapterhub
     from xling.train.cards.adapter import CardLibrary, model_card
     from xling.train.cards.common import CARD_FILE
-    from xling.train.report import read_report
+    from xling.train.report import RunReport
 
     library = CardLibrary("adapter-transformers", "adapter-transformers", loads_from_repo=True)
-    card = model_card(read_report(directory), repo_id, library)
+    card = model_card(RunReport.read(directory), repo_id, library)
     export_adapterhub(directory, target, overwrite=overwrite, extra_files={CARD_FILE: card} | task_record(directory))
 
 

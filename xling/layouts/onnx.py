@@ -45,4 +45,4 @@ def push_folder(options: PushOptions, staging: Path) -> tuple[Path, dict[str, st
         raise XlingError(
             f"{folder} is not an ONNX folder; write one with: xling export ADAPTER {folder} --format onnx --lang LANG"
         )
-    return folder, {CARD_FILE: onnx_card(OnnxConfig.load(folder), options.repo_id)}
+    return folder, {CARD_FILE: onnx_card(OnnxConfig.read(folder), options.repo_id)}

@@ -13,9 +13,9 @@ def write(directory: Path, target: Path, repo_id: str | None = None, overwrite: 
     from xling.adapters.lora.peft import export_peft
     from xling.train.cards.common import CARD_FILE
     from xling.train.cards.peft import peft_card
-    from xling.train.report import read_report
+    from xling.train.report import RunReport
 
-    card = peft_card(read_report(directory), repo_id)
+    card = peft_card(RunReport.read(directory), repo_id)
     export_peft(directory, target, overwrite=overwrite, extra_files={CARD_FILE: card} | task_record(directory))
 
 

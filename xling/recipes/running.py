@@ -33,7 +33,7 @@ from xling.tagging.evaluate import leakage_warning
 from xling.train.cards.adapter import model_card
 from xling.train.cards.common import CARD_FILE
 from xling.train.progress import TrainingProgress
-from xling.train.report import REPORT_FILE, RecipeEvaluation, read_report
+from xling.train.report import REPORT_FILE, RecipeEvaluation, RunReport
 from xling.workspace import Workspace
 
 
@@ -118,7 +118,7 @@ def record_evaluations(runs: list[Recipe], rows: list[ResultRow]) -> None:
                 continue
             evaluations = [evaluation_record(row, seed) for row in rows if made[1] in row.adapters]
             if evaluations:
-                report = replace(read_report(directory), recipe=run.name, evaluations=evaluations)
+                report = replace(RunReport.read(directory), recipe=run.name, evaluations=evaluations)
                 write_json_atomic(directory / REPORT_FILE, report.to_record())
                 write_text_atomic(directory / CARD_FILE, model_card(report))
 

@@ -9,13 +9,13 @@ from pathlib import Path
 from xling.adapters.composition import named_adapters
 from xling.errors import XlingError
 from xling.fileio import read_json
-from xling.records import from_record, read_record, set_fields
+from xling.records import Record, from_record, set_fields
 
 MAX_COUNT = 10**9  # entities in one sentence: far beyond any real one, and exact in every sum
 
 
 @dataclass
-class EvaluationResult:
+class EvaluationResult(Record):
     """Entity scores (seqeval, strict IOB2; fractions in [0, 1]), what was scored and with what, and each
     sentence's counts, from which intervals and paired tests are drawn."""
 
@@ -53,10 +53,6 @@ class EvaluationResult:
 
     def to_record(self) -> dict:
         return set_fields(self, {"seen_in_training"})
-
-    @classmethod
-    def read(cls, path: Path) -> EvaluationResult:
-        return read_record(path, cls)
 
 
 @dataclass

@@ -47,8 +47,8 @@ from xling.tagging.options import EvaluationOptions
 from xling.tagging.spec import TaggerSpec
 from xling.train.cards.adapter import model_card
 from xling.train.cards.common import CARD_FILE, catalogued, corpus_table
-from xling.train.report import REPORT_FILE, RunReport, read_report
-from xling.trained_tasks import TASK_FILE, read_task, task_text
+from xling.train.report import REPORT_FILE, RunReport
+from xling.trained_tasks import TASK_FILE, TaskRecord, task_text
 
 RECIPE, SEED = "recipes/pretrained.toml", 2
 SILVER_DEV, QU_DEV, EN_DEV = "corpus:wikiann-qu/silver-dev", "corpus:wikiann-qu/dev", "corpus:wikiann-en/dev"
@@ -81,7 +81,7 @@ def copy_adapter(source: Path, target: Path, role, dtype: torch.dtype) -> None:
         elif name == REPORT_FILE:
             write_json_atomic(target / name, without_local_paths(named_report(source, role).to_record()))
         elif name == TASK_FILE:  # the language adapter it was trained over, by name rather than by path
-            record = read_task(source)
+            record = TaskRecord.read(source)
             by_name = replace(record, lang_adapter=record.lang_adapter and Path(record.lang_adapter).name)
             (target / name).write_text(task_text(by_name), encoding="utf-8")
         elif (source / name).is_file():
@@ -91,7 +91,7 @@ def copy_adapter(source: Path, target: Path, role, dtype: torch.dtype) -> None:
 def named_report(source: Path, role) -> RunReport:
     """The adapter's report with its training data named as the recipe gave it (the corpora by catalogue name,
     where the run recorded the files it read), so that nothing it must say is left out with the local paths."""
-    report, step = read_report(source), recipe_steps()[source.name]
+    report, step = RunReport.read(source), recipe_steps()[source.name]
     given = {key: step[key] for key in (("corpus",) if role is LANG else ("train", "dev")) if key in step}
     return replace(report, options=replace(report.options, **given))
 
@@ -208,7 +208,9 @@ def write_record(staged_ws: Path, role, name: str, fp16: bool, checks: list[dict
         fp16_check=checks,
     )
     write_json_atomic(target / RECORD_FILE, record.to_record())
-    card = model_card(read_report(target)) + shipped_section(PretrainedRecord.read(target), read_fingerprints(target))
+    card = model_card(RunReport.read(target)) + shipped_section(
+        PretrainedRecord.read(target), read_fingerprints(target)
+    )
     (target / CARD_FILE).write_text(card, encoding="utf-8")
 
 

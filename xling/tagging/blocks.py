@@ -29,7 +29,7 @@ from xling.errors import XlingError
 from xling.fileio import atomic_text_file, write_json_atomic, write_text_atomic
 from xling.names import no_link
 from xling.options import at_least
-from xling.records import read_record
+from xling.records import Record, read_record
 from xling.tagging.options import TagOptions
 from xling.tagging.output import render
 
@@ -135,7 +135,7 @@ def prepare_parts(folder: Path, job: TagJob) -> None:
 
 
 @dataclass
-class BlockCounts:
+class BlockCounts(Record):
     """A finished block's `<number>.json`: what it holds, and by its presence that it is whole."""
 
     results: int
@@ -144,10 +144,6 @@ class BlockCounts:
     def __post_init__(self):
         at_least("results", self.results, 0)
         at_least("entities", self.entities, 0)
-
-    @classmethod
-    def read(cls, file: Path) -> BlockCounts:
-        return read_record(file, cls)
 
 
 def block_files(folder: Path, number: int, output_format: str) -> tuple[Path, Path]:

@@ -67,7 +67,7 @@ class OnnxConfig:
             raise XlingError(f"precisions must be some of {', '.join(GRAPH_FILES)}, not {self.precisions}")
 
     @classmethod
-    def load(cls, directory: Path) -> OnnxConfig:
+    def read(cls, directory: Path) -> OnnxConfig:
         file = directory / CONFIG_FILE
         return read_record(file, cls)
 
@@ -185,7 +185,7 @@ class OnnxTagger(TextTagger):
         self.directory = Path(directory).expanduser()
         if not is_onnx_folder(self.directory):
             raise XlingError(f"no exported ONNX tagger at {directory} ({CONFIG_FILE} missing)")
-        self.config = OnnxConfig.load(self.directory)
+        self.config = OnnxConfig.read(self.directory)
         self.precision = check_onnx_precision(precision)
         if self.precision not in self.config.precisions:
             raise XlingError(f"{directory} has no {self.precision} graph; export it with --int8")

@@ -43,7 +43,7 @@ from xling.device import check_device, check_precision
 from xling.errors import XlingError, naming
 from xling.models.loading import DEFAULT_MODEL
 from xling.names import check_lang
-from xling.records import read_record
+from xling.records import Record
 from xling.roles import ROLES, TASK
 from xling.tagging.base import check_batch_size
 from xling.tagging.spec import TaggerSpec
@@ -59,7 +59,7 @@ if not Span.has_extension("score"):
 
 
 @dataclass
-class SavedComponent:
+class SavedComponent(Record):
     """`xling.json` in a saved pipeline's component folder: how to tag with the adapters in its workspace, named
     as there."""
 
@@ -219,7 +219,7 @@ class XlingNER:
         """The saved settings, checked, and the tagger loaded from the copied adapters: a damaged pipeline is
         refused by `spacy.load`, not at its first document."""
         path = Path(path).resolve()
-        saved = read_record(path / SAVED, SavedComponent)
+        saved = SavedComponent.read(path / SAVED)
         self.paragraphs, self.overwrite_ents = saved.paragraphs, saved.overwrite_ents
         settings = {k: v for k, v in asdict(saved).items() if k not in ("paragraphs", "overwrite_ents")}
         self.load = settings | {"workspace": str(path / WORKSPACE), "use_lang_adapter": saved.lang_adapter is not None}

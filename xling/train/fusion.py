@@ -28,7 +28,7 @@ from xling.train.progress import TrainingProgress
 from xling.train.report import Resolved, RunReport
 from xling.train.run import start
 from xling.train.token_classification import TaggingObjective
-from xling.trained_tasks import read_task
+from xling.trained_tasks import TaskRecord
 
 
 def train_fusion(
@@ -38,7 +38,7 @@ def train_fusion(
         raise XlingError("fusion needs at least two task adapters (--adapters ner-en,ner-es)")
     console, lang, workspace, run = start(options, FUSION, console)
     name = run.target.name
-    records = [read_task(workspace.task(a)) for a in options.adapters]
+    records = [TaskRecord.read(workspace.task(a)) for a in options.adapters]
     not_adapters = [r.name for r in records if not METHODS[r.method].adapters]
     if not_adapters:
         raise XlingError(

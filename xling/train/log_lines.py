@@ -20,6 +20,19 @@ TRAINING = "train"  # the `kind` of a training line; an evaluation has none
 PLACE = ("step", "epoch", "seconds")  # where in the run an evaluation was made; its other keys are its metrics
 
 
+@dataclass
+class LoopState:
+    """Where the loop is, as a checkpoint saves it: what a resumed run starts from."""
+
+    step: int = 0
+    epoch: int = 0
+    position: int = 0  # batches taken in this epoch
+    tokens: int = 0
+    seconds: float = 0.0
+    best: dict | None = None  # the selected evaluation, as its log line
+    stale: int = 0  # evaluations since the selected one
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """An evaluation during training: what the loop compares (`score`), selects and logs."""
@@ -65,17 +78,17 @@ class TrainLog:
     evaluations: list[Evaluation]
     training: list[TrainingLine]
 
+    @classmethod
+    def read(cls, file: Path) -> TrainLog:
+        """A saved `train_log.jsonl`, each line typed; a damaged line is one error naming the file and line."""
+        log = cls([], [])
+        for line in read_jsonl(Path(file), record=_line):
+            (log.training if isinstance(line, TrainingLine) else log.evaluations).append(line)
+        return log
+
 
 def is_training_line(entry: dict) -> bool:
     return entry.get("kind") == TRAINING
-
-
-def read_train_log(file: Path) -> TrainLog:
-    """A saved `train_log.jsonl`, each line typed; a damaged line is one error naming the file and line."""
-    log = TrainLog([], [])
-    for line in read_jsonl(Path(file), record=_line):
-        (log.training if isinstance(line, TrainingLine) else log.evaluations).append(line)
-    return log
 
 
 def _line(entry, where: str) -> Evaluation | TrainingLine:

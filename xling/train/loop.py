@@ -26,11 +26,12 @@ from xling.adapters import AdaptedModel
 from xling.data.labels import IGNORE
 from xling.device import autocast
 from xling.errors import XlingError
+from xling.records import from_record
 from xling.train.checkpoint import load_checkpoint, save_checkpoint
 from xling.train.config import TrainConfig
 from xling.train.cpu import cpu_training
 from xling.train.frozen import store_frozen_weights, training_mode
-from xling.train.log_lines import Evaluation, TrainingLine, is_training_line
+from xling.train.log_lines import Evaluation, LoopState, TrainingLine, is_training_line
 from xling.train.objective import Objective, TrainResult
 from xling.train.processes import flat
 from xling.train.progress import Silent, TextProgress, TrainingProgress
@@ -88,7 +89,7 @@ class _Run:
 
         # Not prepared by accelerate, which would step it once per process: here the batch is global.
         self.scheduler = get_linear_schedule_with_warmup(self.optimizer, warmup, self.total)
-        self.state = {"step": 0, "epoch": 0, "position": 0, "tokens": 0, "seconds": 0.0, "best": None, "stale": 0}
+        self.state = LoopState()
         self.best_weights: dict[str, torch.Tensor] | None = None
         self.model = model
 
@@ -99,6 +100,7 @@ class _Run:
         """Load the last checkpoint, if any, before the model is wrapped for DDP."""
         try:
             saved = load_checkpoint(self.run_dir / "checkpoint")
+            state = saved and from_record(LoopState, saved["state"], "its checkpoint's state")
         except XlingError as err:
             raise damaged(self.run_dir, str(err)) from None
         if saved is not None:
@@ -116,10 +118,10 @@ class _Run:
                 torch.set_rng_state(saved["rng"])
                 if torch.cuda.is_available() and saved.get("cuda_rng") is not None:
                     torch.cuda.set_rng_state_all(saved["cuda_rng"])
-            self.state = saved["state"]
+            self.state = state
             self.best_weights = saved.get("best_weights")
-            self.progress.note(f"resuming {title} from step {self.state['step']} of {self.total} ({self.run_dir})")
-        logged = read_log(self.run_dir, self.state["step"], write=self.main)
+            self.progress.note(f"resuming {title} from step {self.state.step} of {self.total} ({self.run_dir})")
+        logged = read_log(self.run_dir, self.state.step, write=self.main)
         where = str(self.run_dir / LOG_FILE)
         self.evaluations = [Evaluation.from_line(entry, where) for entry in logged if not is_training_line(entry)]
         self.since_logged: list[tuple[float, float, int]] = []  # each step's loss, seconds and tokens
@@ -137,7 +139,7 @@ class _Run:
                 metrics = self.objective.evaluate(self.model)
             training_mode(self.model, self.config.encoder_dropout)
         metrics = broadcast_object_list([metrics])[0]
-        evaluation = Evaluation(state["step"], self.epoch(), round(state["seconds"], 1), metrics)
+        evaluation = Evaluation(state.step, self.epoch(), round(state.seconds, 1), metrics)
         self.evaluations.append(evaluation)
         self.track({f"eval/{k}": v for k, v in metrics.items() if isinstance(v, int | float) and math.isfinite(v)})
         self.write_line(evaluation.to_line())
@@ -146,20 +148,20 @@ class _Run:
             self.progress.note(f"step {evaluation.step}: " + "  ".join(shown))
         if self.objective.selects_best:
             if (best := self.best()) is None or evaluation.score > best.score:
-                state["best"], state["stale"] = evaluation.to_line(), 0  # a checkpoint holds it as its log line
+                state.best, state.stale = evaluation.to_line(), 0  # a checkpoint holds it as its log line
                 self.best_weights = {n: p.detach().clone().cpu() for n, p in self.trainable.items()}
             else:
-                state["stale"] += 1
+                state.stale += 1
         return evaluation
 
     def best(self) -> Evaluation | None:
         """The evaluation selected so far (objectives that select on dev)."""
-        return self.state["best"] and Evaluation.from_line(self.state["best"], "the checkpoint's selected evaluation")
+        return self.state.best and Evaluation.from_line(self.state.best, "the checkpoint's selected evaluation")
 
     def epoch(self) -> float:
         """Epochs done, the current one in part."""
         state = self.state
-        return round(state["epoch"] + state["position"] / max(1, self.per_epoch * self.config.grad_accum), 3)
+        return round(state.epoch + state.position / max(1, self.per_epoch * self.config.grad_accum), 3)
 
     def write_line(self, entry: dict) -> None:
         """A line of the run's log (`log.jsonl`, saved as `train_log.jsonl`), by the main process."""
@@ -172,11 +174,11 @@ class _Run:
         learning_rate = self.scheduler.get_last_lr()[0]
         self.track({"train/loss": loss, "train/learning_rate": learning_rate})
         self.since_logged.append((loss, seconds, tokens))
-        if self.state["step"] % self.config.log_every and self.state["step"] < self.total:
+        if self.state.step % self.config.log_every and self.state.step < self.total:
             return
         losses, times, counts = zip(*self.since_logged)
         line = TrainingLine(
-            step=self.state["step"],
+            step=self.state.step,
             epoch=self.epoch(),
             loss=round(sum(losses) / len(losses), 6),
             learning_rate=learning_rate,
@@ -189,7 +191,7 @@ class _Run:
     def track(self, values: dict[str, float]) -> None:
         """Numbers for the tracker `--report-to` names, at this step (none named: nowhere)."""
         if self.config.report_to:
-            self.accelerator.log(values, step=self.state["step"])
+            self.accelerator.log(values, step=self.state.step)
 
     def agreed(self, stopping: bool) -> bool:
         """Whether any process was told to stop: all stop after the same step (one stopping alone would leave the
@@ -210,7 +212,7 @@ class _Run:
                 "scheduler": self.scheduler.state_dict(),
                 "rng": rng_state,
                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-                "state": dict(self.state),
+                "state": asdict(self.state),
                 "precision": self.precision,
                 **({"best_weights": self.best_weights} if self.best_weights is not None else {}),
             },
@@ -223,11 +225,11 @@ class _Run:
         for micro in range(config.grad_accum):
             batch = next(batches, None)
             if batch is None:
-                state["epoch"], state["position"] = state["epoch"] + 1, 0
-                batches = self.objective.batches(state["epoch"], config.batch_size)
+                state.epoch, state.position = state.epoch + 1, 0
+                batches = self.objective.batches(state.epoch, config.batch_size)
                 batch = next(batches)
-            state["position"] += 1
-            tensors = self.objective.prepare(batch, state["step"])
+            state.position += 1
+            tensors = self.objective.prepare(batch, state.step)
             labelled = int((tensors["labels"] != IGNORE).sum())
             step_tokens += int(tensors["attention_mask"].sum())
             shard = {k: v.to(accelerator.device) for k, v in _shard(tensors, self.rank, self.world).items()}
@@ -241,7 +243,7 @@ class _Run:
         loss = float(accelerator.reduce(step_loss, "mean"))
         if not math.isfinite(loss):  # before the update: the weights stay as they were
             raise XlingError(
-                f"training stopped: the loss became {loss} at step {state['step'] + 1}; nothing "
+                f"training stopped: the loss became {loss} at step {state.step + 1}; nothing "
                 f"was saved, and the last good checkpoint stays in {self.run_dir} (try a lower --lr)"
             )
         if config.max_grad_norm:
@@ -249,8 +251,8 @@ class _Run:
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        state["step"] += 1
-        state["tokens"] += step_tokens
+        state.step += 1
+        state.tokens += step_tokens
         return loss, step_tokens, batches
 
 
@@ -281,40 +283,40 @@ def train(
     if config.report_to:
         accelerator.init_trackers(f"{run_dir.parent.name}-{run_dir.name.removesuffix('.partial')}", flat(run_options))
     state = run.state
-    if state["step"] == 0 and objective.evaluate_at_start and not run.evaluations:
+    if state.step == 0 and objective.evaluate_at_start and not run.evaluations:
         run.evaluate()
     eval_every = config.eval_every or run.per_epoch
     session_start, session_tokens, running_loss, stopped_early = time.perf_counter(), 0, [], False
-    batches = _skip(objective.batches(state["epoch"], config.batch_size), state["position"])
+    batches = _skip(objective.batches(state.epoch, config.batch_size), state.position)
     boundary_rng = torch.get_rng_state()
     training_mode(model, config.encoder_dropout)
-    progress.start(title, run.total, state["step"])
+    progress.start(title, run.total, state.step)
     with cpu_training(model.encoder, device), StopSignals() as stop:
         try:
-            while state["step"] < run.total:
+            while state.step < run.total:
                 step_start = time.perf_counter()
                 loss, tokens, batches = run.step(batches)
                 step_seconds = time.perf_counter() - step_start
-                state["seconds"] += step_seconds
+                state.seconds += step_seconds
                 boundary_rng = torch.get_rng_state()
                 session_tokens += tokens
                 running_loss = (running_loss + [loss])[-20:]
                 rate = session_tokens / max(1e-9, time.perf_counter() - session_start)
                 progress.advance(
-                    state["step"], f"{objective.describe(sum(running_loss) / len(running_loss))}  {rate:,.0f} tok/s"
+                    state.step, f"{objective.describe(sum(running_loss) / len(running_loss))}  {rate:,.0f} tok/s"
                 )
                 run.after_step(loss, step_seconds, tokens)
-                if state["step"] % eval_every == 0 or state["step"] == run.total:
+                if state.step % eval_every == 0 or state.step == run.total:
                     run.evaluate()
-                    if config.patience and state["stale"] >= config.patience:  # None or 0: never
+                    if config.patience and state.stale >= config.patience:  # None or 0: never
                         stopped_early = True
                         progress.note(f"stopping early: no improvement in {config.patience} evaluations")
                         break
-                if state["step"] % config.checkpoint_every == 0 and state["step"] < run.total:
+                if state.step % config.checkpoint_every == 0 and state.step < run.total:
                     run.checkpoint(boundary_rng)
-                if run.agreed(stop.received is not None) and state["step"] < run.total:
+                if run.agreed(stop.received is not None) and state.step < run.total:
                     run.checkpoint(boundary_rng)  # the state between two steps: what a rerun resumes exactly
-                    progress.note(f"interrupted at step {state['step']}; rerun the same command to resume")
+                    progress.note(f"interrupted at step {state.step}; rerun the same command to resume")
                     stop.act()
         except KeyboardInterrupt:  # a second signal: at once; the last checkpoint stays, itself between steps
             progress.note("interrupted; rerun the same command to resume from the last checkpoint")
@@ -328,7 +330,7 @@ def train(
             for name, param in run.trainable.items():
                 param.copy_(run.best_weights[name].to(param.device))
     return TrainResult(
-        state["step"], state["seconds"], state["tokens"], run.evaluations, run.best(), stopped_early, main, precision
+        state.step, state.seconds, state.tokens, run.evaluations, run.best(), stopped_early, main, precision
     )
 
 

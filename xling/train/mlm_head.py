@@ -20,7 +20,7 @@ from xling.models import load_model
 from xling.models.loading import DEFAULT_MODEL
 from xling.pretrained import MLM_HEAD_FILE
 from xling.provenance import made_where
-from xling.records import read_record
+from xling.records import Record
 from xling.train.config import MaskingConfig, TrainConfig
 from xling.train.language import split_held_out, unigram_bias
 from xling.train.loop import train
@@ -55,7 +55,7 @@ class HeadRecipe:
 
 
 @dataclass
-class HeadReport:
+class HeadReport(Record):
     """The trained head's `report.json` in its work folder: where and from what recipe it was made, its blocks,
     held-out perplexity per language, evaluations and time."""
 
@@ -68,10 +68,6 @@ class HeadReport:
     evaluations: list[dict]
     training_seconds: float
     computed_in: str
-
-    @classmethod
-    def read(cls, file: Path) -> HeadReport:
-        return read_record(file, cls)
 
 
 def language_blocks(recipe: HeadRecipe, tokenizer) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:

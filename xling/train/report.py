@@ -14,7 +14,7 @@ from xling.errors import XlingError
 from xling.fileio import read_json
 from xling.models.loading import ModelIdentity, ModelSpec
 from xling.options import shown
-from xling.records import from_record, read_record, set_fields
+from xling.records import Record, from_record, set_fields
 from xling.roles import ENCODER, FUSION, LANG, TASK, Role, role_named
 from xling.train.config import FusionOptions, TaskAdapterOptions, TrainConfig
 from xling.train.log_lines import Evaluation
@@ -103,7 +103,7 @@ SELF_TRAINING_FILE = "self_training.json"
 
 
 @dataclass
-class SelfTrainingReport:
+class SelfTrainingReport(Record):
     """What `self_train` returns and writes beside the chosen round's copy (`self_training.json`)."""
 
     name: str
@@ -120,10 +120,6 @@ class SelfTrainingReport:
     chosen_round: int
     seconds: float
     saved_to: str
-
-    @classmethod
-    def read(cls, file: Path) -> SelfTrainingReport:
-        return read_record(file, cls)
 
     @property
     def chosen(self) -> SelfTrainingRound:
@@ -234,6 +230,18 @@ class RunReport:
         """The base model as training decided it; an older report's `model` decided again, here only."""
         return self.model_identity or ModelSpec.parse(self.model or "").identity
 
+    @classmethod
+    def read(cls, directory: Path) -> RunReport:
+        """The training report saved beside an adapter; one with its name and role alone from its saved config when it
+        has none (an adapter imported from another library)."""
+        directory = Path(directory)
+        if (directory / REPORT_FILE).is_file():
+            return cls.from_record(read_json(directory / REPORT_FILE), str(directory / REPORT_FILE))
+        if not (directory / CONFIG_FILE).is_file():
+            return cls(name=directory.name, role=TASK)
+        saved = AdapterRecord.read(directory / CONFIG_FILE)
+        return cls(name=saved.name, role=saved.role, lang=saved.metadata.lang)
+
     @property
     def dev(self) -> str | None:
         """The dev data the run selected on (task adapters and fusions)."""
@@ -244,15 +252,3 @@ class RunReport:
         """The kind of adapter the run trained (bottleneck, lora); the default kind where its options choose none."""
         trains_one = isinstance(self.options, (TaskAdapterOptions, LanguageAdapterOptions))
         return self.options.adapter.kind if trains_one else AdapterChoice.kind
-
-
-def read_report(directory: Path) -> RunReport:
-    """The training report saved beside an adapter; one with its name and role alone from its saved config when it
-    has none (an adapter imported from another library)."""
-    directory = Path(directory)
-    if (directory / REPORT_FILE).is_file():
-        return RunReport.from_record(read_json(directory / REPORT_FILE), str(directory / REPORT_FILE))
-    if not (directory / CONFIG_FILE).is_file():
-        return RunReport(name=directory.name, role=TASK)
-    saved = AdapterRecord.read(directory / CONFIG_FILE)
-    return RunReport(name=saved.name, role=saved.role, lang=saved.metadata.lang)

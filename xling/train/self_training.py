@@ -41,10 +41,10 @@ from xling.train.cards.common import CARD_FILE
 from xling.train.config import SelfTrainingOptions, TaskAdapterOptions, other_sources
 from xling.train.processes import process_state, wait_for_everyone
 from xling.train.progress import TrainingProgress
-from xling.train.report import REPORT_FILE, SELF_TRAINING_FILE, SelfTrainingReport, SelfTrainingRound, read_report
+from xling.train.report import REPORT_FILE, SELF_TRAINING_FILE, RunReport, SelfTrainingReport, SelfTrainingRound
 from xling.train.run import refuse_to_replace
 from xling.train.task import train_task_adapter
-from xling.trained_tasks import TASK_FILE, read_task, task_text
+from xling.trained_tasks import TASK_FILE, TaskRecord, task_text
 from xling.workspace import Workspace
 
 
@@ -145,7 +145,7 @@ def self_train(
         target = workspace.adapter_dir(TASK, f"{name}-round{number}")
         if options.overwrite or not target.is_dir():  # else finished by an earlier, interrupted run
             train_round(number, labeller, sentences, options, context)
-        report = read_report(target)
+        report = RunReport.read(target)
         kept = len(read_conll(target / "pseudo_labels.conll"))
         rounds.append(SelfTrainingRound(number, target.name, labeller, kept, report.train_sentences, report.best))
         labeller = target.name
@@ -185,8 +185,8 @@ def copy_round(source: Path, final: Path, summary: SelfTrainingReport, overwrite
     with atomic_directory(final, overwrite, replaces=(CONFIG_FILE,)) as staging:
         shutil.copytree(source, staging, dirs_exist_ok=True)
         replace(AdapterRecord.read(staging / CONFIG_FILE), name=name).write(staging / CONFIG_FILE)
-        write_text_atomic(staging / TASK_FILE, task_text(replace(read_task(staging), name=name)))
-        report = read_report(staging)
+        write_text_atomic(staging / TASK_FILE, task_text(replace(TaskRecord.read(staging), name=name)))
+        report = RunReport.read(staging)
         report = replace(report, name=name, options=replace(report.options, name=name), saved_to=str(final))
         write_json_atomic(staging / REPORT_FILE, report.to_record())
         write_text_atomic(staging / CARD_FILE, model_card(report))

@@ -20,7 +20,7 @@ from xling.errors import XlingError
 from xling.fileio import atomic_directory, file_sha256, write_json_atomic
 from xling.roles import TASK, TASK_FILE
 from xling.train.config import SoupOptions
-from xling.trained_tasks import TaskRecord, read_task, task_text
+from xling.trained_tasks import TaskRecord, task_text
 from xling.workspace import Workspace
 
 SOUP_FILE = "soup.json"
@@ -57,7 +57,7 @@ def soup(options: SoupOptions) -> Path:
 
 def alike(sources: list[Path]) -> tuple[TaskRecord, AdapterRecord]:
     """The task and adapter record the sources share (their names aside); refused where any other field differs."""
-    tasks = [read_task(source) for source in sources]
+    tasks = [TaskRecord.read(source) for source in sources]
     missing = [str(s) for s in sources if not all((s / f).is_file() for f in (CONFIG_FILE, *WEIGHT_FILES))]
     if missing:
         raise XlingError(f"{missing[0]} is not a task adapter with its head: only those are averaged")
