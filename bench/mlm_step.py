@@ -7,7 +7,7 @@ xling computes them only at masked positions, and optionally over the corpus pie
 it runs in fp32 and under bf16 autocast (what `--precision auto` picks where bf16 runs
 faster; trained weights and losses stay fp32, frozen Linear weights are stored in bf16).
 
-    python -m bench.mlm_step [--rounds 5]
+    python -m bench.mlm_step [--rounds 5] [--batch 8] [--seq 128]
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import argparse
 
 import torch
 
-from bench.common import quechua_lines, setup_threads, time_interleaved, train_as_xling
+from bench.common import parsed, quechua_lines, setup_threads, time_interleaved, train_as_xling
 from xling.adapters import AdaptedModel, BottleneckConfig
 from xling.data.labels import IGNORE
 from xling.device import autocast
@@ -26,8 +26,6 @@ from xling.train.language import mlm_head
 from xling.train.loop import make_optimizer
 from xling.train.mlm import MaskedLMObjective, pack_blocks
 from xling.train.text_config import LanguageAdapterOptions
-
-BATCH, SEQ = 8, 128
 
 
 def plain_step_fn(model_dir, blocks, objective):
@@ -56,6 +54,7 @@ def plain_step_fn(model_dir, blocks, objective):
 
 
 def xling_step_fn(tokenizer, model_dir, train_blocks, held_out, vocab_from_corpus, precision="fp32"):
+    batch = len(held_out)
     model = AdaptedModel(load_model("e5-small")[0])  # its own encoder: bf16 training stores its Linear weights in bf16
     name = "qu-vocab" if vocab_from_corpus else "qu"
     model.add_adapter(name, BottleneckConfig.preset("madx-lang"))
@@ -66,7 +65,7 @@ def xling_step_fn(tokenizer, model_dir, train_blocks, held_out, vocab_from_corpu
         name, train_blocks, held_out, tokenizer, MaskingConfig(), seed=0, vocab_from_corpus=vocab_from_corpus
     )
     optimizer = make_optimizer([p for p in model.parameters() if p.requires_grad], 1e-4)
-    tensors = objective.prepare({"index": torch.arange(BATCH)}, step=0)
+    tensors = objective.prepare({"index": torch.arange(batch)}, step=0)
     scale = 1 / max(1, int((tensors["labels"] != IGNORE).sum()))
 
     def step():
@@ -83,20 +82,23 @@ def xling_step_fn(tokenizer, model_dir, train_blocks, held_out, vocab_from_corpu
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--lines", type=int, help="a sample of the corpus's lines (default: all)")
+    args = parsed(parser, {"rounds": 1, "batch": 2, "seq": 32, "lines": 200})
     setup_threads()
-    lines = quechua_lines()
+    lines = quechua_lines(sample=args.lines)
     tokenizer = load_model("e5-small")[1]
     model_dir = resolve_model_dir("e5-small")
-    train_blocks = pack_blocks(lines, tokenizer, SEQ, allow_partial=False)
-    held_out = train_blocks[-BATCH:]
+    train_blocks = pack_blocks(lines, tokenizer, args.seq, allow_partial=False)
+    held_out = train_blocks[-args.batch :]
     full_step, objective = xling_step_fn(tokenizer, model_dir, train_blocks, held_out, False)
     vocab_step, vocab_objective = xling_step_fn(tokenizer, model_dir, train_blocks, held_out, True)
     bf16_step, _ = xling_step_fn(tokenizer, model_dir, train_blocks, held_out, False, "bf16")
     bf16_vocab_step, _ = xling_step_fn(tokenizer, model_dir, train_blocks, held_out, True, "bf16")
-    plain_step = plain_step_fn(model_dir, train_blocks[:BATCH], objective)
+    plain_step = plain_step_fn(model_dir, train_blocks[: args.batch], objective)
     print(
-        f"model e5-small, batch {BATCH} x {SEQ}, threads {torch.get_num_threads()}, "
+        f"model e5-small, batch {args.batch} x {args.seq}, threads {torch.get_num_threads()}, "
         f"corpus vocabulary {len(vocab_objective.vocab_ids):,} of {len(tokenizer):,} pieces"
     )
     times = time_interleaved(

@@ -7,7 +7,7 @@ batches of 32 random lines of the Quechua corpus (self-training's text), each pa
 pass cost with the least total time is what `PASS_COST_TOKENS` (xling/adapters/row_split.py) should hold for the
 device; a device whose batches run fastest in one pass stays out of it.
 
-    python -m bench.row_split [--rounds 10] [--pass-costs 16,64,256,1024,2048,8192]
+    python -m bench.row_split [--rounds 10] [--pass-costs 16,64,256,1024,2048,8192] [--batch 32] [--long 511]
 """
 
 from __future__ import annotations
@@ -17,23 +17,23 @@ import argparse
 import torch
 
 import xling.adapters.row_split as row_split
-from bench.common import quechua_lines, setup_threads, time_interleaved, train_as_xling, training_step
+from bench.common import parsed, quechua_lines, setup_threads, time_interleaved, train_as_xling, training_step
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.device import pick_device, pick_precision
 from xling.models import load_model
 from xling.train.config import TaskAdapterOptions
 
-BATCH, MAX_LEN, CORPUS_BATCHES = 32, 512, 8
+MAX_LEN = 512
 LABELS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
 
 
-def row_lengths(tokenizer, seed: int = 0) -> dict[str, list[int]]:
+def row_lengths(tokenizer, batch: int, corpus_batches: int, long: int, seed: int = 0) -> dict[str, list[int]]:
     pieces = lambda text: min(MAX_LEN, len(tokenizer(text)["input_ids"]))  # noqa: E731
-    sample = quechua_lines(BATCH * CORPUS_BATCHES, seed)
+    sample = quechua_lines(batch * corpus_batches, seed)
     batches = {
-        f"corpus {i + 1}": [pieces(t) for t in sample[i * BATCH : (i + 1) * BATCH]] for i in range(CORPUS_BATCHES)
+        f"corpus {i + 1}": [pieces(t) for t in sample[i * batch : (i + 1) * batch]] for i in range(corpus_batches)
     }
-    return {"one 511-piece window, 31 short": [511] + batches["corpus 1"][1:], **batches}
+    return {f"one {long}-piece window, {batch - 1} short": [long] + batches["corpus 1"][1:], **batches}
 
 
 def padded(lengths: list[int], vocab: int, device: str):
@@ -48,7 +48,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--pass-costs", default="16,64,256,1024,2048,8192")
-    args = parser.parse_args()
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--corpus-batches", type=int, default=8)
+    parser.add_argument("--long", type=int, default=511, help="the pieces of the one long window")
+    args = parsed(parser, {"rounds": 1, "pass_costs": "64", "batch": 4, "corpus_batches": 1, "long": 64})
     setup_threads()
     device = pick_device("auto")
     precision = pick_precision("auto", device)
@@ -72,10 +75,10 @@ def main():
 
     costs = [float(c) for c in args.pass_costs.split(",")]
     columns = ["one pass"] + [f"{c:g}" for c in costs]
-    print(f"device {device}, precision {precision}, batch {BATCH}, threads {torch.get_num_threads()}")
+    print(f"device {device}, precision {precision}, batch {args.batch}, threads {torch.get_num_threads()}")
     print(f"{'batch':32s} {'real/padded':>13s}  " + "  ".join(f"{c:>8s}" for c in columns) + "  (s/step)")
     totals = dict.fromkeys(columns, 0.0)
-    for name, lengths in row_lengths(tokenizer).items():
+    for name, lengths in row_lengths(tokenizer, args.batch, args.corpus_batches, args.long).items():
         batch = padded(lengths, len(tokenizer), device)
         steps = {"one pass": step_fn(batch, None)} | {f"{c:g}": step_fn(batch, c) for c in costs}
         times = time_interleaved(steps, args.rounds)

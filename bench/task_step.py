@@ -10,7 +10,7 @@ and losses stay fp32, xling stores frozen ones in bf16). Times are measured in o
 interleaved; peak memory is the resident set of a fresh process per path, sampled while it
 trains.
 
-    python -m bench.task_step [--rounds 5]
+    python -m bench.task_step [--rounds 5] [--batch 16] [--seq 128] [--methods adapter,full,plain]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 
 import torch
 
-from bench.common import corpora_root, setup_threads, time_interleaved, train_as_xling, training_step
+from bench.common import corpora_root, parsed, setup_threads, time_interleaved, train_as_xling, training_step
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.data.conll import read_conll
 from xling.data.labels import label_list
@@ -30,15 +30,15 @@ from xling.models import load_model, resolve_model_dir
 from xling.tagging.align import window_labels, windows_for
 from xling.train.config import TaskAdapterOptions
 
-BATCH, SEQ = 16, 128
+METHODS = {"adapter": "task adapter", "full": "full fine-tuning", "plain": "plain full fine-tuning"}
 
 
-def batch_tensors(tokenizer, labels):
-    sentences = read_conll(corpora_root() / "ner" / "conll2002-es" / "train")[:BATCH]
+def batch_tensors(tokenizer, labels, batch: int, seq: int):
+    sentences = read_conll(corpora_root() / "ner" / "conll2002-es" / "train")[:batch]
     label_ids = {label: i for i, label in enumerate(labels)}
-    windows = windows_for([s.tokens for s in sentences], tokenizer, SEQ, 32)[:BATCH]
-    ids = torch.full((BATCH, SEQ), tokenizer.pad_token_id)
-    targets = torch.full((BATCH, SEQ), -100)
+    windows = windows_for([s.tokens for s in sentences], tokenizer, seq, 32)[:batch]
+    ids = torch.full((batch, seq), tokenizer.pad_token_id)
+    targets = torch.full((batch, seq), -100)
     for row, window in enumerate(windows):
         ids[row, : len(window.input_ids)] = torch.tensor(window.input_ids)
         tags = [t if t in label_ids else "O" for t in sentences[window.sentence].tags]
@@ -46,10 +46,10 @@ def batch_tensors(tokenizer, labels):
     return ids, (ids != tokenizer.pad_token_id).long(), targets
 
 
-def step_fn(method: str, precision: str = "fp32"):
+def step_fn(method: str, precision: str, size: tuple[int, int]):
     encoder, tokenizer = load_model("e5-small")
     labels = label_list(read_conll(corpora_root() / "ner" / "wikiann-en" / "dev"))
-    batch = batch_tensors(tokenizer, labels)
+    batch = batch_tensors(tokenizer, labels, *size)
     if method == "plain":  # full fine-tuning on the plain Transformers path, no xling
         from transformers import AutoModelForTokenClassification
 
@@ -69,11 +69,12 @@ def step_fn(method: str, precision: str = "fp32"):
     return training_step(forward, params, *batch, precision)
 
 
-def peak_memory(method: str, precision: str) -> float:
+def peak_memory(method: str, precision: str, size: tuple[int, int]) -> float:
     """GB of peak resident memory while a fresh process trains 3 steps of `method` (sampled every 5 ms)."""
     code = (
         "import json, threading, time, psutil; from bench.task_step import step_fn; "
-        f"step, _ = step_fn({method!r}, {precision!r}); process = psutil.Process(); peak = [process.memory_info().rss]; done = []\n"
+        f"step, _ = step_fn({method!r}, {precision!r}, {size!r}); "
+        "process = psutil.Process(); peak = [process.memory_info().rss]; done = []\n"
         "def sample():\n"
         "    while not done:\n"
         "        peak[0] = max(peak[0], process.memory_info().rss); time.sleep(0.005)\n"
@@ -87,31 +88,33 @@ def peak_memory(method: str, precision: str) -> float:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--precisions", default="fp32,bf16")
+    args = parsed(parser, {"rounds": 1, "batch": 2, "seq": 32, "methods": "adapter,plain", "precisions": "fp32"})
     setup_threads()
+    size, precisions = (args.batch, args.seq), args.precisions.split(",")
     paths = {
-        f"{name} {precision}": (method, precision)
-        for precision in ("fp32", "bf16")
-        for name, method in (
-            ("task adapter", "adapter"),
-            ("full fine-tuning", "full"),
-            ("plain full fine-tuning", "plain"),
-        )
+        f"{METHODS[method]} {precision}": (method, precision)
+        for precision in precisions
+        for method in args.methods.split(",")
     }
-    steps = {name: step_fn(*path) for name, path in paths.items()}
+    steps = {name: step_fn(*path, size) for name, path in paths.items()}
     times = time_interleaved({name: step for name, (step, _) in steps.items()}, args.rounds)
-    memory = {name: peak_memory(*path) for name, path in paths.items()}
-    print(f"model e5-small, batch {BATCH} x {SEQ}, threads {torch.get_num_threads()}")
+    memory = {name: peak_memory(*path, size) for name, path in paths.items()}
+    print(f"model e5-small, batch {args.batch} x {args.seq}, threads {torch.get_num_threads()}")
     for name in times:
         print(f"{name:29s} {times[name]:6.3f} s/step  {memory[name]:5.2f} GB peak  {steps[name][1]:>12,} trainable")
-    for precision in ("fp32", "bf16"):
+    ratio = lambda a, b: f"{times[a] / times[b]:.2f}" if a in times and b in times else "not measured"  # noqa: E731
+    for precision in precisions:
         adapter, full = f"task adapter {precision}", f"full fine-tuning {precision}"
-        print(
-            f"{precision}: adapter / full: time {times[adapter] / times[full]:.2f}, memory {memory[adapter] / memory[full]:.2f}"
-        )
-        plain = f"plain full fine-tuning {precision}"
-        print(f"{precision}: xling full fine-tuning / plain Transformers path: time {times[full] / times[plain]:.2f}")
-    print(f"task adapter bf16 / fp32: time {times['task adapter bf16'] / times['task adapter fp32']:.2f}")
+        if adapter in memory and full in memory:
+            print(
+                f"{precision}: adapter / full: time {ratio(adapter, full)}, memory {memory[adapter] / memory[full]:.2f}"
+            )
+        print(f"{precision}: xling full fine-tuning / plain: time {ratio(full, f'plain full fine-tuning {precision}')}")
+    print(f"task adapter bf16 / fp32: time {ratio('task adapter bf16', 'task adapter fp32')}")
 
 
 if __name__ == "__main__":

@@ -492,11 +492,10 @@ def corpora_table() -> str:
 
     rows = ["| name | what it is | splits | public source | licence |", "|---|---|---|---|---|"]
     for c in describe(load_catalog()):
-        unfetched = sorted(set(c["split_sources"].values()) - {c["source"]})
-        sources = "; ".join([c["source"] or "?", *(f"{u} (some splits)" for u in unfetched)])
+        unfetched = sorted(set(c.split_sources.values()) - {c.source})
+        sources = "; ".join([c.source or "?", *(f"{u} (some splits)" for u in unfetched)])
         rows.append(
-            f"| `{c['name']}` | {c['description']} | {', '.join(c['splits']) or c['kind']} | {sources} "
-            f"| {c['licence'] or '?'} |"
+            f"| `{c.name}` | {c.description} | {', '.join(c.splits) or c.kind} | {sources} | {c.licence or '?'} |"
         )
     return "\n".join(rows)
 

@@ -29,7 +29,7 @@ def stub_round(directory: Path, seconds: float) -> None:
     time.sleep(seconds)
     session = Session(directory)
     write_batch(directory, replace(session.headers[0], adapter="stub"), session.queue())
-    record = {"round": 1, "sentences": session.progress()["answered"], "f1": 0.5, "adapter": "stub", "kept": True}
+    record = {"round": 1, "sentences": session.progress().answered, "f1": 0.5, "adapter": "stub", "kept": True}
     append_jsonl(directory / ROUNDS_FILE, record | {"total_seconds": seconds})
     lock.release()
 

@@ -12,13 +12,24 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted(p.stem for p in (REPO / "bench").glob("*.py") if p.stem not in ("__init__", "common"))
 # Benches that run their smoke path here, and those that read the real corpora to do so
-SMOKED = ("cold_start", "corpus_map", "pipe_throughput", "recipe_validation", "tag_throughput")
-NEEDS_CORPORA = ("corpus_map", "pipe_throughput", "tag_throughput")
+SMOKED = (
+    "cold_start", "corpus_map", "encoder_step", "mlm_step", "pipe_throughput", "recipe_validation", "row_split",
+    "tag_throughput", "task_step",
+)  # fmt: skip
+NEEDS_CORPORA = (
+    "corpus_map",
+    "encoder_step",
+    "mlm_step",
+    "pipe_throughput",
+    "row_split",
+    "tag_throughput",
+    "task_step",
+)
 # Benches without a smoke path yet: each one given one leaves this list (a new bench comes with one)
 NO_SMOKE_YET = {
     "active_learning", "adapterhub_export", "anchor_workload", "annotate_latency", "annotation_round",
-    "bootstrap_cost", "deploy_size", "encoder_curve", "encoder_step", "fast_paths", "mlm_head_curves",
-    "mlm_step", "probes", "quantization_gap", "row_split", "runtimes", "serve_load", "task_step",
+    "bootstrap_cost", "deploy_size", "encoder_curve", "fast_paths", "mlm_head_curves", "probes",
+    "quantization_gap", "runtimes", "serve_load",
 }  # fmt: skip
 
 

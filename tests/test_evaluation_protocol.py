@@ -242,6 +242,6 @@ def test_overlap_reads_a_book_on_one_line_in_pieces_keeping_counts_not_text(tmp_
     result = overlap(str(tmp_path / "book.txt"), str(tmp_path / "book.txt"))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert result["a"]["sentences"] == result["shared_sentences"] > 300  # pieces of at most 10,000 characters
+    assert result.a.sentences == result.shared_sentences > 300  # pieces of at most 10,000 characters
     assert peak < 10e6  # the 4.4 MB line is never held whole, nor as words: counts per piece (1.4 MB measured)
-    assert overlap(str(tmp_path / "other.txt"), str(tmp_path / "book.txt"))["shared_sentences"] == 0
+    assert overlap(str(tmp_path / "other.txt"), str(tmp_path / "book.txt")).shared_sentences == 0

@@ -248,7 +248,7 @@ def test_demo_uses_local_corpora_and_validates(corpora_root, monkeypatch, tmp_pa
 
     monkeypatch.setenv("XLING_CORPORA", str(corpora_root))
     sources = demo_sources(Console())
-    assert sources["source"].startswith("local corpora")
+    assert sources.source.startswith("local corpora")
     recipe = demo_recipe(sources, tmp_path / "demo")
     validate(recipe, Workspace(recipe.workspace, recipe.model))
     assert [s.run for s in recipe.steps] == [

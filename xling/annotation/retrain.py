@@ -123,8 +123,8 @@ def _round(session: Session, options: AnnotateOptions) -> Round:
         append_jsonl(directory / ROUNDS_FILE, start_round.to_record())
     record = Round(
         round=rounds[-1].round + 1 if rounds else 1,
-        sentences=progress["answered"],
-        words=progress["words"],
+        sentences=progress.answered,
+        words=progress.words,
         train_sentences=len(train),
         dev=dev_label,
         f1=f1,
@@ -194,7 +194,7 @@ class Retrainer:
         if not self.options.retrain or not self.options.retrain_every:
             return
         with self.lock:
-            answered, logged = self.session.progress()["answered"], self.session.rounds()
+            answered, logged = self.session.progress().answered, self.session.rounds()
             # counted from the last round, or the last failed one: that is tried again only after new answers
             new = answered - (logged[-1].sentences if logged else 0)
             failed = bool(logged) and isinstance(logged[-1], FailedRound)
@@ -242,7 +242,7 @@ class Retrainer:
         if len(tried) < 2 or start is None or any(r.f1 is not None and r.f1 > start for r in tried):
             return None
         progress = self.session.progress()
-        names, answered = sum(progress["entities"].values()), progress["answered"]
+        names, answered = sum(progress.entities.values()), progress.answered
         said = f"{len(tried)} rounds have not beaten the start: the {answered} answers so far hold {names} names"
         if names < answered / 2:
             said += "; too few to learn from: a pool that holds more names (xling select corpus:wikiann-qu/silver-pool) teaches more"

@@ -32,6 +32,7 @@ import hashlib
 import hmac
 import os
 import secrets
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import quote
 
@@ -40,7 +41,7 @@ from flask import Flask, Response, jsonify, request
 from xling.annotation.options import AnnotateOptions
 from xling.annotation.records import AnswerError, origin
 from xling.annotation.retrain import Retrainer
-from xling.annotation.session import Session
+from xling.annotation.session import Progress, Session
 from xling.data.conll import conll_text
 from xling.errors import XlingError
 from xling.fileio import EntryLock
@@ -130,13 +131,13 @@ def reviewer(options: AnnotateOptions, body) -> str:
     return who
 
 
-def progress_of(session: Session, options: AnnotateOptions) -> dict:
+def progress_of(session: Session, options: AnnotateOptions) -> Progress:
     """The session's progress, how many sentences anyone has still to answer (`waiting`: in a shared session a
     person's own stream holds only their share of them), and how many of those one person has answered and a
     second is still to (`halfway`, with --overlap)."""
     waiting = session.queue(None)
     halfway = sum(1 for item in waiting if item.id in session.slots)
-    return session.progress() | {"waiting": len(waiting), "halfway": halfway}
+    return replace(session.progress(), waiting=len(waiting), halfway=halfway)
 
 
 def stream(session: Session, options: AnnotateOptions, who: str, claim: bool = True) -> list:
@@ -180,7 +181,7 @@ def answer_routes(app: Flask, session: Session, options: AnnotateOptions, retrai
         who = person(options, body)
         taken = session.record(body, who)
         queue, progress = [item.id for item in stream(session, options, who)], progress_of(session, options)
-        retrainer.maybe_start(progress["waiting"])  # what anyone has left: a person's own stream holds only HOLD
+        retrainer.maybe_start(progress.waiting)  # what anyone has left: a person's own stream holds only HOLD
         return jsonify(taken=taken, queue=queue, progress=progress, retraining=retrainer.status())
 
     @app.post("/api/undo")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from xling.annotation import team
@@ -47,6 +48,22 @@ def session_dir(workspace: Workspace, name: str) -> Path:
     for log in (ANSWERS_FILE, ROUNDS_FILE, team.CLAIMS_FILE):
         no_link(directory, Path(log), "the session's log")
     return directory
+
+
+@dataclass
+class Progress:
+    """A session's progress, as the page and the command line show it."""
+
+    answered: int
+    skipped: int
+    total: int
+    words: int  # the judged words of the answered sentences
+    entities: dict[str, int]  # their entities, by type
+    people: dict[str, int]  # each person's answers in force
+    shared: int  # items two people answered
+    events: int
+    waiting: int | None = None  # the sentences anyone has still to answer (`server.progress_of`)
+    halfway: int | None = None  # of those, answered by one person and waiting for a second
 
 
 class Session:
@@ -237,17 +254,19 @@ class Session:
     def export(self) -> None:
         write_text_atomic(self.directory / GOLD_FILE, conll_text(self.gold()))
 
-    def progress(self) -> dict:
+    def progress(self) -> Progress:
         gold = self.gold()
-        return {
-            "answered": len(gold),
-            "skipped": sum(1 for a in self.answers.values() if not isinstance(a, Answer)),
-            "total": len(self.items),
-            "words": sum(1 for s in gold for t in s.tags if t != UNJUDGED),
-            "entities": type_counts(sentence.tags for sentence in gold),
-            **team.progress(self.slots),
-            "events": len(self.events),
-        }
+        people, shared = team.progress(self.slots)
+        return Progress(
+            answered=len(gold),
+            skipped=sum(1 for a in self.answers.values() if not isinstance(a, Answer)),
+            total=len(self.items),
+            words=sum(1 for s in gold for t in s.tags if t != UNJUDGED),
+            entities=type_counts(sentence.tags for sentence in gold),
+            people=people,
+            shared=shared,
+            events=len(self.events),
+        )
 
     def rounds(self) -> list[Round | FailedRound]:
         """The rounds' lines; one damaged (by hand, or a disk that filled) is skipped and named in `warnings`."""

@@ -115,14 +115,14 @@ def given_by(answer: Given, person: str | None, tab: str | None) -> bool:
     return answer.annotator == person if person else tab is None or answer.tab == tab
 
 
-def progress(slots: dict[str, dict[str, Given]]) -> dict:
+def progress(slots: dict[str, dict[str, Given]]) -> tuple[dict[str, int], int]:
     """Each person's answers in force, and the items two people answered."""
     people: dict[str, int] = {}
     for given in slots.values():
         for slot, answer in given.items():
             if answer.annotator and slot != REVIEW_SLOT and isinstance(answer, Answer):  # skips are no work done
                 people[answer.annotator] = people.get(answer.annotator, 0) + 1
-    return {"people": people, "shared": sum(1 for given in slots.values() if len(labelled(given)) >= 2)}
+    return people, sum(1 for given in slots.values() if len(labelled(given)) >= 2)
 
 
 def gold(given: dict[str, Given], chosen: str | None) -> Given:

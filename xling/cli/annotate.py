@@ -42,7 +42,7 @@ def annotate_command(options: AnnotateOptions):
 
     def announce(address: str) -> None:
         progress = opened.progress()
-        console.print(f"{progress['answered']} answered, {len(opened.queue())} to go; answers go to {opened.directory}")
+        console.print(f"{progress.answered} answered, {len(opened.queue())} to go; answers go to {opened.directory}")
         console.print(f"open {address} (Ctrl+C stops; nothing is lost)")
 
     serve(options, opened, announce)
@@ -55,10 +55,10 @@ def project_command(options: ProjectOptions):
     from xling.projection.project import project
 
     report = project(options, console)
-    carried = sum(f.get("carried_by_name", 0) + f.get("carried_by_vectors", 0) for f in report["files"])
-    found = sum(f.get("source_entities", 0) for f in report["files"])
+    carried = sum(f.carried_by_name + f.carried_by_vectors for f in report.files)
+    found = sum(f.source_entities for f in report.files)
     console.print(
-        f"{report['train']:,} training and {report['dev']:,} dev sentences written to {options.output} "
+        f"{report.train:,} training and {report.dev:,} dev sentences written to {options.output} "
         f"({carried:,} of {found:,} source entities carried over; report.json there)"
     )
 

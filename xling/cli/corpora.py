@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import typer
 from rich.console import Console
@@ -23,16 +24,16 @@ def list_corpora(as_json: bool = typer.Option(False, "--json", help="Print the c
     """Show the catalogue's corpora: which are here (local root or cache), their sizes and public sources."""
     rows = describe(load_catalog())
     if as_json:
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        print(json.dumps([asdict(row) for row in rows], indent=2, ensure_ascii=False))
         return
     root = corpora_root()
     table = Table(title=f"Corpora (local root: {root or 'XLING_CORPORA not set'}; cache: {corpus_cache()})")
     for column in ("name", "kind", "here", "size", "source", "licence"):
         table.add_column(column, justify="right" if column == "size" else "left")
     for row in rows:
-        here = ", ".join(row["here"]) or ("yes" if row["local"] else "[dim]no[/]")
-        size = f"{row['bytes'] / 1e6:.1f} MB" if row["local"] else ""
-        table.add_row(row["name"], row["kind"], here, size, row["source"] or "[dim]none[/]", row["licence"] or "")
+        here = ", ".join(row.here) or ("yes" if row.local else "[dim]no[/]")
+        size = f"{row.bytes / 1e6:.1f} MB" if row.local else ""
+        table.add_row(row.name, row.kind, here, size, row.source or "[dim]none[/]", row.licence or "")
     Console().print(table)
     Console().print("`xling corpora get NAME` fetches a corpus into the cache (its first use does the same).")
 
@@ -63,19 +64,19 @@ def overlap_command(
     a, b = options.a, options.b
     result = overlap(a, b)
     if as_json:
-        print(json.dumps(result, indent=2, ensure_ascii=False))
+        print(json.dumps(asdict(result), indent=2, ensure_ascii=False))
         return
-    table = Table(title=f"Overlap: {result['shared_sentences']:,} distinct sentences in both")
+    table = Table(title=f"Overlap: {result.shared_sentences:,} distinct sentences in both")
     for column in ("data set", "sentences", "distinct", "entities", "sentences in the other", "their entities"):
         table.add_column(column, justify="left" if column == "data set" else "right", overflow="fold")
-    for side in (result["a"], result["b"]):
-        numbers = ("sentences", "distinct", "entities", "sentences_in_other", "entities_in_other")
-        table.add_row(side["data"], *(f"{side[key]:,}" for key in numbers))
+    for side in (result.a, result.b):
+        numbers = (side.sentences, side.distinct, side.entities, side.sentences_in_other, side.entities_in_other)
+        table.add_row(side.data, *(f"{number:,}" for number in numbers))
     Console().print(table)
-    same = result["a"]["same_tags"]
+    same = result.a.same_tags
     if same is not None:
         Console().print(
             f"{same:,} of the shared sentences of {a} carry the same tags in {b}; "
-            f"{result['shared_entity_mentions']:,} entity mentions (type and words) are in both.",
+            f"{result.shared_entity_mentions:,} entity mentions (type and words) are in both.",
             highlight=False,
         )

@@ -39,7 +39,7 @@ def demo(options: DemoOptions):
     from xling.recipes.running import run_recipe
 
     sources = demo_sources(console)
-    console.print(f"[bold]data:[/] {sources['source']}")
+    console.print(f"[bold]data:[/] {sources.source}")
     target = Path(options.workspace) if options.workspace else default_workspace() / "demo"
     recipe = demo_recipe(sources, target, options.quick)
     recipe.model = options.model

@@ -1,8 +1,10 @@
 """`xling train-lang`, `train-encoder`, `train-task`, `train-fusion`, `self-train` and `soup`: thin commands over
 `xling.train`.
 
-The training functions (and torch with them) are imported when a command runs; each command's options, their
-defaults and help come from its options dataclass in `xling.train.config` alone.
+The four that train adapters are built from the run registry recipes use (`xling.recipes.kinds.RUNS`: each run's
+options, trainer and summary), so a command and a recipe step of the same name run the same code. The training
+functions (and torch with them) are imported when a command runs; each command's options, their defaults and
+help come from its options dataclass alone.
 """
 
 from __future__ import annotations
@@ -11,19 +13,35 @@ from rich.console import Console
 
 from xling.cli.options import command
 from xling.cli.progress import TrainingBar
-from xling.train.config import FusionOptions, SelfTrainingOptions, SoupOptions, TaskAdapterOptions
-from xling.train.text_config import EncoderOptions, LanguageAdapterOptions
+from xling.recipes.kinds import RUNS, Training
+from xling.train.config import SoupOptions
+from xling.train.text_config import EncoderOptions
 
 console = Console(stderr=True)
 
 
-@command(LanguageAdapterOptions)
-def train_lang(options: LanguageAdapterOptions):
-    """Train a language adapter by masked-language modelling on unlabelled text."""
-    from xling.train.language import train_language_adapter
-    from xling.train.summary import language_report_table
+def training_command(run: str, help_text: str):
+    """The command of a training run of the registry: progress on stderr, the trainer's report summed up on stdout."""
+    kind: Training = RUNS[run]
 
-    Console().print(language_report_table(train_language_adapter(options, console, TrainingBar(console))))
+    def train(options) -> None:
+        Console().print(kind.summary(kind.train(options, console, TrainingBar(console))))
+
+    train.__doc__ = help_text
+    return command(kind.options)(train)
+
+
+train_lang = training_command("train-lang", "Train a language adapter by masked-language modelling on unlabelled text.")
+train_task = training_command(
+    "train-task", "Train a NER task adapter (and its head) over the frozen language adapter, or a baseline."
+)
+train_fusion_command = training_command(
+    "train-fusion", "Train an AdapterFusion layer over frozen task adapters: Stack(LANG, Fuse(ADAPTERS))."
+)
+self_train_command = training_command(
+    "self-train",
+    "Self-training without target labels: tag unlabelled text, keep confident sentences, train on them; repeat.",
+)
 
 
 @command(EncoderOptions)
@@ -33,33 +51,6 @@ def train_encoder_command(options: EncoderOptions):
     from xling.train.summary import encoder_report_table
 
     Console().print(encoder_report_table(train_encoder(options, console, TrainingBar(console))))
-
-
-@command(TaskAdapterOptions)
-def train_task(options: TaskAdapterOptions):
-    """Train a NER task adapter (and its head) over the frozen language adapter, or a baseline."""
-    from xling.train.summary import selection_summary
-    from xling.train.task import train_task_adapter
-
-    Console().print(selection_summary(train_task_adapter(options, console, TrainingBar(console))))
-
-
-@command(FusionOptions)
-def train_fusion_command(options: FusionOptions):
-    """Train an AdapterFusion layer over frozen task adapters: Stack(LANG, Fuse(ADAPTERS))."""
-    from xling.train.fusion import train_fusion
-    from xling.train.summary import selection_summary
-
-    Console().print(selection_summary(train_fusion(options, console, TrainingBar(console)), "fusion "))
-
-
-@command(SelfTrainingOptions)
-def self_train_command(options: SelfTrainingOptions):
-    """Self-training without target labels: tag unlabelled text, keep confident sentences, train on them; repeat."""
-    from xling.train.self_training import self_train
-    from xling.train.summary import self_training_summary
-
-    Console().print(self_training_summary(self_train(options, console, TrainingBar(console))))
 
 
 @command(SoupOptions)

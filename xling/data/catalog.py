@@ -101,27 +101,45 @@ def fetchable(corpus: Corpus, split: str | None) -> bool:
     return split is None if corpus.hub.startswith(FILES_PREFIX) or corpus.hub == URLS else split in HUB_SPLITS
 
 
-def describe(catalog: dict[str, Corpus]) -> list[dict]:
+@dataclass
+class CorpusRow:
+    """A corpus as `xling corpora list` shows it: where it is here, its size, and where it comes from."""
+
+    name: str
+    kind: str
+    description: str
+    local: str | None  # the folder here, if any
+    bytes: int
+    hub: str | None
+    revision: str | None
+    source: str | None
+    licence: str | None
+    splits: list[str]
+    here: list[str]  # the splits present here
+    split_sources: dict[str, str | None]
+
+
+def describe(catalog: dict[str, Corpus]) -> list[CorpusRow]:
     """Per corpus: where it is available here, its size, and where it comes from."""
     rows = []
     for corpus in catalog.values():
         path = local_path(corpus, None)
         size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path else 0
         rows.append(
-            {
-                "name": corpus.name,
-                "kind": corpus.kind,
-                "description": corpus.description,
-                "local": str(path) if path else None,
-                "bytes": size,
-                "hub": corpus.hub,
-                "revision": corpus.revision,
-                "source": corpus.source,
-                "licence": corpus.licence,
-                "splits": corpus.splits,
-                "here": [s for s in corpus.splits if local_path(corpus, corpus.made_from(s))] if path else [],
-                "split_sources": {s: corpus.public_source(s) for s in corpus.splits},
-            }
+            CorpusRow(
+                name=corpus.name,
+                kind=corpus.kind,
+                description=corpus.description,
+                local=str(path) if path else None,
+                bytes=size,
+                hub=corpus.hub,
+                revision=corpus.revision,
+                source=corpus.source,
+                licence=corpus.licence,
+                splits=corpus.splits,
+                here=[s for s in corpus.splits if local_path(corpus, corpus.made_from(s))] if path else [],
+                split_sources={s: corpus.public_source(s) for s in corpus.splits},
+            )
         )
     return rows
 

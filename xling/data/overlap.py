@@ -62,32 +62,54 @@ class _Side:
             side.mentions |= {(kind, sentence_key(sentence.tokens[a:b])) for kind, a, b in entities(sentence.tags)}
         return side
 
-    def against(self, other: _Side) -> dict:
+    def against(self, other: _Side, data: str) -> OverlapSide:
         shared = [key for key in self.counts if key in other.last]
         labelled = [
             (key, tags, n) for key in shared if other.last[key] for tags, n in self.counts[key][2].items() if tags
         ]
-        return {
-            "sentences": self.sentences,
-            "distinct": len(self.counts),
-            "entities": self.entities,
-            "sentences_in_other": sum(self.counts[key][0] for key in shared),
-            "entities_in_other": sum(self.counts[key][1] for key in shared),
-            "same_tags": sum(n for key, tags, n in labelled if tags == other.last[key]) if labelled else None,
-        }
+        return OverlapSide(
+            data=data,
+            sentences=self.sentences,
+            distinct=len(self.counts),
+            entities=self.entities,
+            sentences_in_other=sum(self.counts[key][0] for key in shared),
+            entities_in_other=sum(self.counts[key][1] for key in shared),
+            same_tags=sum(n for key, tags, n in labelled if tags == other.last[key]) if labelled else None,
+        )
 
 
-def overlap(a: str, b: str) -> dict:
+@dataclass
+class OverlapSide:
+    """One data set's side of an overlap: its sentences and entities, and those found in the other."""
+
+    data: str
+    sentences: int
+    distinct: int
+    entities: int
+    sentences_in_other: int
+    entities_in_other: int
+    same_tags: int | None  # of its shared sentences, those tagged as in the other (None: neither is tagged)
+
+
+@dataclass
+class Overlap:
+    a: OverlapSide
+    b: OverlapSide
+    shared_sentences: int
+    shared_entity_mentions: int  # type and words
+
+
+def overlap(a: str, b: str) -> Overlap:
     """What `a` and `b` share: distinct sentences, each side's sentences and entities found in the other (with
     repeats), how many of those carry the same tags, and the entity mentions (type and words) both hold. Each
     data set is read as a stream and kept as counts per distinct sentence."""
     first, second = _Side.of(sentences_of(a)), _Side.of(sentences_of(b))
-    return {
-        "a": {"data": a, **first.against(second)},
-        "b": {"data": b, **second.against(first)},
-        "shared_sentences": len(first.counts.keys() & second.counts.keys()),
-        "shared_entity_mentions": len(first.mentions & second.mentions),
-    }
+    return Overlap(
+        a=first.against(second, a),
+        b=second.against(first, b),
+        shared_sentences=len(first.counts.keys() & second.counts.keys()),
+        shared_entity_mentions=len(first.mentions & second.mentions),
+    )
 
 
 @dataclass

@@ -45,6 +45,8 @@ class MatchReport:
     vetoed: Counter = field(default_factory=Counter)  # matches the tagger typed otherwise, by type
     kept: Counter = field(default_factory=Counter)  # matches written, by type
     unjudged_words: int = 0  # words the tagger called an entity outside every kept match
+    train: int = 0  # sentences written to train.conll (`write_silver`)
+    dev: int = 0
 
 
 def name_table(sentences: list[Sentence], min_share: float, min_letters: int, common: set[str]) -> Names:

@@ -114,7 +114,36 @@ def unseen(pairs: list[tuple], held_out: set[str], seen: set[str]) -> list[tuple
     return usable
 
 
-def project(options: ProjectOptions, console: Console | None = None) -> dict:
+@dataclass
+class ProjectedFile:
+    """What one pair of parallel files gave: its pairs, the source entities found, how each crossed, what was kept."""
+
+    source: str
+    target: str
+    lines: int
+    pairs: int  # of at least `min_words` words, the target side not empty
+    in_evaluation_splits: int  # pairs whose target sentence is in an evaluation split: left out
+    distinct: int  # the pairs used: not left out, not seen before
+    source_entities: int = 0
+    carried_by_name: int = 0
+    carried_by_vectors: int = 0
+    dropped: int = 0  # entities that found no target words
+    kept_with_entities: int = 0
+    kept_without_entities: int = 0
+    kept_entities: dict[str, int] = field(default_factory=dict)  # by type
+
+
+@dataclass
+class ProjectionReport:
+    """`report.json` of a projection (`write_silver` fills in the split's sizes)."""
+
+    options: dict
+    files: list[ProjectedFile]
+    train: int = 0
+    dev: int = 0
+
+
+def project(options: ProjectOptions, console: Console | None = None) -> ProjectionReport:
     """Write the silver files and the report into the output folder; return the report."""
     from xling.models import load_model
     from xling.tagging.tagger import Tagger
@@ -136,33 +165,30 @@ def project(options: ProjectOptions, console: Console | None = None) -> dict:
         source_vectors = word_vectors(encoder, tokenizer, [a for a, _ in usable], options.layer)
         target_vectors = word_vectors(encoder, tokenizer, [b for _, b in usable], options.layer)
         in_evaluation = sum(fingerprint(b) in held_out for _, b in pairs)
-        counts, types = (
-            Counter(lines=len(read), pairs=len(pairs), in_evaluation_splits=in_evaluation, distinct=len(usable)),
-            Counter(),
-        )
+        done = ProjectedFile(str(source_file), str(target_file), len(read), len(pairs), in_evaluation, len(usable))
+        types = Counter()
         for (source, target), tags, a, b in zip(usable, source_tags, source_vectors, target_vectors):
             found = entities(tags)
             if not found:
                 if drawn(target, options.empty_share, "empty"):
                     kept.append(Sentence(target, ["O"] * len(target)))
-                    counts["kept_without_entities"] += 1
+                    done.kept_without_entities += 1
                 continue
             words = {i for _, start, end in found for i in range(start, end)}
             links = name_links(source, target, words), argmax_links(cosine(a, b), options.floor)
             result = carry(source, tags, target, *links)
-            counts.update(
-                source_entities=len(found),
-                carried_by_name=result.by_name,
-                carried_by_vectors=result.by_vectors,
-                dropped=len(result.dropped),
-            )
+            done.source_entities += len(found)
+            done.carried_by_name += result.by_name
+            done.carried_by_vectors += result.by_vectors
+            done.dropped += len(result.dropped)
             if not result.dropped:
                 kept.append(Sentence(target, result.tags))
-                counts["kept_with_entities"] += 1
+                done.kept_with_entities += 1
                 types.update(kind for kind, _, _ in entities(result.tags))
-        reports.append({"source": str(source_file), "target": str(target_file), **counts, "kept_entities": dict(types)})
+        done.kept_entities = dict(types)
+        reports.append(done)
     if not kept:
         raise XlingError("no sentence pair carried its entities over; nothing to write")
-    report = {"options": asdict(options), "files": reports}
-    train, dev = write_silver(options.output, kept, options.dev_share, report, options.overwrite)
-    return {**report, "train": train, "dev": dev}
+    report = ProjectionReport(asdict(options), reports)
+    write_silver(options.output, kept, options.dev_share, report, options.overwrite)
+    return report

@@ -4,7 +4,6 @@ report, as one folder written whole or not at all; and the evaluation sentences 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 from xling.data.conll import Sentence, conll_text
@@ -13,6 +12,7 @@ from xling.data.overlap import sentences_of
 from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, write_json_atomic
+from xling.records import set_fields
 
 REPORT = "report.json"  # written last of the folder's files; a recipe step is done when it is there
 
@@ -35,22 +35,19 @@ def check_new(output: str, overwrite: bool) -> None:
 
 def write_silver(
     output: str, kept: list[Sentence], dev_share: float, report, overwrite: bool, extra: dict[str, str] | None = None
-) -> tuple[int, int]:
+) -> None:
     """Write train.conll and dev.conll (the `dev_share` drawn among the sentences labelled whole), the `extra`
-    files (name: text) and the report (a dataclass or a dict, the split's sizes added as `train` and `dev`);
-    return those sizes."""
+    files (name: text) and the report (a dataclass with `train` and `dev`, which get the split's sizes)."""
     if not kept:
         raise XlingError("no sentence came out labelled; nothing to write")
     # dev data is labelled whole: a sentence with unjudged words (`?`) always trains
     to_dev = [drawn(s.tokens, dev_share, "dev") and UNJUDGED not in s.tags for s in kept]
     dev = [s for s, chosen in zip(kept, to_dev) if chosen]
     train = [s for s, chosen in zip(kept, to_dev) if not chosen]
-    # shallow: `asdict` would rebuild a Counter from its items, counting the pairs
-    record = {f.name: getattr(report, f.name) for f in fields(report)} if is_dataclass(report) else dict(report)
+    report.train, report.dev = len(train), len(dev)
     with atomic_directory(Path(output), overwrite=overwrite, replaces=(REPORT,)) as target:
         (target / "train.conll").write_text(conll_text(train), encoding="utf-8")
         (target / "dev.conll").write_text(conll_text(dev), encoding="utf-8")
         for name, text in (extra or {}).items():
             (target / name).write_text(text, encoding="utf-8")
-        write_json_atomic(target / REPORT, {**record, "train": len(train), "dev": len(dev)})
-    return len(train), len(dev)
+        write_json_atomic(target / REPORT, set_fields(report))

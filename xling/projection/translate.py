@@ -29,6 +29,8 @@ class TranslateReport:
     lexicon: dict[str, int]  # entries per origin
     sentences: int = 0
     words: Counter = field(default_factory=Counter)  # entity, translated, copied, dropped, suffixed
+    train: int = 0  # sentences written to train.conll (`write_silver`)
+    dev: int = 0
 
 
 def translate_sentence(sentence: Sentence, entries: dict[str, str], counts: Counter) -> Sentence:

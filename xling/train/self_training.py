@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import shutil
 import time
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -89,13 +89,24 @@ def check_inputs(options: SelfTrainingOptions, workspace: Workspace, final: Path
         load_ner(source, "train", scheme=options.scheme)
 
 
+@dataclass
+class RoundContext:
+    """What every round of one self-training run shares."""
+
+    workspace: Workspace
+    console: Console
+    processes: object  # `process_state`: this process among those training
+    name: str  # the run's; round n saves `<name>-round<n>`
+    progress: TrainingProgress | None
+
+
 def train_round(
-    number: int, labeller: str, sentences: list[list[str]], options: SelfTrainingOptions, context: dict
+    number: int, labeller: str, sentences: list[list[str]], options: SelfTrainingOptions, context: RoundContext
 ) -> None:
     """Round `number`: tag the corpus with `labeller`, keep the confident sentences, train on them (and the
     labelled ones) from the source adapter; saves `<name>-round<number>` with its pseudo-labels."""
-    workspace, console, processes = context["workspace"], context["console"], context["processes"]
-    round_name = f"{context['name']}-round{number}"
+    workspace, console, processes = context.workspace, context.console, context.processes
+    round_name = f"{context.name}-round{number}"
     tagger = Tagger.load(options.labeller(labeller))
     with console.status(f"round {number}: tagging {len(sentences):,} sentences with {tagger.setup}"):
         tagged = tagger.tag_words(sentences)
@@ -114,7 +125,7 @@ def train_round(
     )
     round_options = shared_options(options, TaskAdapterOptions)
     round_options |= {"train": [str(data_file), *options.labelled], "name": round_name}
-    train_task_adapter(TaskAdapterOptions(**round_options, init_from=options.source), console, context["progress"])
+    train_task_adapter(TaskAdapterOptions(**round_options, init_from=options.source), console, context.progress)
     if processes.is_main_process:
         write_text_atomic(workspace.adapter_dir(TASK, round_name) / "pseudo_labels.conll", pseudo_labels)
     wait_for_everyone(processes)  # the next round loads what the main process saved
@@ -139,7 +150,7 @@ def self_train(
         f"from {len(files)} file(s), {options.rounds} round(s), threshold {options.threshold}"
     )
     processes = process_state(pick_device(options.training.device))  # one, or all under torchrun
-    context = {"workspace": workspace, "console": console, "processes": processes, "name": name, "progress": progress}
+    context = RoundContext(workspace, console, processes, name, progress)
     labeller, rounds = options.source, []
     for number in range(1, options.rounds + 1):
         target = workspace.adapter_dir(TASK, f"{name}-round{number}")

@@ -8,6 +8,7 @@ fine-tuning of the encoder with the head) and `head` (only the classification he
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import torch
 from rich.console import Console
@@ -83,19 +84,25 @@ def task_model(
 
 
 def run_record(
-    options: TaskAdapterOptions, model: AdaptedModel, name: str, labels: list[str], dirs: dict, training: TrainConfig
+    options: TaskAdapterOptions,
+    model: AdaptedModel,
+    name: str,
+    labels: list[str],
+    lang_dir: Path | None,
+    other_dirs: dict[str, Path],
+    training: TrainConfig,
 ) -> tuple[TaskAdapterOptions, Resolved]:
     """What the run trains with, as it resolved the options, and what it resolved beside them."""
     resolved_options = replace(
         options,
         name=name,
         lang=check_lang(options.lang),
-        lang_adapter=str(dirs["lang"]) if dirs["lang"] else None,
+        lang_adapter=str(lang_dir) if lang_dir else None,
         # with --init-from the continued adapter's architecture, not the options' default
         adapter=AdapterChoice.of(model.adapters[name].config) if name in model.adapters else options.adapter,
         training=training,
     )
-    others = {other: str(path) for other, path in dirs["others"].items()}
+    others = {other: str(path) for other, path in other_dirs.items()}
     return resolved_options, Resolved(other_lang_adapters=others, labels=labels)
 
 
@@ -142,7 +149,7 @@ def train_task_adapter(
         f"labels {', '.join(labels)}; {f'setup {setup}' if setup else 'no adapters'}; {counts}"
     )
     training = replace(options.training, learning_rate=options.training.learning_rate or method.learning_rate)
-    recorded, resolved = run_record(options, model, name, labels, {"lang": lang_dir, "others": other_dirs}, training)
+    recorded, resolved = run_record(options, model, name, labels, lang_dir, other_dirs, training)
     run.train(model, objective, recorded, counts, f"train-task {name}", progress, resolved)
     report = run.report(
         name=name,
