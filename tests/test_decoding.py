@@ -131,7 +131,7 @@ def test_tagger_and_evaluate_use_the_decoder(trained_workspace):
         assert [[t for t, _ in s] for s in one.tag_words(tokens)] == expected
         result = evaluate(EvaluationOptions(data=str(dev), tagger=TaggerSpec(lang="qu", decoder=decoder)), tagger=one)
         assert result.decoder == decoder
-        assert result.f1 == pytest.approx(score([s.tags for s in sentences], expected)["f1"])
+        assert result.f1 == pytest.approx(score([s.tags for s in sentences], expected).f1)
 
 
 def test_cli_refuses_an_unknown_decoder_in_one_line(trained_workspace):

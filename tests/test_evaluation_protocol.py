@@ -82,7 +82,7 @@ def test_counts_give_seqevals_f1_and_a_perfect_tagger_has_no_spread():
     predicted = [["B-PER", "I-PER", "O"], ["B-LOC", "B-LOC"], ["O", "I-ORG"], ["O"]]
     counts = sentence_counts(gold, predicted)
     assert counts.tolist() == [[1, 1, 1], [1, 2, 1], [0, 0, 1], [0, 0, 0]]  # strict IOB2: a lone I- is no entity
-    assert mean_f1(counts) == pytest.approx(score(gold, predicted)["f1"])
+    assert mean_f1(counts) == pytest.approx(score(gold, predicted).f1)
     assert interval(sentence_counts(gold, gold)) == (1.0, 1.0)
 
 

@@ -132,9 +132,9 @@ def test_fusion_attention_averages_sum_to_one(fused):
     _, root, model_dir, dev = fused
     tagger = Tagger.load(lang="qu", fusion="ner-fusion-qu", model=str(model_dir), workspace=str(root / "ws"))
     result = fusion_attention(tagger, str(dev))
-    assert result["adapters"] == ["ner-en", "ner-es"] and result["layers"] == ["0_ffn", "1_ffn", "2_ffn"]
-    assert result["tokens"] > 100
-    assert all(abs(sum(row) - 1) < 1e-6 for row in result["attention"])
+    assert result.adapters == ["ner-en", "ner-es"] and result.layers == ["0_ffn", "1_ffn", "2_ffn"]
+    assert result.tokens > 100
+    assert all(abs(sum(row) - 1) < 1e-6 for row in result.attention)
 
 
 def test_layer_ablation_reuses_one_model(trained_workspace, monkeypatch):
@@ -147,9 +147,9 @@ def test_layer_ablation_reuses_one_model(trained_workspace, monkeypatch):
     before = evaluate(EvaluationOptions(data=str(dev), limit=20, tagger=TaggerSpec(lang="en")), tagger=tagger)
     result = layer_ablation(tagger, str(dev), limit=20, on_span=lambda i, j: spans.append((i, j)))
     assert spans == [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)]
-    assert all(result["drop"][i][j] is None for i in range(3) for j in range(i))
-    assert all(result["drop"][i][j] is not None for i in range(3) for j in range(i, 3))
-    assert result["sentences"] == 20
+    assert all(result.drop[i][j] is None for i in range(3) for j in range(i))
+    assert all(result.drop[i][j] is not None for i in range(3) for j in range(i, 3))
+    assert result.sentences == 20
     after = evaluate(EvaluationOptions(data=str(dev), limit=20, tagger=TaggerSpec(lang="en")), tagger=tagger)
     assert before.f1 > 0.5 and (after.f1, after.precision) == (before.f1, before.precision)
 
@@ -182,14 +182,14 @@ def test_confidence_counts_entities_right_only_with_their_exact_words_and_type()
         [("B-LOC", 0.85), ("O", 0.31), ("O", 0.99)],  # cut short: wrong; its second word a missed entity's
     ]
     result = count_by_confidence(gold, tagged)
-    assert result["bins"][9] == 0.9 and len(result["o_words"]) == 10
-    assert result["entities"] == {
+    assert result.bins[9] == 0.9 and len(result.o_words) == 10
+    assert result.entities == {
         "LOC": [[0, 0]] * 8 + [[0, 1], [0, 0]],
         "ORG": [[0, 0]] * 5 + [[0, 1]] + [[0, 0]] * 4,
         "PER": [[0, 0]] * 9 + [[1, 1]],  # the least of its words' probabilities: 0.91
     }
-    assert result["o_words"][3] == [1, 1] and result["o_words"][6] == [0, 1] and result["o_words"][9] == [0, 1]
-    assert sum(count for _, count in result["o_words"]) == 3
+    assert result.o_words[3] == [1, 1] and result.o_words[6] == [0, 1] and result.o_words[9] == [0, 1]
+    assert sum(count for _, count in result.o_words) == 3
 
 
 def test_errors_class_each_entity_once_and_name_the_words_a_wrong_span_leaves_out():
@@ -206,27 +206,27 @@ def test_errors_class_each_entity_once_and_name_the_words_a_wrong_span_leaves_ou
         ["O", "O", "B-LOC"],  # Juan missed; Inka spurious
     ]
     result = count_errors(gold, tagged)
-    assert result["kinds"] == {
+    assert result.kinds == {
         "right": 1, "wrong type": 1, "wrong span": 1, "wrong type and span": 1, "spurious": 1, "missed": 1
     }  # fmt: skip
-    assert result["left_out"] == [("suyu", 1)] and result["taken_in"] == []
-    types = result["types"]
+    assert result.left_out == [("suyu", 1)] and result.taken_in == []
+    types = result.types
     assert types == ["LOC", "ORG", "PER", "none"]
-    cell = {(g, p): result["confusion"][types.index(g)][types.index(p)] for g in types for p in types}
+    cell = {(g, p): result.confusion[types.index(g)][types.index(p)] for g in types for p in types}
     assert cell["LOC", "ORG"] == 1 and cell["ORG", "LOC"] == 1 and cell["LOC", "LOC"] == 1
     assert cell["PER", "PER"] == 1 and cell["PER", "none"] == 1 and cell["none", "LOC"] == 1
     assert sum(cell.values()) == 6
-    assert result["examples"]["wrong span"] == ["tagged [Punu](LOC), gold [Punu suyu](LOC)"]
+    assert result.examples["wrong span"] == ["tagged [Punu](LOC), gold [Punu suyu](LOC)"]
 
 
 def test_parameter_table(fused):
     _, root, model_dir, _ = fused
     result = parameter_table(Workspace(str(root / "ws"), str(model_dir)), base_parameters=30_000)
-    rows = {(r["kind"], r["name"]): r for r in result["rows"]}
-    assert rows[("lang", "qu")]["head"] > 0 and rows[("lang", "qu")]["used"] == rows[("lang", "qu")]["adapter"]
-    assert rows[("task", "ner-en")]["used"] == rows[("task", "ner-en")]["adapter"] + rows[("task", "ner-en")]["head"]
+    rows = {(r.kind, r.name): r for r in result.rows}
+    assert rows[("lang", "qu")].head > 0 and rows[("lang", "qu")].used == rows[("lang", "qu")].adapter
+    assert rows[("task", "ner-en")].used == rows[("task", "ner-en")].adapter + rows[("task", "ner-en")].head
     assert ("fusion", "ner-fusion-qu") in rows
-    assert result["total_relative"] == pytest.approx(1 + sum(r["used"] for r in result["rows"]) / 30_000)
+    assert result.total_relative == pytest.approx(1 + sum(r.used for r in result.rows) / 30_000)
 
 
 @pytest.mark.slow

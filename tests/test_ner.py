@@ -161,20 +161,20 @@ def test_seqeval_strict_scores():
     gold = [["B-PER", "I-PER", "O", "B-LOC"], ["B-ORG", "O"]]
     predicted = [["B-PER", "I-PER", "O", "B-PER"], ["I-ORG", "O"]]
     result = score(gold, predicted)
-    assert result["support"] == 3
+    assert result.support == 3
     # strict mode: a lone I-ORG is no entity, so 2 predicted entities, 1 right
-    assert result["precision"] == pytest.approx(1 / 2) and result["recall"] == pytest.approx(1 / 3)
-    assert result["per_type"]["PER"]["f1"] == pytest.approx(2 / 3)
-    assert result["per_type"]["ORG"]["f1"] == 0  # strict: an entity must start with B-
+    assert result.precision == pytest.approx(1 / 2) and result.recall == pytest.approx(1 / 3)
+    assert result.per_type["PER"]["f1"] == pytest.approx(2 / 3)
+    assert result.per_type["ORG"]["f1"] == 0  # strict: an entity must start with B-
     from seqeval.metrics import classification_report
     from seqeval.scheme import IOB2
 
     seqevals = classification_report(gold, predicted, mode="strict", scheme=IOB2, output_dict=True, zero_division=0)
-    assert set(result["seqeval_report"]) == set(seqevals)  # its keys and averages, as dashboards read them
+    assert set(result.seqeval_report) == set(seqevals)  # its keys and averages, as dashboards read them
     for label, values in seqevals.items():
-        assert result["seqeval_report"][label] == pytest.approx({key: float(v) for key, v in values.items()})
-    assert {"micro avg", "macro avg", "weighted avg"} <= set(result["seqeval_report"])
-    assert result["seqeval_report"]["micro avg"]["f1-score"] == pytest.approx(result["f1"])
+        assert result.seqeval_report[label] == pytest.approx({key: float(v) for key, v in values.items()})
+    assert {"micro avg", "macro avg", "weighted avg"} <= set(result.seqeval_report)
+    assert result.seqeval_report["micro avg"]["f1-score"] == pytest.approx(result.f1)
 
 
 # ---- training and evaluation -------------------------------------------------------------------

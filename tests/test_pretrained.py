@@ -113,7 +113,7 @@ def test_an_adapter_config_with_keys_xling_does_not_write_is_refused_naming_the_
 def test_fp16_is_shipped_only_where_its_tags_equal_fp32s_on_every_silver_dev_sentence():
     for name in SHIPPED:
         record = PretrainedRecord.read(shipped(name))
-        agreed = all(c["equal"] == c["sentences"] > 0 for c in record.fp16_check)
+        agreed = all(c.equal == c.sentences > 0 for c in record.fp16_check)
         assert record.stored_in == ("fp16" if agreed else "fp32")
         weights = shipped(name) / "xling_adapter.safetensors"
         from safetensors import safe_open

@@ -7,6 +7,7 @@ the model is loaded once and each span is switched off in turn.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from xling.data.sources import load_scored
 from xling.given_data import LabelledData
@@ -14,18 +15,29 @@ from xling.scoring.entities import score
 from xling.tagging.tagger import Tagger
 
 
+@dataclass
+class LayerAblation:
+    f1: float  # with every adapter
+    sentences: int
+    drop: list[list[float | None]]  # relative F1 drop removing layers i..j; None (JSON null) below the diagonal
+    data: str | None = None  # what it was measured on (`reports`)
+    lang: str | None = None
+    setup: str | None = None
+    json: str | None = None  # where its numbers were written
+
+
 def layer_ablation(
     tagger: Tagger,
     data: LabelledData,
     limit: int | None = None,
     on_span: Callable[[int, int], None] = lambda i, j: None,
-) -> dict:
-    """{"f1": full F1, "drop": [[relative drop for span i..j, None (JSON null) below the diagonal]]}."""
+) -> LayerAblation:
+    """The F1 with every adapter, and its relative drop with the adapters of each span of layers removed."""
     sentences = load_scored(data, limit)
     tokens, gold = [s.tokens for s in sentences], [s.tags for s in sentences]
 
     def f1() -> float:
-        return score(gold, [[tag for tag, _ in p] for p in tagger.tag_words(tokens)])["f1"]
+        return score(gold, [[tag for tag, _ in p] for p in tagger.tag_words(tokens)]).f1
 
     full = f1()
     layers = tagger.model.num_layers
@@ -35,4 +47,4 @@ def layer_ablation(
             on_span(first, last)
             with tagger.model.without_layers(range(first, last + 1)):
                 drop[first][last] = (full - f1()) / full if full else 0.0
-    return {"f1": full, "sentences": len(sentences), "drop": drop}
+    return LayerAblation(full, len(sentences), drop)

@@ -9,6 +9,7 @@ curves show which threshold keeps pseudo-labels right, and how often a kept O is
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 from seqeval.metrics.sequence_labeling import get_entities
 
@@ -20,12 +21,24 @@ from xling.tagging.tagger import Tagger
 BINS = 10  # confidence bins of 0.1: [0, 0.1), ..., [0.9, 1]
 
 
+@dataclass
+class Confidence:
+    bins: list[float]  # each bin's lower bound
+    entities: dict[str, list[list[int]]]  # per type, [right, predicted] per bin
+    o_words: list[list[int]]  # [inside a gold entity, tagged O] per bin
+    sentences: int = 0
+    data: str | None = None  # what it was measured on (`reports`)
+    lang: str | None = None
+    setup: str | None = None
+    json: str | None = None  # where its numbers were written
+
+
 def bin_of(probability: float) -> int:
     return min(int(probability * BINS), BINS - 1)
 
 
-def count_by_confidence(sentences: list[Sentence], tagged: list[list[tuple[str, float]]]) -> dict:
-    """{"entities": {type: [[right, predicted] per bin]}, "o_words": [[inside a gold entity, tagged O] per bin]}."""
+def count_by_confidence(sentences: list[Sentence], tagged: list[list[tuple[str, float]]]) -> Confidence:
+    """Right and predicted entities of each type, and words tagged O inside a gold entity, by probability."""
     entities: defaultdict[str, list[list[int]]] = defaultdict(lambda: [[0, 0] for _ in range(BINS)])
     o_words = [[0, 0] for _ in range(BINS)]
     for sentence, words in zip(sentences, tagged):
@@ -39,10 +52,9 @@ def count_by_confidence(sentences: list[Sentence], tagged: list[list[tuple[str, 
                 cell = o_words[bin_of(probability)]
                 cell[0] += gold_tag != "O"
                 cell[1] += 1
-    return {"bins": [i / BINS for i in range(BINS)], "entities": dict(sorted(entities.items())), "o_words": o_words}
+    return Confidence([i / BINS for i in range(BINS)], dict(sorted(entities.items())), o_words, len(sentences))
 
 
-def tagger_confidence(tagger: Tagger, data: LabelledData, limit: int | None = None) -> dict:
+def tagger_confidence(tagger: Tagger, data: LabelledData, limit: int | None = None) -> Confidence:
     sentences = load_scored(data, limit)
-    result = count_by_confidence(sentences, tagger.tag_words([s.tokens for s in sentences]))
-    return {**result, "sentences": len(sentences)}
+    return count_by_confidence(sentences, tagger.tag_words([s.tokens for s in sentences]))

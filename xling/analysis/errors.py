@@ -9,6 +9,7 @@ conventions (`distritu`, `pruwinsya` after a Quechua place name) that a source-l
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 from seqeval.metrics.sequence_labeling import get_entities
 
@@ -21,6 +22,22 @@ KINDS = ("right", "wrong type", "wrong span", "wrong type and span", "spurious",
 NONE = "none"  # the row or column of the confusion for no entity on that side
 EXAMPLES = 5  # kept for each kind
 EDGE_WORDS = 20  # the commonest words left out or taken in, kept
+
+
+@dataclass
+class Errors:
+    kinds: dict[str, int]  # entities of each class (`KINDS`)
+    types: list[str]  # the confusion's rows and columns, `none` last
+    confusion: list[list[int]]  # gold rows, tagged columns
+    left_out: list[tuple[str, int]]  # the commonest words a wrong span leaves out, with their counts
+    taken_in: list[tuple[str, int]]  # and takes in
+    examples: dict[str, list[str]]  # of each class but right
+    sentences: int = 0
+    decoder: str | None = None
+    data: str | None = None  # what it was measured on (`reports`)
+    lang: str | None = None
+    setup: str | None = None
+    json: str | None = None  # where its numbers were written
 
 
 def overlaps(a: tuple, b: tuple) -> int:
@@ -42,7 +59,7 @@ def kind_of(predicted: tuple, gold: list[tuple]) -> tuple[str, tuple | None]:
     return ("wrong span", same_type[0]) if same_type else ("wrong type and span", touching[0])
 
 
-def count_errors(sentences: list[Sentence], predictions: list[list[str]]) -> dict:
+def count_errors(sentences: list[Sentence], predictions: list[list[str]]) -> Errors:
     """Counts of each class, the confusion of types (gold rows, predicted columns), edge words and examples."""
     kinds, confusion, left_out, taken_in = Counter(), Counter(), Counter(), Counter()
     examples: dict[str, list[str]] = {kind: [] for kind in KINDS[1:]}
@@ -67,14 +84,15 @@ def count_errors(sentences: list[Sentence], predictions: list[list[str]]) -> dic
                 if len(examples["missed"]) < EXAMPLES:
                     examples["missed"].append(shown(words, None, entity))
     types = sorted({t for pair in confusion for t in pair} - {NONE}) + [NONE]
-    return {
-        "kinds": {kind: kinds[kind] for kind in KINDS},
-        "types": types,
-        "confusion": [[confusion[(g, p)] for p in types] for g in types],
-        "left_out": left_out.most_common(EDGE_WORDS),
-        "taken_in": taken_in.most_common(EDGE_WORDS),
-        "examples": examples,
-    }
+    return Errors(
+        kinds={kind: kinds[kind] for kind in KINDS},
+        types=types,
+        confusion=[[confusion[(g, p)] for p in types] for g in types],
+        left_out=left_out.most_common(EDGE_WORDS),
+        taken_in=taken_in.most_common(EDGE_WORDS),
+        examples=examples,
+        sentences=len(sentences),
+    )
 
 
 def shown(words: list[str], predicted: tuple | None, gold: tuple | None) -> str:
@@ -86,7 +104,7 @@ def shown(words: list[str], predicted: tuple | None, gold: tuple | None) -> str:
     return f"tagged {side(predicted)}, gold {side(gold)}"
 
 
-def tagger_errors(tagger: Tagger, data: LabelledData, limit: int | None = None) -> dict:
+def tagger_errors(tagger: Tagger, data: LabelledData, limit: int | None = None) -> Errors:
     sentences = load_scored(data, limit)
     tagged = tagger.tag_words([s.tokens for s in sentences])
-    return {**count_errors(sentences, [[tag for tag, _ in words] for words in tagged]), "sentences": len(sentences)}
+    return count_errors(sentences, [[tag for tag, _ in words] for words in tagged])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from xling.data.sources import load_ner
@@ -11,9 +13,22 @@ from xling.tagging.predict import pad_batch, tagger_windows
 from xling.tagging.tagger import Tagger
 
 
+@dataclass
+class FusionAttention:
+    layers: list[str]  # each fusion layer, `<layer>_<site>`
+    adapters: list[str]
+    tokens: int  # the real tokens averaged over
+    attention: list[list[float]]  # per layer, the mean weight of each adapter
+    fusion: str | None = None
+    data: str | None = None  # what it was measured on (`reports`)
+    lang: str | None = None
+    setup: str | None = None
+    json: str | None = None  # where its numbers were written
+
+
 @torch.inference_mode()
-def fusion_attention(tagger: Tagger, data: LabelledData, batch_size: int = 32) -> dict:
-    """{"layers": [...], "adapters": [...], "attention": [[mean weight per adapter] per layer]} over real tokens."""
+def fusion_attention(tagger: Tagger, data: LabelledData, batch_size: int = 32) -> FusionAttention:
+    """The mean attention weight of each fused adapter at each layer, over the data's real tokens."""
     model = tagger.model
     fusion = model.fusions[tagger.head]
     layers = sorted(fusion.layers.items(), key=lambda item: (int(item[0].split("_")[0]), item[0]))
@@ -36,9 +51,9 @@ def fusion_attention(tagger: Tagger, data: LabelledData, batch_size: int = 32) -
         for _, layer in layers:
             layer.record_attention = False
             layer.last_attention = None
-    return {
-        "layers": [key for key, _ in layers],
-        "adapters": fusion.adapter_names,
-        "tokens": tokens,
-        "attention": [(sums[key] / max(1, tokens)).tolist() for key, _ in layers],
-    }
+    return FusionAttention(
+        layers=[key for key, _ in layers],
+        adapters=fusion.adapter_names,
+        tokens=tokens,
+        attention=[(sums[key] / max(1, tokens)).tolist() for key, _ in layers],
+    )

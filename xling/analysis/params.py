@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 from safetensors import safe_open
@@ -14,6 +15,25 @@ from xling.workspace import Workspace
 WEIGHT_FILES = (WEIGHTS_FILE, HEAD_WEIGHTS_FILE)
 
 
+@dataclass
+class ParameterRow:
+    kind: str  # the role: lang, task, fusion
+    name: str
+    adapter: int
+    head: int
+    used: int  # what tagging loads: a language adapter's masked-LM head serves training only
+    share: float  # of the base model
+
+
+@dataclass
+class ParameterTable:
+    base_parameters: int
+    rows: list[ParameterRow]
+    added: int
+    total_relative: float  # the base and everything added, over the base
+    json: str | None = None
+
+
 def count_file(path: Path) -> int:
     if not path.is_file():
         return 0
@@ -21,7 +41,7 @@ def count_file(path: Path) -> int:
         return sum(math.prod(weights.get_slice(key).get_shape()) for key in weights.keys())
 
 
-def parameter_table(workspace: Workspace, base_parameters: int) -> dict:
+def parameter_table(workspace: Workspace, base_parameters: int) -> ParameterTable:
     """Every saved adapter, fusion and head in the workspace with its size relative to the base model."""
     rows = []
     for role in ROLES:
@@ -35,20 +55,6 @@ def parameter_table(workspace: Workspace, base_parameters: int) -> dict:
             head = count_file(directory / WEIGHT_FILES[1])
             # A language adapter's masked-LM head serves training only; tagging never loads it.
             used = adapter if role is LANG else adapter + head
-            rows.append(
-                {
-                    "kind": role.name,
-                    "name": directory.name,
-                    "adapter": adapter,
-                    "head": head,
-                    "used": used,
-                    "share": used / base_parameters,
-                }
-            )
-    added = sum(r["used"] for r in rows)
-    return {
-        "base_parameters": base_parameters,
-        "rows": rows,
-        "added": added,
-        "total_relative": (base_parameters + added) / base_parameters,
-    }
+            rows.append(ParameterRow(role.name, directory.name, adapter, head, used, used / base_parameters))
+    added = sum(r.used for r in rows)
+    return ParameterTable(base_parameters, rows, added, (base_parameters + added) / base_parameters)

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from xling.analysis.options import ANALYSES, Analysis, AnalyzeOptions
 from xling.cli.options import command
+from xling.records import set_fields
 
 app = typer.Typer(
     help="Analyses: fusion attention, layer ablations, confidence, errors, parameter budgets.", no_args_is_help=True
@@ -26,9 +27,9 @@ def subcommand(analysis: Analysis) -> None:
 
         result = run_analysis(options, console)
         if options.output_file():
-            console.print(f"[green]wrote[/] {options.output_file()} and {result['json']}")
+            console.print(f"[green]wrote[/] {options.output_file()} and {result.json}")
         if as_json:
-            print(json.dumps(result, indent=2))
+            print(json.dumps(set_fields(result), indent=2))
         elif (shown := summary(options, result)) is not None:
             Console().print(shown)
 

@@ -45,7 +45,21 @@ class CorpusRecord:
     licence: str | None
 
 
-NESTED = {"scores": Score, "data": CorpusRecord}  # the record's lists of records
+@dataclass
+class Fp16Check:
+    """On how many silver-dev sentences a setup's weights stored in fp16 tag as in fp32."""
+
+    data: str
+    setup: str
+    sentences: int
+    equal: int
+
+    @property
+    def passed(self) -> bool:
+        return self.equal == self.sentences
+
+
+NESTED = {"scores": Score, "data": CorpusRecord, "fp16_check": Fp16Check}  # the record's lists of records
 
 
 @dataclass
@@ -61,7 +75,7 @@ class PretrainedRecord:
     files: dict[str, str]  # file name -> sha256
     data: list[CorpusRecord] = field(default_factory=list)
     scores: list[Score] = field(default_factory=list)
-    fp16_check: list[dict] = field(default_factory=list)  # per setup: silver-dev sentences fp16 tags as fp32 does
+    fp16_check: list[Fp16Check] = field(default_factory=list)
     perplexity: dict[str, float] = field(default_factory=dict)  # a masked-LM head: held-out, per language
 
     @classmethod

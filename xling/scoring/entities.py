@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.table import Table
 from seqeval.metrics import classification_report
 from seqeval.scheme import IOB2
@@ -11,10 +13,23 @@ from xling.errors import XlingError
 from xling.scoring.result import EvaluationResult
 
 
-def score(gold: list[list[str]], predicted: list[list[str]]) -> dict:
-    """{"precision", "recall", "f1", "support", "per_type": {type: {...}}, "seqeval_report"}, fractions in [0, 1];
-    `seqeval_report` is seqeval's own `classification_report(output_dict=True)`, its keys (`f1-score`) and its
-    micro, macro and weighted averages, for the dashboards that read that shape."""
+@dataclass
+class EntityScores:
+    """Entity scores, fractions in [0, 1]: the fields an `EvaluationResult` starts from."""
+
+    precision: float
+    recall: float
+    f1: float
+    support: int  # gold entities
+    sentences: int
+    per_type: dict[str, dict[str, float]]  # each type's precision, recall, f1 and support
+    # seqeval's own `classification_report(output_dict=True)`, its keys (`f1-score`) and its micro, macro and
+    # weighted averages, for the dashboards that read that shape
+    seqeval_report: dict[str, dict[str, float]]
+
+
+def score(gold: list[list[str]], predicted: list[list[str]]) -> EntityScores:
+    """Strict IOB2 entity scores of `predicted` against `gold`."""
     if len(gold) != len(predicted) or any(len(g) != len(p) for g, p in zip(gold, predicted)):
         raise ValueError("gold and predicted tag sequences differ in shape")
     if any(UNJUDGED in tags for tags in gold):
@@ -27,18 +42,18 @@ def score(gold: list[list[str]], predicted: list[list[str]]) -> dict:
         if not label.endswith(" avg")
     }
     micro = report.get("micro avg", {"precision": 0.0, "recall": 0.0, "f1-score": 0.0, "support": 0})
-    return {
-        "precision": float(micro["precision"]),  # seqeval's numpy floats: plain ones, as JSON writes them
-        "recall": float(micro["recall"]),
-        "f1": float(micro["f1-score"]),
-        "support": int(micro["support"]),
-        "sentences": len(gold),
-        "per_type": per_type,
-        "seqeval_report": {
+    return EntityScores(
+        precision=float(micro["precision"]),  # seqeval's numpy floats: plain ones, as JSON writes them
+        recall=float(micro["recall"]),
+        f1=float(micro["f1-score"]),
+        support=int(micro["support"]),
+        sentences=len(gold),
+        per_type=per_type,
+        seqeval_report={
             label: {key: int(value) if key == "support" else float(value) for key, value in values.items()}
             for label, values in report.items()
         },
-    }
+    )
 
 
 def scores_table(result: EvaluationResult, title: str) -> Table:

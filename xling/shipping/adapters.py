@@ -32,10 +32,12 @@ from xling.data.sources import load_ner
 from xling.fileio import atomic_directory, file_sha256, write_json_atomic
 from xling.models import model_label
 from xling.models.loading import DEFAULT_MODEL
+from xling.options import build as build_options
 from xling.pretrained import (
     PRETRAINED_ROOT,
     RECORD_FILE,
     CorpusRecord,
+    Fp16Check,
     PretrainedRecord,
     Score,
 )
@@ -47,7 +49,9 @@ from xling.tagging.options import EvaluationOptions
 from xling.tagging.spec import TaggerSpec
 from xling.train.cards.adapter import model_card
 from xling.train.cards.common import CARD_FILE, catalogued, corpus_table
+from xling.train.config import TaskAdapterOptions
 from xling.train.report import REPORT_FILE, RunReport
+from xling.train.text_config import LanguageAdapterOptions
 from xling.trained_tasks import TASK_FILE, TaskRecord, task_text
 
 RECIPE, SEED = "recipes/pretrained.toml", 2
@@ -92,8 +96,9 @@ def named_report(source: Path, role) -> RunReport:
     """The adapter's report with its training data named as the recipe gave it (the corpora by catalogue name,
     where the run recorded the files it read), so that nothing it must say is left out with the local paths."""
     report, step = RunReport.read(source), recipe_steps()[source.name]
-    given = {key: step[key] for key in (("corpus",) if role is LANG else ("train", "dev")) if key in step}
-    return replace(report, options=replace(report.options, **given))
+    if role is LANG:
+        return replace(report, options=replace(report.options, corpus=step.corpus))
+    return replace(report, options=replace(report.options, train=step.train, dev=step.dev))
 
 
 def without_local_paths(value):
@@ -120,15 +125,10 @@ def tags(workspace: Path, lang: str, task: str, data: str) -> list[list[str]]:
     return [[tag for tag, _ in sentence] for sentence in tagger.tag_words([s.tokens for s in load_ner(data)])]
 
 
-def agreeing(source: Path, staged: Path, lang: str, task: str) -> dict:
+def agreeing(source: Path, staged: Path, lang: str, task: str) -> Fp16Check:
     """On how many silver-dev sentences the staged weights tag as the source's do."""
     mine, theirs = tags(staged, lang, task, SILVER_DEV), tags(source, lang, task, SILVER_DEV)
-    return {
-        "data": SILVER_DEV,
-        "setup": f"Stack({lang}, {task})",
-        "sentences": len(mine),
-        "equal": sum(a == b for a, b in zip(mine, theirs)),
-    }
+    return Fp16Check(SILVER_DEV, f"Stack({lang}, {task})", len(mine), sum(a == b for a, b in zip(mine, theirs)))
 
 
 @functools.cache  # a setup that several cards show is scored once
@@ -138,22 +138,26 @@ def score(workspace: Path, lang: str, task: str, data: str) -> Score:
     return Score(data, f"Stack({lang}, {task})", result.f1, result.f1_interval, result.sentences)
 
 
-def recipe_steps() -> dict[str, dict]:
-    """The training steps of the recipe that made the shipped adapters, by the name of what each saves."""
-    steps = tomllib.loads((PRETRAINED_ROOT.parents[1] / RECIPE).read_text(encoding="utf-8"))["step"]
-    saves = {
-        "train-lang": lambda step: step["lang"],
-        "train-task": lambda step: step.get("name", f"ner-{step['lang']}"),
-    }
-    return {saves[step["run"]](step): step for step in steps if step["run"] in saves}
+def recipe_steps() -> dict[str, LanguageAdapterOptions | TaskAdapterOptions]:
+    """The training steps of the recipe that made the shipped adapters, as their commands' options, by the name
+    of what each saves."""
+    recipe = tomllib.loads((PRETRAINED_ROOT.parents[1] / RECIPE).read_text(encoding="utf-8"))
+    trained = {"train-lang": LanguageAdapterOptions, "train-task": TaskAdapterOptions}
+    steps = [
+        build_options(trained[step["run"]], {key: value for key, value in step.items() if key not in ("title", "run")})
+        for step in recipe["step"]
+        if step.get("run") in trained
+    ]
+    return {step.run_name(): step for step in steps}
 
 
 def data_record(name: str) -> list[CorpusRecord]:
     """The corpora an adapter was trained on (those of the adapter it continues first), each with its public
     source and licence from the catalogue."""
     step = recipe_steps()[name]
-    inherited = data_record(step["init_from"]) if step.get("init_from") else []
-    sources = step.get("corpus") or step.get("train")
+    continues = isinstance(step, TaskAdapterOptions) and step.init_from
+    inherited = data_record(step.init_from) if continues else []
+    sources = step.corpus if isinstance(step, LanguageAdapterOptions) else step.train
     return inherited + corpus_records([sources] if isinstance(sources, str) else sources)
 
 
@@ -177,7 +181,7 @@ def build(source_workspace: Path, model: str = DEFAULT_MODEL) -> Path:
         for role, name in SHIPPED:
             copy_adapter(source / role.name / name, staged / role.name / name, role, torch.float16)
         checks = [agreeing(source_workspace, staged_ws, lang, task) for lang, task in CHECKED]
-        fp16 = all(c["equal"] == c["sentences"] for c in checks)
+        fp16 = all(check.passed for check in checks)
         if not fp16:  # some tag moved: every adapter in fp32
             for role, name in SHIPPED:
                 shutil.rmtree(staged / role.name / name)
@@ -191,7 +195,7 @@ def build(source_workspace: Path, model: str = DEFAULT_MODEL) -> Path:
     return PRETRAINED_ROOT / label
 
 
-def write_record(staged_ws: Path, role, name: str, fp16: bool, checks: list[dict]) -> None:
+def write_record(staged_ws: Path, role, name: str, fp16: bool, checks: list[Fp16Check]) -> None:
     target = staged_ws / model_label(DEFAULT_MODEL) / role.name / name
     scores = [score(staged_ws, lang, task, data) for lang, task, data in SETUPS[name]]
     files = {f.name: file_sha256(f) for f in sorted(target.iterdir()) if f.is_file()}
@@ -221,7 +225,7 @@ def shipped_section(record: PretrainedRecord, prints: set[str] | None) -> str:
         f"| {s.sentences} |"
         for s in record.scores
     )
-    checks = "; ".join(f"`{c['setup']}` {c['equal']} of {c['sentences']}" for c in record.fp16_check)
+    checks = "; ".join(f"`{c.setup}` {c.equal} of {c.sentences}" for c in record.fp16_check)
     data = corpus_table(record.data)
     files = "\n".join(f"| {name} | `{digest}` |" for name, digest in record.files.items())
     trained_on = f"{len(prints):,} sentences (`{FINGERPRINTS_FILE}`)" if prints is not None else "not applicable"

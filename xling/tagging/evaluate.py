@@ -46,7 +46,7 @@ def evaluate(options: EvaluationOptions, tagger: Tagger | None = None) -> Evalua
     predictable = entity_types(tagger.labels)
     gold_types = entity_types(tag for s in sentences for tag in s.tags)
     return EvaluationResult(
-        **score(gold, tags),
+        **vars(score(gold, tags)),
         data=data_name(options.data),
         lang=options.tagger.lang,
         task_adapter=tagger.head,

@@ -128,7 +128,7 @@ class TaggingObjective:
         from xling.scoring import score  # seqeval brings scikit-learn (100+ MB): loaded once there is a dev set
 
         result = score([s.tags for s in self.dev], predicted)
-        return {"f1": result["f1"], "precision": result["precision"], "recall": result["recall"], "score": result["f1"]}
+        return {"f1": result.f1, "precision": result.precision, "recall": result.recall, "score": result.f1}
 
     def describe(self, loss: float) -> str:
         return f"loss {loss:.4f}"
