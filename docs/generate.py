@@ -528,6 +528,27 @@ def deploy_table(files: dict) -> str:
     )
 
 
+def families_table() -> str:
+    """The encoder families adapters attach to, from their records: docs/models.md's table."""
+    from xling.models.families import FAMILIES
+
+    families = {family.title: family for family in FAMILIES.values()}  # one row each, in the records' order
+    rows = [
+        "| family | `model_type` | layers | LoRA adapts | PEFT export | AdapterHub export |",
+        "|---|---|---|---|---|---|",
+    ]
+    for family in families.values():
+        paths = family.paths
+        lora = "query, value: thirds of the fused `Wqkv`" if paths.fused_qkv else "query, value"
+        rows.append(
+            f"| {family.title} | {', '.join(f'`{t}`' for t in family.model_types)} "
+            f"| {'pre-LayerNorm' if paths.pre_norm else 'post-LayerNorm'} | {lora} "
+            f"| {'no: PEFT adapts the fused Linear whole' if paths.fused_qkv else 'yes'} "
+            f"| {f'yes (`{family.adapterhub_class}`)' if family.adapterhub_class else 'no'} |"
+        )
+    return "\n".join(rows)
+
+
 def generated() -> dict[Path, str]:
     files = result_files()
     return {
@@ -544,6 +565,7 @@ def generated() -> dict[Path, str]:
             serve_table(files),
         ),
         ROOT / "corpora" / "README.md": with_section(ROOT / "corpora" / "README.md", "corpora", corpora_table()),
+        ROOT / "docs" / "models.md": with_section(ROOT / "docs" / "models.md", "families", families_table()),
         ROOT / "docs" / "sharing.md": with_section(
             with_section(ROOT / "docs" / "sharing.md", "adapters-snippet", adapters_snippet()),
             "deploy-sizes",

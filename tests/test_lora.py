@@ -372,6 +372,39 @@ def test_a_peft_lora_folder_loads_as_an_xling_lora_adapter_with_peft_s_logits(tm
 
 
 @pytest.mark.parametrize(
+    "arch, modules",
+    [
+        ("distilbert", ["q_lin", "v_lin"]),
+        ("deberta-v2", ["query_proj", "value_proj"]),
+        ("xlm-roberta-xl", ["query", "value"]),
+    ],
+)
+def test_peft_s_lora_reads_by_each_family_s_module_names(arch, modules, tmp_path):
+    """A PEFT folder names the projections as the family's modules (DistilBERT's `q_lin`, DeBERTa's
+    `query_proj`); xling reads them as its query and value updates, to PEFT's logits."""
+    peft = pytest.importorskip("peft")
+    from transformers import AutoModelForTokenClassification
+
+    from tests.tiny import save_tiny_model
+
+    model_dir = save_tiny_model(arch, tmp_path / arch)
+    base = AutoModelForTokenClassification.from_pretrained(
+        model_dir, num_labels=3, id2label={0: "O", 1: "B-LOC", 2: "I-LOC"}
+    )
+    config = peft.LoraConfig(
+        task_type="TOKEN_CLS", r=4, lora_alpha=16, target_modules=modules, modules_to_save=["classifier"],
+        init_lora_weights=False,
+    )  # fmt: skip
+    theirs = peft.get_peft_model(base, config).eval()
+    theirs.save_pretrained(tmp_path / "from-peft")
+    base.config.save_pretrained(tmp_path / "from-peft")
+    ids = torch.randint(5, 80, (2, 12))
+    with torch.no_grad():
+        peft_logits = theirs(input_ids=ids, attention_mask=torch.ones_like(ids)).logits
+    torch.testing.assert_close(xling_logits(model_dir, tmp_path / "from-peft", ids), peft_logits, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize(
     "damage, said",
     [
         (lambda r: r["config"].__setitem__("rank", "abc"), "option 'rank' takes a whole number, not 'abc'"),

@@ -15,17 +15,11 @@ SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
 WORDS = ["▁qusqu", "▁llaqta", "pi", "▁the", "▁city", "▁of", "▁lima", "▁peru", "▁juan", "▁maria", "▁wasi", "▁runa"]
 
 
-def tiny_tokenizer():
-    """An XLM-R style Unigram tokenizer over characters and a few whole words."""
-    from tokenizers import AddedToken, Tokenizer, normalizers, pre_tokenizers, processors
-    from tokenizers.models import Unigram
+def with_specials(tok):
+    """A `tokenizers` model as Transformers' fast tokenizer, with XLM-R's special tokens around each sentence."""
+    from tokenizers import AddedToken, processors
     from transformers import PreTrainedTokenizerFast
 
-    chars = ["▁"] + [f"▁{c}" for c in string.ascii_lowercase] + list(string.ascii_lowercase + string.digits + ".,'-")
-    vocab = [(p, 0.0) for p in SPECIALS] + [(w, -2.0) for w in WORDS] + [(c, -5.0) for c in chars] + [("<mask>", 0.0)]
-    tok = Tokenizer(Unigram(vocab, unk_id=3, byte_fallback=False))
-    tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])
-    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)
     tok.post_processor = processors.TemplateProcessing(
         single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", 0), ("</s>", 2)]
     )
@@ -43,11 +37,39 @@ def tiny_tokenizer():
     )
 
 
+def tiny_tokenizer():
+    """An XLM-R style Unigram tokenizer over characters and a few whole words."""
+    from tokenizers import Tokenizer, normalizers, pre_tokenizers
+    from tokenizers.models import Unigram
+
+    chars = ["▁"] + [f"▁{c}" for c in string.ascii_lowercase] + list(string.ascii_lowercase + string.digits + ".,'-")
+    vocab = [(p, 0.0) for p in SPECIALS] + [(w, -2.0) for w in WORDS] + [(c, -5.0) for c in chars] + [("<mask>", 0.0)]
+    tok = Tokenizer(Unigram(vocab, unk_id=3, byte_fallback=False))
+    tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)
+    return with_specials(tok)
+
+
+def tiny_gluing_tokenizer():
+    """A tokenizer of Gemma's kind (mmBERT's): SentencePiece pieces where a space is `▁`, and no pre-tokenizer, so
+    that only a space before a word marks where it starts: words given apart run together unless spaced."""
+    from tokenizers import Tokenizer, normalizers
+    from tokenizers.models import Unigram
+
+    words = [w.lstrip("▁") for w in WORDS]
+    chars = ["▁"] + list(string.ascii_lowercase + string.digits + ".,'-")
+    vocab = [(p, 0.0) for p in SPECIALS] + [(f"▁{w}", -2.0) for w in words] + [(w, -2.5) for w in words]
+    tok = Tokenizer(Unigram(vocab + [(c, -5.0) for c in chars] + [("<mask>", 0.0)], unk_id=3, byte_fallback=False))
+    tok.normalizer = normalizers.Sequence([normalizers.Lowercase(), normalizers.Replace(" ", "▁")])
+    return with_specials(tok)
+
+
 # Beyond the sizes: DeBERTa in the layout of mDeBERTa-v3 (relative attention, no absolute positions).
 TINY_EXTRAS = {
     "deberta-v2": dict(
         relative_attention=True, position_buckets=16, pos_att_type=["p2c", "c2p"], position_biased_input=False
     ),
+    "modernbert": dict(bos_token_id=0, eos_token_id=2, cls_token_id=0, sep_token_id=2),  # the tiny tokenizer's
 }
 
 

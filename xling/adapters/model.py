@@ -1,20 +1,9 @@
 """AdaptedModel: a frozen Hugging Face encoder with named adapters, fusions and heads.
 
-Adapters attach through forward hooks on the encoder's own sub-modules (see
-`xling/models/families.py`), so the modelling code is never copied. Per layer and site, the
-sublayer's LayerNorm receives the sum s = h + x of its projection output h and its
-residual input x; a hook hands it `x + o` instead, where o is what the active
-composition makes of h. The arithmetic follows the AdapterHub `adapters` library, so
-its adapters load and give the same outputs:
-
-- Houlsby placement: o = h + A(h) (before the residual add and LayerNorm).
-- Pfeiffer placement: o = h + A(LN(h + x)), i.e. the adapter reads the block's
-  normalised output and the block's LayerNorm is applied again on top.
-- Stack applies these one after another; Fuse mixes several adapters' outputs.
-
-Each adapter adds its output to the sum the LayerNorm receives, so x + o is computed as
-s + A(...) from the s the encoder already formed: x is never needed, and h is captured
-only where a Houlsby adapter reads it.
+Adapters attach through forward hooks on the encoder's own sub-modules (see `xling/models/families.py`), so the
+modelling code is never copied: where in a layer, and with what arithmetic, is `xling/adapters/placement.py`'s,
+for post- and pre-LayerNorm layers alike. LoRA's updates are added to the attention projections' outputs (to its
+third of a fused query-key-value projection's).
 """
 
 from __future__ import annotations
@@ -30,6 +19,7 @@ from torch import nn
 
 from xling.adapters.composition import Fuse, Setup, Stack, adapter_names, as_stack, check_name, fusion_names
 from xling.adapters.fusion import AdapterFusion, FusionConfig
+from xling.adapters.placement import PLACEMENTS
 from xling.adapters.registry import KINDS, kind_of
 from xling.adapters.row_split import PASS_COST_TOKENS, row_groups
 from xling.adapters.weights import base_model_fingerprint
@@ -70,6 +60,9 @@ class AdaptedModel(nn.Module):
         self._hooked: set[tuple[int, str]] = set()  # projections with a hook
         self._removed_layers: frozenset[int] = frozenset()  # layers whose adapters are switched off
         self._captured: dict = {}
+        # the projections each hooked Linear computes: one, or the three thirds of a fused one
+        paths = {target: self.paths.projection(target) for target in PROJECTIONS}
+        self._computes = {path: [t for t in PROJECTIONS if paths[t] == path] for path in paths.values()}
         # of the weights as loaded: training may later change how the frozen ones are stored
         self.fingerprint = base_model_fingerprint(encoder, len(self._layers))
         self._install_hooks(base)
@@ -89,11 +82,22 @@ class AdaptedModel(nn.Module):
         return len(self._layers)
 
     def layer_norm_module(self, layer: int, site: str) -> nn.LayerNorm:
+        """The LayerNorm after a sublayer (what `train_layer_norms` copies); a pre-LayerNorm family has none."""
+        if self.paths.pre_norm:
+            raise XlingError(
+                f"{self.family.title} normalises before each sublayer: there is no LayerNorm after it for an adapter "
+                "to train (train_layer_norms)"
+            )
         return self._layers[layer].get_submodule(self.paths.site(site)[1])
 
     def projection_module(self, layer: int, target: str) -> nn.Linear:
-        """The attention's `query`, `key` or `value` projection of one layer."""
+        """The Linear that computes the attention's `query`, `key` or `value` projection of one layer."""
         return self._layers[layer].get_submodule(self.paths.projection(target))
+
+    def projection_shape(self, layer: int, target: str) -> tuple[int, int]:
+        """(in, out) features of one projection: of its third, where one Linear computes all three."""
+        linear = self.projection_module(layer, target)
+        return linear.in_features, linear.out_features // len(self._computes[self.paths.projection(target)])
 
     def add_adapter(self, name: str, config) -> nn.Module:
         """A new adapter of the kind `config` belongs to (see `registry.KINDS`)."""
@@ -268,35 +272,38 @@ class AdaptedModel(nn.Module):
 
     def _install_hooks(self, base: nn.Module) -> None:
         base.get_submodule(self.paths.embeddings).register_forward_hook(self._after_embeddings)
+        placement = PLACEMENTS[self.paths.pre_norm](self)
         for i, layer in enumerate(self._layers):
             for site in SITES:
-                out_path, ln_path = self.paths.site(site)
-                layer.get_submodule(out_path).register_forward_hook(partial(self._capture_projection, i, site))
-                norm = layer.get_submodule(ln_path)
-                norm.register_forward_pre_hook(partial(self._before_layer_norm, i, site))
-                norm.register_forward_hook(partial(self._after_layer_norm, i, site))
+                placement.install(layer, i, site)
 
     def _hook_projections(self, adapter: nn.Module) -> None:
-        """Hooks on the attention projections `adapter` updates (LoRA's), each hooked once: a projection no adapter
-        updates pays nothing, and stays free to be replaced (int8 quantisation replaces the Linear modules it
-        quantises, and keeps those that are hooked)."""
+        """Hooks on the attention projections `adapter` updates (LoRA's), each Linear hooked once: a projection no
+        adapter updates pays nothing, and stays free to be replaced (int8 quantisation replaces the Linear modules
+        it quantises, and keeps those that are hooked)."""
         for i, target in product(range(self.num_layers), PROJECTIONS):
-            if adapter.projection(i, target) is not None and (i, target) not in self._hooked:
-                self.projection_module(i, target).register_forward_hook(partial(self._after_projection, i, target))
-                self._hooked.add((i, target))
+            path = self.paths.projection(target)
+            if adapter.projection(i, target) is not None and (i, path) not in self._hooked:
+                self.projection_module(i, target).register_forward_hook(partial(self._after_projection, i, path))
+                self._hooked.add((i, path))
 
-    def _after_projection(self, i, target, module, args, output):
-        updates = self._updates.get((i, target))
-        if not updates:
+    def _after_projection(self, i, path, module, args, output):
+        """The Linear's output with the active updates of each projection it computes added (to its third)."""
+        deltas = [
+            sum(update(args[0]) for update in updates) if (updates := self._updates.get((i, target))) else None
+            for target in self._computes[path]
+        ]  # several LoRAs in a Stack add up
+        if all(delta is None for delta in deltas):
             return None
-        return output + sum(update(args[0]) for update in updates)  # several LoRAs in a Stack add up
+        if len(deltas) == 1:
+            return output + deltas[0]
+        width = output.shape[-1] // len(deltas)
+        return output + torch.cat(
+            [output.new_zeros(*output.shape[:-1], width) if d is None else d for d in deltas], dim=-1
+        )
 
     def _after_embeddings(self, module, args, output):
         return self._invertible(output) if self._invertible is not None else None
-
-    def _capture_projection(self, i, site, module, args, output):
-        if (i, site) in self._reads_projection:
-            self._captured[(i, site)] = output
 
     def _site_layer_norm(self, i: int, site: str) -> nn.LayerNorm | None:
         """The adapter's own LayerNorm copy (train_layer_norms), last one in the setup wins."""
@@ -305,16 +312,6 @@ class AdaptedModel(nn.Module):
             norm = self.adapters[name].layer_norm(i, site)
             override = norm if norm is not None else override
         return override
-
-    def _before_layer_norm(self, i, site, module, args):
-        if (i, site) not in self._sites:
-            return None
-        projection = self._captured.pop((i, site), None)
-        return (self._compose(self._plans[(i, site)], args[0], projection, self._norms.get((i, site), module)),)
-
-    def _after_layer_norm(self, i, site, module, args, output):
-        norm = self._norms.get((i, site))
-        return None if norm is None else norm(args[0])
 
     def _plan(self, i: int, site: str) -> list[tuple]:
         """The active composition at one site, bottom to top: adapters and fusions with their modules."""
@@ -328,22 +325,3 @@ class AdaptedModel(nn.Module):
             elif (block := self.adapters[child].block(i, site)) is not None:
                 plan.append(("adapter", self.adapters[child].reads_normalised, block, None))
         return plan
-
-    def _compose(self, plan: list[tuple], total: torch.Tensor, projection, norm: nn.Module) -> torch.Tensor:
-        """`total` (h + x, what the LayerNorm receives) with each adapter's output added, bottom to top;
-        `projection` is h, where a Houlsby adapter reads it (it then takes in the outputs below it too)."""
-        for kind, reads_normalised, module, blocks in plan:
-            # Functional call: calling the hooked LayerNorm module here would re-enter the hooks.
-            inputs = (
-                F.layer_norm(total, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
-                if reads_normalised
-                else projection
-            )
-            if kind == "adapter":
-                output = module(inputs)
-            else:
-                output = module(inputs, torch.stack([block(inputs) for block in blocks], dim=-2))
-            total = total + output
-            if projection is not None:
-                projection = projection + output
-        return total

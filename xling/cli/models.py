@@ -48,7 +48,7 @@ def list_models():
     console.print(table)
     console.print(
         f"Any Hugging Face model id or local directory of these layouts works too: {', '.join(SUPPORTED)} "
-        f"(pre-LayerNorm encoders such as XLM-R XL are refused). Cache: {cache}"
+        f"(docs/models.md). Cache: {cache}"
     )
     console.print(shipped_table())
 

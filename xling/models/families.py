@@ -15,9 +15,11 @@ from xling.errors import XlingError
 class LayerPaths:
     """Paths relative to the base model, then relative to one transformer layer.
 
-    *_out: the module whose output is the sublayer's projection (after its dropout),
-    before the residual add; *_ln: the LayerNorm that receives projection + residual;
-    query, key, value: the attention's input projections (Linear layers).
+    *_out: the module whose output is the sublayer's projection h (after its dropout), before the residual add;
+    *_ln: post-LayerNorm (BERT), the LayerNorm that receives h + x; pre-LayerNorm (`pre_norm`: ModernBERT, XLM-R
+    XL), the LayerNorm before the sublayer, which receives the residual stream x; query, key, value: the
+    attention's input projections (Linear layers), or with `fused_qkv` one Linear whose output holds the three
+    in that order, a third each.
     """
 
     embeddings: str
@@ -29,6 +31,8 @@ class LayerPaths:
     query: str
     key: str
     value: str
+    pre_norm: bool = False
+    fused_qkv: bool = False
 
     def site(self, site: str) -> tuple[str, str]:
         return (self.attn_out, self.attn_ln) if site == "attn" else (self.ffn_out, self.ffn_ln)
@@ -42,14 +46,15 @@ class ModelFamily:
     title: str  # what the docs and `xling models list` call it
     model_types: tuple[str, ...]  # Transformers' `model_type` values (with "-" for "_")
     config_class: str  # its Transformers config class
-    paths: LayerPaths | None  # None: adapters cannot attach (see `post_layer_norm`)
-    # Adapters add their output before the LayerNorm that follows each sublayer; a family that normalises
-    # before its sublayers (pre-LayerNorm) has no such LayerNorm, and is refused.
-    post_layer_norm: bool = True
+    paths: LayerPaths
     # The config's names for hidden size, layers, heads and feed-forward width, where they are not BERT's
     sizes: tuple[str, str, str, str] = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
     mlm_head: dict[str, str] = field(default_factory=dict)  # checkpoint key prefix -> MaskedLMHead name
     position_offset: int = 0  # positions used up before the first token's (RoBERTa's start after the padding index)
+    norm_eps: str = "layer_norm_eps"  # the config's name for its LayerNorms' epsilon
+    # rotary positions (ModernBERT): an exported graph gives every row its positions, as ONNX Runtime's rotary
+    # operator takes them (one row of positions for the whole batch, it refuses)
+    rotary: bool = False
     adapterhub_class: str | None = None  # the `adapters` library's flexible-heads class, where it names layers as BERT
 
 
@@ -128,12 +133,45 @@ _RECORDS = (
         sizes=("dim", "n_layers", "n_heads", "hidden_dim"),
         mlm_head={"vocab_transform.": "dense.", "vocab_layer_norm.": "norm.", "vocab_projector.bias": "bias"},
     ),
-    # XLM-R XL and XXL normalise before each sublayer
-    ModelFamily("XLM-R XL", ("xlm-roberta-xl",), "XLMRobertaXLConfig", None, post_layer_norm=False, position_offset=2),
+    ModelFamily(  # XLM-R XL and XXL: pre-LayerNorm, the residual added inside each sublayer's output module
+        "XLM-R XL",
+        ("xlm-roberta-xl",),
+        "XLMRobertaXLConfig",
+        replace(
+            _BERT_PATHS,
+            attn_ln="attention.self_attn_layer_norm",
+            ffn_out="output.dense",
+            ffn_ln="LayerNorm",
+            pre_norm=True,
+        ),
+        mlm_head=_ROBERTA_HEAD,
+        position_offset=2,
+    ),
+    ModelFamily(  # and mmBERT, which is ModernBERT's architecture: pre-LayerNorm, one fused query-key-value Linear
+        "ModernBERT",
+        ("modernbert",),
+        "ModernBertConfig",
+        LayerPaths(
+            embeddings="embeddings",
+            layers="layers",
+            attn_out="attn.out_drop",
+            attn_ln="attn_norm",  # the first layer's is an identity: the embeddings arrive normalised
+            ffn_out="mlp.Wo",
+            ffn_ln="mlp_norm",
+            query="attn.Wqkv",
+            key="attn.Wqkv",
+            value="attn.Wqkv",
+            pre_norm=True,
+            fused_qkv=True,
+        ),
+        mlm_head={"head.dense.": "dense.", "head.norm.": "norm.", "decoder.bias": "bias"},
+        norm_eps="norm_eps",
+        rotary=True,
+    ),
 )
 FAMILIES: dict[str, ModelFamily] = {model_type: family for family in _RECORDS for model_type in family.model_types}
 # the families adapters attach to, as the docs and `xling models list` name them
-SUPPORTED = [family.title for family in _RECORDS if family.paths is not None]
+SUPPORTED = [family.title for family in _RECORDS]
 
 
 def model_type(config) -> str:
@@ -143,12 +181,8 @@ def model_type(config) -> str:
 def family_of(config) -> ModelFamily:
     """The family of a Transformers config, or one line saying why xling cannot attach adapters to it."""
     name = model_type(config)
-    supported = ", ".join(sorted(t for t, family in FAMILIES.items() if family.post_layer_norm))
     if name not in FAMILIES:
-        raise XlingError(f"xling cannot attach adapters to model type {name!r}; supported: {supported}")
-    if not FAMILIES[name].post_layer_norm:
         raise XlingError(
-            f"model type {name!r} normalises before each sublayer (pre-LayerNorm), and xling's adapters sit "
-            f"before the LayerNorm after it; supported: {supported}"
+            f"xling cannot attach adapters to model type {name!r}; supported: {', '.join(sorted(FAMILIES))}"
         )
     return FAMILIES[name]

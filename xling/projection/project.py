@@ -26,6 +26,7 @@ from xling.errors import XlingError
 from xling.projection.alignment import argmax_links, cosine, name_links
 from xling.projection.options import ProjectOptions
 from xling.projection.silver import check_new, drawn, evaluation_prints, write_silver
+from xling.tagging.align import split_words
 from xling.tagging.words import tokenize
 
 
@@ -80,7 +81,9 @@ def word_vectors(encoder, tokenizer, sentences: list[list[str]], layer: int, bat
     vectors = []
     for start in range(0, len(sentences), batch_size):
         batch = sentences[start : start + batch_size]
-        encoded = tokenizer(batch, is_split_into_words=True, truncation=True, max_length=256, padding=True)
+        encoded = tokenizer(
+            split_words(batch, tokenizer), is_split_into_words=True, truncation=True, max_length=256, padding=True
+        )
         ids = torch.tensor(encoded["input_ids"], device=device)
         mask = torch.tensor(encoded["attention_mask"], device=device)
         with torch.inference_mode():

@@ -24,6 +24,23 @@ class Window:
     word_index: list[int]  # per sub-token: the word it starts, or -1 (special, continuation)
 
 
+def joins_split_words(tokenizer) -> bool:
+    """Whether `tokenizer` glues pre-split words together: one with no pre-tokenizer to mark where a word starts
+    (Gemma's, so mmBERT's; a SentencePiece model without `▁` before every word) reads `["a", "b"]` as "ab", not as
+    the running text "a b" it learnt from, whose second word's pieces carry the space."""
+    encoded = tokenizer([["a b"], ["a", "b"]], is_split_into_words=True, add_special_tokens=False, verbose=False)
+    together, apart = encoded["input_ids"]
+    return together != apart
+
+
+def split_words(sentences: list[list[str]], tokenizer) -> list[list[str]]:
+    """Sentences as `tokenizer` must take them pre-split to see the pieces of running text: each word after the
+    first with its space where the tokenizer would glue them (`joins_split_words`), one word still one word."""
+    if not joins_split_words(tokenizer):
+        return sentences
+    return [[word if i == 0 else " " + word for i, word in enumerate(words)] for words in sentences]
+
+
 def windows_for(sentences: list[list[str]], tokenizer, max_len: int, stride: int) -> list[Window]:
     """Tokenise pre-split sentences (one tokenizer call per batch of sentences) and window them."""
     body = max_len - 2  # room for the specials
@@ -32,7 +49,7 @@ def windows_for(sentences: list[list[str]], tokenizer, max_len: int, stride: int
     windows: list[Window] = []
     step = 2048
     for start in range(0, len(sentences), step):
-        chunk = sentences[start : start + step]
+        chunk = split_words(sentences[start : start + step], tokenizer)
         encoded = tokenizer(chunk, is_split_into_words=True, add_special_tokens=False, verbose=False)
         for offset, ids in enumerate(encoded["input_ids"]):
             word_ids = encoded.word_ids(offset)

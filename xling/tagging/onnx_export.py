@@ -81,7 +81,10 @@ class TaggingGraph(torch.nn.Module):
         self.model, self.head = model, model.heads[head]
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        return self.head(self.model(input_ids=input_ids, attention_mask=attention_mask, split_rows=False))
+        rows = {}
+        if self.model.family.rotary:
+            rows["position_ids"] = torch.arange(input_ids.shape[1], device=input_ids.device).expand_as(input_ids)
+        return self.head(self.model(input_ids=input_ids, attention_mask=attention_mask, split_rows=False, **rows))
 
 
 def write_graph(tagger, path: Path) -> None:

@@ -66,7 +66,7 @@ def mlm_head(
             )
     config = MaskedLMHeadConfig(
         vocab_size=embeddings.num_embeddings,
-        layer_norm_eps=getattr(model.config, "layer_norm_eps", 1e-12),
+        layer_norm_eps=getattr(model.config, model.family.norm_eps, 1e-12),
         from_checkpoint=state is not None,
     )
     head = MaskedLMHead(model.hidden_size, config, embeddings)

@@ -297,4 +297,8 @@ def pretrained_mlm_head(model_dir: str, config) -> dict[str, torch.Tensor] | Non
                 for prefix, target in prefixes.items():
                     if key.startswith(prefix):
                         state[target + key[len(prefix) :] if target.endswith(".") else target] = weights.get_tensor(key)
-    return state if {"dense.weight", "norm.weight", "bias"} <= set(state) else None
+    if not {"dense.weight", "norm.weight", "bias"} <= set(state):
+        return None
+    for name in ("dense.bias", "norm.bias"):  # a head without these biases (ModernBERT's) has them at zero
+        state.setdefault(name, torch.zeros_like(state["norm.weight"]))
+    return state

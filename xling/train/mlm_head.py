@@ -101,7 +101,7 @@ def train_head(workdir: Path, recipe: HeadRecipe) -> HeadReport:
     torch.manual_seed(recipe.seed)
     model = AdaptedModel(encoder)
     embeddings = encoder.get_input_embeddings()
-    config = MaskedLMHeadConfig(embeddings.num_embeddings, model.config.layer_norm_eps)
+    config = MaskedLMHeadConfig(embeddings.num_embeddings, getattr(model.config, model.family.norm_eps))
     head = MaskedLMHead(model.hidden_size, config, embeddings)
     unigram_bias(head, train_blocks, tokenizer.all_special_ids)
     model.add_head(HEAD_NAME, head)

@@ -37,8 +37,7 @@ class LoraAdapter(AdapterModule, nn.Module):
             if layer in config.leave_out:
                 continue
             for target in config.targets:
-                linear = model.projection_module(layer, target)
-                self.updates[f"{layer}_{target}"] = LowRankUpdate(linear.in_features, linear.out_features, config)
+                self.updates[f"{layer}_{target}"] = LowRankUpdate(*model.projection_shape(layer, target), config)
 
     def projection(self, layer: int, target: str) -> LowRankUpdate | None:
         key = f"{layer}_{target}"

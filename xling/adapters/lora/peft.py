@@ -3,7 +3,8 @@
 
 PEFT's folder holds `adapter_config.json` (`peft_type: LORA`, `task_type: TOKEN_CLS`, the rank, alpha, dropout,
 target modules and layers) and `adapter_model.safetensors` with each update as
-`base_model.model.<prefix>.encoder.layer.<L>.attention.self.<target>.lora_A.weight` (and `lora_B`), the tagging
+`base_model.model.<prefix>.<layers>.<L>.<projection>.lora_A.weight` (and `lora_B`: the family's module paths,
+BERT's `encoder.layer.<L>.attention.self.query`), the tagging
 head, a module to save, as `base_model.model.classifier.weight`. PEFT leaves the labels to the base model's config,
 and Transformers takes a folder with a `config.json` beside `adapter_config.json` for a whole model with an adapter
 in it (so `pipeline()` would look for the base's weights there): an export writes no `config.json`, its labels go
@@ -25,17 +26,15 @@ from xling.adapters.heads import TaggingHead, TaggingHeadConfig, read_head_confi
 from xling.adapters.lora.config import TARGETS, LoraConfig
 from xling.adapters.record import AdapterRecord
 from xling.adapters.weights import load_fitting, read_weights
-from xling.errors import XlingError
+from xling.errors import XlingError, naming
 from xling.fileio import atomic_directory, read_json
+from xling.models.families import FAMILIES, ModelFamily
 from xling.models.loading import hub_id_of_label
 from xling.options import shown
 from xling.records import from_record, typed
 
 PEFT_WEIGHTS = "adapter_model.safetensors"
 LABELS_FILE = "config.json"  # a token-classification model's config (id2label), where others' PEFT folders say labels
-UPDATE = re.compile(
-    r"^base_model\.model\.\w+\.encoder\.layer\.(\d+)\.attention\.self\.(query|key|value)\.(lora_[AB])\.weight$"
-)
 HEAD = re.compile(r"^base_model\.model\.classifier\.(weight|bias)$")
 # PEFT options whose other values need what xling's LoRA does not do
 SUPPORTED = {"bias": "none", "use_dora": False, "use_rslora": False, "fan_in_fan_out": False, "lora_bias": False}
@@ -43,6 +42,24 @@ SUPPORTED = {"bias": "none", "use_dora": False, "use_rslora": False, "fan_in_fan
 
 def is_peft(record: dict) -> bool:
     return "peft_type" in record
+
+
+def projection_modules(family: ModelFamily) -> dict[str, str]:
+    """Each LoRA target's module path within a layer of `family` (`attention.self.query`, DistilBERT's
+    `attention.q_lin`); refused for a family computing the three in one Linear, which PEFT adapts whole."""
+    if family.paths.fused_qkv:
+        raise XlingError(
+            f"{family.title} computes query, key and value in one Linear, which PEFT's LoRA adapts whole; "
+            "xling's LoRA adapts their thirds and has no PEFT form there"
+        )
+    return {target: family.paths.projection(target) for target in TARGETS}
+
+
+def update_key(family: ModelFamily) -> re.Pattern:
+    """A PEFT LoRA weight's name in `family`: its layer, projection module and matrix."""
+    modules = "|".join(re.escape(path) for path in projection_modules(family).values())
+    layers = re.escape(family.paths.layers)
+    return re.compile(rf"^base_model\.model\.\w+\.{layers}\.(\d+)\.({modules})\.(lora_[AB])\.weight$")
 
 
 def base_prefix(model_type: str) -> str:
@@ -62,6 +79,9 @@ def export_peft(directory: Path, target: Path, overwrite: bool = False, extra_fi
         raise XlingError(f"{directory}: only LoRA task adapters export to PEFT, not {shown(saved.kind)} adapters")
     config = from_record(LoraConfig, saved.settings(where), where)  # every value of the type and range xling saves
     shape = saved.base_model.fingerprint.shape(where)
+    family = FAMILIES[shape.architecture]
+    with naming(str(directory)):
+        modules = projection_modules(family)
     prefix = base_prefix(shape.architecture)
     layers = [layer for layer in range(shape.num_layers) if layer not in config.leave_out]
     name = saved.base_model.name
@@ -71,7 +91,7 @@ def export_peft(directory: Path, target: Path, overwrite: bool = False, extra_fi
         "r": config.rank,
         "lora_alpha": config.alpha,
         "lora_dropout": config.dropout,
-        "target_modules": list(config.targets),
+        "target_modules": [modules[target].rsplit(".", 1)[-1] for target in config.targets],
         "layers_to_transform": layers if config.leave_out else None,
         "modules_to_save": ["classifier"],
         "base_model_name_or_path": saved.base_model.hub_id or hub_id_of_label(name) or name or None,
@@ -83,7 +103,7 @@ def export_peft(directory: Path, target: Path, overwrite: bool = False, extra_fi
         if (found := re.fullmatch(r"updates\.(\d+)_(\w+)\.(lora_[AB])", key)) is None:
             raise XlingError(f"{directory / WEIGHTS_FILE} holds {shown(key)}, which is no LoRA update: not exported")
         layer, update, part = found.groups()
-        weights[f"base_model.model.{prefix}.encoder.layer.{layer}.attention.self.{update}.{part}.weight"] = tensor
+        weights[f"base_model.model.{prefix}.{family.paths.layers}.{layer}.{modules[update]}.{part}.weight"] = tensor
     for key, tensor in read_weights(directory / HEAD_WEIGHTS_FILE).items():
         weights[f"base_model.model.{key}"] = tensor
     head_config = read_head_config(directory)
@@ -98,16 +118,18 @@ def export_peft(directory: Path, target: Path, overwrite: bool = False, extra_fi
     return Path(target)
 
 
-def config_from_peft(record: dict, directory: Path, num_layers: int) -> LoraConfig:
-    """xling's LoRA config for a PEFT LoRA config, or one line naming what xling does not support."""
+def config_from_peft(record: dict, directory: Path, num_layers: int, family: ModelFamily) -> LoraConfig:
+    """xling's LoRA config for a PEFT LoRA config over `family`, or one line naming what xling does not support."""
     where = str(directory / FOREIGN_CONFIG_FILE)
+    with naming(where):
+        named = {path.rsplit(".", 1)[-1]: target for target, path in projection_modules(family).items()}
     if record.get("peft_type") != "LORA":
         raise XlingError(f"{where}: a PEFT {shown(record.get('peft_type'))} adapter; xling reads PEFT's LoRA only")
     unsupported = [f"{k}={shown(record[k])}" for k, v in SUPPORTED.items() if k in record and record[k] != v]
     targets = record.get("target_modules")
     targets = [targets] if isinstance(targets, str) else targets
-    if not isinstance(targets, list) or any(t not in TARGETS for t in targets):
-        unsupported.append(f"target_modules={shown(targets)} (xling adapts {', '.join(TARGETS)})")
+    if not isinstance(targets, list) or any(t not in named for t in targets):
+        unsupported.append(f"target_modules={shown(targets)} (xling adapts {', '.join(named)})")
     if unsupported:
         raise XlingError(f"{where}: PEFT options xling does not support: {', '.join(unsupported)}")
     kept = typed(record, "layers_to_transform", int | list[int], None, where)
@@ -116,7 +138,7 @@ def config_from_peft(record: dict, directory: Path, num_layers: int) -> LoraConf
         "rank": record.get("r", 8),
         "alpha": record.get("lora_alpha", 8),
         "dropout": record.get("lora_dropout", 0.0),
-        "targets": targets,
+        "targets": [named[t] for t in targets],
         "leave_out": [layer for layer in range(num_layers) if layer not in kept],
     }
     return from_record(LoraConfig, values, where)
@@ -125,12 +147,14 @@ def config_from_peft(record: dict, directory: Path, num_layers: int) -> LoraConf
 def load_peft(model, directory: Path, record: dict, name: str, head: bool = True) -> str:
     """A PEFT LoRA folder into `model` as xling's LoRA adapter `name`, with its classifier as the tagging head where
     the folder holds one and says its labels (`peft_head_config`)."""
-    config = config_from_peft(record, directory, model.num_layers)
+    config = config_from_peft(record, directory, model.num_layers, model.family)
     state = read_weights(directory / PEFT_WEIGHTS)
-    updates, head_weights, unread = {}, {}, []
+    targets = {path: target for target, path in projection_modules(model.family).items()}
+    pattern, updates, head_weights, unread = update_key(model.family), {}, {}, []
     for key, tensor in state.items():
-        if found := UPDATE.match(key):
-            updates[f"updates.{found.group(1)}_{found.group(2)}.{found.group(3)}"] = tensor
+        if found := pattern.match(key):
+            layer, module, matrix = found.groups()
+            updates[f"updates.{layer}_{targets[module]}.{matrix}"] = tensor
         elif found := HEAD.match(key):
             head_weights[f"classifier.{found.group(1)}"] = tensor
         else:
