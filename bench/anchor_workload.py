@@ -40,6 +40,7 @@ from xling.data.labels import IGNORE
 from xling.device import autocast, pick_precision
 from xling.methods import METHODS
 from xling.models import load_model, resolve_model_dir
+from xling.models.stored_weights import linear_weights_stored_for
 from xling.roles import LANG, TASK
 from xling.tagging.align import Window, length_batches, windows_for
 from xling.tagging.predict import max_window, pad_batch
@@ -237,9 +238,11 @@ def phase_infer(anchor, args) -> dict:
 
     def rate(batches) -> float:
         start = time.perf_counter()
-        with autocast("cpu", tagger.computed_in):
-            for input_ids, mask in batches:
-                head(model(input_ids=input_ids, attention_mask=mask))
+        # as the tagger computes: under autocast, the Linear weights stored in its precision
+        with linear_weights_stored_for(model, tagger.computed_in, tagger.stored_weights):
+            with autocast("cpu", tagger.computed_in):
+                for input_ids, mask in batches:
+                    head(model(input_ids=input_ids, attention_mask=mask))
         return len(words) / (time.perf_counter() - start)
 
     def end_to_end() -> float:

@@ -565,3 +565,19 @@ def test_a_saved_spacy_pipeline_carries_its_adapters_and_scores_to_a_fresh_direc
     assert str(workspace) not in (tmp_path / "moved" / "config.cfg").read_text()  # what spacy package ships
     meta = json.loads((tmp_path / "moved" / "meta.json").read_text())
     assert meta["requirements"][0].startswith("xling[spacy]>=") and "not on PyPI" in meta["notes"]
+
+
+def test_a_cpu_tagger_bounds_onednn_s_kernel_cache_unless_the_user_did(trained_workspace, monkeypatch):
+    """oneDNN reads the bound once, at the process's first kernel: a tagger sets it as it loads (xling.device)."""
+    import os
+
+    from xling.device import ONEDNN_KERNELS
+
+    root, model_dir, _, _ = trained_workspace
+    where = {"lang": "qu", "task_adapter": "ner-en", "model": str(model_dir), "workspace": str(root / "ws")}
+    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
+    Tagger.load(**where, device="cpu")
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == ONEDNN_KERNELS
+    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "256")
+    Tagger.load(**where, device="cpu")
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "256"

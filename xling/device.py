@@ -38,6 +38,18 @@ def pick_device(requested: str) -> str:
     return requested
 
 
+# oneDNN keeps the kernels it compiled for each shape it has seen, up to 1,024 of them; tagging in bf16 on an AMX
+# CPU, those for the padded widths of 1,000 sentences held 260 MB. Sixteen kept tagging as fast: 0.95x the AdapterHub
+# `adapters` library's peak memory instead of 1.2x (bench/anchor_workload.py, results/anchor/).
+ONEDNN_KERNELS = "16"
+
+
+def bound_kernel_cache() -> None:
+    """Bound oneDNN's cache of compiled kernels, before the process's first oneDNN kernel (it reads the bound then,
+    once); a bound the user set stays."""
+    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", ONEDNN_KERNELS)
+
+
 # The widest int8 and vector units a CPU has, as /proc/cpuinfo flags them: int8 speed and ONNX Runtime's kernels
 # differ between them (VNNI adds int8 products in 32 bits, AVX2 in 16).
 CPU_UNITS = (("amx_int8", "AMX"), ("avx512_vnni", "AVX-512 VNNI"), ("avx512f", "AVX-512"), ("avx_vnni", "AVX-VNNI"))

@@ -17,7 +17,7 @@ from xling.adapters import Stack
 from xling.adapters.composition import lang_adapter_name
 from xling.adapters.saving import load
 from xling.data.decoding import DEFAULT_DECODER, check_decoder
-from xling.device import check_precision, pick_device, pick_precision
+from xling.device import bound_kernel_cache, check_precision, pick_device, pick_precision
 from xling.errors import XlingError
 from xling.methods import METHODS
 from xling.models.stored_weights import quantize_int8
@@ -79,6 +79,8 @@ class Tagger(TextTagger):
             return onnx_tagger(cls, spec)
         device = pick_device(spec.device)
         pick_precision(spec.precision, device)  # refused before anything loads
+        if device == "cpu":
+            bound_kernel_cache()
         ws = Workspace(spec.workspace, spec.model)
         role, directory = spec.top_adapter(ws)
         directories = {role.name: directory}  # what the tagger was loaded from, for a copy that travels (spaCy's)
