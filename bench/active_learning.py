@@ -45,12 +45,14 @@ import multiprocessing
 import os
 import shutil
 import statistics
+import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bench.common import REPO, corpora_root
+from bench.common import REPO, corpora_root, parsed
 from xling.annotation.options import SelectOptions
 from xling.annotation.retrain import retraining_options
 from xling.annotation.select import corpus_sentences, eligible, rank, sentence_id
@@ -444,7 +446,10 @@ def main() -> None:
         help="the task adapter every run starts from and retrains from: a name in the workspace, or a folder "
         "(copied into it); its runs are named ...-from-NAME and tested against random from ner-en",
     )
-    args = parser.parse_args()
+    smoke = Path(tempfile.mkdtemp(prefix="xling-smoke-")) if "--smoke" in sys.argv else Path()
+    shrunk = {"protocol": "qubert-qu", "settings": "random:correct", "seeds": "1", "rounds": 1, "epochs": 1}
+    where = {"workspace": str(smoke / "ws"), "results": str(smoke / "results"), "plot": str(smoke / "curves.png")}
+    args = parsed(parser, shrunk | where)  # a round from the shipped adapters, nothing written into the repository
     protocol = PROTOCOLS[args.protocol]
     os.environ.setdefault("XLING_CORPORA", str(corpora_root()))
     root = Path(args.workspace or REPO / "xling-workspace" / protocol.name)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from bench.common import missing, parsed
 from tests.tiny import random_madx_adapters
 from xling.adapters import AdaptedModel, Stack
 from xling.adapters.adapterhub import export_adapterhub
@@ -146,9 +147,9 @@ def main() -> None:
     parser.add_argument("--library-python", default=str(Path(tempfile.gettempdir()) / "anchor-venv" / "bin" / "python"))
     parser.add_argument("--lang-adapter", help="A trained xling language adapter directory (default: a fresh one).")
     parser.add_argument("--task-adapter", help="A trained xling task adapter directory (default: a fresh one).")
-    args = parser.parse_args()
+    args = parsed(parser, {})  # its smallest real run is its run: fresh adapters, a few sentences
     if not Path(args.library_python).is_file():
-        raise SystemExit(f"no {args.library_python}: run bash ../shared/anchor-bench/setup.sh first")
+        missing(f"the adapters library's environment ({args.library_python}): bash ../shared/anchor-bench/setup.sh")
     batch = load_model("e5-small")[1](SENTENCES, padding=True, return_tensors="pt")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)

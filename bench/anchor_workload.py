@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from bench.common import REPO, train_as_xling
+from bench.common import REPO, missing, train_as_xling
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
 from xling.adapters.record import AdapterMetadata
 from xling.adapters.saving import load, save
@@ -41,6 +41,7 @@ from xling.device import autocast, pick_precision
 from xling.methods import METHODS
 from xling.models import load_model, resolve_model_dir
 from xling.models.stored_weights import linear_weights_stored_for
+from xling.provenance import made_where
 from xling.roles import LANG, TASK
 from xling.tagging.align import Window, length_batches, windows_for
 from xling.tagging.predict import max_window, pad_batch
@@ -77,9 +78,15 @@ def parse_args(anchor):
     parser.add_argument("--phases", default=",".join(PHASES))
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--phase-out", help=argparse.SUPPRESS)
+    parser.add_argument("--smoke", action="store_true", help="the smallest real run, as the tests run it: every phase, "
+                        "2 steps, 64 sentences tagged, in a temporary folder")  # fmt: skip
     args, rest = parser.parse_known_args()
     if anchor is None:
-        raise SystemExit(f"the anchor benchmark is not at {ANCHOR}: set XLING_ANCHOR_BENCH to its folder")
+        missing(f"the side-by-side benchmark's folder (not at {ANCHOR}; XLING_ANCHOR_BENCH names another)")
+    if args.smoke:  # each phase's process parses the same arguments: the same folder, made once
+        smoke = Path(anchor.TMP) / "xling-smoke" / "anchor"
+        rest += ["--steps", "2", "--warmup", "1", "--repeats", "1", "--infer-sentences", "64"]
+        rest += ["--out-dir", str(smoke / "results"), "--work-dir", str(smoke / "work")]
     # the benchmark's own options and defaults (data, batch sizes, learning rates, steps, repeats); the model
     # files, work and result folders as its run.sh gives them to xling
     defaults = [
@@ -90,7 +97,10 @@ def parse_args(anchor):
         "--work-dir",
         os.path.join(anchor.TMP, "anchor", "xling-work"),
     ]
-    return argparse.Namespace(**{**vars(anchor.parse_args(defaults + rest)), **vars(args)})
+    parsed = argparse.Namespace(**{**vars(anchor.parse_args(defaults + rest)), **vars(args)})
+    if not Path(parsed.conll_dir).is_dir():
+        missing(f"the benchmark's data ({parsed.conll_dir}): bash ../shared/anchor-bench/setup.sh")
+    return parsed
 
 
 def trainable(model: AdaptedModel) -> dict:
@@ -323,7 +333,11 @@ def main():
         ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
     tag = f"xling {args.precision} {commit[:7]}"
-    result = {"tag": tag, "timestamp": stamp, "precision": args.precision, "phases": results, "summary": summary}
+    import transformers
+
+    versions = {"torch": torch.__version__, "transformers": transformers.__version__}
+    result = {"tag": tag, "timestamp": stamp, "precision": args.precision, **made_where(), **versions}
+    result |= {"phases": results, "summary": summary}
     path = Path(args.out_dir) / f"xling-results-{stamp}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2))

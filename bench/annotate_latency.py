@@ -12,7 +12,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from bench.common import REPO, corpora_root
+from bench.common import REPO, corpora_root, parsed
 from tests.browser import chromium, press, served, shift_right, wait_for
 from xling import __version__
 from xling.annotation.batches import start_session, write_batch
@@ -62,7 +62,10 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--screenshot", help="Also save the page as it first shows, as this PNG (the docs' picture).")
-    args = parser.parse_args()
+    parser.add_argument("--sentences", type=int, default=SENTENCES, help="sentences answered, five key presses each")
+    parser.add_argument("--out", default=str(REPO / "results" / "annotation" / "latency.json"))
+    smoke_out = Path(tempfile.gettempdir()) / "xling-smoke" / "latency.json"
+    args = parsed(parser, {"sentences": 3, "out": str(smoke_out)})
     with tempfile.TemporaryDirectory() as workspace:
         session = session_from_gold(Path(workspace))
         with served(session, AnnotateOptions(session="qu", retrain=False)) as address, chromium() as driver:
@@ -73,7 +76,7 @@ def main() -> None:
                 shift_right(driver)
                 driver.save_screenshot(args.screenshot)
                 press(driver, Keys.ESCAPE)
-            for number in range(SENTENCES):
+            for number in range(args.sentences):
                 press(driver, Keys.ARROW_RIGHT)
                 shift_right(driver)
                 press(driver, "1", "x", Keys.ENTER)
@@ -85,7 +88,7 @@ def main() -> None:
         "95th percentile": ordered[int(0.95 * (len(ordered) - 1))],
         "slowest": ordered[-1],
     }
-    setup = f"headless Chromium, {len(latencies)} key presses on {SENTENCES} sentences"
+    setup = f"headless Chromium, {len(latencies)} key presses on {args.sentences} sentences"
     rows = [
         {"label": f"key press to the next frame, {what}", "data": "corpus:wikiann-qu/dev", "setup": setup}
         | {"metric": "ms", "ms": round(ms, 2), "ms_std": 0.0, "per_seed": [{"seed": 1, "ms": round(ms, 2)}]}
@@ -93,7 +96,7 @@ def main() -> None:
     ]
     result = {"recipe": "annotation page, milliseconds", "seeds": [1], "model": "none (the page alone)"}
     result |= {"xling_version": __version__, "commit": source_commit(), "machine": machine_name(), "rows": rows}
-    out = REPO / "results" / "annotation" / "latency.json"
+    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(figures, indent=1))

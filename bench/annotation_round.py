@@ -6,8 +6,9 @@ WikiANN-qu dev, it is scored beside the session's adapter, and the next 25 sente
 
     python -m bench.annotation_round --workspace DIR [--lines 100000]
 
-DIR holds `lang-qu`'s and `ner-en`'s adapters for the embedded model (as `recipes/quality-qu.toml` trains them);
-they are copied into a temporary workspace, which is all the round writes to.
+DIR holds `lang-qu`'s and `ner-en`'s adapters for the embedded model (as `recipes/quality-qu.toml` trains them;
+without them, those shipped with xling); they are copied into a temporary workspace, which is all the round
+writes to.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import REPO, corpora_root, quechua_lines
+from bench.common import REPO, corpora_root, parsed, quechua_lines
 from xling import __version__
 from xling.annotation.batches import start_session, write_batch
 from xling.annotation.options import AnnotateOptions, SelectOptions
@@ -66,18 +67,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workspace", required=True, help="A workspace with lang-qu and ner-en trained.")
     parser.add_argument("--lines", type=int, default=100_000, help="Lines of the pool.")
-    args = parser.parse_args()
+    parser.add_argument("--epochs", type=int, default=defaults(AnnotateOptions).epochs, help="of the retraining")
+    parser.add_argument("--out", default=str(REPO / "results" / "annotation" / "round.json"))
+    smoke = Path(tempfile.gettempdir()) / "xling-smoke"
+    args = parsed(
+        parser, {"workspace": str(smoke / "no-adapters"), "lines": 500, "epochs": 1, "out": str(smoke / "round.json")}
+    )
     trained = Workspace(args.workspace, DEFAULT_MODEL)
     with tempfile.TemporaryDirectory() as folder:
         workspace = Workspace(folder, DEFAULT_MODEL)
-        for role, name in ((LANG, "qu"), (TASK, "ner-en")):
-            shutil.copytree(trained.adapter_dir(role, name), workspace.adapter_dir(role, name))
+        for role, found in ((LANG, trained.lang_adapter("qu")), (TASK, trained.task("ner-en"))):
+            shutil.copytree(found, workspace.adapter_dir(role, found.name))  # its own, else the shipped one
         pool = Path(folder) / "pool.txt"
         pool.write_text("\n".join(quechua_lines()[: args.lines]) + "\n", encoding="utf-8")
         directory = answered_session(Path(folder), pool)
         dev = str(corpora_root() / "ner" / "wikiann-qu" / "dev")
         started = time.perf_counter()
-        record = retrain_round(directory, AnnotateOptions(session="qu", dev=dev, workspace=folder))
+        options = AnnotateOptions(session="qu", dev=dev, workspace=folder, epochs=args.epochs)
+        record = retrain_round(directory, options)
         total = time.perf_counter() - started
     parts = {
         "round": total,
@@ -95,9 +102,10 @@ def main() -> None:
     ]
     result = {"recipe": "annotation round, seconds", "seeds": [1], "model": DEFAULT_MODEL}
     result |= {"xling_version": __version__, "commit": source_commit(), "machine": machine_name(), "rows": rows}
-    out = REPO / "results" / "annotation" / "round.json"
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(parts | {"dev_f1": record["f1"], "kept": record["kept"]}, indent=1))
+    print(json.dumps(parts | {"dev_f1": record.f1, "kept": record.kept}, indent=1))
 
 
 if __name__ == "__main__":

@@ -4,16 +4,19 @@ either way: the bootstrap resamples the sentences' entity counts.
 
 Uses the `ner-en` of `--workspace` (the zero-shot steps of `recipes/quality-qu.toml`, trained there when missing).
 
-    python -m bench.bootstrap_cost [--rounds 5] [--samples 1000]
+    python -m bench.bootstrap_cost [--rounds 5] [--samples 1000] [--shipped]
+
+`--shipped` times the adapters shipped with xling instead (`Stack(qu, ner-en)`), training nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 from pathlib import Path
 
-from bench.common import REPO, corpora_root, setup_threads, time_interleaved
+from bench.common import REPO, corpora_root, parsed, setup_threads, time_interleaved
 
 
 def main() -> None:
@@ -21,23 +24,29 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--workspace", default=str(REPO / "xling-workspace" / "active-qu"))
-    args = parser.parse_args()
+    parser.add_argument("--shipped", action="store_true", help="the shipped adapters, nothing trained")
+    parser.add_argument("--limit", type=int, help="score the first N sentences only")
+    args = parsed(parser, {"rounds": 1, "samples": 100, "shipped": True, "limit": 40})
     os.environ.setdefault("XLING_CORPORA", str(corpora_root()))
     setup_threads()
     from bench.active_learning import starting_adapters
     from xling.tagging.evaluate import EvaluationOptions, evaluate
     from xling.tagging.tagger import Tagger
 
-    starting_adapters(Path(args.workspace))
-    workspace = str(Path(args.workspace) / "seed-1")
+    if args.shipped:
+        workspace = str(Path(tempfile.mkdtemp()) / "empty")  # no adapters of its own: the shipped ones
+    else:
+        starting_adapters(Path(args.workspace))
+        workspace = str(Path(args.workspace) / "seed-1")
     tagger = Tagger.load(lang="qu", task_adapter="ner-en", workspace=workspace)
     options = {"data": "corpus:wikiann-qu/silver-dev", "lang": "qu", "task_adapter": "ner-en", "workspace": workspace}
+    options["limit"] = args.limit
     plain, resampled = EvaluationOptions(**options), EvaluationOptions(**options, bootstrap=args.samples)
     times = time_interleaved(
         {"plain": lambda: evaluate(plain, tagger), "bootstrap": lambda: evaluate(resampled, tagger)}, args.rounds
     )
     print(
-        f"evaluate on 392 sentences: {times['plain']:.2f} s; with --bootstrap {args.samples}: {times['bootstrap']:.2f} s"
+        f"evaluate on {args.limit or 392} sentences: {times['plain']:.2f} s; with --bootstrap {args.samples}: {times['bootstrap']:.2f} s"
     )
     print(f"ratio: {times['bootstrap'] / times['plain']:.3f}x (median of {args.rounds} rounds each, interleaved)")
 

@@ -7,6 +7,7 @@ import contextlib
 import os
 import random
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -32,6 +33,15 @@ def parsed(parser: argparse.ArgumentParser, smoke: dict) -> argparse.Namespace:
         for key, value in smoke.items():
             setattr(args, key, value)
     return args
+
+
+MISSING = 77  # the exit code of a bench whose run needs what this machine lacks: the tests skip it, with the reason
+
+
+def missing(what: str) -> None:
+    """Stop: this run needs `what`, which is not here (said on stderr; `tests/test_benches.py` skips on it)."""
+    print(f"this bench needs {what}", file=sys.stderr)
+    raise SystemExit(MISSING)
 
 
 def corpora_root() -> Path:

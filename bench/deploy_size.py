@@ -20,6 +20,7 @@ from pathlib import Path
 
 from packaging.requirements import Requirement
 
+from bench.common import parsed
 from xling.cli.app import TRAINING_STACK
 
 REPO = Path(__file__).resolve().parent.parent
@@ -122,7 +123,8 @@ def distribution_megabytes(name: str) -> float:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--venv", help="Where to build the deploy environment (default: a temporary folder).")
-    args = parser.parse_args()
+    parser.add_argument("--out", default=str(RESULT), help="the JSON file to write")
+    args = parsed(parser, {"out": str(Path(tempfile.gettempdir()) / "xling-smoke" / "sizes.json")})
     from xling.fileio import write_json_atomic
     from xling.provenance import made_where
 
@@ -140,10 +142,10 @@ def main():
             "distributions": full,
         },
     }
-    write_json_atomic(RESULT, result)
+    write_json_atomic(Path(args.out), result)
     print(
         f"deploy: {result['deploy']['megabytes']:.0f} MB, {len(deploy['distributions'])} distributions; "
-        f"full install: {result['full']['megabytes']:.0f} MB, {len(full)} distributions; wrote {RESULT}"
+        f"full install: {result['full']['megabytes']:.0f} MB, {len(full)} distributions; wrote {args.out}"
     )
 
 

@@ -9,8 +9,11 @@ perplexity:
 from __future__ import annotations
 
 import argparse
+import sys
+import tempfile
 from pathlib import Path
 
+from bench.common import parsed
 from xling.fileio import write_json_atomic
 from xling.models import model_label
 from xling.models.loading import DEFAULT_MODEL
@@ -73,15 +76,40 @@ def plot_curves(curves: dict, out: Path) -> Path:
     return save(figure, out)
 
 
+def logged_workspaces(root: Path) -> list[Path]:
+    """Two seed workspaces whose language adapters' logs hold a few falling perplexities: the smoke run's input."""
+    from xling.fileio import append_jsonl
+    from xling.train.log_lines import Evaluation
+
+    workspaces = [root / f"seed-{seed}" for seed in (1, 2)]
+    for number, workspace in enumerate(workspaces):
+        for _, *names in COMPARED:
+            for start, name in zip((60.0, 40.0), names):
+                log = workspace / model_label(DEFAULT_MODEL) / "lang" / name / "train_log.jsonl"
+                log.parent.mkdir(parents=True, exist_ok=True)
+                for step in (0, 50, 100):
+                    line = Evaluation(step, 0.0, float(step), {"perplexity": start / (1 + step / 50) + number})
+                    append_jsonl(log, line.to_line())
+    return workspaces
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("seed_workspaces", nargs="+", type=Path, help="the recipe's seed-N workspaces")
-    parser.add_argument("--out", type=Path, required=True, help="the JSON file to write")
-    parser.add_argument("--plot", type=Path, required=True, help="the PNG to draw")
-    arguments = parser.parse_args()
-    result = compare_curves(arguments.seed_workspaces)
+    parser.add_argument("seed_workspaces", nargs="*", type=Path, help="the recipe's seed-N workspaces")
+    parser.add_argument("--out", type=Path, help="the JSON file to write")
+    parser.add_argument("--plot", type=Path, help="the PNG to draw")
+    smoke = Path(tempfile.mkdtemp(prefix="xling-smoke-")) if "--smoke" in sys.argv else None
+    arguments = parsed(parser, {"out": smoke and smoke / "curves.json", "plot": smoke and smoke / "curves.png"})
+    workspaces = logged_workspaces(smoke) if smoke else arguments.seed_workspaces
+    if not workspaces or arguments.out is None or arguments.plot is None:
+        parser.error("give the seed workspaces, --out and --plot")
+    result = compare_curves(workspaces)
     write_json_atomic(arguments.out, result)
     plot_curves(result, arguments.plot)
+    for lang, seeds in result["languages"].items():
+        reached = [seed["steps_to_fresh_final"] for seed in seeds]
+        print(f"lang-{lang}: the pretrained head reaches the fresh head's final perplexity at steps {reached}")
+    print(f"wrote {arguments.out} and {arguments.plot}")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bench.common import REPO
+from bench.common import REPO, parsed
 from bench.recipe_validation import recipe_text
 from xling.adapters.files import CONFIG_FILE
 
@@ -529,19 +529,24 @@ def line(outcome: Outcome) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="results/probes/probes.json", help="where the JSON goes")
-    args = parser.parse_args()
+    parser.add_argument("--groups", help="only these groups of probes, comma-separated (`server`: the HTTP ones)")
+    smoke_out = Path(tempfile.gettempdir()) / "xling-smoke" / "probes.json"
+    args = parsed(parser, {"out": str(smoke_out), "groups": "names"})
+    chosen = set(args.groups.split(",")) if args.groups else None
     outcomes = []
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         prepare(folder)
         probes = [*probe_commands(folder), *damaged_sessions(folder), linked_recipe(folder)]
         probes += streams_and_bounds(folder)
+        probes = [p for p in probes if chosen is None or p[0] in chosen]
         for group, probe_name, arguments, expect, stdin in probes:
             outcomes.append(probe(group, probe_name, arguments, expect, stdin, folder))
             print(line(outcomes[-1]))
         untouched = not list((folder / "outside").iterdir()) and not (folder / "victim.jsonl").read_text()
         outcomes.append(Outcome("links", "nothing written outside the workspace", untouched, "", 0, 0))
-        outcomes += probe_server(folder)
+        if chosen is None or "server" in chosen:
+            outcomes += probe_server(folder)
     bad = [o for o in outcomes if not o.good]
     for outcome in outcomes[len(probes) :]:
         print(line(outcome))

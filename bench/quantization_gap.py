@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 from pathlib import Path
 
 import torch
 
-from bench.common import REPO
+from bench.common import REPO, parsed
 from xling import __version__
 from xling.device import machine_name
 from xling.provenance import source_commit
@@ -61,21 +62,21 @@ def add_rounding_error(encoder: torch.nn.Module, seed: int) -> int:
     return moved
 
 
-def scored(lang: str, data: str, workspace: str, noise_seed: int | None) -> dict:
+def scored(lang: str, data: str, workspace: str, noise_seed: int | None, limit: int | None = None) -> dict:
     """`xling evaluate` of `Stack(lang, ner-en)` on the embedded weights, or on the stand-in of `noise_seed`."""
     spec = TaggerSpec(lang, task_adapter="ner-en", model="e5-small", workspace=workspace, precision="fp32")
     tagger = Tagger.load(spec)
     moved = 0 if noise_seed is None else add_rounding_error(tagger.model.encoder, noise_seed)
-    return evaluate(EvaluationOptions(data, spec), tagger).to_record() | {"tensors_moved": moved}
+    return evaluate(EvaluationOptions(data, spec, limit=limit), tagger).to_record() | {"tensors_moved": moved}
 
 
-def rows_for(label: str, lang: str, data: str, workspaces: dict[int, str]) -> list[dict]:
+def rows_for(label: str, lang: str, data: str, workspaces: dict[int, str], limit: int | None = None) -> list[dict]:
     """The embedded weights' row and the stand-ins' row, paired against it, over the seeds."""
     rows, counts = [], {}
     for weights in ("embedded 4-bit weights", "fp32 stand-ins"):
         per_seed, counts[weights] = [], []
         for seed, workspace in workspaces.items():
-            result = scored(lang, data, workspace, None if weights.startswith("embedded") else seed)
+            result = scored(lang, data, workspace, None if weights.startswith("embedded") else seed, limit)
             per_seed.append({"seed": seed, "f1": result["f1"], "tensors_moved": result["tensors_moved"]})
             counts[weights].append(result["sentence_counts"])
             print(json.dumps({"evaluation": label, "weights": weights, **per_seed[-1]}), flush=True)
@@ -93,10 +94,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workspace", default=str(REPO / "xling-workspace"), help="holds seed-N workspaces")
     parser.add_argument("--seeds", default="1,2,3", help="adapter seeds; seed N's stand-in uses noise seed N")
-    args = parser.parse_args()
+    parser.add_argument("--evaluations", default=";".join(EVALUATIONS), help="which scores, labels separated by ;")
+    parser.add_argument("--limit", type=int, help="score the first N sentences of each data set only")
+    parser.add_argument("--out", default=str(REPO / "results" / "quantization" / "stand-in.json"))
+    smoke = Path(tempfile.gettempdir()) / "xling-smoke"
+    shrunk = {"workspace": str(smoke / "no-adapters"), "seeds": "1,2", "limit": 20, "out": str(smoke / "stand-in.json")}
+    args = parsed(parser, shrunk | {"evaluations": "zero-shot, dev"})  # no adapters of its own: the shipped ones
     seeds = [int(s) for s in args.seeds.split(",")]
     workspaces = {seed: str(Path(args.workspace) / f"seed-{seed}") for seed in seeds}
-    rows = [row for label, (lang, data) in EVALUATIONS.items() for row in rows_for(label, lang, data, workspaces)]
+    chosen = {label: EVALUATIONS[label] for label in args.evaluations.split(";")}
+    rows = [
+        row for label, (lang, data) in chosen.items() for row in rows_for(label, lang, data, workspaces, args.limit)
+    ]
     note = (
         "Stand-ins for the Hub's fp32 weights: every 4-bit weight moved by a uniform error of up to half its"
         " block's rounding step. Seed N: the adapters of recipes/quality-qu.toml's seed N, on the stand-in of"
@@ -104,7 +113,7 @@ def main() -> None:
     )
     data = {"recipe": "4-bit embedded weights against fp32 stand-ins", "seeds": seeds, "model": "e5-small"}
     data |= {"xling_version": __version__, "commit": source_commit(), "machine": machine_name(), "note": note}
-    out = REPO / "results" / "quantization" / "stand-in.json"
+    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({**data, "rows": rows}, indent=1) + "\n")
 

@@ -34,7 +34,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from bench.common import REPO, quechua_lines
+from bench.common import REPO, parsed, quechua_lines
 
 VARIANTS = {  # name: (runtime, precision)
     "torch-fp32": ("torch", "fp32"),
@@ -167,12 +167,11 @@ def ratios(rows: list[dict]) -> list[str]:
     return lines
 
 
-def record(name: str, data: dict) -> None:
+def record(folder: Path, name: str, data: dict) -> None:
     from xling import __version__
     from xling.device import machine_name
     from xling.provenance import source_commit
 
-    folder = REPO / "results" / "runtimes"
     folder.mkdir(parents=True, exist_ok=True)
     data = {"machine": machine_name(), "xling_version": __version__, "commit": source_commit(), "model": MODEL} | data
     (folder / f"{name}.json").write_text(json.dumps(data, indent=1) + "\n")
@@ -188,25 +187,30 @@ def main() -> None:
     parser.add_argument("--data", default=",".join(QUALITY), help="with --quality: the data sets scored")
     parser.add_argument("--record", default="quality", help="with --quality: results/runtimes/RECORD.json")
     parser.add_argument("--workspace", default=str(REPO / "xling-workspace" / "active-qu"))
+    parser.add_argument("--shipped", action="store_true", help="the adapters shipped with xling, nothing trained")
+    parser.add_argument("--results", default=str(REPO / "results" / "runtimes"), help="where the JSON files go")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--corpus", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    smoke = Path(tempfile.gettempdir()) / "xling-smoke"
+    shrunk = {"sizes": "50", "variants": "torch-fp32,torch-int8", "shipped": True, "results": str(smoke / "runtimes")}
+    args = parsed(parser, shrunk | {"workspace": str(smoke / "no-adapters")})
     variants = args.variants.split(",")
     if args.child:
         print(json.dumps(child(args.child, Path(args.corpus), args.workspace)))
         return
     from bench.active_learning import starting_adapters
 
-    starting_adapters(Path(args.workspace))
+    if not args.shipped:  # else the workspace has none of its own: tagging takes the shipped ones
+        starting_adapters(Path(args.workspace))
     if args.quality:
         seeds = [int(s) for s in args.seeds.split(",")]
         workspaces = {seed: str(Path(args.workspace) / f"seed-{seed}") for seed in seeds}
         rows = quality(workspaces, variants, args.data.split(","))
-        record(args.record, {"recipe": "runtimes", "seeds": seeds, "rows": rows})
+        record(Path(args.results), args.record, {"recipe": "runtimes", "seeds": seeds, "rows": rows})
         return
     largest_for = args.largest_for.split(",") if args.largest_for else variants
     rows = speed([int(s) for s in args.sizes.split(",")], variants, str(Path(args.workspace) / "seed-1"), largest_for)
-    record("speed", {"rows": rows, "ratios": ratios(rows)})
+    record(Path(args.results), "speed", {"rows": rows, "ratios": ratios(rows)})
     print("\n".join(ratios(rows)))
 
 

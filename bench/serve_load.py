@@ -19,12 +19,13 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bench.common import REPO, quechua_lines, setup_threads
+from bench.common import REPO, parsed, quechua_lines, setup_threads
 from xling import __version__
 from xling.device import machine_name
 from xling.provenance import source_commit
@@ -122,7 +123,8 @@ def main():
     parser.add_argument("--precision", default="auto")
     parser.add_argument("--wait-ms", type=float, default=ServeOptions.wait_ms, help="xling serve's --wait-ms")
     parser.add_argument("--json", default=str(REPO / "results" / "serve" / "load.json"))
-    args = parser.parse_args()
+    smoke_json = Path(tempfile.gettempdir()) / "xling-smoke" / "serve-load.json"
+    args = parsed(parser, {"requests": 16, "clients": 4, "json": str(smoke_json)})
     lines = quechua_lines(args.requests, seed=0)
     ceiling = model_alone(lines[:128], args.precision, args.clients)
     gc.collect()

@@ -30,6 +30,7 @@ CORPUS_MAP = "corpus-map/"  # `bench/corpus_map.py`'s: lines/s of the corpus rec
 ERRORS = "errors-qu/"  # `xling analyze errors` on each seed's zero-shot stack (recipes/lang-contribution-qu.toml)
 PROBES = "probes/probes.json"  # `bench/probes.py`: a table of its own on the results page
 ADAPTED = "adapted-encoder-qu/"  # `bench/encoder_curve.py`: adapting the encoder, per budget
+ANCHOR = "anchor/"  # `bench/anchor_workload.py` and the library's side of the same workload: docs/speed.md
 DEPLOY = "deploy/"  # `bench/deploy_size.py`: the torch-free deploy install against the full one (docs/sharing.md)
 MLM_HEAD = "mlm-head/"  # the head's training (`python -m xling.shipping.head`), curves under it (bench/mlm_head_curves)
 # The README's table: (what, results file or files, row label). At most six rows. An active-learning row's label
@@ -129,7 +130,7 @@ def results_page(files: dict) -> str:
     records = {
         name: data
         for name, data in files.items()
-        if not name.startswith((*ACTIVE, COLD_START, SERVE, CORPUS_MAP, MLM_HEAD, ERRORS, ADAPTED, DEPLOY))
+        if not name.startswith((*ACTIVE, COLD_START, SERVE, CORPUS_MAP, MLM_HEAD, ERRORS, ADAPTED, DEPLOY, ANCHOR))
         and name not in (SPEED, PROBES)
     }
     earlier = {name: data for name, data in records.items() if not kept_counts(data)}
@@ -528,6 +529,57 @@ def deploy_table(files: dict) -> str:
     )
 
 
+def mean(values) -> float:
+    return sum(values) / len(values) if isinstance(values, list) else values
+
+
+TRAINING_PHASES = {
+    "lang_qu": "masked-LM step, batch 8 x 128, Quechua",
+    "lang_en": "masked-LM step, English",
+    "ner_adapter": "NER task adapter step, batch 16",
+    "full_ft": "full fine-tuning step, batch 16",
+}
+TAGGING_RUNS = {
+    "runs_xling_length_sorted": "xling's length-sorted batches",
+    "runs_tag_words_end_to_end": "`Tagger.tag_words`",
+}
+
+
+def anchor_table(files: dict) -> str:
+    """`bench/anchor_workload.py` beside the AdapterHub `adapters` library on the same workload (results/anchor/):
+    seconds a step and peak memory of each training phase, and tagging `Stack(qu, ner)` at the library's batches."""
+    library, xling = files[f"{ANCHOR}adapters.json"], files[f"{ANCHOR}xling.json"]
+    theirs, ours, infer = library["summary"], xling["summary"], xling["phases"]["infer_adapters"]
+    rows = ["| phase | `adapters` library | xling | xling / library |", "|---|---|---|---|"]
+
+    def row(title: str, a: float, b: float, unit: str, ratio: str = "{:.2f}") -> None:
+        rows.append(f"| {title} | {a:,.3g}{unit} | {b:,.3g}{unit} | {ratio.format(b / a)} |")
+
+    for phase, title in TRAINING_PHASES.items():
+        step = mean(theirs[phase]["s_per_step"])
+        row(title, step, mean(ours[phase]["s_per_step"]), " s")
+        row("its peak memory", theirs[phase]["peak_rss_mb"], ours[phase]["peak_rss_mb"], " MB")
+        if f"{phase}_vocab" in ours:
+            row("same, xling's `--vocab-from-corpus`", step, mean(ours[f"{phase}_vocab"]["s_per_step"]), " s")
+    tagged = mean(theirs["infer_stack_qu_ner_sent_per_s"])
+    title = "tagging `Stack(qu, ner)`, 1,000 sentences, the library's batches of 32 (sentences/s)"
+    row(title, tagged, mean(ours["infer_stack_qu_ner_sent_per_s"]), "", "{:.2f}x")
+    for key, runs in TAGGING_RUNS.items():
+        row(
+            f"same, {runs}", tagged, mean([run["sentences_per_s"] for run in infer[key]["stack_qu_ner"]]), "", "{:.2f}x"
+        )
+    row("tagging's peak memory", theirs["infer_adapters_peak_rss_mb"], ours["infer_adapters_peak_rss_mb"], " MB")
+    env = library["environment"]
+    rows += [
+        "",
+        f"One run, back to back on {xling['machine']}: the library first, each phase in a fresh process, 2 threads, "
+        f"both on torch {env['torch']}; the library with Transformers {env['transformers']} and `adapters` "
+        f"{env['adapters']}, xling {xling['xling_version']} (commit {xling['commit']}) with Transformers "
+        f"{xling['transformers']} (`--precision {xling['precision']}`: tagging in {infer['precision']}).",
+    ]
+    return "\n".join(rows)
+
+
 def families_table() -> str:
     """The encoder families adapters attach to, from their records: docs/models.md's table."""
     from xling.models.families import FAMILIES
@@ -549,21 +601,26 @@ def families_table() -> str:
     return "\n".join(rows)
 
 
+def speed_page(files: dict) -> str:
+    """docs/speed.md with each of its generated tables in place."""
+    text = ROOT / "docs" / "speed.md"
+    for section, table in (
+        ("anchor", anchor_table),
+        ("runtimes", runtime_table),
+        ("cold-start", cold_start_table),
+        ("serve", serve_table),
+    ):
+        text = with_section(text, section, table(files))
+    return text
+
+
 def generated() -> dict[Path, str]:
     files = result_files()
     return {
         ROOT / "docs" / "cli.md": cli_reference(),
         ROOT / "docs" / "results.md": results_page(files),
         ROOT / "README.md": with_section(ROOT / "README.md", "what-to-expect", expect_table(files)),
-        ROOT / "docs" / "speed.md": with_section(
-            with_section(
-                with_section(ROOT / "docs" / "speed.md", "runtimes", runtime_table(files)),
-                "cold-start",
-                cold_start_table(files),
-            ),
-            "serve",
-            serve_table(files),
-        ),
+        ROOT / "docs" / "speed.md": speed_page(files),
         ROOT / "corpora" / "README.md": with_section(ROOT / "corpora" / "README.md", "corpora", corpora_table()),
         ROOT / "docs" / "models.md": with_section(ROOT / "docs" / "models.md", "families", families_table()),
         ROOT / "docs" / "sharing.md": with_section(

@@ -39,8 +39,7 @@ def pick_device(requested: str) -> str:
 
 
 # oneDNN keeps the kernels it compiled for each shape it has seen, up to 1,024 of them; tagging in bf16 on an AMX
-# CPU, those for the padded widths of 1,000 sentences held 260 MB. Sixteen kept tagging as fast: 0.95x the AdapterHub
-# `adapters` library's peak memory instead of 1.2x (bench/anchor_workload.py, results/anchor/).
+# CPU, those for the padded widths of 1,000 sentences held 260 MB. Sixteen tag as fast (bench/anchor_workload.py).
 ONEDNN_KERNELS = "16"
 
 
