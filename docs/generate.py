@@ -553,7 +553,8 @@ def anchor_table(files: dict) -> str:
     rows = ["| phase | `adapters` library | xling | xling / library |", "|---|---|---|---|"]
 
     def row(title: str, a: float, b: float, unit: str, ratio: str = "{:.2f}") -> None:
-        rows.append(f"| {title} | {a:,.3g}{unit} | {b:,.3g}{unit} | {ratio.format(b / a)} |")
+        shown = {" s": "{:.3f} s", " MB": "{:,.0f} MB", "": "{:.1f}"}[unit]
+        rows.append(f"| {title} | {shown.format(a)} | {shown.format(b)} | {ratio.format(b / a)} |")
 
     for phase, title in TRAINING_PHASES.items():
         step = mean(theirs[phase]["s_per_step"])
