@@ -15,7 +15,7 @@ from pathlib import Path
 from bench.common import REPO, corpora_root, parsed
 from tests.browser import chromium, press, served, shift_right, wait_for
 from xling import __version__
-from xling.annotation.batches import start_session, write_batch
+from xling.annotation.batches import BatchHeader, Item, start_session, write_batch
 from xling.annotation.options import AnnotateOptions, SelectOptions
 from xling.annotation.session import Session, session_dir
 from xling.data.conll import read_conll
@@ -40,18 +40,8 @@ def session_from_gold(workspace: Path) -> Session:
         text, tokens = joined(sentence.tokens)
         words = [[t.start, t.end] for t in tokens]
         probabilities = [0.7] * len(words)
-        items.append(
-            {"id": f"s{number}", "text": text, "words": words, "tags": sentence.tags, "focus": None}
-            | {"probabilities": probabilities, "score": 0.5}
-        )
-    header = {
-        "strategy": "random",
-        "mode": "correct",
-        "adapter": "ner-en",
-        "types": ["LOC", "ORG", "PER"],
-        "created": 0,
-    }
-    write_batch(directory, header, items)
+        items.append(Item(f"s{number}", text, words, sentence.tags, probabilities, focus=None, score=0.5))
+    write_batch(directory, BatchHeader("random", "correct", "ner-en", ["LOC", "ORG", "PER"], created=0), items)
     return Session(directory)
 
 
@@ -68,7 +58,8 @@ def main() -> None:
     args = parsed(parser, {"sentences": 3, "out": str(smoke_out)})
     with tempfile.TemporaryDirectory() as workspace:
         session = session_from_gold(Path(workspace))
-        with served(session, AnnotateOptions(session="qu", retrain=False)) as address, chromium() as driver:
+        options = AnnotateOptions(session="qu", retrain=False, annotator="Ana")  # named: no name asked first
+        with served(session, options) as address, chromium() as driver:
             driver.get(address)
             wait_for(driver, "window.xlingPage.item")
             if args.screenshot:

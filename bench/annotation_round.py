@@ -22,7 +22,7 @@ from pathlib import Path
 
 from bench.common import REPO, corpora_root, parsed, quechua_lines
 from xling import __version__
-from xling.annotation.batches import start_session, write_batch
+from xling.annotation.batches import BatchHeader, Item, start_session, write_batch
 from xling.annotation.options import AnnotateOptions, SelectOptions
 from xling.annotation.retrain import retrain_round
 from xling.annotation.session import Session, session_dir
@@ -50,30 +50,26 @@ def answered_session(workspace: Path, pool: Path) -> Path:
     items = []
     for number, sentence in enumerate(sentences):
         text, tokens = joined(sentence.tokens)
-        items.append(
-            {"id": f"s{number}", "text": text, "words": [[t.start, t.end] for t in tokens], "focus": None}
-            | {"tags": ["O"] * len(tokens), "probabilities": [0.5] * len(tokens), "score": 0.5}
-        )
-    header = {"strategy": "uncertainty", "mode": "correct", "adapter": "ner-en", "types": ["LOC", "ORG", "PER"]}
-    write_batch(directory, header | {"created": 0, "corpus": [str(pool)]}, items)
+        words = [[t.start, t.end] for t in tokens]
+        items.append(Item(f"s{number}", text, words, ["O"] * len(tokens), [0.5] * len(tokens), None, 0.5))
+    header = BatchHeader("uncertainty", "correct", "ner-en", ["LOC", "ORG", "PER"], created=0, corpus=[str(pool)])
+    write_batch(directory, header, items)
     session = Session(directory)
     for item, sentence in zip(items, sentences):
         spans = [{"start": start, "end": end, "label": kind} for kind, start, end in entities(sentence.tags)]
-        session.record({"item": item["id"], "spans": spans, "judged": None})
+        session.record({"item": item.id, "spans": spans, "judged": None})
     return directory
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workspace", required=True, help="A workspace with lang-qu and ner-en trained.")
+    parser.add_argument("--workspace", help="A workspace with lang-qu and ner-en trained (else the shipped ones).")
     parser.add_argument("--lines", type=int, default=100_000, help="Lines of the pool.")
     parser.add_argument("--epochs", type=int, default=defaults(AnnotateOptions).epochs, help="of the retraining")
     parser.add_argument("--out", default=str(REPO / "results" / "annotation" / "round.json"))
     smoke = Path(tempfile.gettempdir()) / "xling-smoke"
-    args = parsed(
-        parser, {"workspace": str(smoke / "no-adapters"), "lines": 500, "epochs": 1, "out": str(smoke / "round.json")}
-    )
-    trained = Workspace(args.workspace, DEFAULT_MODEL)
+    args = parsed(parser, {"lines": 500, "epochs": 1, "out": str(smoke / "round.json")})
+    trained = Workspace(args.workspace or str(Path(tempfile.mkdtemp()) / "no-adapters"), DEFAULT_MODEL)
     with tempfile.TemporaryDirectory() as folder:
         workspace = Workspace(folder, DEFAULT_MODEL)
         for role, found in ((LANG, trained.lang_adapter("qu")), (TASK, trained.task("ner-en"))):

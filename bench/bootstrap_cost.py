@@ -31,6 +31,7 @@ def main() -> None:
     setup_threads()
     from bench.active_learning import starting_adapters
     from xling.tagging.evaluate import EvaluationOptions, evaluate
+    from xling.tagging.spec import TaggerSpec
     from xling.tagging.tagger import Tagger
 
     if args.shipped:
@@ -38,9 +39,9 @@ def main() -> None:
     else:
         starting_adapters(Path(args.workspace))
         workspace = str(Path(args.workspace) / "seed-1")
-    tagger = Tagger.load(lang="qu", task_adapter="ner-en", workspace=workspace)
-    options = {"data": "corpus:wikiann-qu/silver-dev", "lang": "qu", "task_adapter": "ner-en", "workspace": workspace}
-    options["limit"] = args.limit
+    spec = TaggerSpec(lang="qu", task_adapter="ner-en", workspace=workspace)
+    tagger = Tagger.load(spec)
+    options = {"data": "corpus:wikiann-qu/silver-dev", "tagger": spec, "limit": args.limit}
     plain, resampled = EvaluationOptions(**options), EvaluationOptions(**options, bootstrap=args.samples)
     times = time_interleaved(
         {"plain": lambda: evaluate(plain, tagger), "bootstrap": lambda: evaluate(resampled, tagger)}, args.rounds
