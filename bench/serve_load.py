@@ -23,6 +23,7 @@ import tempfile
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 from bench.common import REPO, parsed, quechua_lines, setup_threads
@@ -91,28 +92,54 @@ def model_alone(lines: list[str], precision: str, clients: int) -> dict:
     }
 
 
+def about_server(port: int) -> dict:
+    return json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=120))
+
+
 def with_model_calls(port: int, run) -> dict:
     """`run()`'s result with the model calls the server made meanwhile."""
-    before = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/"))["batches"]
+    before = about_server(port)["batches"]
     result = run()
-    return result | {"model_calls": json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/"))["batches"] - before}
+    return result | {"model_calls": about_server(port)["batches"] - before}
 
 
 def spans(entities: list) -> list:
     return [(e["entity_group"], e["start"], e["end"]) for e in entities]
 
 
-def started(port: int, options: list[str]) -> subprocess.Popen:
-    """`xling serve --lang qu OPTIONS` on `port`, once it answers."""
+@contextmanager
+def running_server(port: int, options: list[str]):
+    """`xling serve --lang qu OPTIONS` on `port`, once it answers; stopped by Ctrl+C (SIGINT) on leaving, killed
+    if it has not stopped 30 s later. Its output goes to a file of its own (inheriting this script's pipes, a
+    server left running would hold its caller waiting for ever), shown when anything failed."""
     command = [sys.executable, "-m", "xling", "serve", "--lang", "qu", "--port", str(port), *options]
-    server = subprocess.Popen(command, stderr=subprocess.DEVNULL)
+    with tempfile.TemporaryFile("w+") as log:
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            answering(port, server)
+            yield
+        except BaseException:
+            log.seek(0)
+            print(f"xling serve said:\n{log.read()[-3000:]}", file=sys.stderr)
+            raise
+        finally:
+            server.send_signal(signal.SIGINT)
+            try:
+                server.wait(30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                raise SystemExit("xling serve did not stop within 30 s of Ctrl+C: killed") from None
+
+
+def answering(port: int, server: subprocess.Popen) -> None:
     for _ in range(1200):
+        if server.poll() is not None:
+            raise SystemExit(f"xling serve exited with {server.returncode} before answering")
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1).read()
-            return server
+            return
         except OSError:
             time.sleep(0.1)
-    server.kill()
     raise SystemExit("xling serve did not answer within 2 minutes")
 
 
@@ -129,15 +156,11 @@ def main():
     ceiling = model_alone(lines[:128], args.precision, args.clients)
     gc.collect()
     port = free_port()
-    server = started(port, ["--precision", args.precision, "--wait-ms", str(args.wait_ms)])
-    try:
+    with running_server(port, ["--precision", args.precision, "--wait-ms", str(args.wait_ms)]):
         load(port, lines[:32], 4)  # warm up: threads, allocator, the first batches' shapes
         alone = with_model_calls(port, lambda: load(port, lines, 1))
         together = with_model_calls(port, lambda: load(port, lines, args.clients))
-        about = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/"))
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(30)
+        about = about_server(port)
     first, then = alone.pop("answers"), together.pop("answers")
     result = {
         "machine": machine_name(),
