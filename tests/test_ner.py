@@ -164,8 +164,8 @@ def test_seqeval_strict_scores():
     assert result.support == 3
     # strict mode: a lone I-ORG is no entity, so 2 predicted entities, 1 right
     assert result.precision == pytest.approx(1 / 2) and result.recall == pytest.approx(1 / 3)
-    assert result.per_type["PER"]["f1"] == pytest.approx(2 / 3)
-    assert result.per_type["ORG"]["f1"] == 0  # strict: an entity must start with B-
+    assert result.per_type["PER"].f1 == pytest.approx(2 / 3)
+    assert result.per_type["ORG"].f1 == 0  # strict: an entity must start with B-
     from seqeval.metrics import classification_report
     from seqeval.scheme import IOB2
 

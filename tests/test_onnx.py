@@ -68,7 +68,7 @@ def test_every_family_exports_with_its_padding_hidden(tiny_model_dir, tmp_path):
     tagger = Tagger(model, tokenizer, "ner", model.active, precision="fp32")
     sentences = [["juan", "lima", "the", "city", "of", "peru", "runa", "wasi"], ["maria"], ["qusqu", "of", "lima"]]
     config = export_onnx(tagger, tmp_path / "onnx", check=(sentences, None))
-    assert config.checks["fp32_max_logit_difference"] <= 1e-4
+    assert config.checks.fp32_max_logit_difference <= 1e-4
     operators = [node.op_type for node in onnx.load(str(tmp_path / "onnx" / "model.onnx")).graph.node]
     assert operators.count("Attention") == (0 if encoder.config.model_type == "deberta-v2" else 3)
 

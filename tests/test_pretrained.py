@@ -17,7 +17,7 @@ from xling.data.fingerprints import read_fingerprints
 from xling.errors import XlingError
 from xling.models.embedded import EMBEDDED_NAME
 from xling.pretrained import PRETRAINED_ROOT, PretrainedRecord, check_shipped_files
-from xling.roles import LANG, TASK
+from xling.roles import LANG, TASK, AdapterFolders
 from xling.tagging.evaluate import evaluate
 from xling.tagging.options import EvaluationOptions
 from xling.tagging.spec import TaggerSpec
@@ -124,7 +124,7 @@ def test_fp16_is_shipped_only_where_its_tags_equal_fp32s_on_every_silver_dev_sen
 
 def test_an_empty_workspace_tags_with_the_shipped_adapters_and_says_so(tmp_path, capsys):
     tagger = Tagger.load("qu", workspace=str(tmp_path / "empty"))
-    assert tagger.directories == {"task": shipped("task/ner-qu"), "lang": shipped("lang/qu")}
+    assert tagger.directories == AdapterFolders(task=shipped("task/ner-qu"), lang=shipped("lang/qu"))
     spans = tagger(LINE)
     assert [(s.text, s.label) for s in spans][:1] == [("Qusqu llaqtaqa", "LOC")]  # QuBERT's spans hold "llaqta"
     told = capsys.readouterr().err.strip().splitlines()
@@ -132,7 +132,7 @@ def test_an_empty_workspace_tags_with_the_shipped_adapters_and_says_so(tmp_path,
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
     assert f"\n{told[0]}\n" in readme  # the README shows this very line, its figure too
     zero_shot = Tagger.load("qu", task_adapter="ner-en", workspace=str(tmp_path / "empty"))
-    assert zero_shot.directories == {"task": shipped("task/ner-en"), "lang": shipped("lang/qu")}
+    assert zero_shot.directories == AdapterFolders(task=shipped("task/ner-en"), lang=shipped("lang/qu"))
     assert "Stack(qu, ner-en) F1" in capsys.readouterr().err
     Tagger.load("qu", task_adapter="ner-en", use_lang_adapter=False, workspace=str(tmp_path / "empty"))
     alone = capsys.readouterr().err.strip()
@@ -153,10 +153,9 @@ def test_a_workspace_adapter_of_the_same_name_wins(tmp_path):
     for role, name in ((TASK, "ner-qu"), (LANG, "qu")):
         shutil.copytree(shipped(f"{role}/{name}"), workspace.adapter_dir(role, name))
     tagger = Tagger.load("qu", workspace=str(tmp_path / "ws"))
-    assert tagger.directories == {
-        "task": workspace.adapter_dir(TASK, "ner-qu"),
-        "lang": workspace.adapter_dir(LANG, "qu"),
-    }
+    assert tagger.directories == AdapterFolders(
+        task=workspace.adapter_dir(TASK, "ner-qu"), lang=workspace.adapter_dir(LANG, "qu")
+    )
     assert workspace.lang_adapter("en") == shipped("lang/en")  # a name it does not hold
     # under a shipped task adapter, the shipped language adapter it was trained over
     assert workspace.lang_adapter("qu", under=shipped("task/ner-en")) == shipped("lang/qu")
@@ -167,19 +166,19 @@ def test_the_default_task_adapter_is_chosen_by_name_and_the_notice_says_why(tmp_
     where = {"workspace": str(tmp_path / "ws")}
     workspace, wanted = Workspace(tmp_path / "ws", "e5-small"), f"ner-{lang}"
     shutil.copytree(shipped("task/ner-en"), workspace.adapter_dir(TASK, "ner-lora"))  # a stray experiment
-    assert Tagger.load(lang, **where).directories["task"] == shipped(f"task/{wanted}")  # never the stray
+    assert Tagger.load(lang, **where).directories.task == shipped(f"task/{wanted}")  # never the stray
     told = capsys.readouterr().err
     assert told.startswith(f"xling: your workspace has no {wanted}: tagging with the adapters shipped with xling (")
     setup = f"Stack({lang}, {wanted})"  # the figure of the setup used: English dev's for en, qubert-qu/dev's for qu
     data = {"qu": "qubert-qu/dev", "en": "wikiann-en/dev"}[lang]
     assert f"): {setup} F1 " in told and told.strip().endswith(f" {data} sentences")
     shutil.copytree(shipped("task/ner-qu"), workspace.adapter_dir(TASK, wanted))  # one of its own
-    assert Tagger.load(lang, **where).directories["task"] == workspace.adapter_dir(TASK, wanted)
+    assert Tagger.load(lang, **where).directories.task == workspace.adapter_dir(TASK, wanted)
     assert "your workspace has no" not in capsys.readouterr().err
     if lang == "qu":  # its own ner-en comes before a shipped ner-qu, and says so
         shutil.rmtree(workspace.adapter_dir(TASK, wanted))
         shutil.copytree(shipped("task/ner-en"), workspace.adapter_dir(TASK, "ner-en"))
-        assert Tagger.load(lang, **where).directories["task"] == workspace.adapter_dir(TASK, "ner-en")
+        assert Tagger.load(lang, **where).directories.task == workspace.adapter_dir(TASK, "ner-en")
         told = capsys.readouterr().err.strip()
         assert told == (
             "xling: your workspace has no ner-qu: tagging with your ner-en (zero-shot transfer) and the adapters "
@@ -194,7 +193,7 @@ def test_a_task_adapter_trained_without_a_language_adapter_tags_without_one_and_
     record = json.loads((alone / "task.json").read_text())
     (alone / "task.json").write_text(json.dumps(record | {"lang_adapter": None}))
     tagger = Tagger.load("qu", workspace=str(tmp_path / "ws"))
-    assert tagger.directories == {"task": alone} and tagger.setup == record["name"]
+    assert tagger.directories == AdapterFolders(task=alone) and tagger.setup == record["name"]
     told = capsys.readouterr().err.strip()
     assert (
         told == "xling: ner-qu was trained without a language adapter, so none goes under it: tagging with your ner-qu"

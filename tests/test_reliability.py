@@ -392,6 +392,15 @@ def test_a_log_line_cut_short_by_a_kill_is_dropped_and_the_run_resumes(tmp_path,
     assert run.returncode == 0 and "resuming" in run.stderr, run.stderr
 
 
+def test_a_log_line_of_no_evaluation_is_refused_as_damage_naming_its_line(tmp_path, copied_workspace):
+    _, model_dir, _, dev = copied_workspace
+    command = interrupted_run(tmp_path / "ws", model_dir, dev, dev)
+    log = tmp_path / "ws" / model_dir.name / "task" / "again.partial" / "log.jsonl"
+    log.write_text('{"step": 1, "f1": "high"}\n' + log.read_text())
+    run = run_xling(*command, *RUN_ARGS, "-m", model_dir, "-w", tmp_path / "ws")
+    one_line_error(run, "is damaged (log.jsonl line 1")
+
+
 @pytest.mark.slow
 def test_a_run_directory_that_is_a_link_is_never_followed(tmp_path, copied_workspace):
     _, model_dir, _, dev = copied_workspace

@@ -37,6 +37,8 @@ def set_fields(record, always: Collection[str] = ()) -> dict:
 def _plain(value):
     if is_dataclass(value):
         return asdict(value)
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
     return [_plain(item) for item in value] if isinstance(value, list) else value
 
 
@@ -83,8 +85,18 @@ def nested_records(hint) -> type | None:
     return item if is_dataclass(item) else None
 
 
+def mapped_records(hint) -> type | None:
+    """The dataclass of a field holding them by name (`dict[str, Record]`, or that or None); else None."""
+    inner = _without_none(hint)
+    if typing.get_origin(inner) is not dict:
+        return None
+    _, item = typing.get_args(inner)
+    return item if is_dataclass(item) else None
+
+
 def _field_value(key: str, value, hint, where: str):
-    """A record's field from its JSON value: a nested record (or a list of them) read as its dataclass."""
+    """A record's field from its JSON value: a nested record (a list of them, or them by name) read as its
+    dataclass."""
     if value is None:
         return check_type(key, value, hint)
     if (record := nested_record(hint)) and not isinstance(value, record):  # an instance: as it is
@@ -93,6 +105,11 @@ def _field_value(key: str, value, hint, where: str):
         return [
             v if isinstance(v, item) else from_record(item, v, f"{where}: {key} {n}") for n, v in enumerate(value, 1)
         ]
+    if (item := mapped_records(hint)) and isinstance(value, dict):
+        return {
+            name: v if isinstance(v, item) else from_record(item, v, f"{where}: {key} {name}")
+            for name, v in value.items()
+        }
     return check_type(key, value, hint)
 
 

@@ -35,6 +35,20 @@ HEAD = Role("head", "masked-LM head", "masked-LM head", "python -m xling.shippin
 NAMED = {role.name: role for role in (*ROLES, ENCODER, HEAD)}
 
 
+@dataclass(frozen=True)
+class AdapterFolders:
+    """The folders a tagger's adapters were loaded from, by role: what its notice names and what a copy that
+    travels (spaCy's) takes."""
+
+    task: Path | None = None
+    fusion: Path | None = None
+    lang: Path | None = None
+
+    def by_role(self) -> list[tuple[Role, Path]]:
+        """The folders there are, the top adapter's first."""
+        return [(role, folder) for role in (TASK, FUSION, LANG) if (folder := getattr(self, role.name)) is not None]
+
+
 def role_named(name, where: str, among: tuple[Role, ...] = tuple(NAMED.values())) -> Role:
     """The role `among` those given that a record names, or one line naming `where` and those roles."""
     found = next((role for role in among if role.name == name), None)

@@ -175,9 +175,11 @@ def export_adapterhub(
             f"{directory}: only {' and '.join(KINDS)} adapters export to the adapters library, "
             f"not {saved.kind if saved else 'this'}"
         )
-    conversion = adapter_kind(saved.kind).conversion()
+    kind = adapter_kind(saved.kind)
+    conversion, config_file = kind.conversion(), str(directory / CONFIG_FILE)
+    config = kind.config.from_dict(saved.settings(config_file), config_file)
     base, name = saved.base_model, saved.name
-    shape = base.fingerprint.shape(str(directory / CONFIG_FILE))
+    shape = base.fingerprint.shape(config_file)
     model_type = shape.architecture
     family = FAMILIES.get(model_type)
     if family is None or family.adapterhub_class is None:
@@ -196,7 +198,7 @@ def export_adapterhub(
     with atomic_directory(Path(target), overwrite=overwrite, replaces=(FOREIGN_CONFIG_FILE,)) as staging:
         write_json_atomic(
             staging / FOREIGN_CONFIG_FILE,
-            {"config": conversion.config_to(saved.settings(str(directory / CONFIG_FILE)), directory), **about},
+            {"config": conversion.config_to(config, directory), **about},
         )
         write_weights(staging / "pytorch_adapter.bin", weights)  # what `load_adapter` reads by default
         write_weights(staging / "adapter.safetensors", weights)  # what it reads with use_safetensors=True

@@ -14,6 +14,7 @@ from xling.workspace import Workspace
 
 def export(options: ExportOptions, workspace: Workspace) -> str:
     from xling.tagging.onnx_export import export_onnx
+    from xling.tagging.onnx_tagger import ExportedFrom
     from xling.tagging.tagger import Tagger
 
     lang = options.tagger.lang
@@ -28,9 +29,9 @@ def export(options: ExportOptions, workspace: Workspace) -> str:
 
         sentences = load_ner(options.check_data, "validation")
         check = ([s.tokens for s in sentences], [s.tags for s in sentences])
-    describe = {"model": options.tagger.model, "lang": lang, "adapter": options.adapter, "fusion": bool(fusion)}
+    source = ExportedFrom(model=options.tagger.model, lang=lang, adapter=options.adapter, fusion=bool(fusion))
     export_onnx(
-        tagger, Path(options.target), int8=options.int8, check=check, overwrite=options.overwrite, describe=describe
+        tagger, Path(options.target), int8=options.int8, check=check, overwrite=options.overwrite, source=source
     )
     return f"xling tag --runtime onnx --task-adapter {options.target} --lang {lang} FILE"
 

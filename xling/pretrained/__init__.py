@@ -18,7 +18,7 @@ from pathlib import Path
 from xling.errors import XlingError
 from xling.fileio import file_sha256, read_json
 from xling.records import from_record
-from xling.roles import Role, role_named
+from xling.roles import TASK, AdapterFolders, Role, role_named
 
 PRETRAINED_ROOT = Path(__file__).parent
 RECORD_FILE = "pretrained.json"
@@ -122,27 +122,29 @@ def is_pretrained(directory: Path) -> bool:
     return Path(directory).resolve().is_relative_to(PRETRAINED_ROOT.resolve())
 
 
-def notice(directories: dict[str, Path], reasons: list[str] = (), zero_shot: bool = False) -> str | None:
+def notice(directories: AdapterFolders, reasons: list[str] = (), zero_shot: bool = False) -> str | None:
     """One line for standard error: why the tagger is what it is (`reasons`, from the tagger), which adapters it
     tags with where that needs saying (shipped ones always; the workspace's own where there is a reason), and the
     shipped task adapter's held-out F1 in the setup used, where it was measured so (`directories`: the tagger's
     adapters by role; `zero_shot`: the task adapter is another language's)."""
-    shipped = {role: Path(d) for role, d in directories.items() if is_pretrained(d)}
+    folders = directories.by_role()
+    shipped = {role: folder for role, folder in folders if is_pretrained(folder)}
     if not shipped and not reasons:
         return None
-    own = [Path(d).name for role, d in directories.items() if role not in shipped]
-    task = directories.get("task")
+    own = [folder.name for role, folder in folders if role not in shipped]
+    task_shipped = TASK in shipped
     transfer = " (zero-shot transfer)" if zero_shot else ""
-    parts = [f"your {', '.join(own)}{transfer if 'task' not in shipped else ''}"] if reasons and own else []
+    parts = [f"your {', '.join(own)}{transfer if not task_shipped else ''}"] if reasons and own else []
     if shipped:
         names = ", ".join(f"{d.parent.name}/{d.name}" for d in shipped.values())
-        parts.append(f"the adapters shipped with xling ({names}){transfer if 'task' in shipped else ''}")
+        parts.append(f"the adapters shipped with xling ({names}){transfer if task_shipped else ''}")
     said = "".join(f"{reason}: " for reason in reasons)
     line = f"xling: {said}tagging with {' and '.join(parts)}" if parts else f"xling: {said.removesuffix(': ')}"
-    if "task" not in shipped or len(shipped) < len(directories):  # figures are of the shipped adapters together
+    if not task_shipped or len(shipped) < len(folders):  # figures are of the shipped adapters together
         return line
-    setup = f"Stack({Path(directories['lang']).name}, {task.name})" if "lang" in directories else task.name
-    score = PretrainedRecord.read(shipped["task"]).headline(setup)
+    task = directories.task
+    setup = f"Stack({directories.lang.name}, {task.name})" if directories.lang else task.name
+    score = PretrainedRecord.read(shipped[TASK]).headline(setup)
     if score is None:
         return f"{line}: no figure for {setup}"
     low, high = (100 * bound for bound in score.f1_interval)
@@ -150,7 +152,7 @@ def notice(directories: dict[str, Path], reasons: list[str] = (), zero_shot: boo
     return f"{line}: {score.setup} F1 {100 * score.f1:.1f} [{low:.1f}, {high:.1f}] on {where}"
 
 
-def say_notice(directories: dict[str, Path], reasons: list[str] = (), zero_shot: bool = False) -> None:
+def say_notice(directories: AdapterFolders, reasons: list[str] = (), zero_shot: bool = False) -> None:
     if line := notice(directories, reasons, zero_shot):
         print(line, file=sys.stderr)
 

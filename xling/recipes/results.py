@@ -30,7 +30,7 @@ class SeedScores:
 
     @classmethod
     def of(cls, seed: int, result: EvaluationResult) -> SeedScores:
-        by_type = {kind: scores["f1"] for kind, scores in result.per_type.items()}
+        by_type = {kind: scores.f1 for kind, scores in result.per_type.items()}
         return cls(seed, result.precision, result.recall, result.f1, by_type)
 
 
@@ -51,15 +51,13 @@ class ResultRow:
     seen_in_training: int | None
     computed_in: str | None = None
     per_seed: list[SeedScores] | None = None  # None: one run, `evaluation`
-    spread: dict[str, float] | None = None  # over seeds: each metric's standard deviation (`f1_std`, ...)
+    precision_std: float | None = None  # over seeds: each metric's standard deviation
+    recall_std: float | None = None
+    f1_std: float | None = None
     f1_by_type: dict[str, float] | None = None  # over seeds: each type's mean F1
     evaluation: EvaluationResult | None = None  # one run: its whole record, which the row's file holds
     f1_interval: list[float] | None = None
     versus: dict | None = None  # the paired test against the baseline row (`scoring.bootstrap.paired`)
-
-    @property
-    def f1_std(self) -> float | None:
-        return self.spread["f1_std"] if self.spread else None
 
     def to_record(self) -> dict:
         """The row as `results.json` holds it: a single run's evaluation record, or the seeds' figures."""
@@ -69,7 +67,7 @@ class ResultRow:
             written = {"label": self.label, "data": self.data, "setup": self.setup}
             written |= {"per_seed": [asdict(s) for s in self.per_seed], "computed_in": self.computed_in}
             for metric in METRICS:
-                written |= {metric: getattr(self, metric), f"{metric}_std": self.spread[f"{metric}_std"]}
+                written |= {metric: getattr(self, metric), f"{metric}_std": getattr(self, f"{metric}_std")}
             written["f1_by_type"] = self.f1_by_type
         written |= {"adapters": self.adapters, "sentences": self.sentences, "seen_in_training": self.seen_in_training}
         optional = {"f1_interval": self.f1_interval, "versus": self.versus}
@@ -112,7 +110,7 @@ def over_seeds(seeded: list[tuple[int, EvaluationResult]]) -> ResultRow:
     return ResultRow(
         first.label, first.data, first.setup, first.named_adapters, **means, sentences=first.sentences,
         seen_in_training=None if None in seen else max(seen), computed_in=first.computed_in, per_seed=per_seed,
-        spread=spreads, f1_by_type=by_type,
+        **spreads, f1_by_type=by_type,
     )  # fmt: skip
 
 

@@ -10,7 +10,7 @@ from seqeval.scheme import IOB2
 
 from xling.data.schemes import UNJUDGED
 from xling.errors import XlingError
-from xling.scoring.result import EvaluationResult
+from xling.scoring.result import EvaluationResult, TypeScores
 
 
 @dataclass
@@ -22,7 +22,7 @@ class EntityScores:
     f1: float
     support: int  # gold entities
     sentences: int
-    per_type: dict[str, dict[str, float]]  # each type's precision, recall, f1 and support
+    per_type: dict[str, TypeScores]
     # seqeval's own `classification_report(output_dict=True)`, its keys (`f1-score`) and its micro, macro and
     # weighted averages, for the dashboards that read that shape
     seqeval_report: dict[str, dict[str, float]]
@@ -36,8 +36,7 @@ def score(gold: list[list[str]], predicted: list[list[str]]) -> EntityScores:
         raise XlingError(f"the gold data has words not judged ({UNJUDGED!r} tags): score on fully labelled data")
     report = classification_report(gold, predicted, mode="strict", scheme=IOB2, output_dict=True, zero_division=0)
     per_type = {
-        label: {"precision": float(v["precision"]), "recall": float(v["recall"]), "f1": float(v["f1-score"])}
-        | {"support": int(v["support"])}
+        label: TypeScores(float(v["precision"]), float(v["recall"]), float(v["f1-score"]), int(v["support"]))
         for label, v in report.items()
         if not label.endswith(" avg")
     }
@@ -60,8 +59,9 @@ def scores_table(result: EvaluationResult, title: str) -> Table:
     table = Table(title=title)
     for column in ("entity type", "precision", "recall", "F1", "support"):
         table.add_column(column, justify="left" if column == "entity type" else "right")
-    for label, values in sorted(result.per_type.items()):
-        table.add_row(label, *(f"{100 * values[k]:.1f}" for k in ("precision", "recall", "f1")), str(values["support"]))
+    for label, scores in sorted(result.per_type.items()):
+        figures = (scores.precision, scores.recall, scores.f1)
+        table.add_row(label, *(f"{100 * value:.1f}" for value in figures), str(scores.support))
     overall = (result.precision, result.recall, result.f1)
     table.add_row(
         "[bold]overall[/]", *(f"[bold]{100 * v:.1f}[/]" for v in overall), str(result.support), end_section=True

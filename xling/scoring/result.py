@@ -15,6 +15,16 @@ MAX_COUNT = 10**9  # entities in one sentence: far beyond any real one, and exac
 
 
 @dataclass
+class TypeScores:
+    """One entity type's scores, fractions in [0, 1], and its gold entities."""
+
+    precision: float
+    recall: float
+    f1: float
+    support: int
+
+
+@dataclass
 class EvaluationResult(Record):
     """Entity scores (seqeval, strict IOB2; fractions in [0, 1]), what was scored and with what, and each
     sentence's counts, from which intervals and paired tests are drawn."""
@@ -24,7 +34,7 @@ class EvaluationResult(Record):
     f1: float
     support: int  # gold entities
     sentences: int
-    per_type: dict[str, dict[str, float]]  # each entity type's precision, recall, f1 and support
+    per_type: dict[str, TypeScores]
     data: str
     lang: str
     task_adapter: str

@@ -17,7 +17,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import timedelta
 from itertools import count, islice
 from pathlib import Path
@@ -101,8 +101,8 @@ class TagJob:
 def job_of(options: TagOptions, path: Path) -> TagJob:
     """What the blocks are the results of: the input file as it is now, every option, the block size."""
     stat = path.stat()
-    fields = asdict(options) | {"output": None}
-    fields["tagger"]["workspace"] = str(options.tagger.workspace)
+    tagger = replace(options.tagger, workspace=str(options.tagger.workspace))  # the Python API may give a Path
+    fields = asdict(replace(options, output=None, tagger=tagger))
     return TagJob(
         input=str(path.resolve()),
         size=stat.st_size,

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from xling.errors import XlingError
+from xling.roles import AdapterFolders
 from xling.tagging.base import TextTagger
 from xling.tagging.spec import TaggerSpec
 from xling.workspace import Workspace
@@ -33,8 +34,8 @@ class EnsembleTagger(TextTagger):
         self.setup = f"Mean({', '.join(str(member.setup) for member in members)})"
         self.trained_from: list[Path] = [f for member in members for f in getattr(member, "trained_from", [])]
         # the first member's adapters by role, the others' by name (an ONNX member's export holds its own)
-        self.directories, self.fused = getattr(first, "directories", {}), getattr(first, "fused", {})
-        self.ensemble = {m.head: d for m in members[1:] if (d := getattr(m, "directories", {}).get("task"))}
+        self.directories, self.fused = getattr(first, "directories", AdapterFolders()), getattr(first, "fused", {})
+        self.ensemble = {m.head: d for m in members[1:] if (d := getattr(m, "directories", AdapterFolders()).task)}
 
     def word_probabilities(self, sentences: list[list[str]]) -> list[np.ndarray]:
         each = [member.word_probabilities(sentences) for member in self.members]

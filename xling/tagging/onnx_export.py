@@ -16,7 +16,7 @@ import json
 import logging
 import warnings
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +30,8 @@ from xling.tagging.align import Window, length_batches, padded
 from xling.tagging.onnx_tagger import (
     CONFIG_FILE,
     GRAPH_FILES,
+    ExportChecks,
+    ExportedFrom,
     OnnxConfig,
     OnnxTagger,
     import_onnxruntime,
@@ -49,16 +51,6 @@ CHECK_SENTENCES = [
     "suyukunapi ima tarikun , UNESCO nisqataq 2014 watapi Pachantin Kawsay Sapsi nisqaman churarqan .",
 ]
 CHECK_WORDS = [sentence.split() for sentence in CHECK_SENTENCES]
-
-
-@dataclass
-class ExportChecks:
-    """How the graphs agree with the PyTorch tagger on the check sentences."""
-
-    sentences: int
-    fp32_max_logit_difference: float
-    int8_tag_agreement: float | None = None  # words whose tag the int8 graph decodes as PyTorch fp32 does
-    f1: dict[str, float] = field(default_factory=dict)  # with labelled check data: per graph (and torch)
 
 
 @contextmanager
@@ -209,7 +201,7 @@ def check_graphs(directory: Path, tagger, sentences: list[list[str]], gold: list
         logits = fp32.logits(part)
         graph += [logits[i, : len(w.input_ids)] for i, w in enumerate(part)]
     difference = max(float(np.abs(a - b).max()) for a, b in zip(torch_logits(tagger, windows), graph))
-    checks = ExportChecks(len(sentences), difference)
+    checks = ExportChecks(len(sentences), float(difference))
     reference = tagger.tag_words(sentences)
     tagged = {"torch-fp32": reference, "onnx-fp32": fp32.tag_words(sentences)}
     if (directory / GRAPH_FILES["int8"]).is_file():
@@ -231,10 +223,11 @@ def export_onnx(
     int8: bool = False,
     check: tuple[list[list[str]], list[list[str]] | None] | None = None,
     overwrite: bool = False,
-    describe: dict | None = None,
+    source: ExportedFrom | None = None,
 ) -> OnnxConfig:
     """Write `tagger` (a PyTorch `Tagger`, fp32) as an ONNX folder at `target`, whole or not at all; `check`:
-    (sentences, their gold tags or None) to check the graphs on (default: `CHECK_SENTENCES`)."""
+    (sentences, their gold tags or None) to check the graphs on (default: `CHECK_SENTENCES`); `source`: what it
+    was exported from, as named (recorded for its card)."""
     import_onnxruntime()
     with atomic_directory(Path(target), overwrite=overwrite, replaces=(CONFIG_FILE,)) as staging:
         encoder_config = tagger.model.encoder.config
@@ -262,7 +255,7 @@ def export_onnx(
             xling_version=__version__,
             opset=OPSET,
             int8_fp32_nodes=keep_fp32,
-            source=describe or {},
+            source=source or ExportedFrom(),
         )
         write_json_atomic(staging / CONFIG_FILE, asdict(config))
         sentences, gold = check or (CHECK_WORDS, None)
@@ -272,6 +265,6 @@ def export_onnx(
                 f"the exported graph's logits differ from xling's by up to {checks.fp32_max_logit_difference:.2g} "
                 f"(more than {FP32_TOLERANCE:g}); nothing written"
             )
-        config.checks = asdict(checks)
+        config.checks = checks
         write_json_atomic(staging / CONFIG_FILE, asdict(config))
     return config

@@ -39,6 +39,29 @@ INSTALL_HINT = "ONNX Runtime is not installed; install it with: pip install 'xli
 
 
 @dataclass
+class ExportedFrom:
+    """What an ONNX folder was exported from, as it was named: model, language, adapters."""
+
+    model: str | None = None
+    lang: str | None = None
+    adapter: str | None = None  # the task adapter (or fusion) named; None: the workspace's rule chose
+    fusion: str | bool | None = None  # the fusion's name (`xling export` writes whether ADAPTER is one)
+    task: str | None = None
+    use_lang_adapter: bool | None = None
+
+
+@dataclass
+class ExportChecks:
+    """How the graphs agreed with the PyTorch tagger on the check sentences (nothing measured: an export of an
+    xling that did not check)."""
+
+    sentences: int = 0
+    fp32_max_logit_difference: float | None = None
+    int8_tag_agreement: float | None = None  # words whose tag the int8 graph decodes as PyTorch fp32 does
+    f1: dict[str, float] = field(default_factory=dict)  # with labelled check data: per graph (and torch)
+
+
+@dataclass
 class OnnxConfig:
     """`xling_onnx.json`: what the graphs compute and how to read their logits."""
 
@@ -52,8 +75,8 @@ class OnnxConfig:
     xling_version: str
     opset: int
     int8_fp32_nodes: list[str] = field(default_factory=list)  # encoder MatMuls the int8 graph keeps fp32
-    source: dict = field(default_factory=dict)  # what was exported: model, language, adapters
-    checks: dict = field(default_factory=dict)  # `onnx_export.ExportChecks`
+    source: ExportedFrom = field(default_factory=ExportedFrom)
+    checks: ExportChecks = field(default_factory=ExportChecks)
 
     def __post_init__(self):
         check_labels(self.labels)

@@ -44,7 +44,7 @@ from xling.errors import XlingError, naming
 from xling.models.loading import DEFAULT_MODEL
 from xling.names import check_lang
 from xling.records import Record
-from xling.roles import ROLES, TASK
+from xling.roles import TASK
 from xling.tagging.base import check_batch_size
 from xling.tagging.spec import TaggerSpec
 from xling.tagging.tagger import Tagger
@@ -163,8 +163,7 @@ class XlingNER:
         """The adapters, copied into the component's own workspace, and the settings that tag with them."""
         tagger, path = self.tagger, Path(path)
         workspace = Workspace(path / WORKSPACE, self.load.get("model", DEFAULT_MODEL))
-        roles = {role.name: role for role in ROLES}
-        copies = [(roles[role], Path(d).name, d) for role, d in tagger.directories.items()]
+        copies = [(role, folder.name, folder) for role, folder in tagger.directories.by_role()]
         others = getattr(tagger, "ensemble", {})  # an ensemble's task adapters beside the first's
         copies += [(TASK, name, directory) for name, directory in (tagger.fused | others).items()]  # found by name
         staging = path / f"{WORKSPACE}.new"
@@ -173,7 +172,7 @@ class XlingNER:
             shutil.copytree(directory, staging / workspace.model_dir.name / role.name / name)
         shutil.rmtree(path / WORKSPACE, ignore_errors=True)
         staging.rename(path / WORKSPACE)  # after the copy: the folder may be where this tagger loaded from
-        names = {role: Path(directory).name for role, directory in tagger.directories.items()}
+        names = {role.name: folder.name for role, folder in tagger.directories.by_role()}
         settings = {k: self.load[k] for k in ("lang", "model", "batch_size", "precision", "device") if k in self.load}
         settings |= {
             "decoder": tagger.decoder,

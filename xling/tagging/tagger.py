@@ -7,7 +7,7 @@ Model, workspace and adapters are resolved like the command line; the task adapt
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -22,10 +22,17 @@ from xling.errors import XlingError
 from xling.methods import METHODS
 from xling.models.stored_weights import quantize_int8
 from xling.pretrained import say_notice
-from xling.roles import FUSION, LANG, TASK, Role
+from xling.roles import FUSION, LANG, TASK, AdapterFolders, Role
 from xling.tagging.base import TextTagger, check_batch_size
 from xling.tagging.ensemble import EnsembleTagger, ensemble_tagger
-from xling.tagging.onnx_tagger import GRAPH_VERSION, OnnxTagger, export_key, exported_tagger, is_onnx_folder
+from xling.tagging.onnx_tagger import (
+    GRAPH_VERSION,
+    ExportedFrom,
+    OnnxTagger,
+    export_key,
+    exported_tagger,
+    is_onnx_folder,
+)
 from xling.tagging.predict import predict_probabilities
 from xling.tagging.spec import TaggerSpec
 from xling.trained_tasks import load_fusion_model, load_task_model, trained_over_lang_adapter
@@ -49,7 +56,7 @@ class Tagger(TextTagger):
     ):
         self.model, self.tokenizer, self.head, self.setup, self.batch_size = model, tokenizer, head, setup, batch_size
         self.stored_weights: dict = {}  # the Linear weights in bf16 (fp16), kept from call to call
-        self.directories: dict[str, Path] = {}  # the adapters' directories by role, where `load` found them
+        self.directories = AdapterFolders()  # where `load` found the adapters
         self.fused: dict[str, Path] = {}  # a fusion's task adapters' directories, by name
         self.decoder = check_decoder(decoder)
         self.precision = check_precision(precision, inference=True)
@@ -83,7 +90,7 @@ class Tagger(TextTagger):
             bound_kernel_cache()
         ws = Workspace(spec.workspace, spec.model)
         role, directory = spec.top_adapter(ws)
-        directories = {role.name: directory}  # what the tagger was loaded from, for a copy that travels (spaCy's)
+        directories = AdapterFolders(**{role.name: directory})
         if role is FUSION:
             loaded, tokenizer, head, setup = load_fusion_model(spec.model, ws, spec.fusion, inference_only=True)
             decoder = spec.decoder or DEFAULT_DECODER
@@ -96,9 +103,9 @@ class Tagger(TextTagger):
             decoder = spec.decoder or check_decoder(record.decoder)
         stacked = spec.stacks_lang_adapter(role, directory.name, trained_over_lang_adapter(role, directory))
         if setup is not None and stacked:
-            directories["lang"] = spec.lang_adapter_dir(ws, under=directories.get("task"))
+            directories = replace(directories, lang=spec.lang_adapter_dir(ws, under=directories.task))
             setup = Stack(
-                load(loaded, directories["lang"], name=lang_adapter_name(spec.lang), head=False, role=LANG), setup
+                load(loaded, directories.lang, name=lang_adapter_name(spec.lang), head=False, role=LANG), setup
             )
         loaded.set_active(setup)
         loaded.to(device)
@@ -158,12 +165,14 @@ def onnx_tagger(cls, spec: TaggerSpec) -> OnnxTagger:
             sources.append(ws.lang_adapter(spec.lang_adapter or spec.lang, under=sources[0]))
         except XlingError:
             pass  # a fully fine-tuned task takes none; where one is needed, loading for the export says so
-    settings = {k: getattr(spec, k) for k in ("model", "lang", "task", "fusion", "use_lang_adapter")}
-    settings["adapter"] = spec.task_adapter  # the key's old name: exports already cached keep their key
-    folder = ws.model_dir / "onnx" / export_key(sources, settings | {"xling": __version__, "graph": GRAPH_VERSION})
+    exported_from = ExportedFrom(
+        spec.model, spec.lang, spec.task_adapter, spec.fusion, spec.task, spec.use_lang_adapter
+    )  # `adapter`, the task adapter's old name: exports already cached keep their key
+    settings = asdict(exported_from) | {"xling": __version__, "graph": GRAPH_VERSION}
+    folder = ws.model_dir / "onnx" / export_key(sources, settings)
     if not is_onnx_folder(folder):
         from xling.tagging.onnx_export import export_onnx
 
         source = cls.load(spec, runtime="torch", device="cpu", precision="fp32", decoder=None)
-        export_onnx(source, folder, int8=True, overwrite=True, describe=settings)
+        export_onnx(source, folder, int8=True, overwrite=True, source=exported_from)
     return OnnxTagger(folder, spec.precision, **where)

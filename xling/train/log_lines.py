@@ -9,7 +9,7 @@ written before training lines existed hold evaluations only, and read the same.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from xling.errors import XlingError
@@ -72,6 +72,9 @@ class TrainingLine:
     tokens_per_second: float
     kind: str = TRAINING
 
+    def to_line(self) -> dict:
+        return asdict(self)
+
 
 @dataclass
 class TrainLog:
@@ -82,16 +85,15 @@ class TrainLog:
     def read(cls, file: Path) -> TrainLog:
         """A saved `train_log.jsonl`, each line typed; a damaged line is one error naming the file and line."""
         log = cls([], [])
-        for line in read_jsonl(Path(file), record=_line):
+        for line in read_jsonl(Path(file), record=log_line):
             (log.training if isinstance(line, TrainingLine) else log.evaluations).append(line)
         return log
 
 
-def is_training_line(entry: dict) -> bool:
-    return entry.get("kind") == TRAINING
-
-
-def _line(entry, where: str) -> Evaluation | TrainingLine:
+def log_line(entry, where: str) -> Evaluation | TrainingLine:
+    """A parsed line of `train_log.jsonl` as its record; an error names `where`."""
     if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):
         raise XlingError(f"{where}: not a line of a training log (it needs a step)")
-    return from_record(TrainingLine, entry, where) if is_training_line(entry) else Evaluation.from_line(entry, where)
+    if entry.get("kind") == TRAINING:
+        return from_record(TrainingLine, entry, where)
+    return Evaluation.from_line(entry, where)

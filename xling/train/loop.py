@@ -31,7 +31,7 @@ from xling.train.checkpoint import load_checkpoint, save_checkpoint
 from xling.train.config import TrainConfig
 from xling.train.cpu import cpu_training
 from xling.train.frozen import store_frozen_weights, training_mode
-from xling.train.log_lines import Evaluation, LoopState, TrainingLine, is_training_line
+from xling.train.log_lines import Evaluation, LoopState, TrainingLine
 from xling.train.objective import Objective, TrainResult
 from xling.train.processes import flat
 from xling.train.progress import Silent, TextProgress, TrainingProgress
@@ -122,8 +122,7 @@ class _Run:
             self.best_weights = saved.get("best_weights")
             self.progress.note(f"resuming {title} from step {self.state.step} of {self.total} ({self.run_dir})")
         logged = read_log(self.run_dir, self.state.step, write=self.main)
-        where = str(self.run_dir / LOG_FILE)
-        self.evaluations = [Evaluation.from_line(entry, where) for entry in logged if not is_training_line(entry)]
+        self.evaluations = [line for line in logged if isinstance(line, Evaluation)]
         self.since_logged: list[tuple[float, float, int]] = []  # each step's loss, seconds and tokens
         # `wrapped` runs the training forward (DDP under a launcher); evaluation uses `model` itself.
         self.wrapped, self.optimizer = self.accelerator.prepare(_LossModule(self.model, self.objective), self.optimizer)
@@ -185,7 +184,7 @@ class _Run:
             step_seconds=round(sum(times) / len(times), 4),
             tokens_per_second=round(sum(counts) / max(1e-9, sum(times)), 1),
         )
-        self.write_line(asdict(line))
+        self.write_line(line.to_line())
         self.since_logged = []
 
     def track(self, values: dict[str, float]) -> None:

@@ -139,6 +139,10 @@ class BlockMix:
         return order
 
 
+def perplexity_of(loss: float) -> float:
+    return math.exp(min(loss, 50.0))  # capped: an untrained model's loss would overflow
+
+
 class MaskedLMObjective:
     evaluate_at_start = True
     selects_best = False
@@ -251,8 +255,12 @@ class MaskedLMObjective:
         for suffix, blocks in self.held_out.items():
             loss = self._held_out_loss(model, blocks)
             metrics |= {"held_out_loss": loss} if not suffix else {}
-            metrics[f"perplexity{suffix}"] = math.exp(min(loss, 50.0))
+            metrics[f"perplexity{suffix}"] = perplexity_of(loss)
         return metrics
+
+    def perplexity(self, model: AdaptedModel) -> float:
+        """The language's own held-out perplexity (`evaluate`'s `perplexity`)."""
+        return perplexity_of(self._held_out_loss(model, self.held_out[""]))
 
     def _held_out_loss(self, model: AdaptedModel, held_out: torch.Tensor) -> float:
         generator = torch.Generator().manual_seed(self.seed + 12345)

@@ -126,7 +126,7 @@ def train_head(workdir: Path, recipe: HeadRecipe) -> HeadReport:
     with autocast(next(model.parameters()).device.type, result.precision):
         for lang, (_, held_out) in blocks.items():
             alone = MaskedLMObjective(HEAD_NAME, train_blocks[:1], held_out, tokenizer, masking, recipe.seed)
-            perplexity[lang] = round(alone.evaluate(model)["perplexity"], 2)
+            perplexity[lang] = round(alone.perplexity(model), 2)
     save_file(head_state(model.heads[HEAD_NAME]), str(workdir / MLM_HEAD_FILE))
     report = HeadReport(
         **made_where(),

@@ -13,6 +13,7 @@ from xling.fileio import parse_json
 from xling.options import printable
 from xling.train.checkpoint import saved_value
 from xling.train.config import TrainConfig
+from xling.train.log_lines import Evaluation, TrainingLine, log_line
 from xling.train.processes import processes, wait_for_everyone
 
 LOG_FILE = "log.jsonl"
@@ -43,8 +44,9 @@ def check_run_options(run_dir: Path, options: dict, write: bool) -> None:
         run_file.write_text(json.dumps(options, indent=2, sort_keys=True) + "\n")
 
 
-def read_log(run_dir: Path, up_to_step: int, write: bool) -> list[dict]:
-    """The log's evaluations up to the checkpoint's step; a last line cut short by a kill is dropped."""
+def read_log(run_dir: Path, up_to_step: int, write: bool) -> list[Evaluation | TrainingLine]:
+    """The log's lines up to the checkpoint's step (with `write`, the log cut back to them); a last line cut short
+    by a kill is dropped."""
     log = run_dir / LOG_FILE
     lines = [line for line in log.read_text().splitlines() if line.strip()] if log.is_file() else []
     entries = []
@@ -55,12 +57,13 @@ def read_log(run_dir: Path, up_to_step: int, write: bool) -> list[dict]:
             if number == len(lines):
                 break
             raise damaged(run_dir, f"{LOG_FILE} line {number} is not valid JSON") from None
-        if not isinstance(entry, dict) or not isinstance(entry.get("step"), int):
-            raise damaged(run_dir, f"{LOG_FILE} line {number} is not an evaluation record")
-        entries.append(entry)
-    entries = [e for e in entries if e["step"] <= up_to_step]
+        try:
+            entries.append(log_line(entry, f"{LOG_FILE} line {number}"))
+        except XlingError as err:
+            raise damaged(run_dir, str(err)) from None
+    entries = [e for e in entries if e.step <= up_to_step]
     if write:
-        log.write_text("".join(json.dumps(e) + "\n" for e in entries))
+        log.write_text("".join(json.dumps(e.to_line()) + "\n" for e in entries))
     return entries
 
 

@@ -70,26 +70,25 @@ def weight_name_from(key: str, saved_name: str) -> str | None:
     return f"invertible.{inv.group(1)}" if inv else None
 
 
-def config_to(config: dict, directory: Path) -> dict:
+def config_to(config: BottleneckConfig, directory: Path) -> dict:
     """The library's bottleneck config for an xling one (the inverse of `config_from`)."""
-    unsupported = [
-        f"{k}={config[k]!r}" for k, v in (("share_every", 1), ("train_layer_norms", False)) if config[k] != v
-    ]
-    if config["invertible"] and config["invertible_non_linearity"] != config["non_linearity"]:
+    unsupported = [f"share_every={config.share_every!r}"] if config.share_every != 1 else []
+    unsupported += ["train_layer_norms=True"] if config.train_layer_norms else []
+    if config.invertible and config.invertible_non_linearity != config.non_linearity:
         unsupported.append("an invertible non-linearity other than the adapter's")
     if unsupported:
         raise XlingError(f"{directory}: the adapters library has no equivalent of {', '.join(unsupported)}")
-    placement = next(key for key, value in _PLACEMENTS.items() if value == config["placement"])
+    placement = next(key for key, value in _PLACEMENTS.items() if value == config.placement)
     return {
         **_REQUIRED,
         "mh_adapter": placement[0],
         "output_adapter": placement[1],
         "original_ln_before": placement[2],
-        "reduction_factor": config["reduction_factor"],
-        "non_linearity": config["non_linearity"],
-        "leave_out": config["leave_out"],
-        "inv_adapter": "nice" if config["invertible"] else None,
-        "inv_adapter_reduction_factor": config["invertible_reduction_factor"] if config["invertible"] else None,
+        "reduction_factor": config.reduction_factor,
+        "non_linearity": config.non_linearity,
+        "leave_out": list(config.leave_out),
+        "inv_adapter": "nice" if config.invertible else None,
+        "inv_adapter_reduction_factor": config.invertible_reduction_factor if config.invertible else None,
         "init_weights": "bert",
         "dropout": 0.0,
     }

@@ -52,17 +52,17 @@ def weight_name_from(key: str, saved_name: str) -> str | None:
     return f"updates.{found.group(1)}_{found.group(2)}.{found.group(3)}" if found else None
 
 
-def config_to(config: dict, directory: Path) -> dict:
+def config_to(config: LoraConfig, directory: Path) -> dict:
     """The library's LoRA config for an xling one (the inverse of `config_from`)."""
     matrices = {target: letter for letter, target in _MATRICES.items()}
     return {
         **_REQUIRED,
         "architecture": ARCHITECTURE,
-        "r": config["rank"],
-        "alpha": config["alpha"],
-        "dropout": config["dropout"],
-        "attn_matrices": [matrices[t] for t in config["targets"]],
-        "leave_out": config["leave_out"],
+        "r": config.rank,
+        "alpha": config.alpha,
+        "dropout": config.dropout,
+        "attn_matrices": [matrices[t] for t in config.targets],
+        "leave_out": list(config.leave_out),
         "init_weights": "lora",
     }
 

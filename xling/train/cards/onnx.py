@@ -11,8 +11,7 @@ from xling.tagging.onnx_tagger import GRAPH_FILES, OnnxConfig
 def onnx_card(config: OnnxConfig, repo_id: str) -> str:
     """A `README.md` for an ONNX folder in repository `repo_id`: Hub metadata, what the graphs compute, how xling
     and ONNX Runtime tag with it, and its checks."""
-    source = config.source
-    base, lang = hub_id(source.get("model") or ""), source.get("lang")
+    base, lang = hub_id(config.source.model or ""), config.source.lang
     data = ModelCardData(
         language=[lang] if lang else None,
         library_name="onnx",
@@ -22,11 +21,11 @@ def onnx_card(config: OnnxConfig, repo_id: str) -> str:
         license="apache-2.0",
     )
     graphs = ", ".join(f"`{GRAPH_FILES[p]}` ({p})" for p in config.precisions)
-    checks = config.checks or {}
+    checks = config.checks
     checked = (
         f" On export its fp32 logits agreed with xling's PyTorch tagger within "
-        f"{checks['fp32_max_logit_difference']:.1g} on {checks.get('sentences', '?')} check sentences."
-        if "fp32_max_logit_difference" in checks
+        f"{checks.fp32_max_logit_difference:.1g} on {checks.sentences} check sentences."
+        if checks.fp32_max_logit_difference is not None
         else ""
     )
     body = f"""# {repo_id.split("/")[-1]}
