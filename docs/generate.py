@@ -596,7 +596,7 @@ def families_table() -> str:
         rows.append(
             f"| {family.title} | {', '.join(f'`{t}`' for t in family.model_types)} "
             f"| {'pre-LayerNorm' if paths.pre_norm else 'post-LayerNorm'} | {lora} "
-            f"| {'no: PEFT adapts the fused Linear whole' if paths.fused_qkv else 'yes'} "
+            f"| {'yes: one LoRA of `Wqkv`, its B in blocks' if paths.fused_qkv else 'yes'} "
             f"| {f'yes (`{family.adapterhub_class}`)' if family.adapterhub_class else 'no'} |"
         )
     return "\n".join(rows)

@@ -3,6 +3,8 @@ records, and words from tokenizers that mark no word start (Gemma's, mmBERT's)."
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -227,13 +229,33 @@ def test_mad_x_runs_end_to_end_on_a_pre_norm_family(arch, tmp_path):
     assert [t for t, _ in onnx.tag_words(words)[0]] == [t for t, _ in tagged[0]]
     lora = TaskAdapterOptions(lang="en", name="ner-lora", train=str(train), dev=str(dev), training=task, **where)
     train_task_adapter(replace_adapter(lora, AdapterChoice(kind="lora")))
-    peft = ExportOptions(adapter="ner-lora", target=str(tmp_path / "peft"), format="peft", tagger=TaggerSpec(**where))
-    if arch == "modernbert":
-        with pytest.raises(XlingError, match="computes query, key and value in one Linear"):
-            export(peft)
-    else:
-        export(peft)
-        assert (tmp_path / "peft" / "adapter_model.safetensors").is_file()
+    export(ExportOptions(adapter="ner-lora", target=str(tmp_path / "peft"), format="peft", tagger=TaggerSpec(**where)))
+    if arch == "modernbert":  # query and value thirds as one update of Wqkv, at twice the rank
+        saved = json.loads((tmp_path / "peft" / "adapter_config.json").read_text())
+        assert (saved["target_modules"], saved["r"]) == (["Wqkv"], 2 * LoraConfig().rank)
+        assert saved["lora_alpha"] / saved["r"] == LoraConfig().scaling
+        assert saved["modules_to_save"] == ["head", "classifier"]
+    peft_gives_xling_s_logits(model_dir, tmp_path / "ws" / model_dir.name / "task" / "ner-lora", tmp_path / "peft")
+
+
+def peft_gives_xling_s_logits(model_dir, trained, exported):
+    """PEFT over Transformers' token classifier gives the logits of xling's LoRA task adapter, and xling reading the
+    export back gives them too (ModernBERT: one LoRA on Wqkv, and the classifier's dense-GELU-LayerNorm head)."""
+    peft = pytest.importorskip("peft")
+    from transformers import AutoModelForTokenClassification
+
+    from tests.test_lora import xling_logits
+
+    labels = json.loads((exported / "head_config.json").read_text())["labels"]
+    base = AutoModelForTokenClassification.from_pretrained(model_dir, id2label=dict(enumerate(labels)))
+    theirs = peft.PeftModel.from_pretrained(base, exported).eval()
+    ids = torch.randint(5, 60, (2, 12))
+    with torch.no_grad():
+        peft_logits = theirs(input_ids=ids, attention_mask=torch.ones_like(ids)).logits
+    ours = xling_logits(model_dir, trained, ids)
+    assert ours.abs().max() > 0 and (ours[..., 0] != ours[..., 1]).any()
+    torch.testing.assert_close(peft_logits, ours, atol=1e-4, rtol=0)
+    torch.testing.assert_close(xling_logits(model_dir, exported, ids), ours, atol=1e-5, rtol=0)
 
 
 def replace_adapter(options, choice):

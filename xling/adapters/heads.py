@@ -17,10 +17,28 @@ from xling.records import from_record
 
 
 @dataclass
+class HeadTransform:
+    """A dense layer, an activation and a LayerNorm between the encoder and the classifier: the `head` of a
+    family whose token classifier in Transformers has one (ModernBERT's), so that a PEFT export gives its logits."""
+
+    activation: str
+    bias: bool  # the dense layer's
+    norm_eps: float
+    norm_bias: bool
+
+    def __post_init__(self):
+        from transformers.activations import ACT2FN
+
+        if self.activation not in ACT2FN:
+            raise XlingError(f"activation must be one of Transformers' ({', '.join(ACT2FN)}), not {self.activation!r}")
+
+
+@dataclass
 class TaggingHeadConfig:
     labels: list[str]
     dropout: float = 0.1
     kind: str = "tagging"
+    transform: HeadTransform | None = None
 
     def __post_init__(self):
         check_labels(self.labels)
@@ -31,12 +49,30 @@ class TaggingHeadConfig:
         return asdict(self)
 
 
+class Transform(nn.Module):
+    """`HeadTransform`'s layers, named as Transformers names them (`head.dense`, `head.norm`)."""
+
+    def __init__(self, hidden: int, config: HeadTransform):
+        from transformers.activations import ACT2FN
+
+        super().__init__()
+        self.dense = nn.Linear(hidden, hidden, bias=config.bias)
+        self.act = ACT2FN[config.activation]
+        self.norm = nn.LayerNorm(hidden, eps=config.norm_eps, bias=config.norm_bias)
+        nn.init.normal_(self.dense.weight, std=0.02)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.act(self.dense(hidden)))
+
+
 class TaggingHead(nn.Module):
-    """Token classification: dropout and a linear layer over the encoder's hidden states."""
+    """Token classification: dropout and a linear layer over the encoder's hidden states (after the family's
+    transform, where its token classifier has one)."""
 
     def __init__(self, hidden: int, config: TaggingHeadConfig):
         super().__init__()
         self.config = config
+        self.head = Transform(hidden, config.transform) if config.transform else None
         self.dropout = nn.Dropout(config.dropout)
         self.classifier = nn.Linear(hidden, len(config.labels))
 
@@ -45,7 +81,20 @@ class TaggingHead(nn.Module):
         return self.config.labels
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        if self.head is not None:
+            hidden = self.head(hidden)
         return self.classifier(self.dropout(hidden))
+
+
+def head_transform(model) -> HeadTransform | None:
+    """The transform the token classifier of `model`'s family (an AdaptedModel's) has in Transformers, if any."""
+    names = model.family.classifier_transform
+    return HeadTransform(*(getattr(model.encoder.config, name) for name in names)) if names else None
+
+
+def tagging_head(model, labels: list[str]) -> TaggingHead:
+    """A new tagging head for `model`, with the transform its family's token classifier has."""
+    return TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels, transform=head_transform(model)))
 
 
 @dataclass

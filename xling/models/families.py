@@ -55,6 +55,9 @@ class ModelFamily:
     # rotary positions (ModernBERT): an exported graph gives every row its positions, as ONNX Runtime's rotary
     # operator takes them (one row of positions for the whole batch, it refuses)
     rotary: bool = False
+    # the config's names of the dense-activation-LayerNorm head its token classifier in Transformers has before the
+    # classifier (activation, dense bias, epsilon, LayerNorm bias); None: the classifier reads the hidden states
+    classifier_transform: tuple[str, str, str, str] | None = None
     adapterhub_class: str | None = None  # the `adapters` library's flexible-heads class, where it names layers as BERT
 
 
@@ -167,6 +170,7 @@ _RECORDS = (
         mlm_head={"head.dense.": "dense.", "head.norm.": "norm.", "decoder.bias": "bias"},
         norm_eps="norm_eps",
         rotary=True,
+        classifier_transform=("classifier_activation", "classifier_bias", "norm_eps", "norm_bias"),
     ),
 )
 FAMILIES: dict[str, ModelFamily] = {model_type: family for family in _RECORDS for model_type in family.model_types}

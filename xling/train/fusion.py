@@ -13,8 +13,9 @@ from dataclasses import replace
 import torch
 from rich.console import Console
 
-from xling.adapters import AdaptedModel, Fuse, Stack, TaggingHead, TaggingHeadConfig
+from xling.adapters import AdaptedModel, Fuse, Stack
 from xling.adapters.composition import lang_adapter_name
+from xling.adapters.heads import tagging_head
 from xling.adapters.record import AdapterMetadata
 from xling.adapters.saving import load, save
 from xling.data.labels import label_list, relabel
@@ -64,7 +65,7 @@ def train_fusion(
     ):
         head = copy.deepcopy(first_head)
     else:
-        head = TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels))
+        head = tagging_head(model, labels)
     model.add_head(fuse.name, head)
     setup = (
         Stack(load(model, lang_dir, name=lang_adapter_name(lang), head=False, role=LANG), fuse) if lang_dir else fuse

@@ -101,13 +101,14 @@ class TrainingRun:
             raise
         return self.result
 
-    def report(self, name: str, **fields) -> RunReport:
-        """The run's report: what the caller describes (the fields of its role), then what every run shares."""
+    def report(self, name: str, model: str | None = None, **fields) -> RunReport:
+        """The run's report: what the caller describes (the model, the fields of its role), then what every run
+        shares."""
         result = self.result
-        model = fields.get("model")
         return RunReport(
             name=name,
             role=self.role,
+            model=model,
             **fields,
             model_identity=ModelSpec.parse(model).identity if model else None,
             xling_version=__version__,

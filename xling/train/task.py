@@ -13,8 +13,9 @@ from pathlib import Path
 import torch
 from rich.console import Console
 
-from xling.adapters import AdaptedModel, Stack, TaggingHead, TaggingHeadConfig
+from xling.adapters import AdaptedModel, Stack
 from xling.adapters.composition import lang_adapter_name
+from xling.adapters.heads import tagging_head
 from xling.adapters.registry import AdapterChoice, kind_of
 from xling.adapters.saving import load
 from xling.data.fingerprints import FINGERPRINTS_FILE, fingerprints, fingerprints_text, read_fingerprints
@@ -62,7 +63,7 @@ def task_model(
         encoder, tokenizer = load_model(options.model)
         model = AdaptedModel(encoder)
         labels = label_list(sentences)
-        model.add_head(name, TaggingHead(model.hidden_size, TaggingHeadConfig(labels=labels)))
+        model.add_head(name, tagging_head(model, labels))
         if METHODS[options.method].adapters:
             model.add_adapter(name, options.adapter.config)
         return model, tokenizer, labels
