@@ -239,7 +239,7 @@ def phase_infer(anchor, args) -> dict:
     )
     model, head, tokenizer = tagger.model, tagger.model.heads[tagger.head], tagger.tokenizer
     words = [s.tokens for s in read_conll(Path(args.conll_dir) / "test.txt")[: args.infer_sentences]]
-    ids = tokenizer(words, is_split_into_words=True, truncation=True, max_length=args.max_length)["input_ids"]
+    ids = [truncated(row, args.max_length) for row in tokenizer(words, is_split_into_words=True)["input_ids"]]
     rows = [Window(i, row, []) for i, row in enumerate(ids)]
     pad, size = tokenizer.pad_token_id, args.infer_batch
     file_order = [pad_batch(rows[i : i + size], pad, "cpu") for i in range(0, len(rows), size)]
@@ -283,8 +283,16 @@ def phase_infer(anchor, args) -> dict:
         "runs_tag_words_end_to_end": e2e,
         "overhead_ratio_bare_over_stack": ratio,
         "precision": tagger.computed_in,
+        "encoder": type(model.encoder).__name__,
+        "tokens_total": sum(map(len, ids)),  # the library's `data.nonpad_tokens_total`: the same ids
         "peak_rss_mb": anchor.peak_rss_mb(),
     }
+
+
+def truncated(row: list[int], length: int) -> list[int]:
+    """A sentence's ids cut as Transformers' `truncation=True` cuts them: its first pieces and the end token (the
+    embedded model's tokenizer in xling, which tagging never truncates, takes no such option)."""
+    return row if len(row) <= length else [*row[: length - 1], row[-1]]
 
 
 def run_phase(anchor, args, name: str) -> dict:

@@ -11,6 +11,7 @@ from tests.tiny import random_madx_adapters, save_tiny_model
 from xling.adapters import AdaptedModel, Stack
 from xling.adapters.saving import load
 from xling.models import load_model
+from xling.models.embedded import embedded_dir
 from xling.models.light import LightTokenizer, load_light_encoder, mapped_safetensors
 
 SENTENCES = [
@@ -47,6 +48,10 @@ def test_the_embedded_model_loads_light_for_tagging_with_the_same_ids_and_states
     full, full_tokenizer = embedded
     light, tokenizer = load_model("e5-small", inference_only=True)
     assert type(tokenizer) is LightTokenizer and not isinstance(light, type(full))
+    # the folder it was converted into, named by its path, is the same model: tagging loads it light too
+    by_path = load_model(str(embedded_dir()), inference_only=True)
+    assert type(by_path[1]) is LightTokenizer and type(by_path[0]) is type(light)
+    assert type(load_model(str(embedded_dir()))[1]) is not LightTokenizer  # training: Transformers' model
     mine, theirs = (
         t(SENTENCES, is_split_into_words=True, add_special_tokens=False) for t in (tokenizer, full_tokenizer)
     )
@@ -105,10 +110,23 @@ def test_a_vocabulary_subset_tokenizes_as_the_whole_model(embedded):
         mine, whole = subset_and_whole(tokenizer, batch)
         assert mine == whole
     assert not tokenizer.vocabulary.covers([TRICKY])  # added tokens (<mask>, </s>) go through the whole model
-    tokenizer.words_seen, tokenizer._full = 0, None
-    assert tokenizer([["Qusqu", "llaqtaqa"]])["input_ids"] and tokenizer._full is None  # a subset served
-    tokenizer(words * 2)  # past SUBSET_WORDS words the whole model loads, once
-    assert tokenizer._full is not None and tokenizer.words_seen > tokenizer.SUBSET_WORDS
+    whole = [ids for ids, _ in subset_and_whole(tokenizer, words)[1]]
+    tokenizer._full = None
+    # however long the job, subsets serve it: the whole model's trie would hold about 270 MB
+    assert tokenizer(words * 2, add_special_tokens=False)["input_ids"] == whole * 2 and tokenizer._full is None
+    assert {word for sentence in words for word in sentence} <= set(tokenizer.vocabulary.found)
+    tokenizer([TRICKY])  # text holding an added token goes through the whole model
+    assert tokenizer._full is not None
+
+
+def test_the_pieces_remembered_of_words_are_bounded(embedded, monkeypatch):
+    _, tokenizer = load_model("e5-small", inference_only=True)
+    monkeypatch.setattr(type(tokenizer.vocabulary), "REMEMBERED_WORDS", 3)
+    first = tokenizer([["Qusqu", "llaqtaqa", "Perú", "suyupi", "kachkan"]])["input_ids"]
+    assert len(tokenizer.vocabulary.found) == 5  # forgotten before a call, never within one
+    again = tokenizer([["Qusqu", "llaqtaqa", "Perú", "suyupi", "kachkan"]])["input_ids"]
+    assert again == first and len(tokenizer.vocabulary.found) == 5  # forgotten, then found again
+    assert tokenizer([["Qusqu"]])["input_ids"] and set(tokenizer.vocabulary.found) == {"Qusqu"}
 
 
 @pytest.mark.slow

@@ -24,6 +24,7 @@ from xling.paths import model_cache_dir
 EMBEDDED_NAME = "multilingual-e5-small"
 EMBEDDED_ALIASES = ("e5-small", "multilingual-e5-small")
 SOURCE_FILE = "e5-small-q4.bin"
+CONVERSION_RECORD = "xling-source.json"  # in the converted folder: what it was converted from
 UPSTREAM_ID = "intfloat/multilingual-e5-small"
 CONVERSION = 2  # raised when what `convert` writes changes, so that cached conversions are made again
 # Transformers 5 saves its own tokenizer class name, which 4.x cannot read; both read this one from
@@ -165,10 +166,22 @@ def convert(source: Path, target: Path, on_step: Callable[[str], None] = lambda 
     tokenizer_config = json.loads((target / "tokenizer_config.json").read_text(encoding="utf-8"))
     tokenizer_config["tokenizer_class"] = TOKENIZER_CLASS
     (target / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2) + "\n", encoding="utf-8")
-    (target / "xling-source.json").write_text(
+    (target / CONVERSION_RECORD).write_text(
         json.dumps({"upstream": UPSTREAM_ID, "source_file": SOURCE_FILE, "sha256": file_sha256(source)}, indent=2)
         + "\n"
     )
+
+
+def is_conversion(folder: Path) -> bool:
+    """Whether `folder` is the embedded model as xling converted it (its record beside the weights), by whatever
+    path it is reached."""
+    record = folder / CONVERSION_RECORD
+    if not (record.is_file() and (folder / "model.safetensors").is_file()):
+        return False
+    try:
+        return json.loads(record.read_text(encoding="utf-8")).get("upstream") == UPSTREAM_ID
+    except (ValueError, AttributeError):
+        return False
 
 
 def embedded_dir(on_step: Callable[[str], None] = lambda step: None) -> Path:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from xling.errors import XlingError, first_line, is_out_of_memory
 from xling.fileio import read_json
-from xling.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, UPSTREAM_ID, embedded_dir
+from xling.models.embedded import EMBEDDED_ALIASES, EMBEDDED_NAME, UPSTREAM_ID, embedded_dir, is_conversion
 from xling.options import opt
 
 DEFAULT_MODEL = "e5-small"
@@ -152,11 +152,11 @@ def check_local_config(folder: Path) -> None:
 
 def load_model(spec: str = DEFAULT_MODEL, on_step: Callable[[str], None] = lambda step: None, inference_only=False):
     """Load the bare encoder (no task head) and its tokenizer, in eval mode. `inference_only`: the embedded model
-    comes without Transformers (`xling.models.light`: a start in a fraction of the time, for tagging)."""
-    if inference_only and ModelSpec.parse(spec).kind == "embedded":
+    comes without Transformers (`xling.models.light`: a start in a fraction of the time and memory, for tagging),
+    named by an alias or by the folder xling converted it into."""
+    if inference_only and (path := light_folder(spec, on_step)) is not None:
         from xling.models.light import LightTokenizer, load_light_encoder
 
-        path = embedded_dir(on_step)
         on_step("loading the encoder")
         model = load_light_encoder(path)
         model.name_or_path, model.xling_hub_id = model_label(spec), hub_id(spec)
@@ -190,6 +190,14 @@ def load_model(spec: str = DEFAULT_MODEL, on_step: Callable[[str], None] = lambd
     model.name_or_path, model.xling_hub_id = model_label(spec), hub_id(spec)
     model.eval()
     return model, tokenizer
+
+
+def light_folder(spec: str, on_step: Callable[[str], None]) -> Path | None:
+    """The embedded model's folder where `spec` names it; None for any other model."""
+    parsed = ModelSpec.parse(spec)
+    if parsed.kind == "embedded":
+        return embedded_dir(on_step)
+    return parsed.folder if parsed.kind == "folder" and is_conversion(parsed.folder) else None
 
 
 @contextmanager

@@ -37,17 +37,15 @@ class LightTokenizer:
     """The model's fast tokenizer from `tokenizer.json`, as tagging calls it (words in, ids and word ids out).
 
     Building a Unigram model of 250,000 pieces takes the `tokenizers` library most of a second, holding Python's
-    lock. The first few thousand words are tokenized by a model of just the pieces that occur in them (the
-    normaliser and pre-tokenizer the same, and the lowest-scoring piece kept, which sets the unknown piece's
-    score): a Unigram segmentation only ever uses pieces inside the text, so the ids are the same
-    (`tests/test_light.py` compares them on the real corpora). Past those words, the whole model loads once."""
-
-    SUBSET_WORDS = 4096  # words tokenized through vocabulary subsets before the whole model loads
+    lock, and holds about 270 MB (its trie). Each call's words are tokenized by a model of just the pieces that
+    occur in them (the normaliser and pre-tokenizer the same, and the lowest-scoring piece kept, which sets the
+    unknown piece's score): a Unigram segmentation only ever uses pieces inside the text, so the ids are the same
+    (`tests/test_light.py` compares them on the real corpora). The whole model loads only for a tokenizer of
+    another kind, or text holding an added token."""
 
     def __init__(self, directory: Path):
         self.directory = Path(directory)
         self._full = None
-        self.words_seen = 0
         settings = read_json(self.directory / "tokenizer_config.json")
         self.model_max_length = settings.get("model_max_length", 512)
         self.vocabulary = PieceVocabulary.load(self.directory)
@@ -76,8 +74,7 @@ class LightTokenizer:
         `max_length`) are refused, as Python refuses any unknown one, rather than silently dropped."""
         if not is_split_into_words:
             raise TypeError("LightTokenizer tokenizes pre-tokenised sentences only (is_split_into_words=True)")
-        self.words_seen += sum(map(len, words))
-        if self.vocabulary is None or self.words_seen > self.SUBSET_WORDS or not self.vocabulary.covers(words):
+        if self.vocabulary is None or not self.vocabulary.covers(words):
             return Encoded(self.full.encode_batch(words, is_pretokenized=True, add_special_tokens=add_special_tokens))
         tokenizer, ids = self.vocabulary.subset_tokenizer(words)
         return Encoded(tokenizer.encode_batch(words, is_pretokenized=True, add_special_tokens=add_special_tokens), ids)
@@ -100,6 +97,7 @@ class PieceVocabulary:
 
     SKELETON, PIECES, SCORES = "tokenizer-skeleton.json", "tokenizer-pieces.bin", "tokenizer-scores.npy"
     SPECIAL = 4  # the first pieces (<s>, <pad>, </s>, <unk>), which keep their ids in every subset
+    REMEMBERED_WORDS = 200_000  # words whose pieces are kept from call to call (then forgotten, all at once)
     SOURCE = "xling_source"  # the skeleton's key for the size and time of the tokenizer.json it was cached from
 
     def __init__(self, skeleton, pieces: list[str], scores: np.ndarray, unk_id: int):
@@ -108,6 +106,7 @@ class PieceVocabulary:
         self.longest = max(map(len, pieces))
         self.kept = set(range(self.SPECIAL)) | {int(scores.argmin())}
         self.whole_only: list[str] = []
+        self.found: dict[str, list[int]] = {}  # the pieces inside a word, as scanned (repeated words are most)
 
     @classmethod
     def load(cls, directory: Path) -> PieceVocabulary | None:
@@ -162,20 +161,30 @@ class PieceVocabulary:
             return False
         return True
 
+    def pieces_inside(self, word: str) -> list[int]:
+        """The ids of the pieces that occur in `word` as the tokenizer normalises and pre-tokenizes it."""
+        normalizer, pre_tokenizer = self.skeleton.normalizer, self.skeleton.pre_tokenizer
+        normalize = normalizer.normalize_str if normalizer else str
+        pre_tokenize = pre_tokenizer.pre_tokenize_str if pre_tokenizer else (lambda text: [(text, None)])
+        inside = []
+        for text, _ in pre_tokenize(normalize(word)):
+            for start in range(len(text)):
+                for end in range(start + 1, min(len(text), start + self.longest) + 1):
+                    if (found := self.ids.get(text[start:end])) is not None:
+                        inside.append(found)
+        return inside
+
     def subset_tokenizer(self, words: list[list[str]]):
         """The skeleton with a Unigram model of the pieces inside `words`, and the model ids of its ids."""
         from tokenizers.models import Unigram
 
         chosen = set(self.kept)
-        normalizer, pre_tokenizer = self.skeleton.normalizer, self.skeleton.pre_tokenizer
-        normalize = normalizer.normalize_str if normalizer else str
-        pre_tokenize = pre_tokenizer.pre_tokenize_str if pre_tokenizer else (lambda text: [(text, None)])
+        if len(self.found) > self.REMEMBERED_WORDS:
+            self.found.clear()
         for word in {word for sentence in words for word in sentence}:
-            for text, _ in pre_tokenize(normalize(word)):
-                for start in range(len(text)):
-                    for end in range(start + 1, min(len(text), start + self.longest) + 1):
-                        if (found := self.ids.get(text[start:end])) is not None:
-                            chosen.add(found)
+            if (inside := self.found.get(word)) is None:
+                inside = self.found[word] = self.pieces_inside(word)
+            chosen.update(inside)
         ids = sorted(chosen)
         vocabulary = [(self.pieces[i], float(self.scores[i])) for i in ids]
         self.skeleton.model = Unigram(vocabulary, unk_id=self.unk_id, byte_fallback=False)
