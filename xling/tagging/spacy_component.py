@@ -172,15 +172,15 @@ class XlingNER:
             shutil.copytree(directory, staging / workspace.model_dir.name / role.name / name)
         shutil.rmtree(path / WORKSPACE, ignore_errors=True)
         staging.rename(path / WORKSPACE)  # after the copy: the folder may be where this tagger loaded from
-        names = {role.name: folder.name for role, folder in tagger.directories.by_role()}
+        folders = tagger.directories
         settings = {k: self.load[k] for k in ("lang", "model", "batch_size", "precision", "device") if k in self.load}
         settings |= {
             "decoder": tagger.decoder,
             "paragraphs": self.paragraphs,
             "overwrite_ents": self.overwrite_ents,
-            "lang_adapter": names.get("lang"),
-            "task_adapter": names.get("task"),
-            "fusion": names.get("fusion"),
+            "lang_adapter": folders.lang and folders.lang.name,
+            "task_adapter": folders.task and folders.task.name,
+            "fusion": folders.fusion and folders.fusion.name,
             "ensemble": list(others),
         }
         (path / SAVED).write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")

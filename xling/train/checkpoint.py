@@ -7,6 +7,7 @@ A checkpoint is one directory written atomically, so an interruption at any mome
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import torch
@@ -14,6 +15,8 @@ from safetensors.torch import load_file, save_file
 
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, parse_json, write_json_atomic
+from xling.records import from_record
+from xling.train.log_lines import LoopState
 
 TENSOR_TAG = "__tensor__"
 
@@ -63,6 +66,36 @@ def saved_value(directory: Path, key: str) -> str | None:
     except (ValueError, UnicodeDecodeError, RecursionError, KeyError, TypeError):
         return None
     return value if isinstance(value, str) else None
+
+
+@dataclass
+class Checkpoint:
+    """A run's resumable state, as `checkpoint/` holds it: the trainable weights, the optimiser's and schedule's
+    own state (torch's dicts), the random streams, the loop's position and the precision it computes in."""
+
+    weights: dict[str, torch.Tensor]
+    optimizer: dict
+    scheduler: dict
+    rng: torch.Tensor
+    state: LoopState
+    precision: str | None = None
+    cuda_rng: list[torch.Tensor] | None = None
+    best_weights: dict[str, torch.Tensor] | None = None  # the selected evaluation's, where it is not the last
+
+    def save(self, directory: Path) -> None:
+        values = {f.name: getattr(self, f.name) for f in fields(self)} | {"state": asdict(self.state)}
+        save_checkpoint(directory, {key: value for key, value in values.items() if value is not None})
+
+    @classmethod
+    def load(cls, directory: Path) -> Checkpoint | None:
+        """The saved checkpoint, None if there is none; a damaged one is an error naming what."""
+        saved = load_checkpoint(directory)
+        if saved is None:
+            return None
+        unknown = set(saved) - {f.name for f in fields(cls)}
+        if unknown:
+            raise XlingError(f"checkpoint state.json holds what no checkpoint does: {', '.join(sorted(unknown))}")
+        return cls(**saved | {"state": from_record(LoopState, saved["state"], "its checkpoint's state")})
 
 
 def load_checkpoint(directory: Path) -> dict | None:

@@ -17,7 +17,6 @@ import math
 import time
 from collections.abc import Iterator
 from contextlib import nullcontext
-from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -26,8 +25,7 @@ from xling.adapters import AdaptedModel
 from xling.data.labels import IGNORE
 from xling.device import autocast
 from xling.errors import XlingError
-from xling.records import from_record
-from xling.train.checkpoint import load_checkpoint, save_checkpoint
+from xling.train.checkpoint import Checkpoint
 from xling.train.config import TrainConfig
 from xling.train.cpu import cpu_training
 from xling.train.frozen import store_frozen_weights, training_mode
@@ -99,27 +97,26 @@ class _Run:
     def resume(self, title: str) -> None:
         """Load the last checkpoint, if any, before the model is wrapped for DDP."""
         try:
-            saved = load_checkpoint(self.run_dir / "checkpoint")
-            state = saved and from_record(LoopState, saved["state"], "its checkpoint's state")
+            saved = Checkpoint.load(self.run_dir / "checkpoint")
         except XlingError as err:
             raise damaged(self.run_dir, str(err)) from None
         if saved is not None:
             try:
                 with torch.no_grad():
-                    for name, value in saved["weights"].items():
+                    for name, value in saved.weights.items():
                         self.trainable[name].copy_(value)
-                self.optimizer.load_state_dict(saved["optimizer"])
-                self.scheduler.load_state_dict(saved["scheduler"])
+                self.optimizer.load_state_dict(saved.optimizer)
+                self.scheduler.load_state_dict(saved.scheduler)
             except (KeyError, RuntimeError, ValueError, TypeError) as err:
                 raise damaged(
                     self.run_dir, f"its checkpoint does not fit this model: {str(err).splitlines()[0]}"
                 ) from None
             if self.main:  # the other processes keep their own dropout streams
-                torch.set_rng_state(saved["rng"])
-                if torch.cuda.is_available() and saved.get("cuda_rng") is not None:
-                    torch.cuda.set_rng_state_all(saved["cuda_rng"])
-            self.state = state
-            self.best_weights = saved.get("best_weights")
+                torch.set_rng_state(saved.rng)
+                if torch.cuda.is_available() and saved.cuda_rng is not None:
+                    torch.cuda.set_rng_state_all(saved.cuda_rng)
+            self.state = saved.state
+            self.best_weights = saved.best_weights
             self.progress.note(f"resuming {title} from step {self.state.step} of {self.total} ({self.run_dir})")
         logged = read_log(self.run_dir, self.state.step, write=self.main)
         self.evaluations = [line for line in logged if isinstance(line, Evaluation)]
@@ -203,19 +200,16 @@ class _Run:
     def checkpoint(self, rng_state: torch.Tensor) -> None:
         if not self.main:
             return
-        save_checkpoint(
-            self.run_dir / "checkpoint",
-            {
-                "weights": {n: p.detach() for n, p in self.trainable.items()},
-                "optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(),
-                "rng": rng_state,
-                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-                "state": asdict(self.state),
-                "precision": self.precision,
-                **({"best_weights": self.best_weights} if self.best_weights is not None else {}),
-            },
-        )
+        Checkpoint(
+            weights={n: p.detach() for n, p in self.trainable.items()},
+            optimizer=self.optimizer.state_dict(),
+            scheduler=self.scheduler.state_dict(),
+            rng=rng_state,
+            state=self.state,
+            precision=self.precision,
+            cuda_rng=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+            best_weights=self.best_weights,
+        ).save(self.run_dir / "checkpoint")
 
     def step(self, batches: Iterator[dict]) -> tuple[float, int, Iterator[dict]]:
         """One optimiser step over `grad_accum` micro-batches: (mean loss, tokens, the batches left)."""
