@@ -576,7 +576,8 @@ def anchor_table(files: dict) -> str:
         f"One run, back to back on {xling['machine']}: the library first, each phase in a fresh process, 2 threads, "
         f"both on torch {env['torch']}; the library with Transformers {env['transformers']} and `adapters` "
         f"{env['adapters']}, xling {xling['xling_version']} (commit {xling['commit']}) with Transformers "
-        f"{xling['transformers']} (`--precision {xling['precision']}`: tagging in {infer['precision']}).",
+        f"{xling['transformers']} (`--precision {xling['precision']}`: tagging in {infer['precision']} through "
+        f"`{infer.get('encoder', 'BertModel')}`, the encoder tagging loads for the embedded model).",
     ]
     return "\n".join(rows)
 
