@@ -114,7 +114,10 @@ def running_server(port: int, options: list[str]):
     server left running would hold its caller waiting for ever), shown when anything failed."""
     command = [sys.executable, "-m", "xling", "serve", "--lang", "qu", "--port", str(port), *options]
     with tempfile.TemporaryFile("w+") as log:
-        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        # Ctrl+C as a terminal's foreground job has it: a process started with SIGINT ignored (an xdist worker, a
+        # job put in the background by a shell without job control) passes that on, and the server would not stop
+        restore = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, preexec_fn=restore)
         try:
             answering(port, server)
             yield
