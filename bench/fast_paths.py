@@ -16,10 +16,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+
+from bench.common import parsed
 
 ROOT = Path(__file__).resolve().parents[1]
 ZERO_SHOT = {
@@ -68,12 +71,34 @@ def seed_of(run: dict) -> int:
     return run["seed"]
 
 
+# the smoke run's steps: two optimiser steps over a few sentences, a few scored
+SMOKE_OPTIONS = {
+    "train-lang": {"steps": 2, "eval_every": 2, "checkpoint_every": 2},
+    "train-task": {"steps": 2, "eval_every": 2, "checkpoint_every": 2, "train_limit": 32, "dev_limit": 16},
+    "evaluate": {"limit": 16},
+}
+
+
+def shrunk(step, folder: Path) -> dict:
+    """A step's options as the smoke run takes them; a language adapter's corpus its first lines, in `folder`."""
+    from xling.data.text import read_text
+
+    options = step.options | SMOKE_OPTIONS[step.run]
+    if step.run == "train-lang":
+        sample = folder / f"{step.title}.txt"
+        sample.write_text("\n".join(read_text(options["corpus"])[0][:64]) + "\n", encoding="utf-8")
+        options["corpus"] = [str(sample)]
+    return options
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--paths", choices=("on", "off"), required=True)
+    parser.add_argument("--paths", choices=("on", "off"), default="on")
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--precision", default="fp32")
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, help="the result file (default: results/fast-paths/PATHS-PRECISION.json)")
+    smoke = Path(tempfile.mkdtemp(prefix="xling-smoke-")) if "--smoke" in sys.argv else None
+    args = parsed(parser, {"seeds": "1", "out": smoke and smoke / "fast-paths.json"})
     from xling.recipes.reading import read_recipe
     from xling.recipes.results import provenance
     from xling.recipes.running import run_recipe
@@ -85,6 +110,7 @@ def main() -> None:
     for step in recipe.steps:
         if step.title in ZERO_SHOT:
             options = {**step.options, "precision": args.precision}
+            options = shrunk(replace(step, options=options), smoke) if args.smoke else options
             steps.append(replace(step, number=len(steps) + 1, options=options))
     seeds = [int(s) for s in args.seeds.split(",")]
     with tempfile.TemporaryDirectory() as workspace:
@@ -92,7 +118,7 @@ def main() -> None:
         started = time.perf_counter()
         rows = [row.to_record() for row in run_recipe(run.file, recipe=run)]
         spent = (time.perf_counter() - started) / 60 / len(seeds)
-    out = ROOT / "results" / "fast-paths" / f"{args.paths}-{args.precision}.json"
+    out = args.out or ROOT / "results" / "fast-paths" / f"{args.paths}-{args.precision}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     rows, minutes = merge(out, rows, {seed: round(spent, 1) for seed in seeds})
     note = f"CPU training paths {args.paths}; {sum(minutes.values()) / len(minutes):.1f} minutes a seed"

@@ -17,19 +17,19 @@ SCRIPTS = sorted(p.stem for p in (REPO / "bench").glob("*.py") if p.stem not in 
 # Benches that run their smoke path here, and those that read the real corpora to do so
 SMOKED = (
     "active_learning", "adapterhub_export", "anchor_workload", "annotate_latency", "annotation_round",
-    "bootstrap_cost", "cold_start", "corpus_map", "deploy_size", "encoder_step", "mlm_head_curves", "mlm_step",
-    "pipe_throughput", "probes", "quantization_gap", "recipe_validation", "row_split", "runtimes", "serve_load",
-    "tag_throughput", "task_step",
+    "bootstrap_cost", "cold_start", "corpus_map", "deploy_size", "encoder_step", "fast_paths", "mlm_head_curves",
+    "mlm_step", "pipe_throughput", "probes", "quantization_gap", "recipe_validation", "row_split", "runtimes",
+    "serve_load", "tag_throughput", "task_step",
 )  # fmt: skip
 NEEDS_CORPORA = (
     "active_learning", "annotate_latency", "annotation_round", "bootstrap_cost", "corpus_map", "encoder_step",
-    "mlm_step", "pipe_throughput", "quantization_gap", "row_split", "runtimes", "serve_load", "tag_throughput",
-    "task_step",
+    "fast_paths", "mlm_step", "pipe_throughput", "quantization_gap", "row_split", "runtimes", "serve_load",
+    "tag_throughput", "task_step",
 )  # fmt: skip
 NEEDS_CHROMIUM = ("annotate_latency",)
 # Benches without a smoke path yet: each one given one leaves this list (a new bench comes with one)
 NO_SMOKE_YET = {
-    "encoder_curve", "fast_paths",
+    "encoder_curve",
 }  # fmt: skip
 
 
