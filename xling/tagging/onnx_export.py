@@ -201,7 +201,7 @@ def check_graphs(directory: Path, tagger, sentences: list[list[str]], gold: list
         logits = fp32.logits(part)
         graph += [logits[i, : len(w.input_ids)] for i, w in enumerate(part)]
     difference = max(float(np.abs(a - b).max()) for a, b in zip(torch_logits(tagger, windows), graph))
-    checks = ExportChecks(len(sentences), float(difference))
+    checks = ExportChecks(len(sentences), difference)
     reference = tagger.tag_words(sentences)
     tagged = {"torch-fp32": reference, "onnx-fp32": fp32.tag_words(sentences)}
     if (directory / GRAPH_FILES["int8"]).is_file():

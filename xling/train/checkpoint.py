@@ -7,7 +7,7 @@ A checkpoint is one directory written atomically, so an interruption at any mome
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import torch
@@ -15,7 +15,7 @@ from safetensors.torch import load_file, save_file
 
 from xling.errors import XlingError
 from xling.fileio import atomic_directory, parse_json, write_json_atomic
-from xling.records import from_record
+from xling.records import from_record, set_fields
 from xling.train.log_lines import LoopState
 
 TENSOR_TAG = "__tensor__"
@@ -83,8 +83,7 @@ class Checkpoint:
     best_weights: dict[str, torch.Tensor] | None = None  # the selected evaluation's, where it is not the last
 
     def save(self, directory: Path) -> None:
-        values = {f.name: getattr(self, f.name) for f in fields(self)} | {"state": asdict(self.state)}
-        save_checkpoint(directory, {key: value for key, value in values.items() if value is not None})
+        save_checkpoint(directory, set_fields(self))
 
     @classmethod
     def load(cls, directory: Path) -> Checkpoint | None:

@@ -107,6 +107,9 @@ class PieceVocabulary:
         self.kept = set(range(self.SPECIAL)) | {int(scores.argmin())}
         self.whole_only: list[str] = []
         self.found: dict[str, list[int]] = {}  # the pieces inside a word, as scanned (repeated words are most)
+        normalizer, pre_tokenizer = skeleton.normalizer, skeleton.pre_tokenizer
+        self.normalize = normalizer.normalize_str if normalizer else str
+        self.pre_tokenize = pre_tokenizer.pre_tokenize_str if pre_tokenizer else (lambda text: [(text, None)])
 
     @classmethod
     def load(cls, directory: Path) -> PieceVocabulary | None:
@@ -163,11 +166,8 @@ class PieceVocabulary:
 
     def pieces_inside(self, word: str) -> list[int]:
         """The ids of the pieces that occur in `word` as the tokenizer normalises and pre-tokenizes it."""
-        normalizer, pre_tokenizer = self.skeleton.normalizer, self.skeleton.pre_tokenizer
-        normalize = normalizer.normalize_str if normalizer else str
-        pre_tokenize = pre_tokenizer.pre_tokenize_str if pre_tokenizer else (lambda text: [(text, None)])
         inside = []
-        for text, _ in pre_tokenize(normalize(word)):
+        for text, _ in self.pre_tokenize(self.normalize(word)):
             for start in range(len(text)):
                 for end in range(start + 1, min(len(text), start + self.longest) + 1):
                     if (found := self.ids.get(text[start:end])) is not None:
