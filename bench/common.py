@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from xling.data.text import read_text
+from xling.data.text import parallel_files, read_parallel, read_text
 from xling.device import autocast
 from xling.options import defaults
 from xling.train.cpu import cpu_training
@@ -33,6 +33,39 @@ def parsed(parser: argparse.ArgumentParser, smoke: dict) -> argparse.Namespace:
         for key, value in smoke.items():
             setattr(args, key, value)
     return args
+
+
+# the smoke runs' recipe steps: two optimiser steps over a few sentences, a few scored
+SMOKE_OPTIONS = {
+    "train-lang": {"steps": 2, "eval_every": 2, "checkpoint_every": 2},
+    "train-task": {"steps": 2, "eval_every": 2, "checkpoint_every": 2, "train_limit": 32, "dev_limit": 16},
+    "evaluate": {"limit": 16},
+}
+SMOKE_LINES = 64  # a smoke run's text corpus: the first lines of the real one
+
+
+def shrunk(step, folder: Path) -> dict:
+    """A recipe step's options as a smoke run takes them; a language adapter's corpus its first lines, in `folder`."""
+    options = step.options | SMOKE_OPTIONS[step.run]
+    if step.run == "train-lang":
+        options["corpus"] = [first_lines(options["corpus"], folder / f"{step.title}.txt")]
+    return options
+
+
+def first_lines(sources, out: Path) -> str:
+    """The first lines of `sources`' text written to `out`, a smoke run's corpus; its path."""
+    out.write_text("\n".join(read_text(sources)[0][:SMOKE_LINES]) + "\n", encoding="utf-8")
+    return str(out)
+
+
+def first_pairs(sources: list[str], source_lang: str, lang: str, folder: Path) -> str:
+    """The first translation pairs of `sources`' first pair of files written to `folder` (NAME.SOURCE_LANG beside
+    NAME.LANG), a smoke run's parallel text; the folder's path."""
+    pairs = read_parallel(*parallel_files(sources, source_lang, lang)[0])[:SMOKE_LINES]
+    folder.mkdir(parents=True, exist_ok=True)
+    for side, suffix in enumerate((source_lang, lang)):
+        (folder / f"pairs.{suffix}").write_text("".join(pair[side] + "\n" for pair in pairs), encoding="utf-8")
+    return str(folder)
 
 
 MISSING = 77  # the exit code of a bench whose run needs what this machine lacks: the tests skip it, with the reason

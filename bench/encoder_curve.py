@@ -9,24 +9,29 @@ again. `--collect` writes `results/adapted-encoder-qu/curve.json` from what has 
 `docs/img/adapted-encoder-qu.png`.
 
     XLING_CORPORA=../shared/corpora python -m bench.encoder_curve [--budgets 1000,0] [-w DIR]
+
+`--smoke` runs budgets 2 and 0 end to end in a temporary folder: the mix's first lines, the recipe's steps
+shrunk to two optimiser steps and 16 scored sentences, one seed, the curve and its plot written there.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict, replace
+import tempfile
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from bench.common import first_lines, first_pairs, parsed, shrunk
 from xling.fileio import write_json_atomic
 from xling.provenance import made_where
 from xling.recipes.planning import results_dir
-from xling.recipes.reading import read_recipe
+from xling.recipes.reading import Recipe, read_recipe
 from xling.recipes.results import combine
 from xling.scoring.result import EvaluationResult
 from xling.train.config import TrainConfig
 from xling.train.log_lines import TrainLog
 from xling.train.report import RunReport
-from xling.train.text_config import EncoderOptions
+from xling.train.text_config import EncoderOptions, mixed_sources
 from xling.workspace import Workspace
 
 REPO = Path(__file__).resolve().parent.parent
@@ -47,55 +52,62 @@ MIX = {
 }
 
 
-def encoder_options(budget: int, workspace: str) -> EncoderOptions:
+@dataclass
+class Curve:
+    """What every budget runs: the encoder's text mix, the recipe on each encoder, the workspace holding both."""
+
+    mix: dict[str, list[str]]
+    recipe: Recipe
+    workspace: str
+
+
+def encoder_options(budget: int, curve: Curve) -> EncoderOptions:
     return EncoderOptions(
         lang="qu",
-        **MIX,
+        **curve.mix,
         method="no-embeddings",
         name=f"multilingual-e5-small-qu-{budget}",
-        workspace=workspace,
+        workspace=curve.workspace,
         training=TrainConfig(
             max_steps=budget, batch_size=16, learning_rate=None, eval_every=min(100, budget), precision="bf16"
         ),
     )
 
 
-def encoder_folder(budget: int, workspace: str) -> Path:
-    options = encoder_options(budget, workspace)
-    return Workspace(workspace, options.model).model_dir / "encoder" / options.name
+def encoder_folder(budget: int, curve: Curve) -> Path:
+    options = encoder_options(budget, curve)
+    return Workspace(curve.workspace, options.model).model_dir / "encoder" / options.name
 
 
-def run_budget(budget: int, workspace: str) -> None:
+def run_budget(budget: int, curve: Curve) -> None:
     from xling.recipes.running import run_recipe
     from xling.train.encoder import train_encoder
 
     model = "e5-small"
     if budget:
-        folder = encoder_folder(budget, workspace)
+        folder = encoder_folder(budget, curve)
         if not folder.is_dir():
-            train_encoder(encoder_options(budget, workspace))
+            train_encoder(encoder_options(budget, curve))
         model = str(folder)
-    recipe = replace(read_recipe(RECIPE), model=model, workspace=workspace)
-    run_recipe(RECIPE, recipe=recipe)
+    run_recipe(RECIPE, recipe=replace(curve.recipe, model=model, workspace=curve.workspace))
 
 
-def seed_results(budget: int, workspace: str) -> dict[int, list[EvaluationResult]] | None:
+def seed_results(budget: int, curve: Curve) -> dict[int, list[EvaluationResult]] | None:
     """Each seed's evaluation results of the recipe on the budget's encoder, in step order; None until all ran."""
-    recipe = read_recipe(RECIPE)
-    model = str(encoder_folder(budget, workspace)) if budget else "e5-small"
+    model = str(encoder_folder(budget, curve)) if budget else "e5-small"
     runs = {}
-    for seed in recipe.seeds:
-        folder = results_dir(Workspace(str(Path(workspace) / f"seed-{seed}"), model), recipe)
-        files = [folder / f"{step.title}.json" for step in recipe.steps if step.run == "evaluate"]
+    for seed in curve.recipe.seeds:
+        folder = results_dir(Workspace(str(Path(curve.workspace) / f"seed-{seed}"), model), curve.recipe)
+        files = [folder / f"{step.title}.json" for step in curve.recipe.steps if step.run == "evaluate"]
         if not all(file.is_file() for file in files):
             return None
         runs[seed] = [EvaluationResult.read(file) for file in files]
     return runs
 
 
-def encoder_record(budget: int, workspace: str) -> dict | None:
+def encoder_record(budget: int, curve: Curve) -> dict | None:
     """What the adaptation run reported, and its held-out perplexities at every evaluation."""
-    folder = encoder_folder(budget, workspace)
+    folder = encoder_folder(budget, curve)
     if not (folder / "report.json").is_file():
         return None
     report = RunReport.read(folder)
@@ -118,15 +130,15 @@ def in_corpora(file: str) -> str:
     return Path(file).name
 
 
-def collect(budgets: list[int], workspace: str) -> dict:
+def collect(budgets: list[int], curve: Curve) -> dict:
     """The curve: per budget, its encoder's record and the recipe's rows over the seeds, each row paired against
     the same row at budget 0 (the embedded encoder) on the same sentences, seed by seed."""
     from xling.scoring.bootstrap import paired
 
-    base = seed_results(0, workspace)
+    base = seed_results(0, curve)
     points = []
     for budget in sorted(budgets):
-        runs, encoder = seed_results(budget, workspace), encoder_record(budget, workspace) if budget else None
+        runs, encoder = seed_results(budget, curve), encoder_record(budget, curve) if budget else None
         if runs is None and encoder is None:
             continue
         rows = [row.to_record() for row in combine(runs)] if runs else []  # no recipe finished yet: perplexity only
@@ -136,7 +148,7 @@ def collect(budgets: list[int], workspace: str) -> dict:
                 theirs = [base[seed][position].sentence_counts for seed in runs]
                 row["versus_budget_0"] = paired(ours, theirs)
         points.append({"budget": budget, "encoder": encoder, "rows": rows})
-    return {"recipe": "adapted-encoder-qu", "mix": MIX, **made_where(), "points": points}
+    return {"recipe": curve.recipe.name, "mix": curve.mix, **made_where(), "points": points}
 
 
 def plot(curve: dict, out: Path) -> None:
@@ -178,21 +190,46 @@ def plot(curve: dict, out: Path) -> None:
     figure.savefig(out, dpi=110)
 
 
+def smoke_curve(folder: Path) -> Curve:
+    """The curve a smoke run draws in `folder`: the mix's first lines, the recipe's steps shrunk, one seed."""
+    also = [f"{lang}={first_lines([corpus], folder / f'{lang}.txt')}" for lang, corpus in mixed_sources(MIX["also"])]
+    mix = MIX | {
+        "corpus": [first_lines(MIX["corpus"], folder / "qu.txt")],
+        "also": also,
+        "parallel": [first_pairs(MIX["parallel"], "es", "qu", folder / "parallel")],
+    }
+    recipe = read_recipe(RECIPE)
+    steps = [replace(step, options=shrunk(step, folder)) for step in recipe.steps]
+    return Curve(mix, replace(recipe, seeds=[1], steps=steps), str(folder / "workspace"))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budgets", default="1000,0")
     parser.add_argument("-w", "--workspace", default=str(REPO.parent / "encoder-curve"))
     parser.add_argument("--collect", action="store_true", help="Write the curve of what has finished; train nothing.")
-    args = parser.parse_args()
+    args = parsed(parser, {"budgets": "2,0"})
     budgets = [int(b) for b in args.budgets.split(",")]
-    if args.collect:
-        curve = collect(budgets, args.workspace)
-        write_json_atomic(RESULTS / "curve.json", curve)
-        plot(curve, PLOT)
-        print(f"wrote {RESULTS / 'curve.json'} and {PLOT}")
-        return
-    for budget in budgets:
-        run_budget(budget, args.workspace)
+    if args.smoke:
+        with tempfile.TemporaryDirectory(prefix="xling-smoke-") as smoke:
+            curve = smoke_curve(Path(smoke))
+            for budget in budgets:
+                run_budget(budget, curve)
+            write_curve(collect(budgets, curve), Path(smoke) / "curve.json", Path(smoke) / "curve.png")
+    elif args.collect:
+        write_curve(collect(budgets, Curve(MIX, read_recipe(RECIPE), args.workspace)), RESULTS / "curve.json", PLOT)
+    else:
+        for budget in budgets:
+            run_budget(budget, Curve(MIX, read_recipe(RECIPE), args.workspace))
+
+
+def write_curve(curve: dict, out: Path, plot_file: Path) -> None:
+    write_json_atomic(out, curve)
+    plot(curve, plot_file)
+    for point in curve["points"]:
+        rows = ", ".join(f"{row['label']} {100 * row['f1']:.1f}" for row in point["rows"])
+        print(f"budget {point['budget']}: F1 {rows}")
+    print(f"wrote {out} and {plot_file}")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from bench.common import parsed
+from bench.common import parsed, shrunk
 
 ROOT = Path(__file__).resolve().parents[1]
 ZERO_SHOT = {
@@ -69,26 +69,6 @@ def merge(out: Path, rows: list[dict], minutes: dict[int, float]) -> tuple[list[
 
 def seed_of(run: dict) -> int:
     return run["seed"]
-
-
-# the smoke run's steps: two optimiser steps over a few sentences, a few scored
-SMOKE_OPTIONS = {
-    "train-lang": {"steps": 2, "eval_every": 2, "checkpoint_every": 2},
-    "train-task": {"steps": 2, "eval_every": 2, "checkpoint_every": 2, "train_limit": 32, "dev_limit": 16},
-    "evaluate": {"limit": 16},
-}
-
-
-def shrunk(step, folder: Path) -> dict:
-    """A step's options as the smoke run takes them; a language adapter's corpus its first lines, in `folder`."""
-    from xling.data.text import read_text
-
-    options = step.options | SMOKE_OPTIONS[step.run]
-    if step.run == "train-lang":
-        sample = folder / f"{step.title}.txt"
-        sample.write_text("\n".join(read_text(options["corpus"])[0][:64]) + "\n", encoding="utf-8")
-        options["corpus"] = [str(sample)]
-    return options
 
 
 def main() -> None:
