@@ -37,7 +37,7 @@ from xling.adapters.record import AdapterMetadata
 from xling.adapters.saving import load, save
 from xling.data.conll import read_conll
 from xling.data.labels import IGNORE
-from xling.device import autocast, pick_precision
+from xling.device import autocast, bound_kernel_cache, pick_precision
 from xling.methods import METHODS
 from xling.models import load_model, resolve_model_dir
 from xling.models.stored_weights import linear_weights_stored_for
@@ -298,6 +298,8 @@ def truncated(row: list[int], length: int) -> list[int]:
 def run_phase(anchor, args, name: str) -> dict:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    if name != "infer_adapters":  # as a training command bounds it, before the first kernel (Tagger.load its own)
+        bound_kernel_cache("training")
     if name.startswith("lang_"):
         return phase_lang(anchor, args, name[5:7], name.endswith("_vocab"))
     if name in ("ner_adapter", "full_ft"):

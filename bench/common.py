@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from xling.data.text import parallel_files, read_parallel, read_text
-from xling.device import autocast
+from xling.device import autocast, bound_kernel_cache
 from xling.options import defaults
 from xling.train.cpu import cpu_training
 from xling.train.frozen import store_frozen_weights, training_mode
@@ -116,7 +116,9 @@ _TRAINING = contextlib.ExitStack()  # what `train_as_xling` enters stays entered
 def train_as_xling(model, precision: str, options, device: str = "cpu") -> None:
     """Set `model` (already on `device`) up as xling's training loop does for the command whose options class
     is `options`: frozen Linear weights stored in the compute precision, the frozen encoder's dropout at the
-    command's default, on a CPU its dropout and attention (`xling.train.cpu`)."""
+    command's default, on a CPU its dropout and attention (`xling.train.cpu`) and its bound on oneDNN's kernels."""
+    if device == "cpu":
+        bound_kernel_cache("training")
     store_frozen_weights(model, precision)
     training_mode(model, defaults(options).training.encoder_dropout)
     _TRAINING.enter_context(cpu_training(model.encoder, device))

@@ -128,3 +128,26 @@ def test_the_cpu_fast_paths_give_the_generic_paths_loss_and_gradients(arch):
     assert fast_gradients.keys() == generic_gradients.keys() and len(fast_gradients) > 4
     for name, gradient in generic_gradients.items():
         torch.testing.assert_close(fast_gradients[name], gradient, atol=1e-5, rtol=1e-4)
+
+
+BOUND = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"  # oneDNN's environment variable
+
+
+def test_training_on_a_cpu_bounds_onednn_s_kernels_before_anything_computes(monkeypatch):
+    """oneDNN reads its cache's bound once, at the process's first kernel: a run sets it before timing bf16 (where
+    `auto` may run the first kernels), and a bound the user set stays."""
+    import os
+
+    import xling.device
+    from xling.device import KERNELS_KEPT
+    from xling.train.config import TrainConfig
+    from xling.train.processes import processes
+
+    seen = []
+    monkeypatch.setattr(xling.device, "cpu_bf16_speedup", lambda: seen.append(os.environ.get(BOUND)) or 2.0)
+    monkeypatch.delenv(BOUND, raising=False)
+    processes(TrainConfig(device="cpu"))
+    assert seen and set(seen) == {KERNELS_KEPT["training"]}
+    monkeypatch.setenv(BOUND, "256")
+    processes(TrainConfig(device="cpu"))
+    assert os.environ[BOUND] == "256"

@@ -38,15 +38,18 @@ def pick_device(requested: str) -> str:
     return requested
 
 
-# oneDNN keeps the kernels it compiled for each shape it has seen, up to 1,024 of them; tagging in bf16 on an AMX
-# CPU, those for the padded widths of 1,000 sentences held 260 MB. Sixteen tag as fast (bench/anchor_workload.py).
-ONEDNN_KERNELS = "16"
+# oneDNN keeps the kernels it compiled for each shape it has seen, with their buffers, up to 1,024 of them. In bf16
+# on an AMX CPU, tagging's padded widths of 1,000 sentences held 260 MB of them, and 40 steps of the side-by-side
+# benchmark's training 450 MB (task adapter) to 830 MB (masked LM, whose masked counts vary). Tagging runs as fast
+# with 16; training with 64 (16 and 32 slowed a masked-LM step by 4-8%) (bench/anchor_workload.py).
+KERNELS_KEPT = {"tagging": "16", "training": "64"}
 
 
-def bound_kernel_cache() -> None:
-    """Bound oneDNN's cache of compiled kernels, before the process's first oneDNN kernel (it reads the bound then,
-    once); a bound the user set stays."""
-    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", ONEDNN_KERNELS)
+def bound_kernel_cache(work: str) -> None:
+    """Bound oneDNN's cache of compiled kernels for `work` (tagging or training) on a CPU. oneDNN reads the bound
+    once, at the process's first kernel, so this comes before anything computes (a precision's timing included);
+    a bound the user set, or that earlier work in the process set, stays."""
+    os.environ.setdefault("ONEDNN_PRIMITIVE_CACHE_CAPACITY", KERNELS_KEPT[work])
 
 
 # The widest int8 and vector units a CPU has, as /proc/cpuinfo flags them: int8 speed and ONNX Runtime's kernels

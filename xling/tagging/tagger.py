@@ -85,9 +85,9 @@ class Tagger(TextTagger):
         if spec.runtime == "onnx":
             return onnx_tagger(cls, spec)
         device = pick_device(spec.device)
-        pick_precision(spec.precision, device)  # refused before anything loads
         if device == "cpu":
-            bound_kernel_cache()
+            bound_kernel_cache("tagging")
+        pick_precision(spec.precision, device)  # refused before anything loads
         ws = Workspace(spec.workspace, spec.model)
         role, directory = spec.top_adapter(ws)
         directories = AdapterFolders(**{role.name: directory})

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from xling.device import PRECISION_TABLE, PRECISIONS, pick_device, pick_precision
+from xling.device import PRECISION_TABLE, PRECISIONS, bound_kernel_cache, pick_device, pick_precision
 from xling.errors import XlingError
 from xling.train.config import TrainConfig
 
@@ -62,6 +62,8 @@ def processes(config: TrainConfig, resumed: str | None = None, log_dir: Path | N
     """The device, the precision (`resumed`: the one an interrupted run was in) and the accelerator of this run
     (one process, or each of a distributed run)."""
     device = pick_device(config.device)
+    if device == "cpu":
+        bound_kernel_cache("training")
     # a resumed run keeps the precision it was picked in, where it trains on this device
     usable = resumed not in (None, "auto") and resumed in PRECISIONS and device in PRECISION_TABLE[resumed].devices
     precision = resumed if usable else pick_precision(config.precision, device)
