@@ -19,7 +19,7 @@ import torch
 import xling.adapters.row_split as row_split
 from bench.common import parsed, quechua_lines, setup_threads, time_interleaved, train_as_xling, training_step
 from xling.adapters import AdaptedModel, BottleneckConfig, Stack, TaggingHead, TaggingHeadConfig
-from xling.device import pick_device, pick_precision
+from xling.device import pick_device, pick_precision, torch_dtype
 from xling.models import load_model
 from xling.train.config import TaskAdapterOptions
 
@@ -51,10 +51,12 @@ def main():
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--corpus-batches", type=int, default=8)
     parser.add_argument("--long", type=int, default=511, help="the pieces of the one long window")
+    parser.add_argument("--precision", default="auto", help="auto, fp32 or bf16: the pass costs differ between them")
     args = parsed(parser, {"rounds": 1, "pass_costs": "64", "batch": 4, "corpus_batches": 1, "long": 64})
     setup_threads()
     device = pick_device("auto")
-    precision = pick_precision("auto", device)
+    precision = pick_precision(args.precision, device)
+    key = (device, torch_dtype(precision) or torch.float32)  # PASS_COST_TOKENS's
     encoder, tokenizer = load_model("e5-small")
     model = AdaptedModel(encoder)
     model.add_head("ner", TaggingHead(model.hidden_size, TaggingHeadConfig(labels=LABELS)))
@@ -64,11 +66,11 @@ def main():
     model.to(device)
     train_as_xling(model, precision, TaskAdapterOptions, device)
     params = [p for p in model.parameters() if p.requires_grad]
-    default_cost = row_split.PASS_COST_TOKENS.get(device)
+    default_cost = row_split.PASS_COST_TOKENS.get(key)
 
     def step_fn(batch, pass_cost: float | None):
         def forward(ids, mask):
-            row_split.PASS_COST_TOKENS[device] = pass_cost  # read at each forward; None: one pass
+            row_split.PASS_COST_TOKENS[key] = pass_cost  # read at each forward; None: one pass
             return model.heads["ner"](model(input_ids=ids, attention_mask=mask))
 
         return training_step(forward, params, *batch, precision, device)[0]
@@ -89,7 +91,7 @@ def main():
     print(f"{'total':32s} {'':>13s}  " + "  ".join(f"{totals[c]:8.4f}" for c in columns))
     print("total / one pass: " + ", ".join(f"{c} {totals[c] / totals['one pass']:.2f}" for c in columns[1:]))
     best = min(columns, key=totals.__getitem__)
-    print(f"fastest on {device}: {best} (PASS_COST_TOKENS[{device!r}]: {default_cost}, None: one pass)")
+    print(f"fastest on {device} in {precision}: {best} (PASS_COST_TOKENS[{key!r}]: {default_cost}, None: one pass)")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from xling.adapters import (
 )
 from xling.adapters.adapterhub import export_adapterhub
 from xling.adapters.bottleneck.invertible import NICECoupling
-from xling.adapters.row_split import PASS_COST_TOKENS, row_groups
+from xling.adapters.row_split import PASS_COST_TOKENS, pass_cost, row_groups
 from xling.adapters.saving import load, save
 from xling.errors import XlingError
 
@@ -405,13 +405,14 @@ def test_uneven_rows_run_in_passes_of_their_own_width_with_the_same_numbers():
     lengths = [3, 60, 5, 4, 57, 6, 8, 3]
     ids, mask = right_padded(lengths, vocab)
 
-    groups = row_groups(mask, PASS_COST_TOKENS["cpu"])
+    cost = PASS_COST_TOKENS["cpu", torch.float32]
+    groups = row_groups(mask, cost)
     assert groups is not None and len(groups) > 1
     assert sorted(row for rows, _ in groups for row in rows) == list(range(len(lengths)))
     assert all(width == max(lengths[row] for row in rows) for rows, width in groups)
-    assert row_groups(*right_padded([9, 10, 10, 8], vocab)[1:], PASS_COST_TOKENS["cpu"]) is None  # little padding
+    assert row_groups(*right_padded([9, 10, 10, 8], vocab)[1:], cost) is None  # little padding
     left_padded = mask.flip(1)
-    assert row_groups(left_padded, PASS_COST_TOKENS["cpu"]) is None
+    assert row_groups(left_padded, cost) is None
 
     weights = torch.randn(len(lengths), ids.shape[1], model.hidden_size)
     results = []
@@ -427,3 +428,12 @@ def test_uneven_rows_run_in_passes_of_their_own_width_with_the_same_numbers():
     assert split_grads.keys() == whole_grads.keys() and split_grads
     for name in whole_grads:
         torch.testing.assert_close(split_grads[name], whole_grads[name], atol=1e-5, rtol=1e-4)
+
+
+def test_a_pass_costs_what_the_device_and_the_dtype_it_computes_in_say():
+    """On a CPU a token costs less in bf16 and a pass about as much: more padding is worth a pass of its own."""
+    cpu = torch.device("cpu")
+    assert pass_cost(cpu) == PASS_COST_TOKENS["cpu", torch.float32]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert pass_cost(cpu) == PASS_COST_TOKENS["cpu", torch.bfloat16] > PASS_COST_TOKENS["cpu", torch.float32]
+    assert pass_cost(torch.device("cuda")) is None  # a GPU never splits

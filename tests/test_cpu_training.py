@@ -110,7 +110,7 @@ def test_the_cpu_fast_paths_give_the_generic_paths_loss_and_gradients(arch):
     mask = (torch.arange(width) < torch.tensor(lengths)[:, None]).long()
     ids = torch.randint(5, len(tokenizer), (len(lengths), width), generator=generator).masked_fill(mask == 0, 1)
     labels = torch.randint(0, 3, (len(lengths), width), generator=generator).masked_fill(mask == 0, -100)
-    assert row_groups(mask, PASS_COST_TOKENS["cpu"]) is not None  # the batch does take the row split
+    assert row_groups(mask, PASS_COST_TOKENS["cpu", torch.float32]) is not None  # the batch does take the row split
 
     def loss_and_gradients(fast: bool):
         with cpu_training(model.encoder, "cpu" if fast else "cuda"):  # "cuda": left as it is

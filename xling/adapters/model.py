@@ -21,7 +21,7 @@ from xling.adapters.composition import Fuse, Setup, Stack, adapter_names, as_sta
 from xling.adapters.fusion import AdapterFusion, FusionConfig
 from xling.adapters.placement import PLACEMENTS
 from xling.adapters.registry import KINDS, kind_of
-from xling.adapters.row_split import PASS_COST_TOKENS, row_groups
+from xling.adapters.row_split import pass_cost, row_groups
 from xling.adapters.weights import base_model_fingerprint
 from xling.errors import XlingError
 from xling.models.families import family_of
@@ -244,10 +244,10 @@ class AdaptedModel(nn.Module):
     def forward(self, input_ids=None, attention_mask=None, split_rows: bool = True, **kwargs) -> torch.Tensor:
         """Last hidden states of the encoder with the active adapters (padding positions carry no meaning).
 
-        With `split_rows`, on a device in `PASS_COST_TOKENS`, a right-padded batch whose rows differ much in
-        length runs as several passes over rows of similar length, each cut to its own width (`row_groups`):
-        the same numbers for the real tokens, without the work on padding."""
-        cost = PASS_COST_TOKENS.get(input_ids.device.type) if input_ids is not None else None
+        With `split_rows`, on a device and in a dtype in `PASS_COST_TOKENS`, a right-padded batch whose rows
+        differ much in length runs as several passes over rows of similar length, each cut to its own width
+        (`row_groups`): the same numbers for the real tokens, without the work on padding."""
+        cost = pass_cost(input_ids.device) if input_ids is not None else None
         groups = None
         if split_rows and cost is not None and attention_mask is not None and not kwargs:
             groups = row_groups(attention_mask, cost)

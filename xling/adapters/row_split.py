@@ -6,12 +6,23 @@ from __future__ import annotations
 
 import torch
 
-# What one pass of the encoder costs beside its tokens, in tokens, by device type: on 2 CPU cores a task-adapter
-# training step took 35 ms plus 0.51 ms a token, the token's cost growing with the width as (1 + width / 155)
-# (attention). GPUs are not in the table: there a pass costs its kernel launches (about 20 ms on an H200) whatever
-# its size, and one pass over the padded batch was the fastest on every batch of `bench/row_split.py`.
-PASS_COST_TOKENS = {"cpu": 64}
+# What one pass of the encoder costs beside its tokens, in tokens, by device type and the dtype it computes in. fp32
+# on 2 CPU cores (a Xeon without AMX): a task-adapter training step took 35 ms plus 0.51 ms a token, the token's
+# cost growing with the width as (1 + width / 155) (attention), so 64. bf16 on 2 AMX cores, where a token costs
+# less and a pass about as much: 1,024 (`bench/row_split.py`: its nine batches took 0.16 of one pass's time at
+# 1,024 and 2,048, 0.21 at 64; the side-by-side benchmark's task-adapter step 0.27 s at 64, 0.22 s at 1,024 and
+# in one pass). GPUs are not in the table: there a pass costs its kernel launches (about 20 ms on an H200)
+# whatever its size, and one pass over the padded batch was the fastest on every batch of `bench/row_split.py`.
+PASS_COST_TOKENS = {("cpu", torch.float32): 64, ("cpu", torch.bfloat16): 1024}
 ATTENTION_WIDTH = 155
+
+
+def pass_cost(device: torch.device) -> float | None:
+    """What a pass costs on `device` in the dtype autocast computes in there now (fp32 where it is off); None on a
+    device where one pass is the cheapest."""
+    kind = device.type
+    dtype = torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else torch.float32
+    return PASS_COST_TOKENS.get((kind, dtype))
 
 
 def row_groups(attention_mask: torch.Tensor, pass_cost: float) -> list[tuple[list[int], int]] | None:
