@@ -197,7 +197,7 @@ def phase_ner(anchor, args, method: str) -> dict:
     sentences = sentences[: args.repeats * args.steps * args.ner_batch]
     workspace = Workspace(args.work_dir, args.model)
     torch.manual_seed(args.seed)
-    encoder, tokenizer = load_model(args.model)
+    encoder, tokenizer = load_model(args.model, words_tokenizer=True)  # as `train-task` loads it
     model = AdaptedModel(encoder)
     model.add_head(NER, TaggingHead(model.hidden_size, TaggingHeadConfig(labels=list(anchor.LABELS))))
     lang_dir = workspace.adapter_dir(LANG, "en")

@@ -148,3 +148,21 @@ def test_a_vocabulary_subset_tokenizes_the_real_corpora_as_the_whole_model(embed
     for start in range(0, len(sample), 500):
         mine, whole = subset_and_whole(tokenizer, sample[start : start + 500])
         assert mine == whole
+
+
+def test_a_tagger_trains_on_the_embedded_model_with_the_light_tokenizer(embedded, tmp_path):
+    """Training a tagger asks of its tokenizer only what tagging asks (pre-tokenised words): the embedded model's
+    comes without Transformers' 250,000-piece model (300 MB held for the run), with the same ids."""
+    from rich.console import Console
+
+    from xling.train.config import TaskAdapterOptions
+    from xling.train.task import task_model
+    from xling.workspace import Workspace
+
+    options = TaskAdapterOptions(lang="en", train=["unused.conll"], dev=["unused.conll"], workspace=str(tmp_path))
+    sentences = [["Lima", "llaqta"], ["Ana", "Cusco", "-pi", "kachkan", "."]]
+    _, tokenizer, labels = task_model(options, Workspace(str(tmp_path), "e5-small"), "ner-en", [], Console())
+    _, full = load_model("e5-small")
+    assert isinstance(tokenizer, LightTokenizer) and not isinstance(full, LightTokenizer)
+    assert len(tokenizer) == len(full)
+    assert tokenizer(sentences)["input_ids"] == full(sentences, is_split_into_words=True)["input_ids"]

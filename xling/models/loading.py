@@ -150,17 +150,25 @@ def check_local_config(folder: Path) -> None:
         )
 
 
-def load_model(spec: str = DEFAULT_MODEL, on_step: Callable[[str], None] = lambda step: None, inference_only=False):
+def load_model(
+    spec: str = DEFAULT_MODEL,
+    on_step: Callable[[str], None] = lambda step: None,
+    inference_only=False,
+    words_tokenizer=False,
+):
     """Load the bare encoder (no task head) and its tokenizer, in eval mode. `inference_only`: the embedded model
     comes without Transformers (`xling.models.light`: a start in a fraction of the time and memory, for tagging),
-    named by an alias or by the folder xling converted it into."""
-    if inference_only and (path := light_folder(spec, on_step)) is not None:
-        from xling.models.light import LightTokenizer, load_light_encoder
+    named by an alias or by the folder xling converted it into. `words_tokenizer`: its tokenizer alone comes
+    without Transformers (`LightTokenizer`, which tokenizes pre-tokenised words, all that tagging and training a
+    tagger ask of it; Transformers' holds 300 MB for a whole training run)."""
+    from xling.models.light import LightTokenizer, load_light_encoder
 
+    light = light_folder(spec, on_step) if inference_only or words_tokenizer else None
+    if inference_only and light is not None:
         on_step("loading the encoder")
-        model = load_light_encoder(path)
+        model = load_light_encoder(light)
         model.name_or_path, model.xling_hub_id = model_label(spec), hub_id(spec)
-        return model, LightTokenizer(path)
+        return model, LightTokenizer(light)
     from transformers import AutoConfig, AutoModel, AutoTokenizer
     from transformers.models.auto.modeling_auto import MODEL_MAPPING
 
@@ -181,7 +189,7 @@ def load_model(spec: str = DEFAULT_MODEL, on_step: Callable[[str], None] = lambd
     except (OSError, ValueError, KeyError, RuntimeError) as err:  # Transformers' words for a folder it cannot read
         raise XlingError(f"cannot load model {spec!r}: {first_line(err)[:300]}") from None
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path)
+        tokenizer = LightTokenizer(light) if light is not None else AutoTokenizer.from_pretrained(path)
     except Exception as err:  # noqa: BLE001 - tokenizers' Rust errors and Transformers' alike: the files are named
         raise XlingError(
             f"cannot read the tokenizer of {spec!r} ({tokenizer_files(Path(path))}): {first_line(err)[:300]}"

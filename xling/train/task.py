@@ -60,7 +60,7 @@ def task_model(
 ) -> tuple[AdaptedModel, object, list[str]]:
     """The model with the task's head (and adapter): continued from `init_from`, or new over `sentences`' labels."""
     if not options.init_from:
-        encoder, tokenizer = load_model(options.model)
+        encoder, tokenizer = load_model(options.model, words_tokenizer=True)
         model = AdaptedModel(encoder)
         labels = label_list(sentences)
         model.add_head(name, tagging_head(model, labels))

@@ -79,6 +79,10 @@ class LightTokenizer:
         tokenizer, ids = self.vocabulary.subset_tokenizer(words)
         return Encoded(tokenizer.encode_batch(words, is_pretokenized=True, add_special_tokens=add_special_tokens), ids)
 
+    def __len__(self) -> int:
+        """Its ids, as Transformers' tokenizers count them (the added tokens among them)."""
+        return len(self.vocabulary.pieces) if self.vocabulary else self.full.get_vocab_size(with_added_tokens=True)
+
     def save_pretrained(self, directory: str | Path) -> None:
         for name in TOKENIZER_FILES:
             if (self.directory / name).is_file():
