@@ -161,9 +161,9 @@ def load_model(
     named by an alias or by the folder xling converted it into. `words_tokenizer`: its tokenizer alone comes
     without Transformers (`LightTokenizer`, which tokenizes pre-tokenised words, all that tagging and training a
     tagger ask of it; Transformers' holds 300 MB for a whole training run)."""
-    from xling.models.light import LightTokenizer, load_light_encoder
-
     light = light_folder(spec, on_step) if inference_only or words_tokenizer else None
+    if light is not None:  # imported only where used: another model's loading needs none of it
+        from xling.models.light import LightTokenizer, load_light_encoder
     if inference_only and light is not None:
         on_step("loading the encoder")
         model = load_light_encoder(light)
